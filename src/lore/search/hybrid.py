@@ -1,0 +1,170 @@
+"""Hybrid ranking: vector KNN + FTS5 BM25, fused by reciprocal rank fusion, plus bonuses.
+
+score = (rrf / best_possible_rrf) + confidence bonus + usage bonus + recency bonus,
+multiplied by the anti-context factor when anti-contexts demote instead of exclude.
+
+* rrf = w_vec / (k + vector rank) + w_kw / (k + keyword rank) (seed 001 §5). Dividing
+  by the best possible value puts relevance on 0..1, so the bonuses (seed 000 §3.2,
+  0.05 each by default) nudge the order without swamping it.
+* confidence bonus = confidence_bonus × ordinal / highest ordinal.
+* usage bonus = usage_bonus × min(usage_count / usage_saturation, 1).
+* recency bonus (off by default) = weight × exp(−age / scale) (seed 003).
+
+Filters are applied before ranking, inside both candidate queries.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import numpy as np
+
+from lore.config import SearchConfig
+from lore.ids import parse_time
+from lore.models import Filters, ScoreParts, SearchResult
+from lore.search.snippet import snippet
+from lore.store import SQLiteStore, fts_query
+
+Mode = Literal["hybrid", "keyword", "vector"]
+
+
+def search(
+    store: SQLiteStore,
+    query: str,
+    filters: Filters,
+    limit: int,
+    cfg: SearchConfig,
+    embed_query: Callable[[str], np.ndarray] | None,
+    mode: Mode = "hybrid",
+    explain: bool = False,
+) -> list[SearchResult]:
+    where, params = store.filter_sql(filters, anti_contexts_exclude=cfg.anti_context == "exclude")
+    depth = max(cfg.candidates, limit)
+
+    keyword: list[tuple[int, float]] = []
+    if mode in ("hybrid", "keyword"):
+        match = fts_query(query)
+        if match:
+            weights = (cfg.title_weight, cfg.tags_weight, cfg.content_weight)
+            keyword = store.keyword_search(match, weights, depth, where, params)
+
+    vector: list[tuple[int, float]] = []
+    if mode in ("hybrid", "vector") and embed_query is not None and query.strip():
+        qvec = embed_query(query)
+        vector = vector_candidates(store, qvec, depth, limit, where, params, cfg)
+        vector = [(s, sim) for s, sim in vector if sim >= cfg.min_similarity]
+
+    return fuse(store, query, keyword, vector, filters, limit, cfg, mode)
+
+
+def vector_candidates(
+    store: SQLiteStore, qvec: np.ndarray, depth: int, limit: int, where: str,
+    params: list[Any], cfg: SearchConfig,
+) -> list[tuple[int, float]]:
+    """(seq, cosine similarity) best first, ``depth`` long at most.
+
+    Small or tightly filtered sets are scored exactly. Larger ones go through the
+    binary-quantised sqlite-vec index: a Hamming KNN picks ``oversample × limit``
+    candidates (at least twice the depth) which are re-scored with float32 vectors.
+    """
+    qvec = np.asarray(qvec, dtype=np.float32)
+    total = store.table_count("lesson_vectors")
+    if total == 0:
+        return []
+    filtered = where != "1"
+    allowed = store.count_where(where, params) if filtered else total
+    exact = cfg.vector_index == "exact" or (
+        cfg.vector_index == "auto" and allowed <= cfg.exact_below
+    )
+    if exact or not store.has_vector_index():
+        rows = store.vectors_where(where, params)
+        return _rank(rows, qvec, depth)
+    k = min(total, max(cfg.oversample * limit, 2 * depth))
+    seqs = store.binary_candidates(qvec.tobytes(), k)
+    if filtered:
+        keep = store.seqs_where(seqs, where, params)
+        seqs = [s for s in seqs if s in keep]
+        if len(seqs) < min(depth, allowed):
+            # The filter removed too many candidates: score the filtered set exactly.
+            return _rank(store.vectors_where(where, params), qvec, depth)
+    return _rank(store.vectors_for(seqs), qvec, depth)
+
+
+def _rank(rows: list[tuple[int, bytes]], qvec: np.ndarray, depth: int) -> list[tuple[int, float]]:
+    if not rows:
+        return []
+    dims = qvec.shape[0]
+    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dims)
+    sims = matrix @ qvec
+    n = min(depth, len(rows))
+    top = np.argpartition(-sims, n - 1)[:n] if n < len(rows) else np.arange(len(rows))
+    top = top[np.argsort(-sims[top], kind="stable")]
+    return [(rows[i][0], float(sims[i])) for i in top]
+
+
+def fuse(
+    store: SQLiteStore,
+    query: str,
+    keyword: list[tuple[int, float]],
+    vector: list[tuple[int, float]],
+    filters: Filters,
+    limit: int,
+    cfg: SearchConfig,
+    mode: Mode,
+) -> list[SearchResult]:
+    wv = cfg.vector_weight if mode != "keyword" else 0.0
+    wk = cfg.fts_weight if mode != "vector" else 0.0
+    if mode == "vector":
+        wv = wv or 1.0
+    if mode == "keyword":
+        wk = wk or 1.0
+    best = (wv + wk) / (cfg.rrf_k + 1) or 1.0
+    vrank = {seq: (i + 1, sim) for i, (seq, sim) in enumerate(vector)}
+    krank = {seq: (i + 1, s) for i, (seq, s) in enumerate(keyword)}
+    seqs = list(dict.fromkeys([s for s, _ in vector] + [s for s, _ in keyword]))
+    if not seqs:
+        return []
+    rows = store.brief(seqs)
+    max_ordinal = store.max_confidence_ordinal()
+    demoted = (
+        store.anti_context_hits(seqs, filters.contexts)
+        if cfg.anti_context == "demote" and filters.contexts
+        else set()
+    )
+    now = datetime.now(UTC)
+    scored: list[tuple[float, int, SearchResult]] = []
+    for seq in seqs:
+        row = rows.get(seq)
+        if row is None:  # deleted between the candidate query and now
+            continue
+        vr, sim = vrank.get(seq, (None, None))
+        kr, bm = krank.get(seq, (None, None))
+        rrf = (wv / (cfg.rrf_k + vr) if vr else 0.0) + (wk / (cfg.rrf_k + kr) if kr else 0.0)
+        relevance = rrf / best
+        conf = cfg.confidence_bonus * row["ordinal"] / max_ordinal
+        usage = cfg.usage_bonus * min(row["usage_count"] / cfg.usage_saturation, 1.0)
+        recency = 0.0
+        if cfg.recency.enabled:
+            age_days = (now - parse_time(row["updated_at"])).total_seconds() / 86400
+            recency = cfg.recency.weight * math.exp(-max(age_days, 0.0) / cfg.recency.scale_days)
+        factor = cfg.anti_context_factor if seq in demoted else 1.0
+        total = (relevance + conf + usage + recency) * factor
+        parts = ScoreParts(vr, sim, kr, bm, rrf, relevance, conf, usage, recency, factor, total)
+        result = SearchResult(
+            id=row["id"], title=row["title"], snippet=snippet(row["content"], query),
+            score=total, kind=row["kind"], confidence=row["confidence"], parts=parts,
+        )
+        scored.append((total, seq, result))
+    # Ties (same score) keep a stable order: the older lesson first.
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    return [r for _, _, r in scored[:limit]]
+
+
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    start = time.perf_counter()
+    out = fn()
+    return out, (time.perf_counter() - start) * 1000

@@ -1,0 +1,140 @@
+"""Import of JSON Lines exports: validate every line first, then write all or nothing.
+
+Idempotent by id: a lesson already present is left alone unless the incoming
+copy is newer (``updated_at``), so importing two machines' exports into one
+database gives their union. Edges are merged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+
+from lore.embed import document_text
+from lore.errors import InvalidInput
+from lore.ids import is_id, now
+from lore.models import Edge
+from lore.schema import LessonFields, LessonRecord, describe
+from lore.store import atomic
+
+if TYPE_CHECKING:
+    from lore.api import ImportReport, Lore, Progress
+
+
+def import_records(lore: Lore, lines: Iterable[str], *, skip_invalid: bool,
+                   progress: Progress | None) -> ImportReport:
+    from lore.api import ImportReport
+
+    report = ImportReport()
+    parsed: list[tuple[int, LessonRecord]] = []
+    errors: list[tuple[int, str]] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            parsed.append((number, _parse(line)))
+        except InvalidInput as exc:
+            errors.append((number, str(exc)))
+
+    # Edges may point at lessons later in the file or already in the database.
+    in_file = {rec.id for _, rec in parsed}
+    targets = {e.to_id for _, rec in parsed for e in rec.edges} - in_file
+    known = in_file | lore.store.existing_ids(targets)
+    valid: list[tuple[int, LessonRecord, object]] = []
+    for number, rec in parsed:
+        try:
+            missing = [e.to_id for e in rec.edges if e.to_id not in known]
+            if missing:
+                raise InvalidInput(f"edge to missing lesson {missing[0]}")
+            row = lore._row(rec.id, _fields(rec), existing=None,
+                            times=(rec.created_at or now(), rec.updated_at or now()))
+            valid.append((number, rec, row))
+        except InvalidInput as exc:
+            errors.append((number, str(exc)))
+    errors.sort()
+    if errors and not skip_invalid:
+        number, reason = errors[0]
+        more = f" (and {len(errors) - 1} more invalid lines)" if len(errors) > 1 else ""
+        raise InvalidInput(
+            f"line {number}: {reason}{more}; nothing imported (--skip-invalid imports the rest)"
+        )
+    report.skipped = errors
+    if valid:
+        lore.check_model()
+
+    existing = {
+        lid: lore.store.get(lid) for lid in lore.store.existing_ids(rec.id for _, rec, _ in valid)
+    }
+    writes = []
+    for _, rec, row in valid:
+        old = existing.get(rec.id)
+        if old is not None and (old.updated_at or "") >= (rec.updated_at or ""):
+            report.unchanged += 1
+            continue
+        writes.append((rec, row, old))
+    # Embed before writing, so a model failure leaves the database untouched.
+    need = [(rec, row) for rec, row, old in writes
+            if old is None or old.content_hash != row.values["content_hash"]]
+    vectors = lore._embed(
+        [document_text(row.values["title"], row.values["content"]) for _, row in need], progress
+    )
+    by_id = {rec.id: v for (rec, _), v in zip(need, vectors, strict=True)}
+    with atomic(lore.conn):
+        fresh = []
+        for rec, row, old in writes:
+            if old is None:
+                seq = lore.store.insert(row)
+                report.added += 1
+            else:
+                seq = lore.store.seq_of(rec.id)
+                lore.store.replace(seq, row)
+                report.updated += 1
+            lore.conn.execute(
+                "UPDATE lessons SET usage_count = max(usage_count, ?), "
+                "last_used = coalesce(max(last_used, ?), last_used, ?) WHERE seq = ?",
+                (rec.usage_count, rec.last_used, rec.last_used, seq),
+            )
+            if rec.id in by_id:
+                fresh.append((seq, row.values["content_hash"], by_id[rec.id]))
+        lore._store_vectors(fresh)
+        for _, rec, _ in valid:
+            for e in rec.edges:
+                if lore.store.add_edge(Edge(rec.id, e.to_id, e.relation.strip(),
+                                            e.created_at or now())):
+                    report.edges += 1
+    return report
+
+
+def _parse(line: str) -> LessonRecord:
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(data, dict):
+        raise InvalidInput("each line must be a JSON object (one lesson)")
+    try:
+        rec = LessonRecord.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidInput(describe(exc)) from None
+    if not is_id(rec.id):
+        raise InvalidInput(f"id '{rec.id}' is not a ULID")
+    for e in rec.edges:
+        if e.from_id != rec.id:
+            raise InvalidInput(f"edge from {e.from_id} listed under lesson {rec.id}")
+        if e.to_id == rec.id:
+            raise InvalidInput("a lesson cannot be linked to itself")
+        if not e.relation.strip():
+            raise InvalidInput("edge relation must not be empty")
+    return rec
+
+
+def _fields(rec: LessonRecord) -> LessonFields:
+    data = rec.model_dump(
+        exclude={"id", "created_at", "updated_at", "usage_count", "last_used", "content_hash",
+                 "edges"},
+        exclude_none=True,
+    )
+    return LessonFields.model_validate(data)
