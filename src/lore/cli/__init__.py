@@ -1,0 +1,52 @@
+"""The `lore` command. Thin: parse options, call one core function, render the result.
+
+Heavy modules (pydantic, numpy, onnxruntime, rich) are imported inside commands,
+so `lore --help` and `lore hook …` start fast.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from lore import __version__
+from lore.cli.common import LoreGroup
+from lore.cli.admin import admin
+from lore.cli.config_cmd import config_group
+from lore.cli.demo_cmd import demo
+from lore.cli.learn import learn
+from lore.cli.recall import recall
+
+
+@click.group(cls=LoreGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="lore")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False), envvar="LORE_DB",
+              help="Database file (default: $LORE_HOME/lore.db, LORE_HOME defaults to ~/.lore).")
+@click.pass_context
+def cli(ctx: click.Context, db_path: str | None) -> None:
+    """Lore: a local-first learning memory for AI coding agents.
+
+    \b
+    Quick start:
+      lore learn add "Use file sessions, not Redis" "Sessions live in ./var/sessions." --tag auth
+      lore recall search "where do we keep login state?"
+      lore recall show ID
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["db_path"] = db_path
+
+
+cli.add_command(admin)
+cli.add_command(learn)
+cli.add_command(recall)
+cli.add_command(config_group)
+cli.add_command(demo)
+
+
+def main() -> None:
+    cli(prog_name="lore")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

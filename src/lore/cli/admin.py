@@ -1,0 +1,243 @@
+"""`lore admin`: the database as a whole."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from lore.cli.common import (
+    LoreGroup,
+    emit_json,
+    json_option,
+    notice,
+    progress_bar,
+    settings,
+    table,
+    with_lore,
+)
+
+CONFIG_TEMPLATE = """\
+# Lore configuration. Every key is optional; `lore config show` prints the effective values.
+# ${VAR} and ${VAR:-default} are replaced by environment variables.
+
+embedding:
+  backend: fastembed          # fastembed | sentence-transformers | openai
+  model: all-MiniLM-L6-v2     # changing it needs `lore admin reembed`
+  # api_key: ${OPENAI_API_KEY}
+
+search:
+  default_limit: 10
+  vector_weight: 0.7          # RRF weight of the meaning signal
+  fts_weight: 0.3             # RRF weight of the keyword signal
+  anti_context: exclude       # exclude | demote
+
+tag_aliases:
+  js: javascript
+
+known_tags: []
+"""
+
+
+@click.group(cls=LoreGroup)
+def admin() -> None:
+    """Create, inspect, back up and repair the database.
+
+    \b
+    Example:
+      lore admin stats
+    """
+
+
+@admin.command("init")
+@json_option
+@click.pass_context
+def admin_init(ctx: click.Context, json_: bool) -> None:
+    """Create the database (and a commented config.yaml if there is none).
+
+    \b
+    Example:
+      LORE_HOME=~/work/.lore lore admin init
+    """
+    from lore.api import Lore
+
+    s = settings(ctx)
+    existed = s.db_path.exists()
+    wrote_config = False
+    if not s.config_path.exists():
+        s.config_path.parent.mkdir(parents=True, exist_ok=True)
+        s.config_path.write_text(CONFIG_TEMPLATE, encoding="utf-8")
+        wrote_config = True
+    with Lore.open(s) as lore:
+        count = lore.store.count()
+    result = {"database": str(s.db_path), "created": not existed, "lessons": count,
+              "config": str(s.config_path), "config_created": wrote_config}
+    if json_:
+        emit_json(result)
+        return
+    click.echo(str(s.db_path))
+    notice(("created" if not existed else "already initialised") + f": {s.db_path} "
+           f"({count} lessons)")
+    if wrote_config:
+        notice(f"wrote a commented config to {s.config_path}")
+
+
+@admin.command("stats")
+@json_option
+@with_lore
+def admin_stats(lore: Any, json_: bool) -> None:
+    """Counts by kind, status, confidence and project; size, model, searches.
+
+    \b
+    Example:
+      lore admin stats --json
+    """
+    st = lore.stats()
+    if json_:
+        emit_json(st)
+        return
+    size = st["size_bytes"] / 1024
+    table("Lore", ["", ""], [
+        ["database", st["database"]],
+        ["size", f"{size:,.0f} KiB"],
+        ["lessons", st["lessons"]],
+        ["tags / edges", f"{st['tags']} / {st['edges']}"],
+        ["vectors", f"{st['vectors']} ({st['embedding_model'] or 'none yet'}, "
+                    f"{st['embedding_dimensions'] or '-'} dims)"],
+        ["searches logged", st["searches"]],
+    ])
+    for key, label in (("by_kind", "kind"), ("by_status", "status"),
+                       ("by_confidence", "confidence"), ("by_project", "project")):
+        if st[key]:
+            table(None, [label, "lessons"], list(st[key].items()))
+    if st["top_queries"]:
+        table(None, ["top query", "times"], [[q["query"], q["count"]] for q in st["top_queries"]])
+
+
+@admin.command("export")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="File (default: stdout).")
+@with_lore
+def admin_export(lore: Any, output: str | None) -> None:
+    """Write every lesson as JSON Lines (tags, contexts, edges, examples, evidence …).
+
+    \b
+    Example:
+      lore admin export -o lessons.jsonl
+    """
+    stream = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
+    n = 0
+    try:
+        for record in lore.export():
+            stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+            n += 1
+    finally:
+        if output:
+            stream.close()
+    notice(f"exported {n} lessons" + (f" to {output}" if output else ""))
+
+
+@admin.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--skip-invalid", is_flag=True,
+              help="Import the valid lines and report each invalid one by number.")
+@json_option
+@with_lore
+def admin_import(lore: Any, file: str, skip_invalid: bool, json_: bool) -> None:
+    """Import a JSON Lines export; idempotent by id, all-or-nothing unless --skip-invalid.
+
+    \b
+    Examples:
+      lore admin import laptop.jsonl
+      cat desktop.jsonl | lore admin import - --skip-invalid
+    """
+    lines = _read_lines(file)
+    bar, update = progress_bar("embedding")
+    with bar:
+        report = lore.import_lines(lines, skip_invalid=skip_invalid, progress=update)
+    for number, reason in report.skipped:
+        notice(f"skipped line {number}: {reason}")
+    if json_:
+        emit_json(report.to_dict())
+    else:
+        notice(f"imported: {report.added} added, {report.updated} updated, "
+               f"{report.unchanged} unchanged, {report.edges} links, "
+               f"{len(report.skipped)} skipped")
+
+
+def _read_lines(file: str) -> list[str]:
+    if file == "-":
+        return sys.stdin.read().splitlines()
+    path = Path(file)
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise click.ClickException(f"no such file: {file}") from None
+    except UnicodeDecodeError:
+        raise click.ClickException(f"{file} is not UTF-8 JSON Lines") from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot read {file}: {exc.strerror or exc}") from None
+
+
+@admin.command("merge-tags")
+@click.argument("old")
+@click.argument("new")
+@json_option
+@with_lore
+def admin_merge_tags(lore: Any, old: str, new: str, json_: bool) -> None:
+    """Retag every lesson tagged OLD as NEW, and remember OLD as an alias of NEW.
+
+    \b
+    Example:
+      lore admin merge-tags js javascript
+    """
+    n = lore.merge_tags(old, new)
+    if json_:
+        emit_json({"from": old, "to": new, "lessons": n})
+    else:
+        notice(f"merged '{old}' into '{new}' on {n} lessons")
+
+
+@admin.command("reembed")
+@click.option("--force", is_flag=True, help="Re-embed every lesson, not only missing or stale ones.")
+@json_option
+@with_lore
+def admin_reembed(lore: Any, force: bool, json_: bool) -> None:
+    """Rebuild vectors with the configured model (after changing embedding.model).
+
+    \b
+    Example:
+      lore admin reembed
+    """
+    bar, update = progress_bar("embedding")
+    with bar:
+        n = lore.reembed(force=force, progress=update)
+    model, dims = lore.stored_model()
+    if json_:
+        emit_json({"embedded": n, "model": model, "dimensions": dims})
+    else:
+        notice(f"embedded {n} lessons with {model or lore.configured_model()}")
+
+
+@admin.command("doctor")
+@json_option
+@click.pass_context
+def admin_doctor(ctx: click.Context, json_: bool) -> None:
+    """Check the driver, sqlite-vec, FTS5, the model files, the config and the database.
+
+    \b
+    Example:
+      lore admin doctor
+    """
+    from lore.doctor import run_checks
+
+    checks = run_checks(lambda: settings(ctx))
+    if json_:
+        emit_json([c.to_dict() for c in checks])
+    else:
+        table(None, ["", "check", "detail", "fix"],
+              [["ok" if c.ok else "FAIL", c.name, c.detail, c.fix] for c in checks])
+    if not all(c.ok for c in checks):
+        ctx.exit(1)

@@ -1,0 +1,54 @@
+"""`lore config`: what Lore is configured to do, and where each value came from."""
+
+from __future__ import annotations
+
+import click
+
+from lore.cli.common import LoreGroup, emit_json, json_option, settings, table
+
+
+@click.group("config", cls=LoreGroup)
+def config_group() -> None:
+    """Show the effective configuration.
+
+    \b
+    Example:
+      lore config show
+    """
+
+
+@config_group.command("show")
+@json_option
+@click.pass_context
+def config_show(ctx: click.Context, json_: bool) -> None:
+    """Every effective setting with its origin: default, the config file, or a LORE_* variable.
+
+    \b
+    Example:
+      LORE_EMBEDDING_MODEL=text-embedding-3-small lore config show
+    """
+    from lore.config import effective
+
+    s = settings(ctx)
+    rows = effective(s)
+    if json_:
+        emit_json({"config_file": str(s.config_path), "home": str(s.home),
+                   "database": str(s.db_path),
+                   "settings": [{"key": k, "value": v, "source": src} for k, v, src in rows]})
+        return
+    click.echo(f"# home {s.home}\n# config {s.config_path}\n# database {s.db_path}", err=True)
+    table(None, ["key", "value", "source"], [[k, repr(v) if isinstance(v, str) else v, src]
+                                             for k, v, src in rows])
+
+
+@config_group.command("path")
+def config_path() -> None:
+    """Print the path of the config file (it may not exist yet).
+
+    \b
+    Example:
+      $EDITOR "$(lore config path)"
+    """
+    from lore.config import config_file
+
+    click.echo(str(config_file()))

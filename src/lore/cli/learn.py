@@ -1,0 +1,265 @@
+"""`lore learn`: create and change lessons and their links."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from lore.cli.common import (
+    LoreGroup,
+    emit_json,
+    json_option,
+    notice,
+    read_content,
+    resolve_project,
+    split_multi,
+    with_lore,
+)
+
+LIST_OPTIONS = {
+    "tag": "tags", "context": "contexts", "anti_context": "anti_contexts",
+    "file_type": "file_types",
+}
+TEXT_OPTIONS = {
+    "kind": "kind", "status": "status", "confidence": "confidence", "source": "source",
+    "source_notes": "source_notes", "summary": "summary", "problem": "problem_solved",
+    "when": "when_to_apply", "when_not": "when_not_to_apply",
+}
+PREF_OPTIONS = {"pref_context": "context", "rejected": "rejected", "preferred": "preferred",
+                "reasoning": "reasoning"}
+
+
+def lesson_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    opts = [
+        click.option("--content-file", type=click.Path(dir_okay=False),
+                     help="Read the content from this file."),
+        click.option("--kind", help="Lesson kind (`lore recall kinds`); default: learning."),
+        click.option("--status", help="proposed, active, rejected, superseded or archived."),
+        click.option("--confidence", help="very-low … very-high (`lore recall confidence-levels`)."),
+        click.option("--score", type=float, help="Learned confidence score, 0 to 1."),
+        click.option("--source", help="Where it came from (`lore recall sources`)."),
+        click.option("--source-notes", help="Free text about the source."),
+        click.option("--project", help="Project scope (a path; '.' is the current project)."),
+        click.option("--global", "global_", is_flag=True, help="Clear the project scope."),
+        click.option("--tag", "-t", multiple=True, help="Tag (repeat, or comma-separate)."),
+        click.option("--context", multiple=True, help="A situation where the lesson applies."),
+        click.option("--anti-context", multiple=True, help="A situation where it does not."),
+        click.option("--file-type", multiple=True, help="File type it applies to, e.g. py."),
+        click.option("--summary", help="Two or three sentences."),
+        click.option("--problem", help="The problem it solves."),
+        click.option("--when", help="When to apply it."),
+        click.option("--when-not", help="When not to apply it."),
+        click.option("--pref-context", help="Preference: the situation."),
+        click.option("--rejected", help="Preference: what the user rejected."),
+        click.option("--preferred", help="Preference: what the user wants instead."),
+        click.option("--reasoning", help="Preference: why."),
+        click.option("--example-file", multiple=True, type=click.Path(exists=True, dir_okay=False),
+                     help="A code example, language from the extension (repeatable)."),
+        click.option("--pro", multiple=True, help="A trade-off in favour (repeatable)."),
+        click.option("--con", multiple=True, help="A trade-off against (repeatable)."),
+        click.option("--evidence", multiple=True, help="A verbatim quote supporting it."),
+        click.option("--session-id", help="Session the evidence comes from."),
+        click.option("--from-json", "from_json", type=click.File("r", encoding="utf-8"),
+                     help="Read all fields from a JSON object (file or '-'), as in docs/json.md."),
+        json_option,
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn
+
+
+def collect_fields(opts: dict[str, Any], *, updating: bool) -> dict[str, Any]:
+    """Turn command options into API fields; only the options actually given."""
+    fields: dict[str, Any] = {}
+    if opts.get("from_json") is not None:
+        try:
+            data = json.load(opts["from_json"])
+        except json.JSONDecodeError as exc:
+            raise click.ClickException(f"--from-json: not valid JSON ({exc.msg})") from None
+        if not isinstance(data, dict):
+            raise click.ClickException("--from-json must hold one JSON object")
+        fields.update(data)
+    for opt, name in TEXT_OPTIONS.items():
+        if opts.get(opt) is not None:
+            fields[name] = opts[opt]
+    if opts.get("score") is not None:
+        fields["score"] = opts["score"]
+    if opts.get("global_"):
+        fields["project"] = ""
+    elif opts.get("project") is not None:
+        fields["project"] = resolve_project(opts["project"])
+    for opt, name in LIST_OPTIONS.items():
+        values = split_multi(opts.get(opt) or ()) if opt == "tag" else list(opts.get(opt) or ())
+        if values:
+            fields[name] = values
+    pref = {key: opts[opt] for opt, key in PREF_OPTIONS.items() if opts.get(opt) is not None}
+    if pref:
+        fields["preference"] = pref
+    if opts.get("example_file"):
+        fields["examples"] = [_example(p) for p in opts["example_file"]]
+    trade = [{"type": "pro", "description": d} for d in opts.get("pro") or ()]
+    trade += [{"type": "con", "description": d} for d in opts.get("con") or ()]
+    if trade:
+        fields["trade_offs"] = trade
+    if opts.get("evidence"):
+        fields["evidence"] = [{"quote": q, "session_id": opts.get("session_id")}
+                              for q in opts["evidence"]]
+    return fields
+
+
+def _example(path: str) -> dict[str, str]:
+    from pathlib import Path
+
+    p = Path(path)
+    try:
+        code = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise click.ClickException(f"{path} is not UTF-8 text") from None
+    return {"code": code, "language": p.suffix.lstrip("."), "context": p.name}
+
+
+def show_saved(lesson: Any, verb: str, json_: bool) -> None:
+    if json_:
+        emit_json(lesson.to_dict())
+    else:
+        click.echo(lesson.id)
+        notice(f"{verb} lesson {lesson.id}: {lesson.title}")
+
+
+@click.group(cls=LoreGroup)
+def learn() -> None:
+    """Create, change and link lessons.
+
+    \b
+    Example:
+      lore learn add "Pin the major version" "Floating deps broke CI twice." --tag deps
+    """
+
+
+@learn.command("add")
+@click.argument("title")
+@click.argument("content", required=False)
+@lesson_options
+@with_lore
+def learn_add(lore: Any, title: str, content: str | None, json_: bool, **opts: Any) -> None:
+    """Add a lesson: a title and its content (argument, --content-file, or '-' for stdin).
+
+    \b
+    Examples:
+      lore learn add "Use file sessions, not Redis" "Redis was rejected for auth." \\
+          --kind preference --tag auth --context "small deployments"
+      git log -1 --format=%B | lore learn add "Why we pin numpy" - --source git
+    """
+    fields = collect_fields(opts, updating=False)
+    text = read_content(content, opts.get("content_file"))
+    if text is not None:
+        fields["content"] = text
+    fields.setdefault("content", "")
+    fields["title"] = fields.get("title") or title
+    for tag in lore.unknown_tags(fields.get("tags", [])):
+        notice(f"warning: tag '{tag}' is not in known_tags")
+    lesson = lore.add_lesson(**fields)
+    show_saved(lesson, "added", json_)
+
+
+@learn.command("update")
+@click.argument("lesson_id")
+@click.option("--title", help="New title.")
+@click.option("--content", "content_text", help="New content ('-' reads stdin).")
+@click.option("--add-tag", multiple=True, help="Add a tag, keeping the others.")
+@click.option("--remove-tag", multiple=True, help="Remove a tag.")
+@lesson_options
+@with_lore
+def learn_update(lore: Any, lesson_id: str, title: str | None, content_text: str | None,
+                 add_tag: tuple[str, ...], remove_tag: tuple[str, ...], json_: bool,
+                 **opts: Any) -> None:
+    """Change some fields of a lesson; list options replace the old list.
+
+    \b
+    Examples:
+      lore learn update 01JD… --confidence high --add-tag security
+      lore learn update 01JD… --content-file notes.md
+    """
+    from lore import normalize
+
+    fields = collect_fields(opts, updating=True)
+    if title is not None:
+        fields["title"] = title
+    text = read_content(content_text, opts.get("content_file"))
+    if text is not None:
+        fields["content"] = text
+    if add_tag or remove_tag:
+        current = list(fields.get("tags") or lore.get_lesson(lesson_id).tags)
+        drop = {normalize.tag(t) for t in split_multi(remove_tag)}
+        fields["tags"] = [t for t in current + split_multi(add_tag) if normalize.tag(t) not in drop]
+    if not fields:
+        raise click.UsageError("nothing to change: give at least one option")
+    lesson = lore.update_lesson(lesson_id, **fields)
+    show_saved(lesson, "updated", json_)
+
+
+@learn.command("delete")
+@click.argument("lesson_id")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@json_option
+@with_lore
+def learn_delete(lore: Any, lesson_id: str, yes: bool, json_: bool) -> None:
+    """Delete a lesson with its tags, evidence and links.
+
+    \b
+    Example:
+      lore learn delete 01JD… --yes
+    """
+    lesson = lore.get_lesson(lesson_id)
+    if not yes and sys.stdin.isatty():
+        click.confirm(f"Delete '{lesson.title}'?", abort=True, err=True)
+    lore.delete_lesson(lesson_id)
+    if json_:
+        emit_json({"deleted": lesson.id, "title": lesson.title})
+    else:
+        notice(f"deleted lesson {lesson.id}: {lesson.title}")
+
+
+@learn.command("link")
+@click.argument("from_id")
+@click.argument("to_id")
+@click.option("--relation", "-r", default="related_to", show_default=True,
+              help="Free-form relation, e.g. supersedes, contradicts, example_of.")
+@json_option
+@with_lore
+def learn_link(lore: Any, from_id: str, to_id: str, relation: str, json_: bool) -> None:
+    """Link two lessons with a relation (FROM --relation--> TO).
+
+    \b
+    Example:
+      lore learn link 01JD…A 01JD…B --relation supersedes
+    """
+    edge = lore.link(from_id, to_id, relation)
+    if json_:
+        emit_json(edge.to_dict())
+    else:
+        notice(f"linked {edge.from_id} -[{edge.relation}]-> {edge.to_id}")
+
+
+@learn.command("unlink")
+@click.argument("from_id")
+@click.argument("to_id")
+@click.option("--relation", "-r", help="Only this relation (default: every relation).")
+@json_option
+@with_lore
+def learn_unlink(lore: Any, from_id: str, to_id: str, relation: str | None, json_: bool) -> None:
+    """Remove the link(s) from one lesson to another.
+
+    \b
+    Example:
+      lore learn unlink 01JD…A 01JD…B --relation related_to
+    """
+    removed = lore.unlink(from_id, to_id, relation)
+    if json_:
+        emit_json({"removed": removed})
+    else:
+        notice(f"removed {removed} link(s)")

@@ -1,0 +1,297 @@
+"""`lore recall`: search lessons, read them, walk the graph, list reference values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from lore.cli.common import (
+    LoreGroup,
+    console,
+    emit_json,
+    json_option,
+    notice,
+    resolve_project,
+    split_multi,
+    table,
+    with_lore,
+)
+
+
+@click.group(cls=LoreGroup)
+def recall() -> None:
+    """Search and read what Lore knows.
+
+    \b
+    Example:
+      lore recall search "why do websocket connections drop?" --explain
+    """
+
+
+@recall.command("search")
+@click.argument("query")
+@click.option("--limit", "-n", type=click.IntRange(1, 1000), help="How many results (default 10).")
+@click.option("--tag", "-t", multiple=True, help="Only lessons with one of these tags.")
+@click.option("--context", multiple=True,
+              help="The situation you are in: lessons scoped elsewhere, or with it as an "
+                   "anti-context, are left out.")
+@click.option("--min-confidence", help="Only lessons at least this confident.")
+@click.option("--source", multiple=True, help="Only lessons from these sources.")
+@click.option("--kind", multiple=True, help="Only these kinds.")
+@click.option("--status", multiple=True,
+              help="Only these statuses (default: active; 'all' for every status).")
+@click.option("--project", help="This project's lessons and the global ones ('.' = current).")
+@click.option("--file-type", multiple=True, help="Lessons for this file type and general ones.")
+@click.option("--mode", type=click.Choice(["hybrid", "keyword", "vector"]), default="hybrid",
+              show_default=True, help="Ranking: both signals, or one alone for comparison.")
+@click.option("--explain", is_flag=True, help="Show every component of each score.")
+@click.option("--no-track", is_flag=True, help="Do not count this search in usage stats.")
+@json_option
+@with_lore
+def recall_search(lore: Any, query: str, limit: int | None, tag: tuple[str, ...],
+                  context: tuple[str, ...], min_confidence: str | None, source: tuple[str, ...],
+                  kind: tuple[str, ...], status: tuple[str, ...], project: str | None,
+                  file_type: tuple[str, ...], mode: str, explain: bool, no_track: bool,
+                  json_: bool) -> None:
+    """Hybrid search (meaning + keywords) over lessons; lightweight results.
+
+    \b
+    Examples:
+      lore recall search "session storage" --tag auth --min-confidence medium
+      lore recall search "force push" --context "personal feature branch" --explain
+    """
+    from lore.models import Filters
+
+    statuses = tuple(split_multi(status)) or ("active",)
+    if "all" in statuses:
+        statuses = ()
+    filters = Filters(
+        tags=tuple(split_multi(tag)), contexts=context, min_confidence=min_confidence,
+        sources=tuple(split_multi(source)), kinds=tuple(split_multi(kind)), statuses=statuses,
+        project=resolve_project(project), file_types=tuple(split_multi(file_type)),
+    )
+    results = lore.recall(query, filters, limit, mode=mode, track=not no_track,  # type: ignore[arg-type]
+                          interface="cli")
+    if json_:
+        emit_json({"query": query, "results": [r.to_dict(explain=explain) for r in results]})
+        return
+    if not results:
+        notice("no lessons found")
+        return
+    if explain:
+        rows = []
+        for r in results:
+            p = r.parts
+            rows.append([
+                r.id, r.title, f"{r.score:.3f}",
+                f"#{p.vector_rank} ({p.similarity:.2f})" if p.vector_rank else "-",
+                f"#{p.keyword_rank} ({p.bm25:.2f})" if p.keyword_rank else "-",
+                f"{p.relevance:.3f}", f"{p.confidence_bonus:.3f}", f"{p.usage_bonus:.3f}",
+                f"{p.recency_bonus:.3f}", f"×{p.context_factor:g}",
+            ])
+        table(None, ["id", "title", "score", "vector", "keyword", "rrf/max", "conf", "usage",
+                     "recency", "ctx"], rows)
+        return
+    table(None, ["id", "title", "snippet", "score"],
+          [[r.id, r.title, r.snippet, f"{r.score:.3f}"] for r in results])
+
+
+@recall.command("show")
+@click.argument("lesson_id")
+@json_option
+@with_lore
+def recall_show(lore: Any, lesson_id: str, json_: bool) -> None:
+    """Show one lesson in full.
+
+    \b
+    Example:
+      lore recall show 01JD8X3Q5M…
+    """
+    lesson = lore.get_lesson(lesson_id)
+    if json_:
+        emit_json(lesson.to_dict())
+        return
+    print_lesson(lesson, lore.store.titles([e.to_id if e.from_id == lesson.id else e.from_id
+                                            for e in lesson.edges]))
+
+
+def print_lesson(lesson: Any, titles: dict[str, tuple[str, str]]) -> None:
+    from rich.markup import escape
+
+    c = console()
+    c.print(f"[bold]{escape(lesson.title)}[/bold]  [dim]{lesson.id}[/dim]")
+    meta = [f"kind {lesson.kind}", f"status {lesson.status}", f"confidence {lesson.confidence}"]
+    if lesson.score is not None:
+        meta.append(f"score {lesson.score:.2f}")
+    if lesson.source:
+        meta.append(f"source {lesson.source}")
+    meta.append(f"used {lesson.usage_count}×")
+    c.print("[dim]" + " · ".join(meta) + "[/dim]")
+    if lesson.project:
+        c.print(f"[dim]project {escape(lesson.project)}[/dim]")
+    c.print()
+    c.print(escape(lesson.content))
+    sections = [
+        ("Summary", lesson.summary), ("Problem solved", lesson.problem_solved),
+        ("When to apply", lesson.when_to_apply), ("When not to apply", lesson.when_not_to_apply),
+        ("Source notes", lesson.source_notes),
+    ]
+    for label, text in sections:
+        if text:
+            c.print(f"\n[bold]{label}[/bold]\n{escape(text)}")
+    if lesson.preference:
+        p = lesson.preference
+        c.print("\n[bold]Preference[/bold]")
+        for label, text in (("context", p.context), ("rejected", p.rejected),
+                            ("preferred", p.preferred), ("reasoning", p.reasoning)):
+            if text:
+                c.print(f"  {label}: {escape(text)}")
+    lists = [("Tags", lesson.tags), ("Contexts", lesson.contexts),
+             ("Anti-contexts", lesson.anti_contexts), ("File types", lesson.file_types)]
+    for label, values in lists:
+        if values:
+            c.print(f"\n[bold]{label}[/bold]: {escape(', '.join(values))}")
+    for t in lesson.trade_offs:
+        c.print(f"  {'+' if t.type == 'pro' else '-'} {escape(t.description)}")
+    for e in lesson.examples:
+        c.print(f"\n[bold]Example[/bold] {escape(e.context)} ({e.language or 'text'})")
+        c.print(escape(e.code))
+    for ev in lesson.evidence:
+        where = f" [dim](session {ev.session_id})[/dim]" if ev.session_id else ""
+        c.print(f"\n> {escape(ev.quote)}{where}")
+    if lesson.edges:
+        c.print("\n[bold]Links[/bold]")
+        for e in lesson.edges:
+            if e.from_id == lesson.id:
+                other = titles.get(e.to_id, ("?", ""))[0]
+                c.print(escape(f"  -[{e.relation}]-> {other} ") + f"[dim]{e.to_id}[/dim]")
+            else:
+                other = titles.get(e.from_id, ("?", ""))[0]
+                c.print(escape(f"  <-[{e.relation}]- {other} ") + f"[dim]{e.from_id}[/dim]")
+
+
+@recall.command("related")
+@click.argument("lesson_id")
+@click.option("--depth", "-d", default=1, show_default=True, type=int, help="Hops to follow (1-10).")
+@click.option("--relation", "-r", multiple=True, help="Only edges with these relations.")
+@click.option("--direction", type=click.Choice(["out", "in", "both"]), default="both",
+              show_default=True, help="Follow edges outward, inward, or both ways.")
+@click.option("--export", "export_", type=click.Choice(["json", "mermaid"]),
+              help="Print the subgraph (lessons and every edge among them) instead.")
+@json_option
+@with_lore
+def recall_related(lore: Any, lesson_id: str, depth: int, relation: tuple[str, ...],
+                   direction: str, export_: str | None, json_: bool) -> None:
+    """Lessons linked to one lesson, up to N hops away.
+
+    \b
+    Examples:
+      lore recall related 01JD… --depth 2 --relation supersedes
+      lore recall related 01JD… --depth 2 --export mermaid > graph.mmd
+    """
+    relations = split_multi(relation)
+    if export_:
+        sub = lore.subgraph(lesson_id, depth, relations, direction)
+        if export_ == "mermaid":
+            click.echo(sub.to_mermaid(), nl=False)
+        else:
+            emit_json(sub.to_dict())
+        return
+    found = lore.related(lesson_id, depth, relations, direction)
+    if json_:
+        emit_json([r.to_dict() for r in found])
+        return
+    if not found:
+        notice("no related lessons")
+        return
+    table(None, ["depth", "relation", "id", "title", "kind"],
+          [[r.depth, ("->" if r.direction == "out" else "<-") + r.relation, r.id, r.title, r.kind]
+           for r in found])
+
+
+@recall.command("path")
+@click.argument("from_id")
+@click.argument("to_id")
+@click.option("--max-depth", default=6, show_default=True, type=int, help="Longest path to try.")
+@click.option("--relation", "-r", multiple=True, help="Only edges with these relations.")
+@click.option("--directed", is_flag=True, help="Follow edges only in their direction.")
+@json_option
+@with_lore
+def recall_path(lore: Any, from_id: str, to_id: str, max_depth: int, relation: tuple[str, ...],
+                directed: bool, json_: bool) -> None:
+    """The shortest chain of links between two lessons.
+
+    \b
+    Example:
+      lore recall path 01JD…A 01JD…B
+    """
+    steps = lore.path(from_id, to_id, max_depth, split_multi(relation), directed)
+    if json_:
+        emit_json({"from": from_id, "to": to_id, "steps": [s.to_dict() for s in steps]})
+        return
+    if not steps:
+        raise click.ClickException(f"no path from {from_id} to {to_id} within {max_depth} hops")
+    for i, s in enumerate(steps):
+        if i:
+            arrow = f"-[{s.relation}]->" if s.direction == "out" else f"<-[{s.relation}]-"
+            click.echo(f"  {arrow}")
+        click.echo(f"{s.title}  ({s.id})")
+
+
+@recall.command("tags")
+@click.option("--counts", is_flag=True, help="Show how many lessons carry each tag.")
+@json_option
+@with_lore
+def recall_tags(lore: Any, counts: bool, json_: bool) -> None:
+    """Every tag in use.
+
+    \b
+    Example:
+      lore recall tags --counts
+    """
+    tags = lore.list_tags()
+    if json_:
+        emit_json([{"tag": t, "count": n} for t, n in tags] if counts else [t for t, _ in tags])
+    elif counts:
+        table(None, ["tag", "lessons"], tags)
+    else:
+        for t, _ in tags:
+            click.echo(t)
+
+
+def _reference_command(name: str, getter: str, doc: str) -> None:
+    @recall.command(name)
+    @json_option
+    @with_lore
+    def command(lore: Any, json_: bool) -> None:
+        items = getattr(lore, getter)()
+        if json_:
+            emit_json([i.to_dict() for i in items])
+            return
+        extra = []
+        if items and items[0].ordinal is not None:
+            extra = ["ordinal"]
+        if items and items[0].typical_confidence is not None:
+            extra = ["typical confidence"]
+        rows = []
+        for i in items:
+            row = [i.name]
+            if extra == ["ordinal"]:
+                row.append(i.ordinal)
+            elif extra:
+                row.append(i.typical_confidence)
+            rows.append([*row, i.description])
+        table(None, ["name", *extra, "description"], rows)
+
+    command.__doc__ = doc
+    command.__name__ = f"recall_{name.replace('-', '_')}"
+
+
+_reference_command("sources", "list_sources",
+                   "Valid sources of a lesson.\n\n\b\nExample:\n  lore recall sources --json")
+_reference_command("confidence-levels", "list_confidence_levels",
+                   "Valid confidence levels, lowest first.\n\n\b\nExample:\n"
+                   "  lore recall confidence-levels")
+_reference_command("kinds", "list_kinds",
+                   "Valid kinds of lesson.\n\n\b\nExample:\n  lore recall kinds")

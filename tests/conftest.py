@@ -1,0 +1,125 @@
+"""Shared fixtures. Every test gets its own LORE_HOME; nothing touches ~/.lore."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lore.api import Lore
+from lore.config import Config, Settings
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    from lore.store.db import connect, versions
+
+    conn = connect(":memory:")
+    v = versions(conn)
+    conn.close()
+    try:
+        import fastembed
+
+        fe = fastembed.__version__
+    except Exception:  # noqa: BLE001
+        fe = "missing"
+    return [f"lore: SQLite {v['sqlite']} via {v['driver']}, sqlite-vec {v['sqlite_vec']}, "
+            f"fastembed {fe}, default model all-MiniLM-L6-v2 (int8 ONNX)"]
+
+
+@pytest.fixture(autouse=True)
+def lore_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("LORE_HOME", str(home))
+    for var in ("LORE_DB", "LORE_CONFIG", "LORE_EMBEDDING_BACKEND", "LORE_EMBEDDING_MODEL",
+                "LORE_EMBEDDING_DIMENSIONS", "LORE_EMBEDDING_BASE_URL", "LORE_EMBEDDING_API_KEY",
+                "LORE_MODEL_CACHE"):
+        monkeypatch.delenv(var, raising=False)
+    # The default model must work offline: make any hub download fail loudly.
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return home
+
+
+class FakeEmbedder:
+    """Deterministic bag-of-words vectors: texts sharing words are close.
+
+    Honest enough for ranking-logic tests; semantic claims use the real model.
+    """
+
+    def __init__(self, name: str = "fake-bow", dims: int = 64) -> None:
+        self.name = name
+        self._dims = dims
+        self.calls: list[str] = []
+
+    @property
+    def dimensions(self) -> int:
+        return self._dims
+
+    def _vec(self, text: str) -> np.ndarray:
+        v = np.zeros(self._dims, dtype=np.float32)
+        for word in re.findall(r"\w+", text.lower()):
+            h = int(hashlib.md5(word.encode()).hexdigest(), 16)
+            v[h % self._dims] += 1.0 if (h >> 8) % 2 else -1.0
+        if not v.any():
+            v[0] = 1.0
+        return v / np.linalg.norm(v)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += list(texts)
+        return np.vstack([self._vec(t) for t in texts]) if texts else np.zeros((0, self._dims))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._vec(text)
+
+
+@pytest.fixture(scope="session")
+def real_embedder():
+    """The real default model (int8 all-MiniLM-L6-v2 via fastembed), loaded once per run."""
+    from lore.config import EmbeddingConfig
+    from lore.embed import create_embedder
+
+    emb = create_embedder(EmbeddingConfig())
+    emb.embed_query("warm up")
+    return emb
+
+
+def make_settings(home: Path, **config: object) -> Settings:
+    return Settings(config=Config.model_validate(config), home=home,
+                    config_path=home / "config.yaml")
+
+
+@pytest.fixture
+def settings(lore_home: Path) -> Settings:
+    return make_settings(lore_home)
+
+
+@pytest.fixture
+def fake_lore(settings: Settings) -> Iterator[Lore]:
+    """A file database (WAL and sqlite-vec as in production) with the fake embedder."""
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:
+        yield lore
+
+
+@pytest.fixture
+def lore(settings: Settings, real_embedder) -> Iterator[Lore]:
+    """A file database with the real default model."""
+    with Lore.open(settings, embedder=real_embedder) as lore:
+        yield lore
+
+
+@pytest.fixture
+def run(real_embedder):
+    """Invoke the CLI in-process with click's CliRunner; the model is shared."""
+    from click.testing import CliRunner
+
+    from lore.cli import cli
+
+    def invoke(*args: str, input: str | None = None):
+        runner = CliRunner()
+        return runner.invoke(cli, list(args), input=input, obj={"embedder": real_embedder},
+                             catch_exceptions=False)
+
+    return invoke

@@ -1,0 +1,133 @@
+"""The database file: migrations, PRAGMAs, permissions, refusal of foreign files."""
+
+from __future__ import annotations
+
+import os
+import sqlite3 as stdlib_sqlite3
+import stat
+
+import pytest
+
+from lore.api import Lore
+from lore.errors import MigrationError, NotALoreDatabase
+from lore.store import SCHEMA_VERSION, connect, migrate
+from lore.store.migrations import MIGRATIONS
+
+
+def test_blank_database_gets_every_migration(settings):
+    with Lore.open(settings) as lore:
+        rows = lore.conn.execute("SELECT version, name FROM schema_migrations").fetchall()
+        assert [r[0] for r in rows] == list(range(1, SCHEMA_VERSION + 1))
+        assert rows[0][1] == "m001_core"
+        assert lore.store.meta("app") == "lore"
+
+
+def test_reopening_runs_nothing(settings):
+    Lore.open(settings).close()
+    conn = connect(settings.db_path)
+    assert migrate(conn) == 0
+    conn.close()
+
+
+def test_pragmas(settings):
+    with Lore.open(settings) as lore:
+        q = lore.conn.execute
+        assert q("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert q("PRAGMA foreign_keys").fetchone()[0] == 1
+        assert q("PRAGMA busy_timeout").fetchone()[0] >= 1000
+        assert q("SELECT vec_version()").fetchone()[0].startswith("v")
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
+def test_database_file_is_private(settings):
+    Lore.open(settings).close()
+    assert stat.S_IMODE(settings.db_path.stat().st_mode) == 0o600
+
+
+def test_newer_database_is_refused(settings):
+    Lore.open(settings).close()
+    conn = stdlib_sqlite3.connect(settings.db_path)
+    conn.execute("INSERT INTO schema_migrations VALUES (?, 'm999_future', 'x')",
+                 (SCHEMA_VERSION + 1,))
+    conn.commit()
+    conn.close()
+    with pytest.raises(MigrationError, match="newer Lore"):
+        Lore.open(settings)
+
+
+def test_text_file_is_not_a_database(settings):
+    settings.db_path.parent.mkdir(parents=True)
+    settings.db_path.write_text("hello, I am notes\n" * 100)
+    with pytest.raises(NotALoreDatabase, match="not a Lore database"):
+        Lore.open(settings)
+    assert settings.db_path.read_text().startswith("hello")  # untouched
+
+
+def test_other_sqlite_database_is_refused_untouched(settings):
+    settings.db_path.parent.mkdir(parents=True)
+    conn = stdlib_sqlite3.connect(settings.db_path)
+    conn.execute("CREATE TABLE invoices (id INTEGER)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(NotALoreDatabase):
+        Lore.open(settings)
+    conn = stdlib_sqlite3.connect(settings.db_path)
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    conn.close()
+    assert tables == {"invoices"}
+
+
+def test_failed_migration_rolls_back(settings, monkeypatch):
+    def broken(conn):
+        conn.execute("CREATE TABLE half_done (x)")
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("lore.store.migrations.MIGRATIONS", [*MIGRATIONS, broken])
+    monkeypatch.setattr("lore.store.migrations.SCHEMA_VERSION", len(MIGRATIONS) + 1)
+    with pytest.raises(RuntimeError):
+        Lore.open(settings)
+    conn = stdlib_sqlite3.connect(settings.db_path)
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    versions = [r[0] for r in conn.execute("SELECT version FROM schema_migrations")]
+    conn.close()
+    assert "half_done" not in names
+    assert versions == list(range(1, len(MIGRATIONS) + 1))
+
+
+def test_reference_tables_are_extensible_by_insert(fake_lore):
+    fake_lore.conn.execute(
+        "INSERT INTO lesson_kinds (name, description) VALUES ('runbook', 'an operations step')"
+    )
+    fake_lore.conn.execute(
+        "INSERT INTO source_types (name, description, typical_confidence) "
+        "VALUES ('pairing', 'learned while pairing', 'high')"
+    )
+    lesson = fake_lore.add_lesson("Restart the worker after deploys", "systemctl restart",
+                                  kind="runbook", source="pairing")
+    assert (lesson.kind, lesson.source) == ("runbook", "pairing")
+    assert "runbook" in [k.name for k in fake_lore.list_kinds()]
+
+
+def test_reference_values_are_seeded(fake_lore):
+    assert [c.name for c in fake_lore.list_confidence_levels()] == [
+        "very-low", "low", "medium", "high", "very-high"]
+    assert {"tested", "documented", "observed", "inferred", "hearsay"} <= {
+        s.name for s in fake_lore.list_sources()}
+    assert {"code_pattern", "bug_fix", "architecture", "project_rule", "preference", "decision",
+            "pattern", "anti_pattern", "learning", "reflection"} <= {
+        k.name for k in fake_lore.list_kinds()}
+    assert {"related_to", "derived_from", "contradicts", "supersedes", "example_of"} <= {
+        r.name for r in fake_lore.list_relations()}
+
+
+def test_foreign_keys_cascade_on_delete(fake_lore):
+    a = fake_lore.add_lesson("A lesson", "body", tags=["x"], evidence=[{"quote": "q"}],
+                             examples=[{"code": "print(1)", "language": "python"}])
+    b = fake_lore.add_lesson("B lesson", "body")
+    fake_lore.link(a.id, b.id)
+    fake_lore.delete_lesson(a.id)
+    q = fake_lore.conn.execute
+    for table in ("lesson_tags", "evidence", "code_examples", "edges"):
+        assert q(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
+    assert q("SELECT count(*) FROM lesson_vectors").fetchone()[0] == 1
+    assert q("SELECT count(*) FROM lesson_vec_bits").fetchone()[0] == 1
