@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -12,6 +13,9 @@ import pytest
 
 from lore.api import Lore
 from lore.config import Config, Settings
+
+# The default model must load from installed files only; a hub download would fail here.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

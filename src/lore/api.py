@@ -15,7 +15,6 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from lore.errors import EmbeddingMismatch, InvalidInput, NotFound
 from lore.ids import is_id, new_id, now
 from lore.models import (
     CodeExample,
+    ImportReport,
     Edge,
     Evidence,
     Filters,
@@ -48,22 +48,6 @@ DEFAULTS = {"kind": "learning", "status": "active", "confidence": "medium"}
 
 def content_hash(title: str, content: str) -> str:
     return hashlib.sha256(document_text(title, content).encode("utf-8")).hexdigest()
-
-
-@dataclass(slots=True)
-class ImportReport:
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    edges: int = 0
-    skipped: list[tuple[int, str]] = field(default_factory=list)  # (line number, reason)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "added": self.added, "updated": self.updated, "unchanged": self.unchanged,
-            "edges": self.edges,
-            "skipped": [{"line": n, "error": e} for n, e in self.skipped],
-        }
 
 
 class Lore:
@@ -415,15 +399,7 @@ class Lore:
         stored, _ = self.stored_model()
         changed = stored is not None and stored != self.configured_model()
         if changed or force:
-            todo = [
-                (seq, t, c, h)
-                for seq, t, c, h in (
-                    (r[0], r[1], r[2], r[3])
-                    for r in self.conn.execute(
-                        "SELECT seq, title, content, content_hash FROM lessons ORDER BY seq"
-                    )
-                )
-            ]
+            todo = self.store.lesson_texts()
         else:
             todo = self.store.lessons_needing_vectors()
         vectors = self._embed([document_text(t, c) for _, t, c, _ in todo], progress)
@@ -431,7 +407,7 @@ class Lore:
             if changed or force:
                 self.store.drop_vectors()
                 for key in ("embedding_model", "embedding_dimensions", "embedding_backend"):
-                    self.conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+                    self.store.delete_meta(key)
             rows = [(seq, h, v) for (seq, _, _, h), v in zip(todo, vectors, strict=True)]
             if rows:
                 self._store_vectors(rows)

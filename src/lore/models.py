@@ -288,3 +288,19 @@ class RefItem:
 
 def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 6)
+
+
+@dataclass(slots=True)
+class ImportReport:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    edges: int = 0
+    skipped: list[tuple[int, str]] = field(default_factory=list)  # (line number, reason)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "added": self.added, "updated": self.updated, "unchanged": self.unchanged,
+            "edges": self.edges,
+            "skipped": [{"line": n, "error": e} for n, e in self.skipped],
+        }

@@ -16,18 +16,16 @@ from pydantic import ValidationError
 from lore.embed import document_text
 from lore.errors import InvalidInput
 from lore.ids import is_id, now
-from lore.models import Edge
+from lore.models import Edge, ImportReport
 from lore.schema import LessonFields, LessonRecord, describe
 from lore.store import atomic
 
 if TYPE_CHECKING:
-    from lore.api import ImportReport, Lore, Progress
+    from lore.api import Lore, Progress
 
 
 def import_records(lore: Lore, lines: Iterable[str], *, skip_invalid: bool,
                    progress: Progress | None) -> ImportReport:
-    from lore.api import ImportReport
-
     report = ImportReport()
     parsed: list[tuple[int, LessonRecord]] = []
     errors: list[tuple[int, str]] = []
@@ -92,11 +90,7 @@ def import_records(lore: Lore, lines: Iterable[str], *, skip_invalid: bool,
                 seq = lore.store.seq_of(rec.id)
                 lore.store.replace(seq, row)
                 report.updated += 1
-            lore.conn.execute(
-                "UPDATE lessons SET usage_count = max(usage_count, ?), "
-                "last_used = coalesce(max(last_used, ?), last_used, ?) WHERE seq = ?",
-                (rec.usage_count, rec.last_used, rec.last_used, seq),
-            )
+            lore.store.merge_usage(seq, rec.usage_count, rec.last_used)
             if rec.id in by_id:
                 fresh.append((seq, row.values["content_hash"], by_id[rec.id]))
         lore._store_vectors(fresh)

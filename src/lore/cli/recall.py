@@ -261,7 +261,7 @@ def recall_tags(lore: Any, counts: bool, json_: bool) -> None:
 
 
 def _reference_command(name: str, getter: str, doc: str) -> None:
-    @recall.command(name)
+    @recall.command(name, help=doc)
     @json_option
     @with_lore
     def command(lore: Any, json_: bool) -> None:
@@ -284,8 +284,6 @@ def _reference_command(name: str, getter: str, doc: str) -> None:
             rows.append([*row, i.description])
         table(None, ["name", *extra, "description"], rows)
 
-    command.__doc__ = doc
-    command.__name__ = f"recall_{name.replace('-', '_')}"
 
 
 _reference_command("sources", "list_sources",

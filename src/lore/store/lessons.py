@@ -96,6 +96,9 @@ class SQLiteStore:
             (key, value),
         )
 
+    def delete_meta(self, key: str) -> None:
+        self.conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+
     # ---- reference tables -------------------------------------------------------------
     def reference(self, field: str) -> list[RefItem]:
         if field == "confidence":
@@ -444,6 +447,15 @@ class SQLiteStore:
     def vector_hashes(self) -> dict[int, str]:
         return {r[0]: r[1] for r in self.conn.execute("SELECT seq, content_hash FROM lesson_vectors")}
 
+    def lesson_texts(self) -> list[tuple[int, str, str, str]]:
+        """(seq, title, content, content_hash) of every lesson."""
+        return [
+            (r[0], r[1], r[2], r[3])
+            for r in self.conn.execute(
+                "SELECT seq, title, content, content_hash FROM lessons ORDER BY seq"
+            )
+        ]
+
     def lessons_needing_vectors(self) -> list[tuple[int, str, str, str]]:
         """(seq, title, content, content_hash) of lessons without an up-to-date vector."""
         return [
@@ -523,6 +535,14 @@ class SQLiteStore:
         return keep
 
     # ---- usage and the search log -----------------------------------------------------
+    def merge_usage(self, seq: int, usage_count: int, last_used: str | None) -> None:
+        """Keep the larger usage count and the later last-used time (import of another copy)."""
+        self.conn.execute(
+            "UPDATE lessons SET usage_count = max(usage_count, ?), "
+            "last_used = coalesce(max(last_used, ?), last_used, ?) WHERE seq = ?",
+            (usage_count, last_used, last_used, seq),
+        )
+
     def record_usage(self, ids: Sequence[str], at: str) -> None:
         if not ids:
             return
