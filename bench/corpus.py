@@ -120,6 +120,11 @@ def corpus_vectors(docs: list[Doc], embedder, name: str):
     path = CACHE / f"{name}-{len(docs)}.npy"
     if path.exists():
         return np.load(path)
+    # make_corpus(n) is a prefix of make_corpus(m) for n < m: reuse a larger cache.
+    for bigger in sorted(CACHE.glob(f"{name}-*.npy")):
+        size = int(bigger.stem.rsplit("-", 1)[1])
+        if size > len(docs):
+            return np.load(bigger, mmap_mode="r")[: len(docs)].copy()
     vecs = embedder.embed_documents([f"{d.title}\n\n{d.content}" for d in docs])
     arr = np.asarray(vecs, dtype=np.float32)
     np.save(path, arr)

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import FakeEmbedder, make_settings
 
+from conftest import FakeEmbedder, make_settings
 from lore.api import Lore
 from lore.config import Config, config_file, effective, load_config
 from lore.errors import ConfigError
@@ -110,9 +110,6 @@ def test_unset_variable_without_default_is_empty(lore_home, monkeypatch):
     assert load_config().config.embedding.base_url == "xy"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: config._interpolate uses the default of ${VAR:-default} only when VAR is unset; "
-    "shell semantics of ':-' (which the syntax copies) also use it when VAR is empty"))
 def test_empty_variable_falls_back_to_default(lore_home, monkeypatch):
     monkeypatch.setenv("LORE_TEST_EMPTY", "")
     write_config(lore_home, "search:\n  default_limit: ${LORE_TEST_EMPTY:-12}\n")
@@ -202,10 +199,6 @@ def test_seed_name_and_new_name_with_different_values_is_an_error(lore_home):
     assert "hybrid_weight_keyword" in msg and "fts_weight" in msg and "search" in msg
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: config._merge records sources under the raw YAML keys, so a value given with a seed "
-    "name (search.hybrid_weight_semantic) is reported by effective() as "
-    "search.vector_weight from 'default' instead of from the config file"))
 def test_seed_name_value_is_attributed_to_the_file(lore_home):
     path = write_config(lore_home, "search:\n  hybrid_weight_semantic: 0.55\n")
     assert rows(load_config())["search.vector_weight"] == (0.55, str(path))
@@ -340,10 +333,6 @@ def test_cli_tag_aliases_from_config(run, lore_home):
     assert json.loads(res.stdout) == ["javascript"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG (usability): a section header whose keys are all commented out (`embedding:` alone) "
-    "is YAML null; config.load_config passes it on and validation fails with 'embedding: Input "
-    "should be a valid dictionary' instead of treating the empty section as defaults"))
 def test_empty_section_means_defaults(lore_home):
     write_config(lore_home, "embedding:\n  # api_key: ${OPENAI_API_KEY}\n"
                             "search:\n  default_limit: 5\n")

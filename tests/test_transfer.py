@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import FakeEmbedder, make_settings
 
+from conftest import FakeEmbedder, make_settings
 from lore.api import Lore
 from lore.errors import InvalidInput, LoreError
 from lore.ids import new_id
@@ -246,10 +246,6 @@ def test_edge_listed_under_the_wrong_lesson_is_invalid(fake_lore):
     assert fake_lore.store.count() == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: transfer.import_records with skip_invalid counts a lesson whose line fails in "
-    "Lore._row (e.g. unknown confidence) as 'in the file', so an edge to it passes the check "
-    "and add_edge hits a raw sqlite3 IntegrityError (FOREIGN KEY) that rolls back everything"))
 def test_skip_invalid_edge_to_a_skipped_lesson(fake_lore):
     bad = _good("Bad confidence", confidence="certain")
     pointing = _good("Points at the bad one")
@@ -266,10 +262,6 @@ def test_skip_invalid_edge_to_a_skipped_lesson(fake_lore):
     assert all(bad["id"] not in e for e in edge_set(fake_lore))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: transfer.import_records does not handle the same id twice in one file "
-    "(e.g. `cat laptop.jsonl desktop.jsonl | lore admin import -`): both copies are "
-    "inserted and sqlite raises a raw IntegrityError 'UNIQUE constraint failed: lessons.id'"))
 def test_same_id_twice_in_one_file(fake_lore, open_other):
     lesson = fake_lore.add_lesson("Shared lesson", "v1")
     [record] = [json.loads(ln) for ln in export_lines(fake_lore)]
@@ -374,10 +366,6 @@ def test_export_file_is_json_lines_with_stable_shape(run, tmp_path: Path):
         assert key in rec
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: cli/admin.py admin_import opens the rich progress bar (transient=False) before "
-    "validation, so a refused import prints an empty 'embedding ━━━ 0/?' bar line on stderr "
-    "before the 'Error:' line, breaking LoreGroup's one-line-error contract"))
 def test_cli_refused_import_prints_only_the_error_line(run, tmp_path):
     f = tmp_path / "bad.jsonl"
     f.write_text('{"id": 1\n', encoding="utf-8")

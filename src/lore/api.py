@@ -248,7 +248,7 @@ class Lore:
         if limit < 1:
             raise InvalidInput(f"limit must be at least 1 (got {limit})")
         embed = None
-        if mode != "keyword" and self.store.table_count("lesson_vectors"):
+        if mode != "keyword" and self.store.meta("embedding_model") is not None:
             self.check_model()
             embed = self.embedder.embed_query
         results = hybrid.search(self.store, query, filters, limit, self.config.search, embed, mode)
@@ -299,6 +299,7 @@ class Lore:
     def unlink(self, from_id: str, to_id: str, relation: str | None = None) -> int:
         for lid in (from_id, to_id):
             self.store.seq_of(lid)
+        relation = relation.strip() if relation is not None else None
         removed = self.store.remove_edges(from_id, to_id, relation)
         if removed == 0:
             what = f" '{relation}'" if relation else ""

@@ -60,7 +60,8 @@ class SearchConfig(_Strict):
     anti_context: Literal["exclude", "demote"] = "exclude"
     anti_context_factor: float = Field(default=0.5, ge=0, le=1)
     vector_index: Literal["auto", "exact", "binary"] = "auto"
-    exact_below: int = Field(default=20000, ge=0)
+    exact_below: int = Field(default=1000, ge=0)
+    keyword_max_postings: int = Field(default=10000, ge=100)
     oversample: int = Field(default=20, ge=1, le=1000)
     recency: RecencyConfig = Field(default_factory=RecencyConfig)
     track_usage: bool = True
@@ -181,13 +182,26 @@ def _interpolate(value: Any, path: Path) -> Any:
     if isinstance(value, list):
         return [_interpolate(v, path) for v in value]
     if isinstance(value, str):
-        return ENV_PATTERN.sub(lambda m: os.environ.get(m.group(1), m.group(2) or ""), value)
+        # Shell semantics: ${VAR:-default} also applies the default when VAR is empty.
+        return ENV_PATTERN.sub(lambda m: os.environ.get(m.group(1)) or m.group(2) or "", value)
     return value
 
 
+SEED_NAMES = {"search.hybrid_weight_semantic": "search.vector_weight",
+              "search.hybrid_weight_keyword": "search.fts_weight"}
+
+
+def _drop_nulls(data: Any) -> Any:
+    """A key left empty (a section whose entries are all commented out) means the default."""
+    if isinstance(data, dict):
+        return {k: _drop_nulls(v) for k, v in data.items() if v is not None}
+    return data
+
+
 def _merge(raw: dict[str, Any], path: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    raw = _drop_nulls(raw)
     merged: dict[str, Any] = {k: (dict(v) if isinstance(v, dict) else v) for k, v in raw.items()}
-    sources = {key: str(path) for key in _flatten(raw)}
+    sources = {SEED_NAMES.get(key, key): str(path) for key in _flatten(raw)}
     for var, dotted in ENV_KEYS.items():
         value = os.environ.get(var)
         if value is None or value == "":

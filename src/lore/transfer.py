@@ -18,7 +18,7 @@ from lore.errors import InvalidInput
 from lore.ids import is_id, now
 from lore.models import Edge, ImportReport
 from lore.schema import LessonFields, LessonRecord, describe
-from lore.store import atomic
+from lore.store import LessonRow, atomic
 
 if TYPE_CHECKING:
     from lore.api import Lore, Progress
@@ -37,21 +37,41 @@ def import_records(lore: Lore, lines: Iterable[str], *, skip_invalid: bool,
         except InvalidInput as exc:
             errors.append((number, str(exc)))
 
-    # Edges may point at lessons later in the file or already in the database.
-    in_file = {rec.id for _, rec in parsed}
-    targets = {e.to_id for _, rec in parsed for e in rec.edges} - in_file
-    known = in_file | lore.store.existing_ids(targets)
-    valid: list[tuple[int, LessonRecord, object]] = []
+    rows: dict[int, tuple[LessonRecord, LessonRow]] = {}
     for number, rec in parsed:
         try:
-            missing = [e.to_id for e in rec.edges if e.to_id not in known]
-            if missing:
-                raise InvalidInput(f"edge to missing lesson {missing[0]}")
-            row = lore._row(rec.id, _fields(rec), existing=None,
-                            times=(rec.created_at or now(), rec.updated_at or now()))
-            valid.append((number, rec, row))
+            rows[number] = (rec, lore._row(rec.id, _fields(rec), existing=None,
+                                           times=(rec.created_at or now(),
+                                                  rec.updated_at or now())))
         except InvalidInput as exc:
             errors.append((number, str(exc)))
+
+    # The same lesson twice (two exports concatenated): the newest copy wins.
+    newest: dict[str, int] = {}
+    for number, (rec, _) in rows.items():
+        best = newest.get(rec.id)
+        if best is None or (rec.updated_at or "") >= (rows[best][0].updated_at or ""):
+            newest[rec.id] = number
+    duplicates = len(rows) - len(newest)
+    rows = {n: rows[n] for n in newest.values()}
+
+    # Edges may point at lessons later in the file or already in the database. A line
+    # dropped for an edge can orphan edges of other lines, so repeat until stable.
+    targets = {e.to_id for rec, _ in rows.values() for e in rec.edges}
+    in_db = lore.store.existing_ids(targets)
+    while True:
+        known = in_db | {rec.id for rec, _ in rows.values()}
+        broken = {
+            n: next(e.to_id for e in rec.edges if e.to_id not in known)
+            for n, (rec, _) in rows.items()
+            if any(e.to_id not in known for e in rec.edges)
+        }
+        if not broken:
+            break
+        for n, target in broken.items():
+            errors.append((n, f"edge to missing lesson {target}"))
+            del rows[n]
+    valid = [(n, rec, row) for n, (rec, row) in sorted(rows.items())]
     errors.sort()
     if errors and not skip_invalid:
         number, reason = errors[0]
@@ -60,6 +80,7 @@ def import_records(lore: Lore, lines: Iterable[str], *, skip_invalid: bool,
             f"line {number}: {reason}{more}; nothing imported (--skip-invalid imports the rest)"
         )
     report.skipped = errors
+    report.unchanged += duplicates
     if valid:
         lore.check_model()
 

@@ -102,19 +102,39 @@ def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any
     console().print(t)
 
 
-def progress_bar(label: str) -> Any:
-    """A rich progress bar on stderr; returns (context manager, callback(done, total))."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+class LazyProgress:
+    """A rich progress bar on stderr that appears only once there is progress to show,
+    so a command refused before any work prints its one error line and nothing else."""
 
-    bar = Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                   TimeRemainingColumn(), console=Console(stderr=True), transient=False)
-    task = bar.add_task(label, total=None)
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.bar: Any = None
+        self.task: Any = None
 
-    def update(done: int, total: int) -> None:
-        bar.update(task, completed=done, total=total)
+    def __enter__(self) -> LazyProgress:
+        return self
 
-    return bar, update
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+            self.bar = Progress("[progress.description]{task.description}", BarColumn(),
+                                MofNCompleteColumn(), TimeRemainingColumn(),
+                                console=Console(stderr=True))
+            self.task = self.bar.add_task(self.label, total=total)
+            self.bar.start()
+        self.bar.update(self.task, completed=done, total=total)
+
+
+def progress_bar(label: str) -> tuple[LazyProgress, LazyProgress]:
+    """(context manager, callback(done, total)) for bulk work."""
+    bar = LazyProgress(label)
+    return bar, bar
 
 
 def read_content(value: str | None, path: str | None) -> str | None:

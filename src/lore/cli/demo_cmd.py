@@ -67,17 +67,20 @@ def demo(home: str | None) -> None:
             hub = _most_linked(lore, ids)
             c.rule("related lessons, 2 hops")
             c.print(f"from [bold]{escape(lore.get_lesson(hub).title)}[/bold]")
+            titles = {i: lore.get_lesson(i).title for i in ids.values()}
             for r in lore.related(hub, depth=2):
-                arrow = "->" if r.direction == "out" else "<-"
-                c.print(f"  {'  ' * (r.depth - 1)}{arrow}{r.relation} {escape(r.title)}")
+                arrow = f"-[{r.relation}]->" if r.direction == "out" else f"<-[{r.relation}]-"
+                via = "" if r.via == hub else f"   (via {titles[r.via]})"
+                c.print(escape(f"  {r.depth} hop{'s' if r.depth > 1 else ''} {arrow} {r.title}")
+                        + f"[dim]{escape(via)}[/dim]")
 
             far = _farthest(lore, hub)
             if far:
                 c.rule("shortest path")
                 for i, step in enumerate(lore.path(hub, far)):
                     if i:
-                        arrow = "->" if step.direction == "out" else "<-"
-                        c.print(f"    {arrow}[{step.relation}]")
+                        arrow = "↓" if step.direction == "out" else "↑"
+                        c.print(escape(f"    {arrow} [{step.relation}]"))
                     c.print(f"  {escape(step.title)}")
 
             c.rule("filter: kind=preference, min confidence high")

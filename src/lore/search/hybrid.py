@@ -16,7 +16,6 @@ Filters are applied before ranking, inside both candidate queries.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -27,7 +26,7 @@ from lore.config import SearchConfig
 from lore.ids import parse_time
 from lore.models import Filters, ScoreParts, SearchResult
 from lore.search.snippet import snippet
-from lore.store import SQLiteStore, fts_query
+from lore.store import SQLiteStore, fts_terms
 
 Mode = Literal["hybrid", "keyword", "vector"]
 
@@ -47,15 +46,17 @@ def search(
 
     keyword: list[tuple[int, float]] = []
     if mode in ("hybrid", "keyword"):
-        match = fts_query(query)
-        if match:
+        terms = fts_terms(query)
+        if terms:
             weights = (cfg.title_weight, cfg.tags_weight, cfg.content_weight)
-            keyword = store.keyword_search(match, weights, depth, where, params)
+            keyword = store.keyword_search(terms, weights, depth, where, params,
+                                           cfg.keyword_max_postings)
 
     vector: list[tuple[int, float]] = []
     if mode in ("hybrid", "vector") and embed_query is not None and query.strip():
         qvec = embed_query(query)
-        vector = vector_candidates(store, qvec, depth, limit, where, params, cfg)
+        narrow = filters != Filters(statuses=filters.statuses)
+        vector = vector_candidates(store, qvec, depth, limit, where, params, cfg, narrow)
         vector = [(s, sim) for s, sim in vector if sim >= cfg.min_similarity]
 
     return fuse(store, query, keyword, vector, filters, limit, cfg, mode)
@@ -63,32 +64,33 @@ def search(
 
 def vector_candidates(
     store: SQLiteStore, qvec: np.ndarray, depth: int, limit: int, where: str,
-    params: list[Any], cfg: SearchConfig,
+    params: list[Any], cfg: SearchConfig, narrow: bool = True,
 ) -> list[tuple[int, float]]:
     """(seq, cosine similarity) best first, ``depth`` long at most.
 
-    Small or tightly filtered sets are scored exactly. Larger ones go through the
-    binary-quantised sqlite-vec index: a Hamming KNN picks ``oversample × limit``
-    candidates (at least twice the depth) which are re-scored with float32 vectors.
+    Small or tightly filtered sets are scored exactly from their float32 vectors.
+    Larger ones go through the binary-quantised sqlite-vec index: a Hamming KNN picks
+    ``max(oversample × limit, 2 × depth)`` candidates, re-scored exactly; the
+    filter then applies to those. ``narrow`` says the filter may be selective (more
+    than a status), which is when counting the allowed set is worth a query.
     """
     qvec = np.asarray(qvec, dtype=np.float32)
-    total = store.table_count("lesson_vectors")
+    total = store.count()
     if total == 0:
         return []
     filtered = where != "1"
-    allowed = store.count_where(where, params) if filtered else total
+    allowed = store.count_where(where, params) if filtered and narrow else total
     exact = cfg.vector_index == "exact" or (
         cfg.vector_index == "auto" and allowed <= cfg.exact_below
     )
     if exact or not store.has_vector_index():
-        rows = store.vectors_where(where, params)
-        return _rank(rows, qvec, depth)
+        return _rank(store.vectors_where(where, params), qvec, depth)
     k = min(total, max(cfg.oversample * limit, 2 * depth))
     seqs = store.binary_candidates(qvec.tobytes(), k)
     if filtered:
         keep = store.seqs_where(seqs, where, params)
         seqs = [s for s in seqs if s in keep]
-        if len(seqs) < min(depth, allowed):
+        if narrow and len(seqs) < min(depth, allowed):
             # The filter removed too many candidates: score the filtered set exactly.
             return _rank(store.vectors_where(where, params), qvec, depth)
     return _rank(store.vectors_for(seqs), qvec, depth)
@@ -136,7 +138,7 @@ def fuse(
         else set()
     )
     now = datetime.now(UTC)
-    scored: list[tuple[float, int, SearchResult]] = []
+    scored: list[tuple[float, int, ScoreParts]] = []
     for seq in seqs:
         row = rows.get(seq)
         if row is None:  # deleted between the candidate query and now
@@ -154,17 +156,13 @@ def fuse(
         factor = cfg.anti_context_factor if seq in demoted else 1.0
         total = (relevance + conf + usage + recency) * factor
         parts = ScoreParts(vr, sim, kr, bm, rrf, relevance, conf, usage, recency, factor, total)
-        result = SearchResult(
-            id=row["id"], title=row["title"], snippet=snippet(row["content"], query),
-            score=total, kind=row["kind"], confidence=row["confidence"], parts=parts,
-        )
-        scored.append((total, seq, result))
+        scored.append((total, seq, parts))
     # Ties (same score) keep a stable order: the older lesson first.
     scored.sort(key=lambda t: (-t[0], t[1]))
-    return [r for _, _, r in scored[:limit]]
-
-
-def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
-    start = time.perf_counter()
-    out = fn()
-    return out, (time.perf_counter() - start) * 1000
+    return [
+        SearchResult(
+            id=rows[seq]["id"], title=rows[seq]["title"], snippet=snippet(rows[seq]["content"], query),
+            score=total, kind=rows[seq]["kind"], confidence=rows[seq]["confidence"], parts=parts,
+        )
+        for total, seq, parts in scored[:limit]
+    ]

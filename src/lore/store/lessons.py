@@ -49,18 +49,20 @@ _STOPWORDS = frozenset(
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-def fts_query(text: str) -> str | None:
-    """Any user text as a safe FTS5 query: quoted terms joined by OR, stop words dropped.
+def fts_terms(text: str) -> list[str]:
+    """Any user text as quoted FTS5 terms, stop words dropped (unless nothing else is left).
 
     Every term is wrapped in double quotes, so operators, parentheses, colons and
     stray quotes in the input are plain text to FTS5 and can never be a syntax error.
     """
     words = [w.lower() for w in _WORD.findall(text)]
-    if not words:
-        return None
     kept = [w for w in words if w not in _STOPWORDS] or words
-    unique = list(dict.fromkeys(kept))
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in unique)
+    return ['"' + w.replace('"', '""') + '"' for w in dict.fromkeys(kept)]
+
+
+def fts_query(text: str) -> str | None:
+    """The terms of :func:`fts_terms` joined by OR; None when the text has no word at all."""
+    return " OR ".join(fts_terms(text)) or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -413,16 +415,45 @@ class SQLiteStore:
 
     # ---- keyword search ---------------------------------------------------------------
     def keyword_search(
-        self, match: str, weights: tuple[float, float, float], limit: int,
-        where: str, params: Sequence[Any],
+        self, terms: Sequence[str], weights: tuple[float, float, float], limit: int,
+        where: str, params: Sequence[Any], max_postings: int,
     ) -> list[tuple[int, float]]:
-        """(seq, bm25) best first; bm25 is negative, lower is better (FTS5 convention)."""
-        restrict = "" if where == "1" else f"AND rowid IN (SELECT l.seq FROM lessons l WHERE {where})"
+        """(seq, bm25) best first; bm25 is negative, lower is better (FTS5 convention).
+
+        BM25 scores every row that matches any term, so a query full of common words
+        costs as much as the corpus is large. Past ``max_postings`` matching rows, the
+        most frequent terms are dropped (rarest first are kept): they carry the least
+        weight in BM25 anyway, and the cost stays bounded at 100,000 lessons.
+        """
+        if not terms:
+            return []
+        if len(terms) > 1:
+            terms = self._prune_terms(terms, max_postings)
+        match = " OR ".join(terms)
+        # `rank MATCH 'bm25(...)'` + ORDER BY rank lets FTS5 score inside its own sort.
+        rank = "bm25({:g}, {:g}, {:g})".format(*weights)
         sql = (
-            "SELECT rowid, bm25(lessons_fts, ?, ?, ?) AS s FROM lessons_fts "
-            f"WHERE lessons_fts MATCH ? {restrict} ORDER BY s LIMIT ?"
+            "SELECT f.rowid, f.rank FROM lessons_fts f JOIN lessons l ON l.seq = f.rowid "
+            f"WHERE lessons_fts MATCH ? AND f.rank MATCH ? AND {where} ORDER BY f.rank LIMIT ?"
         )
-        return [(r[0], r[1]) for r in self.conn.execute(sql, [*weights, match, *params, limit])]
+        return [(r[0], r[1]) for r in self.conn.execute(sql, [match, rank, *params, limit])]
+
+    def _prune_terms(self, terms: Sequence[str], max_postings: int) -> list[str]:
+        counts = sorted(
+            (int(self.conn.execute(
+                "SELECT count(*) FROM lessons_fts WHERE lessons_fts MATCH ?", (t,)
+            ).fetchone()[0]), i, t)
+            for i, t in enumerate(terms)
+        )
+        kept, total = [], 0
+        for n, i, t in counts:
+            if n == 0:
+                continue
+            if kept and total + n > max_postings:
+                break
+            kept.append((i, t))
+            total += n
+        return [t for _, t in sorted(kept)] or list(terms[:1])
 
     # ---- vectors ----------------------------------------------------------------------
     def has_vector_index(self) -> bool:

@@ -1,0 +1,217 @@
+"""Search benchmarks: warm hybrid search latency, vector-stage recall, cold CLI, memory, import.
+
+    python bench/search_bench.py                 # 10k and 100k lessons, everything
+    python bench/search_bench.py --sizes 10000 --queries 100
+
+Lessons come from bench/corpus.py; their embeddings (the real default model) are
+cached in bench/.cache, so only the first run spends minutes embedding. Query
+embeddings are always computed live: they are part of the measured time.
+Results are printed as Markdown for docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from corpus import corpus_vectors, make_corpus, make_queries  # noqa: E402
+
+from lore.api import Lore  # noqa: E402
+from lore.config import EmbeddingConfig, Settings, load_config  # noqa: E402
+from lore.embed import create_embedder, document_text  # noqa: E402
+from lore.ids import new_id  # noqa: E402
+from lore.models import Filters  # noqa: E402
+from lore.search.hybrid import _rank, vector_candidates  # noqa: E402
+
+
+class CachedEmbedder:
+    """Documents from the cache, queries from the real model (timed as in production)."""
+
+    def __init__(self, real, table: dict[str, np.ndarray]) -> None:
+        self.real = real
+        self.name = real.name
+        self.table = table
+
+    @property
+    def dimensions(self) -> int:
+        return self.real.dimensions
+
+    def embed_documents(self, texts):
+        return np.vstack([self.table[t] for t in texts])
+
+    def embed_query(self, text):
+        return self.real.embed_query(text)
+
+
+def pct(values, q):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def summary(ms):
+    return f"median {statistics.median(ms):.1f} ms, p90 {pct(ms, 0.9):.1f} ms"
+
+
+def build(home: Path, n: int, real) -> tuple[Settings, float]:
+    docs = make_corpus(n)
+    vecs = corpus_vectors(docs, real, "minilm-int8") if n <= 100_000 else None
+    table = {document_text(d.title, d.content): vecs[i] for i, d in enumerate(docs)}
+    os.environ["LORE_HOME"] = str(home)
+    settings = load_config()
+    lines = [json.dumps({"id": new_id(), "title": d.title, "content": d.content,
+                         "tags": list(d.tags), "kind": "learning"}) for d in docs]
+    start = time.perf_counter()
+    with Lore.open(settings, embedder=CachedEmbedder(real, table)) as lore:
+        lore.import_lines(lines)
+    return settings, time.perf_counter() - start
+
+
+def warm_search(settings: Settings, real, queries: list[str], vector_index: str) -> dict:
+    settings.config.search.vector_index = vector_index  # type: ignore[assignment]
+    out: dict = {}
+    with Lore.open(settings, embedder=real) as lore:
+        for q in queries[:5]:
+            lore.recall(q)  # warm caches
+        total, embed_ms = [], []
+        for q in queries:
+            t0 = time.perf_counter()
+            real.embed_query(q)
+            embed_ms.append((time.perf_counter() - t0) * 1000)
+            t0 = time.perf_counter()
+            lore.recall(q)
+            total.append((time.perf_counter() - t0) * 1000)
+        out["hybrid"] = total
+        out["embed"] = embed_ms
+        filtered = []
+        for q in queries[: len(queries) // 2]:
+            t0 = time.perf_counter()
+            lore.recall(q, Filters(tags=("postgres", "redis", "docker")))
+            filtered.append((time.perf_counter() - t0) * 1000)
+        out["filtered"] = filtered
+    return out
+
+
+def vector_recall(settings: Settings, real, queries: list[str]) -> dict:
+    """recall@10 of the binary-index stage against exact float32 search, and both timings."""
+    cfg = settings.config.search
+    with Lore.open(settings, embedder=real) as lore:
+        store = lore.store
+        all_rows = store.vectors_where("1", [])
+        qvecs = [real.embed_query(q) for q in queries]
+        recalls, t_bin, t_exact_numpy, t_vec0 = [], [], [], []
+        matrix = np.frombuffer(b"".join(r[1] for r in all_rows), dtype=np.float32).reshape(
+            len(all_rows), -1)
+        seqs = np.array([r[0] for r in all_rows])
+        cfg.vector_index = "binary"
+        for qv in qvecs:
+            t0 = time.perf_counter()
+            got = vector_candidates(store, qv, cfg.candidates, 10, "1", [], cfg)
+            t_bin.append((time.perf_counter() - t0) * 1000)
+            t0 = time.perf_counter()
+            sims = matrix @ qv
+            top = seqs[np.argsort(-sims)[:10]]
+            t_exact_numpy.append((time.perf_counter() - t0) * 1000)
+            recalls.append(len(set(top.tolist()) & {s for s, _ in got[:10]}) / 10)
+        cfg.vector_index = "exact"
+        for qv in qvecs[: max(5, len(qvecs) // 5)]:
+            t0 = time.perf_counter()
+            _rank(store.vectors_where("1", []), qv, cfg.candidates)
+            t_vec0.append((time.perf_counter() - t0) * 1000)
+        cfg.vector_index = "auto"
+    return {"recall": float(np.mean(recalls)), "binary": t_bin, "numpy_in_memory": t_exact_numpy,
+            "exact_from_db": t_vec0}
+
+
+def cold_cli(home: Path, queries: list[str], runs: int) -> list[float]:
+    env = dict(os.environ, LORE_HOME=str(home))
+    lore_bin = str(Path(sys.executable).parent / "lore")
+    times = []
+    for q in queries[:runs]:
+        t0 = time.perf_counter()
+        subprocess.run([lore_bin, "recall", "search", q, "--json"], env=env, check=True,
+                       capture_output=True)
+        times.append((time.perf_counter() - t0) * 1000)
+    return times
+
+
+def peak_memory(home: Path, queries: list[str]) -> float:
+    code = (
+        "import resource, sys\n"
+        "from lore.api import Lore\nfrom lore.config import load_config\n"
+        "with Lore.open(load_config()) as lore:\n"
+        f"    for q in {queries[:50]!r}:\n"
+        "        lore.recall(q)\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, LORE_HOME=str(home)),
+                         check=True, capture_output=True, text=True)
+    return int(out.stdout.strip().splitlines()[-1]) / 1024
+
+
+def import_rate(n: int) -> float:
+    """`lore admin import` of n lessons, real model embedding included: lessons per second."""
+    docs = make_corpus(n, seed=99)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "in.jsonl"
+        path.write_text("".join(json.dumps({"id": new_id(), "title": d.title, "content": d.content,
+                                            "tags": list(d.tags)}) + "\n" for d in docs))
+        env = dict(os.environ, LORE_HOME=str(Path(tmp) / "home"))
+        lore_bin = str(Path(sys.executable).parent / "lore")
+        t0 = time.perf_counter()
+        subprocess.run([lore_bin, "admin", "import", str(path)], env=env, check=True,
+                       capture_output=True)
+        return n / (time.perf_counter() - t0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--cold-runs", type=int, default=15)
+    ap.add_argument("--import-size", type=int, default=10000)
+    args = ap.parse_args()
+    real = create_embedder(EmbeddingConfig())
+    real.embed_query("warm up")
+    queries = make_queries(args.queries)
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
+          f"{platform.python_version()}, {platform.platform()}")
+    for n in [int(s) for s in args.sizes.split(",")]:
+        with tempfile.TemporaryDirectory() as tmp:
+            home = Path(tmp)
+            settings, built = build(home, n, real)
+            print(f"\n## {n:,} lessons (built from cached vectors in {built:.0f} s)")
+            for mode in ("auto", "binary", "exact"):
+                r = warm_search(settings, real, queries, mode)
+                print(f"- warm hybrid search, vector_index={mode}: {summary(r['hybrid'])}; "
+                      f"with a tag filter {summary(r['filtered'])}; query embedding alone "
+                      f"{summary(r['embed'])}")
+            v = vector_recall(settings, real, queries)
+            print(f"- vector stage: binary index + float32 rescoring {summary(v['binary'])}, "
+                  f"recall@10 vs exact {v['recall']:.3f}; exact scan from the database "
+                  f"{summary(v['exact_from_db'])}; exact scan of an in-memory matrix "
+                  f"{summary(v['numpy_in_memory'])}")
+            cold = cold_cli(home, queries, args.cold_runs)
+            print(f"- `lore recall search` cold process: {summary(cold)}")
+            print(f"- peak RSS of a process doing 50 searches: {peak_memory(home, queries):.0f} MB")
+            print(f"- database size: {(home / 'lore.db').stat().st_size / 1e6:.0f} MB")
+    if args.import_size:
+        rate = import_rate(args.import_size)
+        print(f"\n## import\n- `lore admin import` of {args.import_size:,} lessons with real "
+              f"embeddings: {rate:.0f} lessons/s")
+    print(f"\n(this process peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB)")
+
+
+if __name__ == "__main__":
+    main()
