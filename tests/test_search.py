@@ -163,34 +163,59 @@ def test_empty_database_and_no_match(fake_lore):
     assert fake_lore.recall("zzzz qqqq", mode="keyword") == []
 
 
-def test_binary_index_agrees_with_exact_search(lore_home):
-    """The quantised path must return what exact search returns (rescoring is exact)."""
-    rng = np.random.default_rng(1)
+def _docs(n, seed=1):
+    rng = np.random.default_rng(seed)
     words = [f"w{i}" for i in range(300)]
-    docs = [" ".join(rng.choice(words, 12)) for _ in range(400)]
-    exact = make_settings(lore_home, search={"vector_index": "exact"})
-    binary = make_settings(lore_home, search={"vector_index": "binary", "oversample": 40})
-    with Lore.open(exact, embedder=FakeEmbedder(dims=128)) as lore:
+    return ([" ".join(rng.choice(words, 12)) for _ in range(n)],
+            [" ".join(rng.choice(words, 4)) for _ in range(30)])
+
+
+def test_sqlite_vec_path_agrees_with_the_memory_index(lore_home):
+    """KNN in SQLite (int8, re-scored) must return what the exact in-memory scan returns."""
+    docs, queries = _docs(400)
+    memory = make_settings(lore_home, search={"vector_index": "memory"})
+    sqlite = make_settings(lore_home, search={"vector_index": "sqlite-vec"})
+    with Lore.open(memory, embedder=FakeEmbedder(dims=128)) as lore:
         for i, d in enumerate(docs):
             lore.add_lesson(f"doc {i}", d)
-        queries = [" ".join(rng.choice(words, 4)) for _ in range(30)]
         want = [[h.id for h in lore.recall(q, limit=10, mode="vector", track=False)]
                 for q in queries]
-    with Lore.open(binary, embedder=FakeEmbedder(dims=128)) as lore:
+    with Lore.open(sqlite, embedder=FakeEmbedder(dims=128)) as lore:
         got = [[h.id for h in lore.recall(q, limit=10, mode="vector", track=False)]
                for q in queries]
+        assert not lore.vectors.loaded  # this path never loads the matrix
     overlap = np.mean([len(set(a) & set(b)) / max(len(a), 1) for a, b in zip(want, got)])
-    assert overlap >= 0.9
+    assert overlap >= 0.95
 
 
-def test_binary_path_with_a_selective_filter_falls_back_to_exact(lore_home):
-    s = make_settings(lore_home, search={"vector_index": "binary"})
+def test_memory_index_follows_writes_from_another_connection(settings):
+    emb = FakeEmbedder()
+    with Lore.open(settings, embedder=emb) as server, Lore.open(settings, embedder=emb) as cli:
+        a = cli.add_lesson("alpha lesson", "first words")
+        assert [h.id for h in server.recall("alpha lesson", mode="vector", track=False)] == [a.id]
+        assert server.vectors.loaded
+        b = cli.add_lesson("beta lesson", "second words")  # appended, not reloaded
+        assert server.recall("beta lesson", mode="vector", track=False)[0].id == b.id
+        cli.update_lesson(a.id, title="gamma lesson")
+        assert server.recall("gamma lesson", mode="vector", track=False)[0].id == a.id
+        cli.delete_lesson(b.id)
+        hits = server.recall("beta lesson", mode="vector", track=False)
+        assert b.id not in [h.id for h in hits]
+        assert server.vectors.size == 1
+
+
+@pytest.mark.parametrize("index", ["memory", "sqlite-vec"])
+def test_selective_filter_still_finds_the_allowed_lesson(lore_home, index):
+    s = make_settings(lore_home, search={"vector_index": index, "exact_below": 0})
     with Lore.open(s, embedder=FakeEmbedder()) as lore:
         for i in range(60):
             lore.add_lesson(f"generic lesson {i}", "common words everywhere")
         rare = lore.add_lesson("special lesson", "common words everywhere", tags=["rare"])
         hits = lore.recall("common words", Filters(tags=("rare",)), mode="vector", track=False)
         assert [h.id for h in hits] == [rare.id]
+        archived = lore.add_lesson("common words", "common words everywhere", status="archived")
+        hits = lore.recall("common words", mode="vector", limit=100, track=False)
+        assert archived.id not in {h.id for h in hits} and len(hits) == 61
 
 
 # ---- the real model: semantic claims ---------------------------------------------------

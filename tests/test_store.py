@@ -130,4 +130,4 @@ def test_foreign_keys_cascade_on_delete(fake_lore):
     for table in ("lesson_tags", "evidence", "code_examples", "edges"):
         assert q(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
     assert q("SELECT count(*) FROM lesson_vectors").fetchone()[0] == 1
-    assert q("SELECT count(*) FROM lesson_vec_bits").fetchone()[0] == 1
+    assert q("SELECT count(*) FROM lesson_vec_i8").fetchone()[0] == 1

@@ -94,7 +94,7 @@ def test_round_trip_into_another_home(fake_lore, open_other):
     assert rich.evidence[0].message_id == "m7" and rich.metadata == {"origin": "test", "n": 3}
     assert edge_set(other) == edge_set(fake_lore)
     # Vectors were built on import: every lesson is searchable by meaning.
-    assert other.store.table_count("lesson_vectors") == 3
+    assert other.store.vector_count() == 3
     assert other.recall("file sessions redis", mode="vector")[0].id == ids[0]
 
 
@@ -196,7 +196,7 @@ def test_one_invalid_line_fails_the_whole_import(fake_lore, kind):
     assert "\n" not in msg
     assert fake_lore.store.count() == 1
     assert fake_lore.store.table_count("edges") == 0
-    assert fake_lore.store.table_count("lesson_vectors") == 1
+    assert fake_lore.store.vector_count() == 1
 
 
 def test_error_message_counts_further_invalid_lines(fake_lore):

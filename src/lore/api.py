@@ -37,7 +37,7 @@ from lore.models import (
     TradeOff,
 )
 from lore.schema import LessonFields, validate_fields
-from lore.search import hybrid
+from lore.search import MemoryIndex, hybrid
 from lore.store import SCHEMA_VERSION, LessonRow, SQLiteStore, atomic, connect, migrate
 from lore.store.lessons import PREFERENCE_COLUMNS
 
@@ -59,6 +59,7 @@ class Lore:
         self.conn = conn
         self.store = SQLiteStore(conn)
         self._embedder = embedder
+        self.vectors = MemoryIndex()  # loaded on first use, refreshed incrementally
 
     @classmethod
     def open(cls, settings: Settings, *, embedder: Embedder | None = None,
@@ -136,6 +137,13 @@ class Lore:
                 )
             self.store.create_vector_index(dims)
             self.store.put_vectors(rows)
+
+    def warm(self) -> None:
+        """Load the model and the vectors now (long-running processes: MCP server, worker)."""
+        if self.store.meta("embedding_model") is not None:
+            self.check_model()
+            self.embedder.embed_query("warm up")
+            self.vectors.sync(self.store)
 
     # ---- lessons ----------------------------------------------------------------------
     def add_lesson(self, title: str, content: str = "", **fields: Any) -> Lesson:
@@ -251,7 +259,8 @@ class Lore:
         if mode != "keyword" and self.store.meta("embedding_model") is not None:
             self.check_model()
             embed = self.embedder.embed_query
-        results = hybrid.search(self.store, query, filters, limit, self.config.search, embed, mode)
+        results = hybrid.search(self.store, query, filters, limit, self.config.search, embed,
+                                self.vectors, mode)
         if track:
             took = (time.perf_counter() - started) * 1000
             ids = [r.id for r in results]
@@ -372,7 +381,7 @@ class Lore:
             "by_source": {k or "(none)": v for k, v in s.grouped_counts("source")},
             "tags": len(s.tag_counts()),
             "edges": s.table_count("edges"),
-            "vectors": s.table_count("lesson_vectors"),
+            "vectors": s.vector_count(),
             "embedding_model": model,
             "embedding_dimensions": dims,
             "configured_model": self.configured_model(),

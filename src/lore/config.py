@@ -59,10 +59,10 @@ class SearchConfig(_Strict):
     content_weight: float = Field(default=1.0, ge=0)
     anti_context: Literal["exclude", "demote"] = "exclude"
     anti_context_factor: float = Field(default=0.5, ge=0, le=1)
-    vector_index: Literal["auto", "exact", "binary"] = "auto"
+    vector_index: Literal["auto", "memory", "sqlite-vec"] = "auto"
+    memory_below: int = Field(default=20000, ge=0)
     exact_below: int = Field(default=1000, ge=0)
-    keyword_max_postings: int = Field(default=10000, ge=100)
-    oversample: int = Field(default=20, ge=1, le=1000)
+    keyword_max_postings: int = Field(default=5000, ge=100)
     recency: RecencyConfig = Field(default_factory=RecencyConfig)
     track_usage: bool = True
 

@@ -1,6 +1,7 @@
 """Recall: hybrid lesson search."""
 
-from lore.search.hybrid import search, vector_candidates
+from lore.search.hybrid import search
 from lore.search.snippet import snippet
+from lore.search.vectors import MemoryIndex
 
-__all__ = ["search", "vector_candidates", "snippet"]
+__all__ = ["search", "snippet", "MemoryIndex"]

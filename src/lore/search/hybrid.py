@@ -10,7 +10,8 @@ multiplied by the anti-context factor when anti-contexts demote instead of exclu
 * usage bonus = usage_bonus × min(usage_count / usage_saturation, 1).
 * recency bonus (off by default) = weight × exp(−age / scale) (seed 003).
 
-Filters are applied before ranking, inside both candidate queries.
+Filters are applied before ranking, inside both candidate queries. The vector stage
+is in :mod:`lore.search.vectors`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as np
 from lore.config import SearchConfig
 from lore.ids import parse_time
 from lore.models import Filters, ScoreParts, SearchResult
+from lore.search import vectors
 from lore.search.snippet import snippet
 from lore.store import SQLiteStore, fts_terms
 
@@ -38,8 +40,8 @@ def search(
     limit: int,
     cfg: SearchConfig,
     embed_query: Callable[[str], np.ndarray] | None,
+    memory: vectors.MemoryIndex,
     mode: Mode = "hybrid",
-    explain: bool = False,
 ) -> list[SearchResult]:
     where, params = store.filter_sql(filters, anti_contexts_exclude=cfg.anti_context == "exclude")
     depth = max(cfg.candidates, limit)
@@ -56,56 +58,13 @@ def search(
     if mode in ("hybrid", "vector") and embed_query is not None and query.strip():
         qvec = embed_query(query)
         narrow = filters != Filters(statuses=filters.statuses)
-        vector = vector_candidates(store, qvec, depth, limit, where, params, cfg, narrow)
+        vector = vectors.candidates(
+            store, memory, qvec, depth, where, params, mode=cfg.vector_index,
+            memory_below=cfg.memory_below, exact_below=cfg.exact_below, narrow=narrow,
+        )
         vector = [(s, sim) for s, sim in vector if sim >= cfg.min_similarity]
 
     return fuse(store, query, keyword, vector, filters, limit, cfg, mode)
-
-
-def vector_candidates(
-    store: SQLiteStore, qvec: np.ndarray, depth: int, limit: int, where: str,
-    params: list[Any], cfg: SearchConfig, narrow: bool = True,
-) -> list[tuple[int, float]]:
-    """(seq, cosine similarity) best first, ``depth`` long at most.
-
-    Small or tightly filtered sets are scored exactly from their float32 vectors.
-    Larger ones go through the binary-quantised sqlite-vec index: a Hamming KNN picks
-    ``max(oversample × limit, 2 × depth)`` candidates, re-scored exactly; the
-    filter then applies to those. ``narrow`` says the filter may be selective (more
-    than a status), which is when counting the allowed set is worth a query.
-    """
-    qvec = np.asarray(qvec, dtype=np.float32)
-    total = store.count()
-    if total == 0:
-        return []
-    filtered = where != "1"
-    allowed = store.count_where(where, params) if filtered and narrow else total
-    exact = cfg.vector_index == "exact" or (
-        cfg.vector_index == "auto" and allowed <= cfg.exact_below
-    )
-    if exact or not store.has_vector_index():
-        return _rank(store.vectors_where(where, params), qvec, depth)
-    k = min(total, max(cfg.oversample * limit, 2 * depth))
-    seqs = store.binary_candidates(qvec.tobytes(), k)
-    if filtered:
-        keep = store.seqs_where(seqs, where, params)
-        seqs = [s for s in seqs if s in keep]
-        if narrow and len(seqs) < min(depth, allowed):
-            # The filter removed too many candidates: score the filtered set exactly.
-            return _rank(store.vectors_where(where, params), qvec, depth)
-    return _rank(store.vectors_for(seqs), qvec, depth)
-
-
-def _rank(rows: list[tuple[int, bytes]], qvec: np.ndarray, depth: int) -> list[tuple[int, float]]:
-    if not rows:
-        return []
-    dims = qvec.shape[0]
-    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dims)
-    sims = matrix @ qvec
-    n = min(depth, len(rows))
-    top = np.argpartition(-sims, n - 1)[:n] if n < len(rows) else np.arange(len(rows))
-    top = top[np.argsort(-sims[top], kind="stable")]
-    return [(rows[i][0], float(sims[i])) for i in top]
 
 
 def fuse(
@@ -159,10 +118,12 @@ def fuse(
         scored.append((total, seq, parts))
     # Ties (same score) keep a stable order: the older lesson first.
     scored.sort(key=lambda t: (-t[0], t[1]))
+    best_rows = scored[:limit]
+    contents = store.contents([seq for _, seq, _ in best_rows])  # only for the snippets shown
     return [
         SearchResult(
-            id=rows[seq]["id"], title=rows[seq]["title"], snippet=snippet(rows[seq]["content"], query),
+            id=rows[seq]["id"], title=rows[seq]["title"], snippet=snippet(contents[seq], query),
             score=total, kind=rows[seq]["kind"], confidence=rows[seq]["confidence"], parts=parts,
         )
-        for total, seq, parts in scored[:limit]
+        for total, seq, parts in best_rows
     ]

@@ -330,13 +330,22 @@ class SQLiteStore:
         for chunk in _chunks(list(seqs)):
             marks = ",".join("?" * len(chunk))
             for r in self.conn.execute(
-                "SELECT l.seq, l.id, l.title, l.content, l.kind, l.confidence, l.usage_count, "
+                "SELECT l.seq, l.id, l.title, l.kind, l.confidence, l.usage_count, "
                 "l.updated_at, c.ordinal FROM lessons l "
                 "JOIN confidence_levels c ON c.name = l.confidence "
                 f"WHERE l.seq IN ({marks})",
                 chunk,
             ):
                 out[r[0]] = dict(r)
+        return out
+
+    def contents(self, seqs: Sequence[int]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for chunk in _chunks(list(seqs)):
+            marks = ",".join("?" * len(chunk))
+            out.update(self.conn.execute(
+                f"SELECT seq, content FROM lessons WHERE seq IN ({marks})", chunk
+            ).fetchall())
         return out
 
     def anti_context_hits(self, seqs: Sequence[int], contexts: Sequence[str]) -> set[int]:
@@ -430,13 +439,12 @@ class SQLiteStore:
         if len(terms) > 1:
             terms = self._prune_terms(terms, max_postings)
         match = " OR ".join(terms)
-        # `rank MATCH 'bm25(...)'` + ORDER BY rank lets FTS5 score inside its own sort.
-        rank = "bm25({:g}, {:g}, {:g})".format(*weights)
         sql = (
-            "SELECT f.rowid, f.rank FROM lessons_fts f JOIN lessons l ON l.seq = f.rowid "
-            f"WHERE lessons_fts MATCH ? AND f.rank MATCH ? AND {where} ORDER BY f.rank LIMIT ?"
+            "SELECT f.rowid, bm25(lessons_fts, ?, ?, ?) AS s FROM lessons_fts f "
+            "JOIN lessons l ON l.seq = f.rowid "
+            f"WHERE lessons_fts MATCH ? AND {where} ORDER BY s LIMIT ?"
         )
-        return [(r[0], r[1]) for r in self.conn.execute(sql, [match, rank, *params, limit])]
+        return [(r[0], r[1]) for r in self.conn.execute(sql, [*weights, match, *params, limit])]
 
     def _prune_terms(self, terms: Sequence[str], max_postings: int) -> list[str]:
         counts = sorted(
@@ -456,27 +464,38 @@ class SQLiteStore:
         return [t for _, t in sorted(kept)] or list(terms[:1])
 
     # ---- vectors ----------------------------------------------------------------------
+    # Float32 blobs in lesson_vectors are the truth; lesson_vec_i8 is a sqlite-vec index of
+    # the same vectors quantised to int8 (a quarter of the size) for KNN inside SQLite.
     def has_vector_index(self) -> bool:
         return bool(
-            self.conn.execute(
-                "SELECT 1 FROM sqlite_schema WHERE name = 'lesson_vec_bits'"
-            ).fetchone()
+            self.conn.execute("SELECT 1 FROM sqlite_schema WHERE name = 'lesson_vec_i8'").fetchone()
         )
 
     def create_vector_index(self, dimensions: int) -> None:
-        # Binary-quantised copy of every vector: a Hamming-distance KNN over it picks
-        # candidates that are then re-scored exactly from the float32 blobs.
         self.conn.execute(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS lesson_vec_bits USING vec0(embedding bit[{int(dimensions)}])"
+            "CREATE VIRTUAL TABLE IF NOT EXISTS lesson_vec_i8 USING "
+            f"vec0(embedding int8[{int(dimensions)}] distance_metric=cosine)"
         )
 
     def drop_vectors(self) -> None:
         with atomic(self.conn):
-            self.conn.execute("DROP TABLE IF EXISTS lesson_vec_bits")
+            self.conn.execute("DROP TABLE IF EXISTS lesson_vec_i8")
             self.conn.execute("DELETE FROM lesson_vectors")
+            self._bump_vectors(reset=True)
 
-    def vector_hashes(self) -> dict[int, str]:
-        return {r[0]: r[1] for r in self.conn.execute("SELECT seq, content_hash FROM lesson_vectors")}
+    def vector_versions(self) -> tuple[int, int]:
+        """(last write, last write that removed vectors): tells caches what to reload."""
+        rows = dict(self.conn.execute(
+            "SELECT key, value FROM meta WHERE key IN ('vectors_version', 'vectors_reset')"
+        ).fetchall())
+        return int(rows.get("vectors_version", 0)), int(rows.get("vectors_reset", 0))
+
+    def _bump_vectors(self, reset: bool = False) -> int:
+        version = self.vector_versions()[0] + 1
+        self.set_meta("vectors_version", str(version))
+        if reset:
+            self.set_meta("vectors_reset", str(version))
+        return version
 
     def lesson_texts(self) -> list[tuple[int, str, str, str]]:
         """(seq, title, content, content_hash) of every lesson."""
@@ -499,35 +518,56 @@ class SQLiteStore:
         ]
 
     def put_vectors(self, rows: Sequence[tuple[int, str, bytes]]) -> None:
-        """Store (seq, content_hash, float32 bytes) and their binary index entries."""
+        """Store (seq, content_hash, float32 bytes) and their index entries."""
         with atomic(self.conn):
+            version = self._bump_vectors()
             self.conn.executemany(
-                "INSERT INTO lesson_vectors (seq, content_hash, embedding) VALUES (?, ?, ?) "
-                "ON CONFLICT(seq) DO UPDATE SET content_hash = excluded.content_hash, "
+                "INSERT INTO lesson_vectors (seq, content_hash, version, embedding) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT(seq) DO UPDATE SET "
+                "content_hash = excluded.content_hash, version = excluded.version, "
                 "embedding = excluded.embedding",
-                rows,
+                [(seq, h, version, blob) for seq, h, blob in rows],
             )
             self.conn.executemany(
-                "DELETE FROM lesson_vec_bits WHERE rowid = ?", [(r[0],) for r in rows]
+                "DELETE FROM lesson_vec_i8 WHERE rowid = ?", [(r[0],) for r in rows]
             )
             self.conn.executemany(
-                "INSERT INTO lesson_vec_bits (rowid, embedding) VALUES (?, vec_quantize_binary(?))",
+                "INSERT INTO lesson_vec_i8 (rowid, embedding) VALUES (?, vec_quantize_int8(?, 'unit'))",
                 [(r[0], r[2]) for r in rows],
             )
 
     def _delete_vector_index(self, seq: int) -> None:
         if self.has_vector_index():
-            self.conn.execute("DELETE FROM lesson_vec_bits WHERE rowid = ?", (seq,))
+            self.conn.execute("DELETE FROM lesson_vec_i8 WHERE rowid = ?", (seq,))
+        self._bump_vectors(reset=True)
 
-    def binary_candidates(self, query: bytes, k: int) -> list[int]:
+    def knn(self, query: bytes, k: int) -> list[int]:
+        """Nearest neighbours by the int8 index, nearest first (re-score them exactly)."""
         return [
             r[0]
             for r in self.conn.execute(
-                "SELECT rowid FROM lesson_vec_bits WHERE embedding MATCH vec_quantize_binary(?) "
-                "AND k = ?",
+                "SELECT rowid FROM lesson_vec_i8 WHERE embedding MATCH "
+                "vec_quantize_int8(?, 'unit') AND k = ?",
                 (query, k),
             )
         ]
+
+    def vectors_since(self, version: int) -> list[tuple[int, bytes]]:
+        return [
+            (r[0], r[1])
+            for r in self.conn.execute(
+                "SELECT seq, embedding FROM lesson_vectors WHERE version > ? ORDER BY seq", (version,)
+            )
+        ]
+
+    def vector_count(self) -> int:
+        # Counted through the version index: the table itself is mostly blob pages.
+        return int(self.conn.execute(
+            "SELECT count(*) FROM lesson_vectors INDEXED BY idx_lesson_vectors_version"
+        ).fetchone()[0])
+
+    def allowed_seqs(self, where: str, params: Sequence[Any]) -> list[int]:
+        return [r[0] for r in self.conn.execute(f"SELECT l.seq FROM lessons l WHERE {where}", params)]
 
     def vectors_for(self, seqs: Sequence[int]) -> list[tuple[int, bytes]]:
         out: list[tuple[int, bytes]] = []
@@ -745,7 +785,7 @@ class SQLiteStore:
         ]
 
     def table_count(self, table: str) -> int:
-        assert table in ("edges", "lesson_vectors", "search_log", "lesson_tags", "evidence")
+        assert table in ("edges", "search_log", "lesson_tags", "evidence")
         return int(self.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
 
     def top_queries(self, limit: int) -> list[tuple[str, int]]:

@@ -169,12 +169,16 @@ def m001_core(conn: Any) -> None:
         );
 
         -- Embeddings of the title, a blank line and the content: float32 blobs by lessons.seq.
-        -- The sqlite-vec index over them is created once the dimensions are known.
+        -- The sqlite-vec index (lesson_vec_i8) is created once the dimensions are known.
+        -- version: the write that stored the row, so a process holding the vectors in
+        -- memory can load only what changed since it last looked.
         CREATE TABLE lesson_vectors (
             seq INTEGER PRIMARY KEY REFERENCES lessons(seq) ON DELETE CASCADE,
             content_hash TEXT NOT NULL,
+            version INTEGER NOT NULL DEFAULT 0,
             embedding BLOB NOT NULL
         );
+        CREATE INDEX idx_lesson_vectors_version ON lesson_vectors(version);
 
         CREATE TABLE search_log (
             id INTEGER PRIMARY KEY,
