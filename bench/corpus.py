@@ -45,7 +45,8 @@ SYMPTOMS = [
 CAUSES = [
     "the default timeout is shorter than the upstream keeps the connection",
     "the library reads the environment only at import time", "a global is shared between workers",
-    "the ORM opens a transaction per row", "the health check hits an endpoint that needs the database",
+    "the ORM opens a transaction per row",
+    "the health check hits an endpoint that needs the database",
     "the server and the client disagree on the time zone", "two schedulers run the same job",
     "the cache key omits the user id", "the proxy buffers the whole body in memory",
     "the test relies on dictionary order", "the file handle is never closed",
@@ -55,7 +56,8 @@ CAUSES = [
     "the batch size is larger than the message limit", "the mock hides a real network call",
 ]
 FIXES = [
-    "set the timeout explicitly and make it configurable", "read configuration once at start-up and pass it down",
+    "set the timeout explicitly and make it configurable",
+    "read configuration once at start-up and pass it down",
     "use one connection per process and a pool for threads", "wrap the batch in a single transaction",
     "make the health check independent of the database", "store and compare timestamps in UTC",
     "take a lock or use a unique job id", "include every varying input in the cache key",

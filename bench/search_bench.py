@@ -27,7 +27,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from corpus import corpus_vectors, make_corpus, make_queries  # noqa: E402
-
 from lore.api import Lore  # noqa: E402
 from lore.config import EmbeddingConfig, Settings, load_config  # noqa: E402
 from lore.embed import create_embedder, document_text  # noqa: E402

@@ -70,7 +70,7 @@ def test_usage_bonus_and_stats_follow_returned_results(fake_lore):
 def test_usage_bonus_is_capped(lore_home):
     s = make_settings(lore_home, search={"usage_saturation": 2})
     with Lore.open(s, embedder=FakeEmbedder()) as lore:
-        a = lore.add_lesson("Retry with jitter", "backoff")
+        lore.add_lesson("Retry with jitter", "backoff")
         for _ in range(5):
             lore.recall("retry jitter")
         p = lore.recall("retry jitter", track=False)[0].parts
@@ -184,7 +184,7 @@ def test_sqlite_vec_path_agrees_with_the_memory_index(lore_home):
         got = [[h.id for h in lore.recall(q, limit=10, mode="vector", track=False)]
                for q in queries]
         assert not lore.vectors.loaded  # this path never loads the matrix
-    overlap = np.mean([len(set(a) & set(b)) / max(len(a), 1) for a, b in zip(want, got)])
+    overlap = np.mean([len(set(a) & set(b)) / max(len(a), 1) for a, b in zip(want, got, strict=True)])
     assert overlap >= 0.95
 
 

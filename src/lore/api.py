@@ -26,10 +26,10 @@ from lore.errors import EmbeddingMismatch, InvalidInput, NotFound
 from lore.ids import is_id, new_id, now
 from lore.models import (
     CodeExample,
-    ImportReport,
     Edge,
     Evidence,
     Filters,
+    ImportReport,
     Lesson,
     RefItem,
     RelatedLesson,
@@ -74,6 +74,7 @@ class Lore:
         return cls(settings, conn, embedder)
 
     def close(self) -> None:
+        self.store.optimize()
         self.conn.close()
 
     def __enter__(self) -> Lore:
@@ -402,7 +403,10 @@ class Lore:
                      progress: Progress | None = None) -> ImportReport:
         from lore.transfer import import_records
 
-        return import_records(self, lines, skip_invalid=skip_invalid, progress=progress)
+        report = import_records(self, lines, skip_invalid=skip_invalid, progress=progress)
+        if report.added + report.updated:
+            self.store.analyze()  # fresh statistics: the planner picks selective indexes
+        return report
 
     def reembed(self, *, force: bool = False, progress: Progress | None = None) -> int:
         """Embed every lesson whose vector is missing or stale; everything if the model changed."""

@@ -62,7 +62,7 @@ class SearchConfig(_Strict):
     vector_index: Literal["auto", "memory", "sqlite-vec"] = "auto"
     memory_below: int = Field(default=20000, ge=0)
     exact_below: int = Field(default=1000, ge=0)
-    keyword_max_postings: int = Field(default=5000, ge=100)
+    keyword_max_postings: int = Field(default=2500, ge=100)
     recency: RecencyConfig = Field(default_factory=RecencyConfig)
     track_usage: bool = True
 

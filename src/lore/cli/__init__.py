@@ -6,13 +6,11 @@ so `lore --help` and `lore hook …` start fast.
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from lore import __version__
-from lore.cli.common import LoreGroup
 from lore.cli.admin import admin
+from lore.cli.common import LoreGroup
 from lore.cli.config_cmd import config_group
 from lore.cli.demo_cmd import demo
 from lore.cli.learn import learn
@@ -49,4 +47,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

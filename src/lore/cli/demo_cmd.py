@@ -49,7 +49,7 @@ def demo(home: str | None) -> None:
                     f"into {folder} in {took:.1f} s (model load included).\n")
 
             for q in QUERIES:
-                filters = Filters(**{k: tuple(v) for k, v in q.get("filters", {}).items()})
+                filters = Filters(contexts=tuple(q.get("filters", {}).get("contexts", ())))
                 hybrid = lore.recall(q["query"], filters, 3, track=False)
                 keyword = lore.recall(q["query"], filters, 3, mode="keyword", track=False)
                 c.print(f"[bold cyan]search[/bold cyan] {escape(q['query'])!s}"

@@ -34,7 +34,7 @@ PREF_OPTIONS = {"pref_context": "context", "rejected": "rejected", "preferred": 
 
 
 def lesson_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    opts = [
+    opts: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         click.option("--content-file", type=click.Path(dir_okay=False),
                      help="Read the content from this file."),
         click.option("--kind", help="Lesson kind (`lore recall kinds`); default: learning."),

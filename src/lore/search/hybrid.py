@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -46,18 +46,19 @@ def search(
     where, params = store.filter_sql(filters, anti_contexts_exclude=cfg.anti_context == "exclude")
     depth = max(cfg.candidates, limit)
 
+    # A filter on status alone keeps nearly everything: cheaper to apply after ranking.
+    narrow = filters != Filters(statuses=filters.statuses)
     keyword: list[tuple[int, float]] = []
     if mode in ("hybrid", "keyword"):
         terms = fts_terms(query)
         if terms:
             weights = (cfg.title_weight, cfg.tags_weight, cfg.content_weight)
             keyword = store.keyword_search(terms, weights, depth, where, params,
-                                           cfg.keyword_max_postings)
+                                           cfg.keyword_max_postings, narrow)
 
     vector: list[tuple[int, float]] = []
     if mode in ("hybrid", "vector") and embed_query is not None and query.strip():
         qvec = embed_query(query)
-        narrow = filters != Filters(statuses=filters.statuses)
         vector = vectors.candidates(
             store, memory, qvec, depth, where, params, mode=cfg.vector_index,
             memory_below=cfg.memory_below, exact_below=cfg.exact_below, narrow=narrow,

@@ -98,6 +98,14 @@ class SQLiteStore:
             (key, value),
         )
 
+    def analyze(self) -> None:
+        self.conn.execute("ANALYZE")
+
+    def optimize(self) -> None:
+        # SQLite's advice for every connection: cheap, and re-runs ANALYZE only where the
+        # statistics are stale, so filters keep using their selective indexes as data grows.
+        self.conn.execute("PRAGMA optimize")
+
     def delete_meta(self, key: str) -> None:
         self.conn.execute("DELETE FROM meta WHERE key = ?", (key,))
 
@@ -425,7 +433,7 @@ class SQLiteStore:
     # ---- keyword search ---------------------------------------------------------------
     def keyword_search(
         self, terms: Sequence[str], weights: tuple[float, float, float], limit: int,
-        where: str, params: Sequence[Any], max_postings: int,
+        where: str, params: Sequence[Any], max_postings: int, narrow: bool = True,
     ) -> list[tuple[int, float]]:
         """(seq, bm25) best first; bm25 is negative, lower is better (FTS5 convention).
 
@@ -439,6 +447,16 @@ class SQLiteStore:
         if len(terms) > 1:
             terms = self._prune_terms(terms, max_postings)
         match = " OR ".join(terms)
+        if not narrow:
+            # Only a status filter: rank without touching the (wide) lessons rows, then
+            # drop the few hits in other statuses; join only if that leaves too few.
+            hits = [(r[0], r[1]) for r in self.conn.execute(
+                "SELECT rowid, bm25(lessons_fts, ?, ?, ?) AS s FROM lessons_fts "
+                "WHERE lessons_fts MATCH ? ORDER BY s LIMIT ?", [*weights, match, 2 * limit])]
+            keep = self.seqs_where([s for s, _ in hits], where, params)
+            kept = [h for h in hits if h[0] in keep][:limit]
+            if len(kept) == limit or len(hits) < 2 * limit:
+                return kept
         sql = (
             "SELECT f.rowid, bm25(lessons_fts, ?, ?, ?) AS s FROM lessons_fts f "
             "JOIN lessons l ON l.seq = f.rowid "
@@ -453,7 +471,8 @@ class SQLiteStore:
             ).fetchone()[0]), i, t)
             for i, t in enumerate(terms)
         )
-        kept, total = [], 0
+        kept: list[tuple[int, str]] = []
+        total = 0
         for n, i, t in counts:
             if n == 0:
                 continue
