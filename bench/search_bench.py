@@ -145,13 +145,15 @@ def cold_cli(home: Path, queries: list[str], runs: int) -> list[float]:
 
 
 def peak_memory(home: Path, queries: list[str]) -> float:
+    # VmHWM, not ru_maxrss: on Linux a child's ru_maxrss starts from the parent's peak.
     code = (
         "import resource, sys\n"
         "from lore.api import Lore\nfrom lore.config import load_config\n"
         "with Lore.open(load_config()) as lore:\n"
         f"    for q in {queries[:50]!r}:\n"
         "        lore.recall(q)\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+        "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')]\n"
+        "print(int(hwm[0].split()[1]) if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, LORE_HOME=str(home)),
                          check=True, capture_output=True, text=True)

@@ -174,3 +174,42 @@ def test_help_imports_nothing_heavy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=True)
     assert "HEAVY []" in out.stdout
+
+
+# ---- sentence-transformers (optional extra, brings PyTorch) -----------------------------
+
+class _StandInSentenceTransformer:
+    """Records how the backend drives the library; the real one needs PyTorch."""
+
+    made: list[dict] = []
+
+    def __init__(self, name, device, cache_folder):
+        type(self).made.append({"name": name, "device": device, "cache": cache_folder})
+
+    def get_sentence_embedding_dimension(self):
+        return 3
+
+    def encode(self, texts, batch_size, normalize_embeddings, show_progress_bar):
+        assert normalize_embeddings and not show_progress_bar
+        return np.array([[len(t), 1.0, 0.0] for t in texts], dtype=np.float32)
+
+
+def test_sentence_transformers_backend_drives_the_library(monkeypatch):
+    import types
+
+    fake = types.ModuleType("sentence_transformers")
+    fake.SentenceTransformer = _StandInSentenceTransformer
+    monkeypatch.setitem(sys.modules, "sentence_transformers", fake)
+    emb = create_embedder(EmbeddingConfig(backend="sentence-transformers", batch_size=8))
+    assert emb.name == "all-MiniLM-L6-v2" and emb.dimensions == 3
+    vecs = emb.embed_documents(["ab", "abcd"])
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0)
+    made = _StandInSentenceTransformer.made[-1]
+    assert made["name"] == "sentence-transformers/all-MiniLM-L6-v2" and made["device"] == "cpu"
+
+
+def test_sentence_transformers_missing_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import fails
+    emb = create_embedder(EmbeddingConfig(backend="sentence-transformers"))
+    with pytest.raises(BackendUnavailable, match=r"lore-memory\[sentence-transformers\]"):
+        emb.embed_query("x")

@@ -32,44 +32,50 @@ def packaged_model_file() -> Path | None:
 
 
 class FastEmbedEmbedder:
+    """Two ONNX sessions, each created on first use.
+
+    ONNX Runtime's worker threads spin for a while after each run. With a 2-core
+    budget, a multi-threaded session makes the SQLite and numpy work that follows a
+    query embedding twice as slow, and is no faster on one short text. So queries
+    and small batches use a single-threaded session, and bulk embedding (imports,
+    reembed) uses one with ``embedding.threads`` threads (default: every core).
+    """
+
+    BULK = 8  # texts from which the multi-threaded session pays off
+
     def __init__(self, cfg: EmbeddingConfig) -> None:
         self.cfg = cfg
         self.name = canonical_model(cfg.model)
-        self._model: Any = None
+        self._sessions: dict[str, Any] = {}
         self._dims: int | None = 384 if self.name == DEFAULT_MODEL else cfg.dimensions
 
     @property
     def dimensions(self) -> int:
         if self._dims is None:
-            self._load()
-        assert self._dims is not None
+            self._dims = int(self.embed_query("dimension probe").shape[0])
         return self._dims
 
-    def _load(self) -> Any:
-        if self._model is not None:
-            return self._model
+    def _load(self, kind: str) -> Any:
+        if kind in self._sessions:
+            return self._sessions[kind]
         try:
             from fastembed import TextEmbedding
         except ImportError:
-            raise BackendUnavailable(
-                "fastembed is not installed; reinstall lore-memory"
-            ) from None
-        kwargs: dict[str, Any] = {"threads": self.cfg.threads}
+            raise BackendUnavailable("fastembed is not installed; reinstall lore-memory") from None
+        kwargs: dict[str, Any] = {"threads": 1 if kind == "query" else self.cfg.threads}
         if self.cfg.cache_dir:
             kwargs["cache_dir"] = self.cfg.cache_dir
         packaged = packaged_model_file() if self.name == DEFAULT_MODEL else None
         try:
             if packaged is not None:
                 _register_packaged(TextEmbedding, packaged)
-                self._model = TextEmbedding(
-                    _PACKAGED_NAME, specific_model_path=str(ASSETS), **kwargs
-                )
+                model = TextEmbedding(_PACKAGED_NAME, specific_model_path=str(ASSETS), **kwargs)
             else:
                 hub_name = (
                     "sentence-transformers/all-MiniLM-L6-v2" if self.name == DEFAULT_MODEL
                     else self.cfg.model
                 )
-                self._model = TextEmbedding(hub_name, **kwargs)
+                model = TextEmbedding(hub_name, **kwargs)
         except ValueError as exc:
             raise BackendUnavailable(f"fastembed cannot load model '{self.cfg.model}': {exc}") from None
         except Exception as exc:  # noqa: BLE001 - downloads fail in many ways; one message
@@ -77,19 +83,18 @@ class FastEmbedEmbedder:
                 f"cannot load embedding model '{self.cfg.model}' ({type(exc).__name__}: {exc}); "
                 "check the network or the model name, or run `lore admin doctor`"
             ) from None
-        if self._dims is None:
-            self._dims = int(self.embed_query("dimension probe").shape[0])
-        return self._model
+        self._sessions[kind] = model
+        return model
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
-        model = self._load()
+        model = self._load("bulk" if len(texts) >= self.BULK else "query")
         vecs = list(model.embed(list(texts), batch_size=self.cfg.batch_size))
         return normalise(np.vstack(vecs))
 
     def embed_query(self, text: str) -> np.ndarray:
-        model = self._load()
+        model = self._load("query")
         return normalise(next(iter(model.embed([text]))))[0]
 
 
