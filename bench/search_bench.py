@@ -144,12 +144,13 @@ def cold_cli(home: Path, queries: list[str], runs: int) -> list[float]:
     return times
 
 
-def peak_memory(home: Path, queries: list[str]) -> float:
+def peak_memory(home: Path, queries: list[str], warm: bool = False) -> float:
     # VmHWM, not ru_maxrss: on Linux a child's ru_maxrss starts from the parent's peak.
     code = (
         "import resource, sys\n"
         "from lore.api import Lore\nfrom lore.config import load_config\n"
         "with Lore.open(load_config()) as lore:\n"
+        + ("    lore.warm()\n" if warm else "") +
         f"    for q in {queries[:50]!r}:\n"
         "        lore.recall(q)\n"
         "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')]\n"
@@ -204,7 +205,9 @@ def main() -> None:
                   f"exact {v['recall']:.3f}")
             cold = cold_cli(home, queries, args.cold_runs)
             print(f"- `lore recall search` cold process: {summary(cold)}")
-            print(f"- peak RSS of a process doing 50 searches: {peak_memory(home, queries):.0f} MB")
+            print(f"- peak RSS of a process doing 50 searches: {peak_memory(home, queries):.0f} MB "
+                  f"one-shot, {peak_memory(home, queries, warm=True):.0f} MB with the vectors "
+                  "held in memory")
             print(f"- database size: {(home / 'lore.db').stat().st_size / 1e6:.0f} MB")
     if args.import_size:
         rate = import_rate(args.import_size)
