@@ -240,3 +240,27 @@ def test_exact_identifier_found_by_keywords(lore):
     hits = lore.recall("SSL SYSCALL EOF", track=False)
     assert hits[0].id == target.id
     assert hits[0].parts.keyword_rank == 1
+
+
+def test_a_busy_writer_does_not_fail_a_search(settings):
+    """Another process holding the write lock delays statistics, never the search itself."""
+    from lore.store import connect
+    from lore.store import db as store_db
+
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:
+        a = lore.add_lesson("Lock test lesson", "body")
+        other = connect(settings.db_path)
+        other.execute("BEGIN IMMEDIATE")  # hold the write lock
+        try:
+            lore.conn.execute("PRAGMA busy_timeout = 50")
+            original = store_db.LOCK_RETRIES
+            store_db.LOCK_RETRIES = 1
+            try:
+                hits = lore.recall("lock test")
+            finally:
+                store_db.LOCK_RETRIES = original
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert [h.id for h in hits] == [a.id]
+        assert lore.get_lesson(a.id).usage_count == 0  # not counted, not failed

@@ -22,7 +22,7 @@ from lore import graph as graph_ops
 from lore import normalize
 from lore.config import Settings
 from lore.embed import Embedder, canonical_model, create_embedder, document_text
-from lore.errors import EmbeddingMismatch, InvalidInput, NotFound
+from lore.errors import EmbeddingMismatch, InvalidInput, NotFound, StoreBusy
 from lore.ids import is_id, new_id, now
 from lore.models import (
     CodeExample,
@@ -74,7 +74,10 @@ class Lore:
         return cls(settings, conn, embedder)
 
     def close(self) -> None:
-        self.store.optimize()
+        try:
+            self.store.optimize()
+        except Exception:  # noqa: BLE001 - an optimisation; a locked or read-only file skips it
+            pass
         self.conn.close()
 
     def __enter__(self) -> Lore:
@@ -266,10 +269,13 @@ class Lore:
             took = (time.perf_counter() - started) * 1000
             ids = [r.id for r in results]
             stamp = now()
-            with atomic(self.conn):
-                if self.config.search.track_usage:
-                    self.store.record_usage(ids, stamp)
-                self.store.log_search(stamp, query, filters.to_dict(), ids, took, interface)
+            try:
+                with atomic(self.conn):
+                    if self.config.search.track_usage:
+                        self.store.record_usage(ids, stamp)
+                    self.store.log_search(stamp, query, filters.to_dict(), ids, took, interface)
+            except StoreBusy:
+                pass  # statistics are best-effort: a busy writer must not fail a search
         return results
 
     def resolve_filters(self, f: Filters) -> Filters:

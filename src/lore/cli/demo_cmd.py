@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -89,7 +91,8 @@ def demo(home: str | None) -> None:
                                  track=False):
                 c.print(f"  {escape(h.title)} [dim]({h.confidence})[/dim]")
             c.print()
-            c.print(f"Try it: [bold]LORE_HOME={folder} lore recall search \"...\" --explain[/bold]")
+            exe = "lore" if shutil.which("lore") else sys.argv[0]
+            c.print(f"Try it: [bold]LORE_HOME={folder} {exe} recall search \"...\" --explain[/bold]")
     except LoreError as exc:
         raise click.ClickException(str(exc)) from None
 
