@@ -4,7 +4,11 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install demo test test-fast lint bench docs clean
+NPM_TOOLS := .npm-tools
+# Real MCP clients for the end-to-end tests, pinned; installed from the npm registry.
+NPM_PACKAGES := @modelcontextprotocol/inspector@2.12.0 @anthropic-ai/claude-code@2.1.330
+
+.PHONY: install npm-tools demo test lint bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,7 +21,13 @@ install: $(STAMP) ## Create .venv and install Lore with its test tools
 demo: $(STAMP) ## Seed a temporary home with demo lessons and show what recall finds
 	$(BIN)/lore demo
 
-test: $(STAMP) ## Run the whole test suite
+npm-tools: ## Install the MCP Inspector and Claude Code CLIs for the e2e tests (needs npm)
+	@if command -v npm >/dev/null 2>&1; then \
+		test -x $(NPM_TOOLS)/node_modules/.bin/claude -a -x $(NPM_TOOLS)/node_modules/.bin/mcp-inspector || \
+		npm install --no-audit --no-fund --loglevel=error --prefix $(NPM_TOOLS) $(NPM_PACKAGES); \
+	else echo "npm not found: the e2e tests with the MCP Inspector and Claude Code will be skipped"; fi
+
+test: $(STAMP) npm-tools ## Run the whole test suite
 	$(BIN)/python -m pytest
 
 lint: $(STAMP) ## Ruff and mypy
@@ -31,4 +41,4 @@ docs: $(STAMP) ## Regenerate the CLI reference from --help
 	$(BIN)/python scripts/cli_reference.py > docs/cli.md
 
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache
+	rm -rf $(VENV) $(NPM_TOOLS) build *.egg-info src/*.egg-info .pytest_cache

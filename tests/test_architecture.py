@@ -16,7 +16,8 @@ LAYERS = [
     (3, ("lore.transfer",)),
     (4, ("lore.api",)),
     (5, ("lore.demo", "lore.doctor")),
-    (6, ("lore.cli", "lore.__main__")),
+    (6, ("lore.mcp",)),
+    (7, ("lore.cli", "lore.__main__")),
 ]
 INTERFACE_ONLY = {"click": ("lore.cli",), "mcp": ("lore.mcp",), "fastapi": ("lore.web",)}
 

@@ -14,6 +14,7 @@ from lore.cli.common import LoreGroup
 from lore.cli.config_cmd import config_group
 from lore.cli.demo_cmd import demo
 from lore.cli.learn import learn
+from lore.cli.mcp_cmd import mcp
 from lore.cli.recall import recall
 
 
@@ -40,6 +41,7 @@ cli.add_command(learn)
 cli.add_command(recall)
 cli.add_command(config_group)
 cli.add_command(demo)
+cli.add_command(mcp)
 
 
 def main() -> None:

@@ -1,0 +1,1 @@
+"""The MCP interface: `lore mcp` serves the core API as MCP tools over stdio."""

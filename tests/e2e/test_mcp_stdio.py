@@ -1,0 +1,238 @@
+"""`lore mcp` as a subprocess, driven by the official MCP SDK client over stdio."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+LORE = str(Path(sys.executable).parent / "lore")
+
+CANONICAL = {
+    "lore_search", "lore_get", "lore_add", "lore_update", "lore_delete", "lore_related",
+    "lore_link", "lore_unlink", "lore_tags", "lore_sources", "lore_confidence_levels",
+    "lore_kinds", "lore_status",
+}
+AI_LESSONS = {"learn", "recall", "get_lesson", "update_lesson", "delete_lesson", "related", "link",
+              "tags", "sources", "confidence_levels"}
+SELF_LEARNING = {"learn_search", "learn_get", "learn_status", "learn_trigger"}
+
+
+def params(home: Path, profile: str = "canonical", cwd: Path | None = None) -> StdioServerParameters:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}
+    env["LORE_HOME"] = str(home)
+    return StdioServerParameters(command=LORE, args=["mcp", "--profile", profile], env=env,
+                                 cwd=str(cwd) if cwd else None)
+
+
+def session(home: Path, steps, profile: str = "canonical", cwd: Path | None = None) -> Any:
+    """Run ``steps(client)`` against a fresh `lore mcp` process and return its result."""
+
+    async def main() -> Any:
+        async with Client(params(home, profile, cwd)) as client:
+            return await steps(client)
+
+    return anyio.run(main)
+
+
+async def call(client: Client, tool: str, args: dict[str, Any]) -> tuple[bool, Any]:
+    r = await client.call_tool(tool, args)
+    if r.is_error:
+        return True, r.content[0].text
+    return False, r.structured_content
+
+
+@pytest.mark.parametrize("profile, names", [
+    ("canonical", CANONICAL),
+    ("ai-lessons", AI_LESSONS),
+    ("self-learning", SELF_LEARNING),
+    ("all", CANONICAL | AI_LESSONS | SELF_LEARNING),
+])
+def test_tools_of_every_profile(lore_home, profile, names):
+    async def steps(client):
+        return (await client.list_tools()).tools
+
+    tools = session(lore_home, steps, profile)
+    assert {t.name for t in tools} == names
+    for t in tools:
+        assert t.description and "Example" in t.description, t.name
+        assert t.annotations is not None, t.name
+        assert "ctx" not in t.input_schema.get("properties", {}), t.name
+    hints = {t.name: t.annotations for t in tools}
+    if "lore_delete" in hints:
+        assert hints["lore_delete"].destructive_hint and not hints["lore_delete"].read_only_hint
+        assert hints["lore_get"].read_only_hint and hints["lore_search"].read_only_hint
+        assert not hints["lore_add"].read_only_hint and not hints["lore_add"].destructive_hint
+
+
+def test_every_canonical_tool_with_good_and_bad_arguments(lore_home, tmp_path):
+    project = tmp_path / "shop"
+    project.mkdir()
+
+    async def steps(client):
+        out: dict[str, Any] = {}
+        err, a = await call(client, "lore_add", {
+            "title": "Use local file sessions, not Redis",
+            "content": "The user rejected Redis for session storage; keep sessions in files.",
+            "kind": "preference", "tags": ["Auth"], "confidence": "high",
+            "preference": {"rejected": "Redis", "preferred": "file sessions"},
+            "evidence": [{"quote": "No, don't use Redis", "session_id": "s1"}]})
+        assert not err, a
+        out["a"] = a
+        err, b = await call(client, "lore_add", {"title": "Global rule", "content": "Always UTF-8",
+                                                 "project": "global"})
+        out["b"] = b
+        out["search"] = await call(client, "lore_search",
+                                   {"query": "where should login state live", "explain": True})
+        out["search_all"] = await call(client, "lore_search", {"query": "utf-8", "project": "all"})
+        out["get"] = await call(client, "lore_get", {"id": a["id"]})
+        out["update"] = await call(client, "lore_update", {"id": a["id"], "confidence": "very-high",
+                                                           "tags": ["auth", "sessions"]})
+        out["link"] = await call(client, "lore_link", {"from_id": a["id"], "to_id": b["id"],
+                                                       "relation": "derived_from"})
+        out["related"] = await call(client, "lore_related", {"id": b["id"], "direction": "in"})
+        out["unlink"] = await call(client, "lore_unlink", {"from_id": a["id"], "to_id": b["id"]})
+        out["tags"] = await call(client, "lore_tags", {})
+        out["sources"] = await call(client, "lore_sources", {})
+        out["levels"] = await call(client, "lore_confidence_levels", {})
+        out["kinds"] = await call(client, "lore_kinds", {})
+        out["status"] = await call(client, "lore_status", {})
+        out["delete"] = await call(client, "lore_delete", {"id": b["id"]})
+        # bad arguments: each is a tool error the model can act on, and the server lives on
+        out["bad_id"] = await call(client, "lore_get", {"id": "01JD8X3Q5M0000000000000000"})
+        out["bad_conf"] = await call(client, "lore_add", {"title": "x", "content": "y",
+                                                          "confidence": "sure"})
+        out["bad_source"] = await call(client, "lore_search", {"query": "x", "sources": ["tv"]})
+        out["bad_types"] = await call(client, "lore_search", {"query": 42, "limit": "many"})
+        out["missing"] = await call(client, "lore_add", {"content": "no title"})
+        out["empty_title"] = await call(client, "lore_add", {"title": "  ", "content": "x"})
+        out["self_link"] = await call(client, "lore_link", {"from_id": a["id"], "to_id": a["id"]})
+        out["no_change"] = await call(client, "lore_update", {"id": a["id"]})
+        out["after"] = await call(client, "lore_status", {})
+        return out
+
+    out = session(lore_home, steps, cwd=project)
+    a = out["a"]
+    assert a["project"] == str(project.resolve())  # the server's cwd is the default scope
+    assert a["tags"] == ["auth"] and a["preference"]["preferred"] == "file sessions"
+    assert out["b"]["project"] is None
+    err, found = out["search"]
+    assert not err and found["results"][0]["id"] == a["id"]
+    assert set(found["results"][0]) >= {"id", "title", "snippet", "score", "explain"}
+    assert "content" not in found["results"][0]  # lightweight results
+    assert out["search_all"][1]["results"][0]["title"] == "Global rule"
+    assert out["get"][1]["evidence"][0]["quote"] == "No, don't use Redis"
+    assert out["update"][1]["confidence"] == "very-high"
+    assert out["link"][1]["relation"] == "derived_from"
+    assert out["related"][1]["related"][0]["id"] == a["id"]
+    assert out["unlink"][1] == {"removed": 1}
+    assert {"tag": "sessions", "count": 1} in out["tags"][1]["tags"]
+    assert "correction" in [s["name"] for s in out["sources"][1]["sources"]]
+    assert [c["ordinal"] for c in out["levels"][1]["confidence_levels"]] == [1, 2, 3, 4, 5]
+    assert "preference" in [k["name"] for k in out["kinds"][1]["kinds"]]
+    assert out["status"][1]["lessons"] == 2 and out["status"][1]["embedding_model"]
+    assert out["delete"][1]["deleted"] == out["b"]["id"]
+    for key, needle in [("bad_id", "no lesson with id"),
+                        ("bad_conf", "valid: very-low, low, medium, high, very-high"),
+                        ("bad_source", "invalid source 'tv'; valid:"),
+                        ("bad_types", "validation error"), ("missing", "title"),
+                        ("empty_title", "title must not be empty"),
+                        ("self_link", "cannot be linked to itself"),
+                        ("no_change", "nothing to change")]:
+        err, text = out[key]
+        assert err and needle in text, (key, text)
+    assert out["after"][1]["lessons"] == 1
+
+
+def test_seed_profiles(lore_home):
+    async def steps(client):
+        out: dict[str, Any] = {}
+        out["learn"] = await call(client, "learn", {"title": "Jira rate limit",
+                                                    "content": "Back off on HTTP 429 from Jira.",
+                                                    "tags": ["jira"], "confidence": "medium",
+                                                    "source": "tested"})
+        lid = out["learn"][1]["id"]
+        out["recall"] = await call(client, "recall", {"query": "jira throttling", "limit": 3})
+        out["get"] = await call(client, "get_lesson", {"lesson_id": lid})
+        out["update"] = await call(client, "update_lesson", {"lesson_id": lid,
+                                                             "confidence": "high"})
+        out["tags"] = await call(client, "tags", {"with_counts": True})
+        out["levels"] = await call(client, "confidence_levels", {})
+        out["learn_search"] = await call(client, "learn_search", {"query": "jira 429",
+                                                                  "min_confidence": 4,
+                                                                  "project": "all"})
+        out["learn_search_type"] = await call(client, "learn_search", {"query": "jira",
+                                                                       "type": "bug_fix",
+                                                                       "project": "all"})
+        out["learn_get"] = await call(client, "learn_get", {"id": lid})
+        out["learn_status"] = await call(client, "learn_status", {})
+        out["learn_trigger"] = await call(client, "learn_trigger", {"scope": "commit",
+                                                                    "target": "HEAD"})
+        out["bad_level"] = await call(client, "learn_search", {"query": "x", "min_confidence": 9})
+        out["delete"] = await call(client, "delete_lesson", {"lesson_id": lid})
+        return out
+
+    out = session(lore_home, steps, "all")
+    lid = out["learn"][1]["id"]
+    assert out["recall"][1]["results"][0]["id"] == lid
+    assert out["get"][1]["source"] == "tested"
+    assert out["update"][1] == {"updated": True, "id": lid}
+    assert out["tags"][1]["tags"] == [{"tag": "jira", "count": 1}]
+    assert out["learn_search"][1]["results"][0]["id"] == lid  # high >= 4
+    assert out["learn_search_type"][1]["results"] == []  # it is a learning, not a bug_fix
+    assert out["learn_get"][1]["id"] == lid
+    assert out["learn_status"][1]["lessons"] == 1
+    trigger = out["learn_trigger"][1]
+    assert trigger["triggered"] is False and "not available" in trigger["message"]
+    assert out["bad_level"][0] is True
+    assert out["delete"][1]["deleted"] is True
+
+
+def test_cli_writes_are_seen_by_the_running_server(lore_home):
+    env = {**os.environ, "LORE_HOME": str(lore_home)}
+
+    def cli(*args: str) -> str:
+        return subprocess.run([LORE, *args], env=env, check=True, capture_output=True,
+                              text=True).stdout.strip()
+
+    async def steps(client):
+        first = await call(client, "lore_search", {"query": "websocket idle timeout",
+                                                   "project": "all"})
+        lid = cli("learn", "add", "Websocket idle timeout behind nginx",
+                  "Set proxy_read_timeout to 3600s.")
+        second = await call(client, "lore_search", {"query": "websocket idle timeout",
+                                                    "project": "all"})
+        err, added = await call(client, "lore_add", {"title": "Added through MCP",
+                                                     "content": "server write", "project": "global"})
+        shown = json.loads(cli("recall", "show", added["id"], "--json"))
+        cli("learn", "delete", lid, "--yes")
+        third = await call(client, "lore_search", {"query": "websocket idle timeout",
+                                                   "project": "all"})
+        return first, lid, second, shown, third
+
+    first, lid, second, shown, third = session(lore_home, steps)
+    assert first[1]["results"] == []
+    assert second[1]["results"][0]["id"] == lid
+    assert shown["title"] == "Added through MCP"
+    assert lid not in [r["id"] for r in third[1]["results"]]
+
+
+def test_a_database_error_is_a_tool_error_not_a_crash(lore_home):
+    lore_home.mkdir(parents=True, exist_ok=True)
+    (lore_home / "lore.db").write_text("not a database")
+
+    async def steps(client):
+        first = await call(client, "lore_status", {})
+        second = await call(client, "lore_tags", {})
+        return first, second
+
+    first, second = session(lore_home, steps)
+    assert first[0] and "not a Lore database" in first[1]
+    assert second[0]  # still answering
