@@ -236,3 +236,51 @@ def test_a_database_error_is_a_tool_error_not_a_crash(lore_home):
     first, second = session(lore_home, steps)
     assert first[0] and "not a Lore database" in first[1]
     assert second[0]  # still answering
+
+
+def test_project_defaults_to_the_clients_root(lore_home, tmp_path):
+    import mcp.types as types
+
+    root = tmp_path / "client-project"
+    root.mkdir()
+
+    async def roots(context) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri=root.as_uri(), name="project")])
+
+    async def main():
+        # Roots belong to the initialize-handshake protocol (deprecated in 2026-07-28).
+        async with Client(params(lore_home, cwd=tmp_path), list_roots_callback=roots,
+                          mode="legacy") as client:
+            return await call(client, "lore_add", {"title": "Scoped by the root", "content": "x"})
+
+    err, lesson = anyio.run(main)
+    assert not err and lesson["project"] == str(root.resolve())
+
+
+def test_a_locked_database_is_retried_then_reported(settings):
+    """In-process: the tool wrapper retries StoreBusy, then returns a tool error."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from lore.errors import StoreBusy
+    from lore.mcp.server import LoreTools
+
+    tools = LoreTools(settings)
+    tools._warm_started = True  # no background warm-up in this test
+    attempts = []
+
+    def busy(lore):
+        attempts.append(1)
+        raise StoreBusy("the database is locked by another Lore process; try again in a moment")
+
+    with pytest.raises(ToolError, match="locked by another Lore process.*retried 3 times"):
+        anyio.run(tools.run, busy)
+    assert len(attempts) == 3
+
+    def flaky(lore):
+        attempts.append(1)
+        if len(attempts) < 5:
+            raise StoreBusy("locked")
+        return "ok"
+
+    assert anyio.run(tools.run, flaky) == "ok"
+    tools.close()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import os
 import threading
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -140,7 +141,10 @@ async def _first_root(ctx: Context) -> str | None:
         caps = ctx.client_capabilities
         if caps is None or caps.roots is None:
             return None
-        result = await ctx.session.list_roots()
+        with warnings.catch_warnings():
+            # Deprecated in protocol 2026-07-28, but it is how today's clients say where they are.
+            warnings.simplefilter("ignore")
+            result = await ctx.session.list_roots()
     except Exception:  # noqa: BLE001 - roots are optional; any failure means "use the cwd"
         return None
     for root in result.roots:
