@@ -284,3 +284,40 @@ def test_a_locked_database_is_retried_then_reported(settings):
 
     assert anyio.run(tools.run, flaky) == "ok"
     tools.close()
+
+
+def test_every_tool_rejects_bad_arguments_and_the_server_lives_on(lore_home):
+    """Each tool of every profile, called with a wrong argument, answers with a tool error."""
+
+    async def steps(client):
+        tools = (await client.list_tools()).tools
+        errors = {}
+        for t in tools:
+            props = t.input_schema.get("properties", {})
+            required = t.input_schema.get("required", [])
+            if required:
+                args = {name: {"not": "a string"} for name in required}
+            elif props:
+                args = {name: {"not": "valid"} for name in props}
+            else:
+                args = {"unexpected": 1}
+            r = await client.call_tool(t.name, args)
+            errors[t.name] = (r.is_error, r.content[0].text if r.content else "")
+        a = await call(client, "learn", {"title": "Alpha", "content": "first"})
+        b = await call(client, "learn", {"title": "Beta", "content": "second"})
+        linked = await call(client, "link", {"from_id": a[1]["id"], "to_id": b[1]["id"]})
+        rel = await call(client, "related", {"lesson_id": a[1]["id"]})
+        src = await call(client, "sources", {})
+        return errors, linked, rel, src
+
+    errors, linked, rel, src = session(lore_home, steps, "all")
+    no_args = {"lore_tags", "lore_sources", "lore_confidence_levels", "lore_kinds", "lore_status",
+               "sources", "confidence_levels"}
+    for name, (is_error, text) in errors.items():
+        if name in no_args:
+            continue  # nothing to get wrong: extra arguments are ignored
+        assert is_error, (name, text)
+        assert text.startswith(f"Error executing tool {name}"), (name, text)
+    assert linked[1]["linked"] is True
+    assert rel[1]["related"][0]["title"] == "Beta"
+    assert "tested" in [s["name"] for s in src[1]["sources"]]
