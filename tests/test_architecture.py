@@ -11,11 +11,11 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "lore"
 LAYERS = [
     (0, ("lore", "lore.errors", "lore.models", "lore.ids", "lore.normalize", "lore.config",
          "lore.schema")),
-    (1, ("lore.store", "lore.embed")),
+    (1, ("lore.store", "lore.embed", "lore.capture")),
     (2, ("lore.search", "lore.graph")),
-    (3, ("lore.transfer",)),
+    (3, ("lore.transfer", "lore.conversations")),
     (4, ("lore.api",)),
-    (5, ("lore.demo", "lore.doctor")),
+    (5, ("lore.demo", "lore.doctor", "lore.eval")),
     (6, ("lore.mcp",)),
     (7, ("lore.cli", "lore.__main__")),
 ]

@@ -16,7 +16,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lore import graph as graph_ops
 from lore import normalize
@@ -41,6 +41,9 @@ from lore.search import MemoryIndex, hybrid
 from lore.store import SCHEMA_VERSION, LessonRow, SQLiteStore, atomic, connect, migrate
 from lore.store.lessons import PREFERENCE_COLUMNS
 
+if TYPE_CHECKING:
+    from lore.conversations import Conversations
+
 Progress = Callable[[int, int], None]  # (done, total)
 
 DEFAULTS = {"kind": "learning", "status": "active", "confidence": "medium"}
@@ -60,6 +63,16 @@ class Lore:
         self.store = SQLiteStore(conn)
         self._embedder = embedder
         self.vectors = MemoryIndex()  # loaded on first use, refreshed incrementally
+        self._conversations: Any = None
+
+    @property
+    def conversations(self) -> Conversations:
+        """Conversation memory: imported transcripts and their search."""
+        if self._conversations is None:
+            from lore.conversations import Conversations
+
+            self._conversations = Conversations(self)
+        return self._conversations
 
     @classmethod
     def open(cls, settings: Settings, *, embedder: Embedder | None = None,
@@ -129,18 +142,23 @@ class Lore:
         if not rows:
             return
         with atomic(self.conn):
-            if self.store.meta("embedding_model") is None:
-                self.store.set_meta("embedding_model", self.embedder.name)
-                self.store.set_meta("embedding_dimensions", str(self.embedder.dimensions))
-                self.store.set_meta("embedding_backend", self.config.embedding.backend)
-            dims = int(self.store.meta("embedding_dimensions") or 0)
-            if len(rows[0][2]) != dims * 4:
-                raise EmbeddingMismatch(
-                    f"the model returned {len(rows[0][2]) // 4} dimensions but the database holds "
-                    f"{dims}; run `lore admin reembed`"
-                )
+            dims = self._record_model(len(rows[0][2]) // 4)
             self.store.create_vector_index(dims)
             self.store.put_vectors(rows)
+
+    def _record_model(self, returned_dims: int | None = None) -> int:
+        """Record the model on first use; stop if it returns vectors of another size."""
+        if self.store.meta("embedding_model") is None:
+            self.store.set_meta("embedding_model", self.embedder.name)
+            self.store.set_meta("embedding_dimensions", str(self.embedder.dimensions))
+            self.store.set_meta("embedding_backend", self.config.embedding.backend)
+        dims = int(self.store.meta("embedding_dimensions") or 0)
+        if returned_dims is not None and returned_dims != dims:
+            raise EmbeddingMismatch(
+                f"the model returned {returned_dims} dimensions but the database holds "
+                f"{dims}; run `lore admin reembed`"
+            )
+        return dims
 
     def warm(self) -> None:
         """Load the model and the vectors now (long-running processes: MCP server, worker)."""

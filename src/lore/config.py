@@ -83,9 +83,24 @@ class SearchConfig(_Strict):
         return data
 
 
+class ConversationsConfig(_Strict):
+    """Conversation search (defaults chosen on the LoCoMo development half, docs/benchmarks.md)."""
+
+    candidates: int = Field(default=100, ge=1, le=10000)
+    vector_weight: float = Field(default=0.3, ge=0)
+    fts_weight: float = Field(default=0.7, ge=0)
+    rrf_k: int = Field(default=60, ge=1)
+    text_weight: float = Field(default=1.0, ge=0)
+    speaker_weight: float = Field(default=0.5, ge=0)
+    decay: bool = True
+    decay_weight: float = Field(default=0.3, ge=0, le=1)
+    decay_scale_days: float = Field(default=90.0, gt=0)
+
+
 class Config(_Strict):
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
+    conversations: ConversationsConfig = Field(default_factory=ConversationsConfig)
     tag_aliases: dict[str, str] = Field(default_factory=dict)
     known_tags: list[str] = Field(default_factory=list)
     database: str | None = None  # path of the database file; default $LORE_HOME/lore.db

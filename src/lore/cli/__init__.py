@@ -13,6 +13,8 @@ from lore.cli.admin import admin
 from lore.cli.common import LoreGroup
 from lore.cli.config_cmd import config_group
 from lore.cli.demo_cmd import demo
+from lore.cli.eval_cmd import eval_group
+from lore.cli.ingest_cmd import ingest
 from lore.cli.learn import learn
 from lore.cli.mcp_cmd import mcp
 from lore.cli.recall import recall
@@ -42,6 +44,8 @@ cli.add_command(recall)
 cli.add_command(config_group)
 cli.add_command(demo)
 cli.add_command(mcp)
+cli.add_command(ingest)
+cli.add_command(eval_group)
 
 
 def main() -> None:

@@ -260,6 +260,74 @@ def recall_tags(lore: Any, counts: bool, json_: bool) -> None:
             click.echo(t)
 
 
+@recall.command("conversations")
+@click.argument("query")
+@click.option("--limit", "-n", type=click.IntRange(1, 100), default=5, show_default=True)
+@click.option("--project", help="Project to search (default: the current one; 'all' for every).")
+@click.option("--min-score", type=float, default=0.0, show_default=True,
+              help="Leave out results scoring below this.")
+@click.option("--no-decay", is_flag=True, help="Rank old and recent conversations alike.")
+@click.option("--mode", type=click.Choice(["hybrid", "keyword", "vector"]), default="hybrid",
+              show_default=True)
+@click.option("--explain", is_flag=True, help="Show the parts of each score.")
+@json_option
+@with_lore
+def recall_conversations(lore: Any, query: str, limit: int, project: str | None,
+                         min_score: float, no_decay: bool, mode: str, explain: bool,
+                         json_: bool) -> None:
+    """Search past sessions: "have we seen this before?" (import them with `lore ingest`).
+
+    
+    Examples:
+      lore recall conversations "ECONNRESET from the payments API"
+      lore recall conversations "why did we drop redis" --project all --json
+    """
+    all_projects = project is not None and project.lower() in ("all", "*")
+    scope = None if all_projects else resolve_project(project or ".")
+    hits = lore.conversations.search(query, project=scope, limit=limit, min_score=min_score,
+                                     decay=False if no_decay else None, mode=mode)
+    if json_:
+        emit_json({"query": query, "project": scope,
+                   "results": [h.to_dict(explain=explain) for h in hits]})
+        return
+    if not hits:
+        notice("no conversations found" + (f" in {scope} (try --project all)" if scope else ""))
+        return
+    table(None, ["chunk", "date", "session", "snippet", "score"],
+          [[h.chunk_id, (h.date or "")[:10], h.session_id[:8], h.snippet, f"{h.score:.3f}"]
+           for h in hits])
+    notice("read a hit in its conversation: lore recall turns CHUNK")
+
+
+@recall.command("turns")
+@click.argument("chunk_id", type=int)
+@click.option("--before", default=3, show_default=True, help="Messages to show before it.")
+@click.option("--after", default=3, show_default=True, help="Messages to show after it.")
+@json_option
+@with_lore
+def recall_turns(lore: Any, chunk_id: int, before: int, after: int, json_: bool) -> None:
+    """Show a conversation hit with the turns around it.
+
+    
+    Example:
+      lore recall turns 42 --before 5
+    """
+    ctx = lore.conversations.context(chunk_id, before, after)
+    if json_:
+        emit_json(ctx)
+        return
+    from rich.markup import escape
+
+    c = console()
+    session = ctx["session"] or {}
+    c.print(f"[bold]session {escape(ctx['session_id'])}[/bold] [dim]{escape(str(ctx['project']))} "
+            f"{escape(str(session.get('started_at') or ''))}[/dim]")
+    for m in ctx["messages"]:
+        style = "bold" if m["in_chunk"] else "dim"
+        text = m["text"] if len(m["text"]) < 2000 else m["text"][:2000] + " …"
+        c.print(f"[{style}]{escape(m['speaker'] or m['role'])}:[/{style}] {escape(text)}")
+
+
 def _reference_command(name: str, getter: str, doc: str) -> None:
     @recall.command(name, help=doc)
     @json_option

@@ -256,7 +256,107 @@ def m001_core(conn: Any) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[Any], None]] = [m001_core]
+def m002_conversations(conn: Any) -> None:
+    """Conversation memory: sessions, messages, searchable chunks, file edits, import state."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,              -- the agent's session id
+            agent TEXT NOT NULL,              -- claude-code, codex, locomo …
+            project TEXT,                     -- cwd recorded in the transcript (not the folder name)
+            device TEXT NOT NULL,
+            git_branch TEXT,
+            started_at TEXT,
+            ended_at TEXT,
+            source_file TEXT,
+            title TEXT,                       -- the first prompt, shortened
+            message_count INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX idx_sessions_project ON sessions(project);
+
+        CREATE TABLE messages (
+            seq INTEGER PRIMARY KEY,
+            uuid TEXT NOT NULL UNIQUE,        -- resumed sessions copy old messages: one row each
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            parent_uuid TEXT,
+            role TEXT NOT NULL,
+            speaker TEXT,
+            text TEXT NOT NULL,
+            tool_calls TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(tool_calls)),
+            timestamp TEXT,
+            is_sidechain INTEGER NOT NULL DEFAULT 0,
+            agent_id TEXT,
+            is_meta INTEGER NOT NULL DEFAULT 0,
+            injected INTEGER NOT NULL DEFAULT 0,  -- context Lore itself injected: never learned from
+            chunk_id INTEGER
+        );
+        CREATE INDEX idx_messages_session ON messages(session_id, seq);
+        CREATE INDEX idx_messages_chunk ON messages(chunk_id);
+
+        -- Search units: consecutive turns of one session, about 500 tokens, never split.
+        CREATE TABLE chunks (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            project TEXT,
+            first_seq INTEGER NOT NULL,
+            last_seq INTEGER NOT NULL,
+            started_at TEXT,
+            ended_at TEXT,
+            speakers TEXT NOT NULL DEFAULT '',
+            text TEXT NOT NULL,
+            content_hash TEXT NOT NULL
+        );
+        CREATE INDEX idx_chunks_session ON chunks(session_id, first_seq);
+        CREATE INDEX idx_chunks_project ON chunks(project);
+
+        CREATE VIRTUAL TABLE chunks_fts USING fts5(
+            text, speakers, content='', contentless_delete=1,
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+
+        CREATE TABLE chunk_vectors (
+            chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+            content_hash TEXT NOT NULL,
+            version INTEGER NOT NULL DEFAULT 0,
+            embedding BLOB NOT NULL
+        );
+        CREATE INDEX idx_chunk_vectors_version ON chunk_vectors(version);
+
+        -- What the agent wrote, for silent-fix detection later (seed 004).
+        CREATE TABLE file_edits (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            message_uuid TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            file_path TEXT NOT NULL,
+            file_type TEXT,
+            old_text TEXT,
+            new_text TEXT,
+            timestamp TEXT,
+            succeeded INTEGER,
+            UNIQUE (message_uuid, file_path, old_text, new_text)
+        );
+        CREATE INDEX idx_file_edits_path ON file_edits(file_path);
+
+        -- Incremental import: where each file was read up to, and how to tell it was rewritten.
+        CREATE TABLE ingest_files (
+            path TEXT PRIMARY KEY,
+            agent TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            offset INTEGER NOT NULL,
+            head_hash TEXT NOT NULL,          -- sha256 of the first 4 KiB
+            tail_hash TEXT NOT NULL,          -- sha256 of the 4 KiB before offset
+            imported_at TEXT NOT NULL,
+            messages INTEGER NOT NULL DEFAULT 0,
+            malformed INTEGER NOT NULL DEFAULT 0,
+            unknown INTEGER NOT NULL DEFAULT 0
+        );
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[Any], None]] = [m001_core, m002_conversations]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -1,0 +1,1 @@
+"""Capture: reading what agents wrote (transcripts) into Lore's values."""

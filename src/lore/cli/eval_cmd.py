@@ -1,0 +1,51 @@
+"""`lore eval`: retrieval quality on public benchmarks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from lore.cli.common import LoreGroup, emit_json, json_option, progress_bar, settings, table
+
+
+@click.group("eval", cls=LoreGroup)
+def eval_group() -> None:
+    """Measure retrieval quality on public benchmarks.
+
+    \b
+    Example:
+      lore eval locomo locomo10.json
+    """
+
+
+@eval_group.command("locomo")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@json_option
+@click.pass_context
+def eval_locomo(ctx: click.Context, file: Path, json_: bool) -> None:
+    """Evidence recall@5 and @10 on a LoCoMo file, with keyword-only and vector-only baselines.
+
+    Each conversation is indexed as conversation memory, one turn per unit, in a
+    temporary database; your own database is not touched.
+
+    \b
+    Example:
+      lore eval locomo data/locomo10.json --json
+    """
+    from lore.eval.locomo import evaluate
+
+    embedder = (ctx.find_root().obj or {}).get("embedder")
+    bar, update = progress_bar("questions")
+    with bar:
+        result = evaluate(file, settings(ctx), embedder, update)
+    if json_:
+        emit_json(result)
+        return
+    rows = [["default (hybrid)", result["recall@5"], result["recall@10"]]]
+    for name, b in result["baselines"].items():
+        rows.append([f"{name} only", b["recall@5"], b["recall@10"]])
+    table(f"LoCoMo evidence recall, {result['questions']} questions", ["run", "@5", "@10"], rows)
+    table(None, ["category", "questions", "@5", "@10"],
+          [[c, v["questions"], v["recall@5"], v["recall@10"]]
+           for c, v in result["categories"].items()])

@@ -1,0 +1,104 @@
+"""`lore ingest`: import agent transcripts as searchable conversation memory."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from lore.cli.common import emit_json, json_option, notice, progress_bar, with_lore
+
+
+@click.command("ingest")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--watch", is_flag=True, help="Keep running and import files as they change.")
+@click.option("--no-embed", is_flag=True, help="Store and index keywords only; embed later.")
+@json_option
+@with_lore
+def ingest(lore: Any, paths: tuple[Path, ...], watch: bool, no_embed: bool, json_: bool) -> None:
+    """Import Claude Code transcripts (and Codex CLI rollouts) incrementally.
+
+    Each file is read on from where the last import stopped; a rewritten file is read
+    again; messages are stored once even when a resumed session copies them.
+
+    \b
+    Examples:
+      lore ingest                                 # ~/.claude/projects
+      lore ingest ~/.codex/sessions --json
+      lore ingest --watch
+    """
+    from lore.conversations import default_roots
+
+    roots = list(paths) or default_roots()
+    report = _run(lore, roots, no_embed)
+    if json_:
+        emit_json(report.to_dict())
+    else:
+        _summary(report)
+    missing = [p for p, reason in report.skipped if reason == "no such file or folder"]
+    if len(missing) == len(roots) and not report.files and not report.unchanged:
+        raise click.ClickException(f"no such file or folder: {', '.join(missing)}")
+    if watch:
+        _watch(lore, [r for r in roots if r.exists()], no_embed)
+
+
+def _run(lore: Any, roots: list[Path], no_embed: bool) -> Any:
+    bar, update = progress_bar("importing")
+    with bar:
+        report = lore.conversations.ingest(roots, embed=False, progress=update)
+    if not no_embed:
+        bar, update = progress_bar("embedding")
+        with bar:
+            report.embedded = lore.conversations.embed_pending(update)
+    return report
+
+
+def _summary(report: Any) -> None:
+    for path, reason in report.skipped:
+        notice(f"skipped {path}: {reason}")
+    notice(f"{report.files} files read ({report.unchanged} unchanged, {report.rewritten} rewritten), "
+           f"{report.messages} new messages in {len(report.sessions)} sessions "
+           f"({report.duplicates} already known), {report.chunks} chunks, {report.edits} edits, "
+           f"{report.embedded} embedded, {report.malformed} malformed lines, "
+           f"{report.unknown} unknown records")
+
+
+def _watch(lore: Any, roots: list[Path], no_embed: bool) -> None:
+    """Import on file changes (inotify/FSEvents/ReadDirectoryChanges: idle costs nothing)."""
+    import threading
+
+    from watchdog.events import FileSystemEventHandler
+    from watchdog.observers import Observer
+
+    changed: set[Path] = set()
+    wake = threading.Event()
+
+    class Handler(FileSystemEventHandler):
+        def on_any_event(self, event: Any) -> None:
+            path = Path(str(getattr(event, "dest_path", "") or event.src_path))
+            if path.suffix == ".jsonl":
+                changed.add(path)
+                wake.set()
+
+    observer = Observer()
+    for root in roots:
+        observer.schedule(Handler(), str(root if root.is_dir() else root.parent), recursive=True)
+    observer.start()
+    notice(f"watching {', '.join(map(str, roots))} (Ctrl-C to stop)")
+    try:
+        while True:
+            wake.wait()
+            time.sleep(1.0)  # let a burst of writes settle into one import
+            wake.clear()
+            batch = sorted(changed)
+            changed.clear()
+            report = lore.conversations.ingest(batch, embed=not no_embed)
+            if report.messages:
+                _summary(report)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        observer.stop()
+        observer.join()

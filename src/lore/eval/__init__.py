@@ -1,0 +1,1 @@
+"""Retrieval-quality evaluations on public benchmarks (`lore eval …`)."""
