@@ -139,14 +139,15 @@ class Conversations:
         if reader is None:
             report.skipped.append((str(path), "not a transcript format Lore reads"))
             return
+        key = str(path.resolve())
+        state = self.store.file_state(key)
         try:
             size = path.stat().st_size
-            head = _hash_at(path, 0, HASH_SPAN)
+            # Hash only what was read last time: a growing file keeps its head hash.
+            head = _hash_at(path, 0, min(HASH_SPAN, state.offset if state else HASH_SPAN))
         except OSError as exc:
             report.skipped.append((str(path), f"cannot read: {exc.strerror or exc}"))
             return
-        key = str(path.resolve())
-        state = self.store.file_state(key)
         offset = 0
         if state is not None:
             same = (state.head_hash == head and size >= state.offset
@@ -366,7 +367,7 @@ class _Batch:
             conv.store.refresh_session(sid)
         path = Path(self.path)
         end = stats.end_offset
-        state = FileState(self.path, self.agent, size, end, _hash_at(path, 0, HASH_SPAN),
+        state = FileState(self.path, self.agent, size, end, _hash_at(path, 0, min(HASH_SPAN, end)),
                           _hash_at(path, max(0, end - HASH_SPAN), min(HASH_SPAN, end)))
         conv.store.save_file_state(state, now(), self.messages, stats.malformed,
                                    sum(stats.unknown_types.values()))

@@ -23,6 +23,7 @@ CANONICAL = {
 AI_LESSONS = {"learn", "recall", "get_lesson", "update_lesson", "delete_lesson", "related", "link",
               "tags", "sources", "confidence_levels"}
 SELF_LEARNING = {"learn_search", "learn_get", "learn_status", "learn_trigger"}
+SELF_REFLECT = {"reflect_on_past", "store_reflection", "get_related_conversations"}
 
 
 def params(home: Path, profile: str = "canonical", cwd: Path | None = None) -> StdioServerParameters:
@@ -53,7 +54,8 @@ async def call(client: Client, tool: str, args: dict[str, Any]) -> tuple[bool, A
     ("canonical", CANONICAL),
     ("ai-lessons", AI_LESSONS),
     ("self-learning", SELF_LEARNING),
-    ("all", CANONICAL | AI_LESSONS | SELF_LEARNING),
+    ("self-reflect", SELF_REFLECT),
+    ("all", CANONICAL | AI_LESSONS | SELF_LEARNING | SELF_REFLECT),
 ])
 def test_tools_of_every_profile(lore_home, profile, names):
     async def steps(client):

@@ -66,7 +66,7 @@ class ClaudeCodeReader:
         first = first_record(path)
         if first is None:  # empty, or a first line too long to peek: Claude Code's folders hold both
             return True
-        return "sessionId" in first or first.get("type") in KNOWN_TYPES
+        return "sessionId" in first or as_str(first.get("type")) in KNOWN_TYPES
 
     def read(self, path: Path, offset: int = 0, stats: ParseStats | None = None) -> Iterator[Turn | FileEdit]:
         stats = stats if stats is not None else ParseStats()
@@ -88,7 +88,7 @@ class _Session:
         self.roots: Recent[str, str] = Recent()  # inline sidechain record uuid -> uuid of its chain's root
 
     def consume(self, record: dict[str, Any], offset: int, stats: ParseStats) -> list[Turn | FileEdit]:
-        kind = record.get("type")
+        kind = as_str(record.get("type")) or "<none>"
         if kind == "user":
             return self._user(record, offset)
         if kind == "assistant":
@@ -100,7 +100,7 @@ class _Session:
         if kind == "summary":
             return [self._summary(record, offset)]
         if kind not in SKIPPED_TYPES:
-            stats.unknown_types[kind if isinstance(kind, str) else "<none>"] += 1
+            stats.unknown_types[kind] += 1
         self._skip(record)
         return []
 

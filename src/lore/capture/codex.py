@@ -87,7 +87,7 @@ class _Rollout:
             self.git_branch = as_str(git.get("branch")) or self.git_branch
 
     def consume(self, record: dict[str, Any], offset: int, stats: ParseStats) -> list[Turn | FileEdit]:
-        kind = record.get("type")
+        kind = as_str(record.get("type")) or "<none>"
         payload = _payload(record)
         if kind == "session_meta":
             self.meta(payload)
@@ -100,12 +100,12 @@ class _Rollout:
             text = as_str(payload.get("message")) or ""
             return [self._turn(record, offset, "user", text, is_compact_summary=True)]
         elif kind not in KNOWN_TYPES:
-            stats.unknown_types[kind if isinstance(kind, str) else "<none>"] += 1
+            stats.unknown_types[kind] += 1
         return []
 
     def _item(self, record: dict[str, Any], payload: dict[str, Any], offset: int,
               stats: ParseStats) -> list[Turn | FileEdit]:
-        kind = payload.get("type")
+        kind = as_str(payload.get("type")) or "<none>"
         if kind == "message":
             return [self._message(record, payload, offset)]
         if kind in ("function_call", "custom_tool_call", "local_shell_call", "web_search_call"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-PROFILE_CHOICES = ["canonical", "ai-lessons", "self-learning", "all"]
+PROFILE_CHOICES = ["canonical", "ai-lessons", "self-learning", "self-reflect", "all"]
 
 
 @click.command("mcp")

@@ -19,6 +19,7 @@ from lore.errors import BackendUnavailable
 
 ASSETS = Path(__file__).parent / "assets" / DEFAULT_MODEL
 _PACKAGED_NAME = "lore/all-MiniLM-L6-v2-onnx-int8"
+MAX_TOKENS = 256
 
 
 def packaged_model_file() -> Path | None:
@@ -83,6 +84,8 @@ class FastEmbedEmbedder:
                 f"cannot load embedding model '{self.cfg.model}' ({type(exc).__name__}: {exc}); "
                 "check the network or the model name, or run `lore admin doctor`"
             ) from None
+        if self.name == DEFAULT_MODEL:
+            _truncate_like_sentence_transformers(model)
         self._sessions[kind] = model
         return model
 
@@ -96,6 +99,16 @@ class FastEmbedEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         model = self._load("query")
         return normalise(next(iter(model.embed([text]))))[0]
+
+
+def _truncate_like_sentence_transformers(model: Any) -> None:
+    # all-MiniLM-L6-v2 was trained on 256 word pieces and sentence-transformers cuts its
+    # input there (max_seq_length); fastembed reads 512 from the tokenizer config, which
+    # doubles the cost of long texts (conversation chunks) for tokens the model never saw
+    # in training.
+    tokenizer = getattr(getattr(model, "model", None), "tokenizer", None)
+    if tokenizer is not None and hasattr(tokenizer, "enable_truncation"):
+        tokenizer.enable_truncation(max_length=MAX_TOKENS)
 
 
 def _register_packaged(text_embedding: Any, onnx_file: Path) -> None:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from lore.api import Lore
     from lore.config import Settings
 
-PROFILES = ("canonical", "ai-lessons", "self-learning", "all")
+PROFILES = ("canonical", "ai-lessons", "self-learning", "self-reflect", "all")
 GLOBAL = ("global", "none", "")
 EVERY_PROJECT = ("all", "*")
 
@@ -178,6 +178,8 @@ def build_server(settings: Settings, profile: str = "canonical",
         _register_ai_lessons(server, tools)
     if profile in ("self-learning", "all"):
         _register_self_learning(server, tools)
+    if profile in ("self-reflect", "all"):
+        _register_self_reflect(server, tools)
     return server, tools
 
 
@@ -591,3 +593,62 @@ def _register_self_learning(server: MCPServer, t: LoreTools) -> None:
                        "this version of Lore. Save what you learned with lore_add (or learn) "
                        "instead.",
         }
+
+
+def _register_self_reflect(server: MCPServer, t: LoreTools) -> None:
+    """Seed 003 (reflect_on_past, store_reflection) and seed 004 (get_related_conversations)."""
+
+    async def search(ctx: Context | None, query: str, project: str | None, limit: int,
+                     min_score: float, use_decay: bool | None) -> dict[str, Any]:
+        proj = await t.project(ctx, project)
+        hits = await t.run(lambda lore: lore.conversations.search(
+            query, project=proj or None, limit=limit, min_score=min_score, decay=use_decay))
+        return {"query": query, "project": proj, "count": len(hits),
+                "results": [h.to_dict() for h in hits]}
+
+    @_tool(server, "reflect_on_past", READ)
+    async def reflect_on_past(
+        query: Annotated[str, Field(description="What to look for in past conversations.")],
+        project: Annotated[str | None, Field(description="Default: the current project; "
+                                             "'all' for every project.")] = None,
+        limit: Annotated[int, Field(ge=1, le=50)] = 5,
+        min_score: Annotated[float, Field(ge=0)] = 0.0,
+        use_decay: Annotated[bool | None, Field(description="Favour recent conversations "
+                                                "(default: on, 90-day scale).")] = None,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Search past conversations (imported transcripts) for what was said or decided before.
+
+        Use for "have we seen this error before?", "what did we decide about X?". Results carry
+        session, date, project and a snippet; read one in context with the CLI's
+        `lore recall turns CHUNK`.
+        Example: {"query": "ECONNRESET from the payments API", "limit": 5}
+        """
+        return await search(ctx, query, project, limit, min_score, use_decay)
+
+    @_tool(server, "get_related_conversations", READ)
+    async def get_related_conversations(
+        query: str, limit: Annotated[int, Field(ge=1, le=50)] = 5, ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Past conversations related to a topic, across every project (seed 004).
+
+        Example: {"query": "database migration rollback", "limit": 5}
+        """
+        return await search(ctx, query, "all", limit, 0.0, None)
+
+    @_tool(server, "store_reflection", WRITE)
+    async def store_reflection(
+        content: Annotated[str, Field(description="The insight or decision, in plain sentences.")],
+        tags: StrList = None,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Store an insight or decision from this conversation as a reflection lesson.
+
+        Example: {"content": "We chose SQLite over Postgres for the CLI: no server to run.",
+        "tags": ["architecture"]}
+        """
+        proj = await t.project(ctx, None)
+        title = content.strip().split("\n")[0][:80] or "Reflection"
+        lesson = await t.run(lambda lore: lore.add_lesson(
+            title, content, kind="reflection", tags=tags or [], project=proj, source="conversation"))
+        return {"stored": True, "id": lesson.id, "title": lesson.title}
