@@ -198,6 +198,8 @@ class Layout:
     tokenizer: str = "porter unicode61 remove_diacritics 2"
     caption: bool = False  # photo caption inside the text column
     context: int = 0  # neighbours on each side in a separate 'context' column
+    before: int | None = None  # override: previous turns in the context column
+    after: int | None = None  # override: following turns in the context column
 
 
 COLUMNS = ("text", "speaker", "date", "context")
@@ -216,15 +218,17 @@ def build_fts(conv: Conv, lay: Layout) -> sqlite3.Connection:
     rows = []
     for u in conv.units:
         ctx = []
-        if lay.context:
-            for j in neighbours(conv, u.idx, lay.context):
-                ctx.append(unit_text(conv.units[j], lay.caption))
+        b = lay.context if lay.before is None else lay.before
+        a = lay.context if lay.after is None else lay.after
+        for j in neighbours(conv, u.idx, b, a):
+            ctx.append(unit_text(conv.units[j], lay.caption))
         rows.append((u.idx + 1, unit_text(u, lay.caption), u.speaker, u.date, " ".join(ctx)))
     db.executemany("INSERT INTO t(rowid, text, speaker, date, context) VALUES (?,?,?,?,?)", rows)
     return db
 
 
-def neighbours(conv: Conv, i: int, w: int) -> list[int]:
+def neighbours(conv: Conv, i: int, w: int, after: int | None = None) -> list[int]:
+    """Turns of the same session up to w before and `after` (default w) after turn i."""
     out = []
     j = i
     for _ in range(w):
@@ -233,7 +237,7 @@ def neighbours(conv: Conv, i: int, w: int) -> list[int]:
             break
         out.append(int(j))
     j = i
-    for _ in range(w):
+    for _ in range(w if after is None else after):
         j = conv.next[j]
         if j < 0:
             break
@@ -300,6 +304,14 @@ def doc_text(conv: Conv, u: Unit, kind: str) -> str:
     if kind.startswith("prev"):  # previous turn then the turn
         idx = [j for j in [conv.prev[u.idx]] if j >= 0] + [u.idx]
         return " ".join(f"{conv.units[j].speaker}: {unit_text(conv.units[j], cap)}" for j in idx)
+    if kind.startswith("w"):  # wBA: B turns before, A after, speakers shown ("w21")
+        b, a = int(kind[1]), int(kind[2])
+        idx = sorted([*neighbours(conv, u.idx, b, a), u.idx])
+        return " ".join(f"{conv.units[j].speaker}: {unit_text(conv.units[j], cap)}" for j in idx)
+    if kind.startswith("t"):  # tBA: same without speaker names
+        b, a = int(kind[1]), int(kind[2])
+        idx = sorted([*neighbours(conv, u.idx, b, a), u.idx])
+        return " ".join(unit_text(conv.units[j], cap) for j in idx)
     raise ValueError(kind)
 
 
@@ -505,6 +517,20 @@ C("V vector query without names", lambda x, i, q: x.cos(i, "turn", "qn"))
 C("V vector spk, query as is + named x", lambda x, i, q: x.cos(i, "spk") + 0.05 * x.named_mask(q.text))
 C("V vector turn + win1 mean", lambda x, i, q: x.cos(i, "turn") + x.cos(i, "win1"))
 C("V vector smooth max b0.5", lambda x, i, q: smooth(x.conv, x.cos(i, "turn"), 0.5))
+
+
+# ---- exploration
+QXN = QP(stop="ext", names="drop")
+for b, a in [(1, 0), (0, 1), (2, 0), (0, 2), (2, 1), (1, 2), (2, 2), (3, 3), (3, 1), (1, 3)]:
+    for wc in (0.1, 0.2, 0.3):
+        C(f"X ctx b{b}a{a} w{wc} ext",
+          lambda x, i, q, b=b, a=a, wc=wc: x.bm25(q.text, QX, Layout(before=b, after=a), w=(1, 0, 0, wc)))
+for b, a in [(2, 2), (3, 3)]:
+    for wc in (0.1, 0.2, 0.3):
+        C(f"X ctx b{b}a{a} w{wc} ext nonames",
+          lambda x, i, q, b=b, a=a, wc=wc: x.bm25(q.text, QXN, Layout(before=b, after=a), w=(1, 0, 0, wc)))
+for kind in ("turn", "spk", "prev", "win1", "w10", "w01", "w21", "w12", "w22", "t11", "t22"):
+    C(f"Y vec qn {kind}", lambda x, i, q, kind=kind: x.cos(i, kind, "qn"))
 
 
 def main() -> int:

@@ -92,6 +92,7 @@ class ConversationsConfig(_Strict):
     rrf_k: int = Field(default=60, ge=1)
     text_weight: float = Field(default=1.0, ge=0)
     speaker_weight: float = Field(default=0.5, ge=0)
+    keyword_max_postings: int = Field(default=5000, ge=100)
     decay: bool = True
     decay_weight: float = Field(default=0.3, ge=0, le=1)
     decay_scale_days: float = Field(default=90.0, gt=0)

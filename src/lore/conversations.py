@@ -232,10 +232,9 @@ class Conversations:
         depth = max(cfg.candidates, limit)
         keyword: list[tuple[int, float]] = []
         if mode in ("hybrid", "keyword"):
-            terms = fts_terms(query)
-            if terms:
-                keyword = self.store.keyword_search(
-                    " OR ".join(terms), (cfg.text_weight, cfg.speaker_weight), depth, where, params)
+            keyword = self.store.keyword_search(
+                fts_terms(query), (cfg.text_weight, cfg.speaker_weight), depth, where, params,
+                cfg.keyword_max_postings)
         vector: list[tuple[int, float]] = []
         if mode in ("hybrid", "vector") and self.lore.store.meta("embedding_model") and query.strip():
             self.lore.check_model()

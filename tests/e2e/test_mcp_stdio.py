@@ -323,3 +323,42 @@ def test_every_tool_rejects_bad_arguments_and_the_server_lives_on(lore_home):
     assert linked[1]["linked"] is True
     assert rel[1]["related"][0]["title"] == "Beta"
     assert "tested" in [s["name"] for s in src[1]["sources"]]
+
+
+def test_self_reflect_profile(lore_home, tmp_path):
+    folder = tmp_path / "projects" / "-work-api"
+    folder.mkdir(parents=True)
+    session_id = "99999999-0000-0000-0000-000000000000"
+    lines = [
+        {"type": "user", "uuid": "r1", "parentUuid": None, "sessionId": session_id,
+         "cwd": str(tmp_path), "timestamp": "2026-11-01T10:00:00Z",
+         "message": {"role": "user", "content": "The payments API returns ECONNRESET under load"}},
+        {"type": "assistant", "uuid": "r2", "parentUuid": "r1", "sessionId": session_id,
+         "cwd": str(tmp_path), "timestamp": "2026-11-01T10:01:00Z",
+         "message": {"role": "assistant", "content": [
+             {"type": "text", "text": "Raise the pool's keep-alive timeout to 65 seconds."}]}},
+    ]
+    (folder / f"{session_id}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    env = {**os.environ, "LORE_HOME": str(lore_home)}
+    subprocess.run([LORE, "ingest", str(tmp_path / "projects")], env=env, check=True,
+                   capture_output=True)
+
+    async def steps(client):
+        here = await call(client, "reflect_on_past", {"query": "connection reset by the payments API"})
+        everywhere = await call(client, "get_related_conversations", {"query": "ECONNRESET"})
+        elsewhere = await call(client, "reflect_on_past", {"query": "ECONNRESET",
+                                                           "project": "/some/other/project"})
+        stored = await call(client, "store_reflection", {"content": "Keep-alive must exceed the "
+                                                          "load balancer idle timeout.",
+                                                          "tags": ["networking"]})
+        bad = await call(client, "reflect_on_past", {"query": "x", "limit": 0})
+        return here, everywhere, elsewhere, stored, bad
+
+    here, everywhere, elsewhere, stored, bad = session(lore_home, steps, "self-reflect", cwd=tmp_path)
+    hit = here[1]["results"][0]
+    assert hit["session_id"] == session_id and "ECONNRESET" in hit["snippet"]
+    assert hit["project"] == str(tmp_path) and hit["date"].startswith("2026-11-01")
+    assert everywhere[1]["results"][0]["session_id"] == session_id
+    assert elsewhere[1]["results"] == []
+    assert stored[1]["stored"] is True
+    assert bad[0] is True

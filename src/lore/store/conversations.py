@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lore.store.db import atomic
-from lore.store.lessons import _chunks
+from lore.store.lessons import _chunks, prune_terms
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,19 +155,27 @@ class ConversationStore:
         return [r[0] for r in self.conn.execute(f"SELECT c.id FROM chunks c WHERE {where}", params)]
 
     # ---- search -----------------------------------------------------------------------
-    def keyword_search(self, match: str, weights: tuple[float, float], limit: int, where: str,
-                       params: Sequence[Any]) -> list[tuple[int, float]]:
+    def keyword_search(self, terms: Sequence[str], weights: tuple[float, float], limit: int,
+                       where: str, params: Sequence[Any], max_postings: int) -> list[tuple[int, float]]:
+        """(chunk id, bm25) best first, with the frequent-term bound of the lesson search."""
+        if not terms:
+            return []
+        if len(terms) > 1:
+            counts = [int(self.conn.execute(
+                "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (t,)).fetchone()[0])
+                for t in terms]
+            terms = prune_terms(terms, counts, max_postings)
+        match = " OR ".join(terms)
+        if where == "1":
+            sql = ("SELECT rowid, bm25(chunks_fts, ?, ?) AS s FROM chunks_fts "
+                   "WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?")
+            return [(r[0], r[1]) for r in self.conn.execute(sql, [*weights, match, limit])]
         sql = (
             "SELECT f.rowid, bm25(chunks_fts, ?, ?) AS s FROM chunks_fts f "
             "JOIN chunks c ON c.id = f.rowid "
             f"WHERE chunks_fts MATCH ? AND {where} ORDER BY s LIMIT ?"
         )
         return [(r[0], r[1]) for r in self.conn.execute(sql, [*weights, match, *params, limit])]
-
-    def term_counts(self, terms: Sequence[str]) -> list[int]:
-        return [int(self.conn.execute(
-            "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (t,)).fetchone()[0])
-            for t in terms]
 
     def chunk_rows(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         out: dict[int, dict[str, Any]] = {}

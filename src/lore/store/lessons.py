@@ -65,6 +65,21 @@ def fts_query(text: str) -> str | None:
     return " OR ".join(fts_terms(text)) or None
 
 
+def prune_terms(terms: Sequence[str], counts: Sequence[int], max_postings: int) -> list[str]:
+    """Keep the rarest terms while their rows add up to at most ``max_postings`` (BM25 weighs
+    frequent terms least, and they are what makes a query scan the whole index)."""
+    kept: list[tuple[int, str]] = []
+    total = 0
+    for n, i, t in sorted((n, i, t) for i, (t, n) in enumerate(zip(terms, counts, strict=True))):
+        if n == 0:
+            continue
+        if kept and total + n > max_postings:
+            break
+        kept.append((i, t))
+        total += n
+    return [t for _, t in sorted(kept)] or list(terms[:1])
+
+
 @dataclass(frozen=True, slots=True)
 class LessonRow:
     """What the store needs to write a lesson; the core API builds it after validation."""
@@ -465,22 +480,10 @@ class SQLiteStore:
         return [(r[0], r[1]) for r in self.conn.execute(sql, [*weights, match, *params, limit])]
 
     def _prune_terms(self, terms: Sequence[str], max_postings: int) -> list[str]:
-        counts = sorted(
-            (int(self.conn.execute(
-                "SELECT count(*) FROM lessons_fts WHERE lessons_fts MATCH ?", (t,)
-            ).fetchone()[0]), i, t)
-            for i, t in enumerate(terms)
-        )
-        kept: list[tuple[int, str]] = []
-        total = 0
-        for n, i, t in counts:
-            if n == 0:
-                continue
-            if kept and total + n > max_postings:
-                break
-            kept.append((i, t))
-            total += n
-        return [t for _, t in sorted(kept)] or list(terms[:1])
+        counts = [int(self.conn.execute(
+            "SELECT count(*) FROM lessons_fts WHERE lessons_fts MATCH ?", (t,)).fetchone()[0])
+            for t in terms]
+        return prune_terms(terms, counts, max_postings)
 
     # ---- vectors ----------------------------------------------------------------------
     # Float32 blobs in lesson_vectors are the truth; lesson_vec_i8 is a sqlite-vec index of
