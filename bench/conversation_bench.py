@@ -25,11 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from corpus import corpus_vectors, make_corpus, make_queries  # noqa: E402
-from search_bench import CachedEmbedder, pct  # noqa: E402
-
 from lore.api import Lore  # noqa: E402
 from lore.config import EmbeddingConfig, load_config  # noqa: E402
 from lore.embed import create_embedder  # noqa: E402
+from search_bench import CachedEmbedder, pct  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 LORE = str(Path(sys.executable).parent / "lore")
