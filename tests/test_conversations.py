@@ -194,3 +194,34 @@ def test_ingest_and_search_from_the_command_line(run, tmp_path):
     assert json.loads(turns.stdout)["messages"][0]["text"].startswith("migrations fail")
     missing = run("ingest", str(tmp_path / "nope"))
     assert missing.exit_code == 1 and "no such file or folder" in missing.stderr
+
+
+def test_watch_imports_files_as_they_change(tmp_path, lore_home):
+    import os
+    import subprocess
+    import sys
+    import time
+
+    lore_bin = str(Path(sys.executable).parent / "lore")
+    folder = tmp_path / "projects" / "-work-shop"
+    path = transcript(folder, f"{SESSION}.jsonl", [record("u1", "user", "first line")])
+    env = {**os.environ, "LORE_HOME": str(lore_home)}
+    proc = subprocess.Popen([lore_bin, "ingest", "--watch", "--no-embed", str(tmp_path / "projects")],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(2.5)  # initial import and the watcher's start
+        with path.open("a") as fh:
+            fh.write(record("u2", "user", "a zebra crossing appeared in the logs", parent="u1"))
+        deadline = time.time() + 20
+        found = []
+        while time.time() < deadline and not found:
+            time.sleep(0.5)
+            out = subprocess.run([lore_bin, "recall", "conversations", "zebra crossing",
+                                  "--project", "all", "--mode", "keyword", "--json"],
+                                 env=env, capture_output=True, text=True)
+            if out.returncode == 0:
+                found = json.loads(out.stdout)["results"]
+        assert found, "the watcher did not import the appended line"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
