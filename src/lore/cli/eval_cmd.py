@@ -21,9 +21,11 @@ def eval_group() -> None:
 
 @eval_group.command("locomo")
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--as-of-last-session", is_flag=True,
+              help="Age memories from each conversation's last session instead of now.")
 @json_option
 @click.pass_context
-def eval_locomo(ctx: click.Context, file: Path, json_: bool) -> None:
+def eval_locomo(ctx: click.Context, file: Path, as_of_last_session: bool, json_: bool) -> None:
     """Evidence recall@5 and @10 on a LoCoMo file, with keyword-only and vector-only baselines.
 
     Each conversation is indexed as conversation memory, one turn per unit, in a
@@ -38,7 +40,7 @@ def eval_locomo(ctx: click.Context, file: Path, json_: bool) -> None:
     embedder = (ctx.find_root().obj or {}).get("embedder")
     bar, update = progress_bar("questions")
     with bar:
-        result = evaluate(file, settings(ctx), embedder, update)
+        result = evaluate(file, settings(ctx), embedder, update, as_of_last_session)
     if json_:
         emit_json(result)
         return

@@ -76,18 +76,21 @@ def index(lore: Lore, sample: dict[str, Any]) -> tuple[set[str], str | None]:
 
 
 def evaluate(path: Path, settings: Settings, embedder: Embedder | None = None,
-             progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+             progress: Callable[[int, int], None] | None = None,
+             as_of_last: bool = False) -> dict[str, Any]:
+    """Run the questions; ages for memory decay count from now, as in the product, or, with
+    ``as_of_last``, from each conversation's last session (as if asked right after it)."""
     samples = load(path)
     with tempfile.TemporaryDirectory(prefix="lore-locomo-") as tmp:
         s = Settings(config=settings.config.model_copy(deep=True), home=Path(tmp),
                      config_path=Path(tmp) / "config.yaml")
         s.config.database = str(Path(tmp) / "lore.db")
         with Lore.open(s, embedder=embedder) as lore:
-            return _run(lore, samples, progress)
+            return _run(lore, samples, progress, as_of_last)
 
 
 def _run(lore: Lore, samples: list[dict[str, Any]],
-         progress: Callable[[int, int], None] | None) -> dict[str, Any]:
+         progress: Callable[[int, int], None] | None, as_of_last: bool) -> dict[str, Any]:
     recalls: dict[str, dict[str, dict[int, list[float]]]] = {
         m: {"all": defaultdict(list), **{c: defaultdict(list) for c in CATEGORIES.values()}}
         for m in MODES
@@ -112,7 +115,7 @@ def _run(lore: Lore, samples: list[dict[str, Any]],
             category = CATEGORIES.get(int(qa.get("category", 0)), "other")
             for mode in MODES:
                 hits = lore.conversations.search(str(qa["question"]), project=sid, limit=10,
-                                                 mode=mode, now_=at)
+                                                 mode=mode, now_=at if as_of_last else None)
                 dias = _dia_ids(lore, [h.chunk_id for h in hits], sid)
                 for k in (5, 10):
                     found = len(kept & set(dias[:k])) / len(kept)
