@@ -23,11 +23,9 @@ import argparse
 import hashlib
 import json
 import re
-import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -200,6 +198,7 @@ class Layout:
     context: int = 0  # neighbours on each side in a separate 'context' column
     before: int | None = None  # override: previous turns in the context column
     after: int | None = None  # override: following turns in the context column
+    day_only: bool = False  # date column holds "8 May, 2023" instead of "1:56 pm on 8 May, 2023"
 
 
 COLUMNS = ("text", "speaker", "date", "context")
@@ -222,7 +221,8 @@ def build_fts(conv: Conv, lay: Layout) -> sqlite3.Connection:
         a = lay.context if lay.after is None else lay.after
         for j in neighbours(conv, u.idx, b, a):
             ctx.append(unit_text(conv.units[j], lay.caption))
-        rows.append((u.idx + 1, unit_text(u, lay.caption), u.speaker, u.date, " ".join(ctx)))
+        date = u.date.split(" on ", 1)[-1] if lay.day_only else u.date
+        rows.append((u.idx + 1, unit_text(u, lay.caption), u.speaker, date, " ".join(ctx)))
     db.executemany("INSERT INTO t(rowid, text, speaker, date, context) VALUES (?,?,?,?,?)", rows)
     return db
 
@@ -261,9 +261,12 @@ def fts_scores(db, n: int, match: str, weights: tuple[float, ...]) -> np.ndarray
 
 
 class Embeds:
-    def __init__(self) -> None:
+    """The product's default embedder, with document/query vectors cached on disk."""
+
+    def __init__(self, cache: Path) -> None:
         self._emb = None
-        CACHE.mkdir(exist_ok=True)
+        self.cache = cache
+        cache.mkdir(parents=True, exist_ok=True)
 
     @property
     def emb(self):
@@ -276,7 +279,7 @@ class Embeds:
 
     def docs(self, texts: list[str], tag: str = "d") -> np.ndarray:
         h = hashlib.sha1(("\x1e".join([tag, *texts])).encode()).hexdigest()[:20]
-        path = CACHE / f"locomo-{tag}-{h}.npy"
+        path = self.cache / f"locomo-{tag}-{h}.npy"
         if path.exists():
             return np.load(path)
         if tag == "q":
@@ -288,29 +291,29 @@ class Embeds:
 
 
 def doc_text(conv: Conv, u: Unit, kind: str) -> str:
-    """What is embedded for a turn."""
-    cap = "cap" in kind
-    t = unit_text(u, cap)
-    if kind.startswith("turn"):
-        return t
-    if kind.startswith("spk"):
-        return f"{u.speaker}: {t}"
-    if kind.startswith("date"):
-        return f"{u.date}. {u.speaker}: {t}"
-    if kind.startswith("win"):  # previous turn, the turn, next turn (w=1), speakers shown
-        w = int(kind[3])
-        idx = sorted([*neighbours(conv, u.idx, w), u.idx])
-        return " ".join(f"{conv.units[j].speaker}: {unit_text(conv.units[j], cap)}" for j in idx)
-    if kind.startswith("prev"):  # previous turn then the turn
-        idx = [j for j in [conv.prev[u.idx]] if j >= 0] + [u.idx]
-        return " ".join(f"{conv.units[j].speaker}: {unit_text(conv.units[j], cap)}" for j in idx)
-    if kind.startswith("w"):  # wBA: B turns before, A after, speakers shown ("w21")
+    """What is embedded for a turn.
+
+    turn: the text · spk: "Speaker: text" · date: "<session date>. Speaker: text"
+    tBA: the texts of B turns before, the turn, A turns after (same session), space-joined
+    wBA: the same with "Speaker: " before each text · "+cap" adds the photo caption
+    """
+    cap = kind.endswith("+cap")
+    kind = kind.removesuffix("+cap")
+    if kind == "turn":
+        return unit_text(u, cap)
+    if kind == "spk":
+        return f"{u.speaker}: {unit_text(u, cap)}"
+    if kind == "date":
+        return f"{u.date}. {u.speaker}: {unit_text(u, cap)}"
+    if re.fullmatch(r"c\d\d", kind):  # the turn first, then its neighbours in order
+        b, a = int(kind[1]), int(kind[2])
+        idx = [u.idx, *sorted(neighbours(conv, u.idx, b, a))]
+        return " ".join(unit_text(conv.units[j], cap) for j in idx)
+    if re.fullmatch(r"[tw]\d\d", kind):
         b, a = int(kind[1]), int(kind[2])
         idx = sorted([*neighbours(conv, u.idx, b, a), u.idx])
-        return " ".join(f"{conv.units[j].speaker}: {unit_text(conv.units[j], cap)}" for j in idx)
-    if kind.startswith("t"):  # tBA: same without speaker names
-        b, a = int(kind[1]), int(kind[2])
-        idx = sorted([*neighbours(conv, u.idx, b, a), u.idx])
+        if kind[0] == "w":
+            return " ".join(f"{conv.units[j].speaker}: {unit_text(conv.units[j], cap)}" for j in idx)
         return " ".join(unit_text(conv.units[j], cap) for j in idx)
     raise ValueError(kind)
 
@@ -320,7 +323,7 @@ def doc_text(conv: Conv, u: Unit, kind: str) -> str:
 
 
 class Ctx:
-    """Score vectors for one conversation, computed lazily and memoised."""
+    """One conversation's indexes and vectors, built lazily and memoised."""
 
     def __init__(self, conv: Conv, embeds: Embeds) -> None:
         self.conv = conv
@@ -347,73 +350,56 @@ class Ctx:
     def set_queries(self, qvecs: dict[str, np.ndarray]) -> None:
         self._qvec = qvecs
 
-    # ---- components
-    def bm25(self, q: str, qp: QP = QP(), lay: Layout = Layout(),
-             w: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0),
+    def qvec(self, qkind: str, qi: int) -> np.ndarray:
+        return self._qvec[qkind][qi]
+
+    def bm25(self, q: str, qp: QP, lay: Layout, w: tuple[float, float, float, float],
              speaker_term: bool = False, mode: str = "or") -> np.ndarray:
-        key = ("bm25", q, qp, lay, w, speaker_term, mode)
+        """Positive BM25 (FTS5's bm25() negated) for every unit, 0 where nothing matched.
+
+        Terms are quoted and OR-ed, and restricted to the columns of positive weight
+        other than speaker. speaker_term adds `speaker : "name"` for names in the question.
+        mode "and": units matching every term are put first, then the OR ranking.
+        """
+        key = (q, qp, lay, w, speaker_term, mode)
         if key in self._memo:
             return self._memo[key]
         terms, named = query_terms(q, qp, self.conv.speakers)
         cols = [c for c, wt in zip(COLUMNS, w, strict=True) if wt > 0 and c != "speaker"]
-        colspec = "{" + " ".join(cols) + "} : " if cols else ""
-        parts = [colspec + quote(t) for t in terms] if cols else []
+        colspec = "{" + " ".join(cols) + "} : "
+        parts = [colspec + quote(t) for t in terms]
         if speaker_term and named:
             parts += [f"speaker : {quote(nm.split()[0].lower())}" for nm in named]
         db = self.db(lay)
-        if mode == "or":
-            s = fts_scores(db, self.n, " OR ".join(parts), w)
-        else:  # "and-first": rows matching all terms first, then the OR ranking
-            s = fts_scores(db, self.n, " OR ".join(parts), w)
-            if len(parts) > 1:
-                a = fts_scores(db, self.n, " AND ".join(parts), w)
-                s = s + (a > 0) * (s.max() + 1.0)
+        s = fts_scores(db, self.n, " OR ".join(parts), w)
+        if mode == "and" and len(parts) > 1:
+            a = fts_scores(db, self.n, " AND ".join(parts), w)
+            s = s + (a > 0) * (s.max() + 1.0)
         self._memo[key] = s
         return s
 
-    def cos(self, qi: int, kind: str, qkind: str = "q") -> np.ndarray:
-        return self.dvec(kind) @ self._qvec[qkind][qi]
-
     def named_mask(self, q: str) -> np.ndarray:
+        """Units spoken by the one conversation speaker the question names (none if 0 or 2)."""
         _, named = query_terms(q, QP(), self.conv.speakers)
-        if not named or len(named) == 2:
+        if len(named) != 1:
             return np.zeros(self.n, dtype=bool)
-        return np.isin(self.speaker_idx, [self.conv.speakers.index(nm) for nm in named])
+        return self.speaker_idx == self.conv.speakers.index(named[0])
 
 
 # --------------------------------------------------------------------------------------
-# score combinators
+# score helpers
 
 
 def ranks(s: np.ndarray) -> np.ndarray:
-    """1-based rank of each unit (stable: earlier unit wins ties)."""
+    """1-based rank of each unit (stable: the earlier unit wins ties)."""
     order = np.argsort(-s, kind="stable")
     r = np.empty(len(s), dtype=np.int64)
     r[order] = np.arange(1, len(s) + 1)
     return r
 
 
-def rrf(parts: list[tuple[float, np.ndarray]], k: float = 60, depth: int | None = None,
-        valid: list[np.ndarray | None] | None = None) -> np.ndarray:
-    out = np.zeros(len(parts[0][1]))
-    for i, (w, s) in enumerate(parts):
-        r = ranks(s).astype(float)
-        contrib = w / (k + r)
-        if valid is not None and valid[i] is not None:
-            contrib = contrib * valid[i]
-        if depth is not None:
-            contrib = contrib * (r <= depth)
-        out += contrib
-    return out
-
-
-def minmax(s: np.ndarray) -> np.ndarray:
-    lo, hi = s.min(), s.max()
-    return (s - lo) / (hi - lo) if hi > lo else np.zeros_like(s)
-
-
 def bm_norm(s: np.ndarray) -> np.ndarray:
-    """BM25 divided by its best value: 0 for non-matches, 1 for the top hit."""
+    """BM25 divided by the best hit's: 1 for the top keyword hit, 0 for non-matches."""
     hi = s.max()
     return s / hi if hi > 0 else s
 
@@ -423,175 +409,300 @@ def zscore(s: np.ndarray) -> np.ndarray:
     return (s - s.mean()) / sd if sd > 0 else s * 0
 
 
-def smooth(conv: Conv, s: np.ndarray, beta: float, how: str = "max") -> np.ndarray:
-    """Add beta × the neighbours' score (max or mean of previous and next in the session)."""
+def smooth(conv: Conv, s: np.ndarray, beta: float) -> np.ndarray:
+    """s + beta × max(score of the previous turn, score of the next turn), same session."""
     p = np.where(conv.prev >= 0, s[np.maximum(conv.prev, 0)], 0.0)
     nx = np.where(conv.next >= 0, s[np.maximum(conv.next, 0)], 0.0)
-    if how == "max":
-        nb = np.maximum(p, nx)
-    elif how == "next":
-        nb = nx
-    elif how == "prev":
-        nb = p
-    else:
-        nb = (p + nx) / 2
-    return s + beta * nb
+    return s + beta * np.maximum(p, nx)
 
 
-def session_boost(conv: Conv, s: np.ndarray, gamma: float, how: str = "max") -> np.ndarray:
-    sess = conv.session_of
+def session_boost(conv: Conv, s: np.ndarray, gamma: float) -> np.ndarray:
+    """s + gamma × the best score in the unit's session."""
     out = s.copy()
-    for v in np.unique(sess):
-        m = sess == v
-        agg = s[m].max() if how == "max" else np.sort(s[m])[-3:].sum() / 3
-        out[m] += gamma * agg
+    for v in np.unique(conv.session_of):
+        m = conv.session_of == v
+        out[m] += gamma * s[m].max()
     return out
 
 
 # --------------------------------------------------------------------------------------
-# configurations
+# the pipeline: every configuration is a P
+
 
 PORTER = "porter unicode61 remove_diacritics 2"
 UNICODE = "unicode61 remove_diacritics 2"
 
-Config = Callable[[Ctx, int, Question], np.ndarray]
-CONFIGS: dict[str, Config] = {}
+
+@dataclass(frozen=True)
+class P:
+    # keyword side (kw=False: no keyword retrieval)
+    kw: bool = True
+    tokenizer: str = PORTER
+    stop: str = "product"  # none | product | ext | ext+q   (see query_terms)
+    bm_names: str = "keep"  # keep | drop: speaker names in the keyword query
+    mode: str = "or"  # or | and (and-first)
+    caption: bool = False  # photo caption appended to the text column
+    before: int = 0  # neighbouring turns (same session) in the FTS5 'context' column
+    after: int = 0
+    w_text: float = 1.0  # bm25() column weights
+    w_speaker: float = 0.0
+    w_date: float = 0.0
+    w_context: float = 0.0
+    day_only: bool = False  # date column without the time of day
+    speaker_term: bool = False  # names as `speaker : name` terms
+    # vector side (no kinds: no vector retrieval)
+    kinds: tuple[str, ...] = ()  # what is embedded (doc_text kinds); several: mean cosine
+    vq: str = "q"  # q: question as asked | qn: speaker names removed
+    prf: float = 0.0  # Rocchio: query + prf × mean of the top-3 fused units' vectors
+    # fusion
+    fusion: str = "score"  # score: bm25/max + a·cos | rrf | z: z(bm25) + a·z(cos)
+    a: float = 1.0
+    rrf_k: float = 60.0
+    rrf_wk: float = 1.0
+    rrf_wv: float = 1.0
+    depth: int = 100  # candidates per list (vector top-depth, keyword top-depth)
+    # extras on the fused score
+    named: float = 0.0  # + named × [unit spoken by the speaker the question names]
+    beta: float = 0.0  # neighbour smoothing
+    gamma: float = 0.0  # session boost
+
+    def qp(self) -> QP:
+        return QP(stop=self.stop, names=self.bm_names)
+
+    def layout(self) -> Layout:
+        return Layout(tokenizer=self.tokenizer, caption=self.caption, before=self.before,
+                      after=self.after, day_only=self.day_only)
+
+    def weights(self) -> tuple[float, float, float, float]:
+        return (self.w_text, self.w_speaker, self.w_date, self.w_context)
 
 
-def config(name: str):
-    def deco(fn):
-        CONFIGS[name] = fn
-        return fn
-    return deco
+def score(x: Ctx, qi: int, q: Question, p: P) -> np.ndarray:
+    bm = (x.bm25(q.text, p.qp(), p.layout(), p.weights(), p.speaker_term, p.mode)
+          if p.kw else None)
+    D = sum(x.dvec(k) for k in p.kinds) / len(p.kinds) if p.kinds else None
+    qv = x.qvec(p.vq, qi) if p.kinds else None
+
+    def fuse(qv):
+        cos = D @ qv if D is not None else None
+        if bm is None:
+            return cos.astype(np.float64)
+        if cos is None:
+            return bm_norm(bm)
+        keep = np.zeros(x.n, dtype=bool)  # the union of both candidate lists
+        kr = ranks(bm)
+        keep[(kr <= p.depth) & (bm > 0)] = True
+        vr = ranks(cos)
+        keep[vr <= p.depth] = True
+        if p.fusion == "rrf":
+            s = (p.rrf_wk * ((bm > 0) & (kr <= p.depth)) / (p.rrf_k + kr)
+                 + p.rrf_wv * (vr <= p.depth) / (p.rrf_k + vr))
+        elif p.fusion == "z":
+            s = zscore(bm) + p.a * zscore(cos)
+        else:
+            s = bm_norm(bm) + p.a * cos
+        return np.where(keep, s, -1e9)
+
+    s = fuse(qv)
+    if p.prf and D is not None:
+        top = np.argsort(-s, kind="stable")[:3]
+        qv2 = qv + p.prf * D[top].mean(0)
+        s = fuse(qv2 / np.linalg.norm(qv2))
+    if p.beta:
+        s = smooth(x.conv, np.maximum(s, 0), p.beta)
+    if p.gamma:
+        s = session_boost(x.conv, np.maximum(s, 0), p.gamma)
+    if p.named:
+        s = s + p.named * x.named_mask(q.text)
+    return s
 
 
-def C(name: str, fn: Config) -> None:
-    CONFIGS[name] = fn
+# ---- the configurations, in table order: (section, name, P)
+BM0 = P()  # product keyword search as it is: porter, product stop words, OR, text only
+VEC0 = P(kw=False, kinds=("turn",))
+VEC0S = P(kw=False, kinds=("spk",))
+# best keyword-only: extended stop list, names dropped, context column, date column
+KW = P(stop="ext", bm_names="drop", before=2, after=2, w_context=0.3, w_date=1.0, day_only=True)
+# the winner: KW fused with the (names-free) question against prev+turn+next embeddings
+WIN = replace(KW, kinds=("t11",), vq="qn", a=2.0, named=0.1)
+
+CONFIGS: list[tuple[str, str, P]] = [
+    ("baselines", "BM25 (porter, product stop words, OR, text column)", BM0),
+    ("baselines", "vector: turn text", VEC0),
+    ("baselines", "vector: 'Speaker: text'", VEC0S),
+    ("baselines", "RRF k60 1:1 (BM25 + vector 'Speaker: text')",
+     replace(BM0, kinds=("spk",), fusion="rrf")),
+    ("baselines", "RRF k60 product weights kw .3 / vec .7",
+     replace(BM0, kinds=("spk",), fusion="rrf", rrf_wk=0.3, rrf_wv=0.7)),
+    # keyword side, one change from BM25 baseline
+    ("keyword: one change", "stop words: none", replace(BM0, stop="none")),
+    ("keyword: one change", "stop words: extended list", replace(BM0, stop="ext")),
+    ("keyword: one change", "stop words: extended + question words", replace(BM0, stop="ext+q")),
+    ("keyword: one change", "speaker names dropped from query", replace(BM0, bm_names="drop")),
+    ("keyword: one change", "unicode61 (no porter stemming)", replace(BM0, tokenizer=UNICODE)),
+    ("keyword: one change", "AND-first, then OR", replace(BM0, mode="and")),
+    ("keyword: one change", "photo caption in text column", replace(BM0, caption=True)),
+    ("keyword: one change", "names as speaker-column terms (w 1)",
+     replace(BM0, bm_names="drop", speaker_term=True, w_speaker=1.0)),
+    ("keyword: one change", "all columns searched (text, speaker, date 1:1:1)",
+     replace(BM0, w_speaker=1.0, w_date=1.0)),
+    ("keyword: one change", "date column w 1.0 (full date-time)", replace(BM0, w_date=1.0)),
+    ("keyword: one change", "date column w 1.0 (day only)", replace(BM0, w_date=1.0, day_only=True)),
+    ("keyword: one change", "context column 1 before+1 after, w .3",
+     replace(BM0, before=1, after=1, w_context=0.3)),
+    ("keyword: one change", "context column 2+2, w .3", replace(BM0, before=2, after=2, w_context=0.3)),
+    ("keyword: one change", "context column 2 before only, w .3",
+     replace(BM0, before=2, after=0, w_context=0.3)),
+    ("keyword: one change", "neighbour smoothing b .5 (max of prev/next)", replace(BM0, beta=0.5)),
+    ("keyword: one change", "session boost g .3", replace(BM0, gamma=0.3)),
+    ("keyword: one change", "named-speaker bonus +.2 (of top score)", replace(BM0, named=0.2)),
+    # keyword side, cumulative
+    ("keyword: cumulative", "+ extended stop list", replace(BM0, stop="ext")),
+    ("keyword: cumulative", "+ names dropped", replace(BM0, stop="ext", bm_names="drop")),
+    ("keyword: cumulative", "+ context 2+2 w .3",
+     replace(BM0, stop="ext", bm_names="drop", before=2, after=2, w_context=0.3)),
+    ("keyword: cumulative", "+ date column (day only) w 1.0  = KW", KW),
+    ("keyword: cumulative", "KW, context w .2", replace(KW, w_context=0.2)),
+    ("keyword: cumulative", "KW, context w .4", replace(KW, w_context=0.4)),
+    ("keyword: cumulative", "KW, context 3+3", replace(KW, before=3, after=3)),
+    ("keyword: cumulative", "KW, context 1+1 w .5", replace(KW, before=1, after=1, w_context=0.5)),
+    # vector side
+    ("vector", "turn, question without names", replace(VEC0, vq="qn")),
+    ("vector", "'Speaker: text', question without names", replace(VEC0S, vq="qn")),
+    ("vector", "prev+turn (no speakers), question without names",
+     P(kw=False, kinds=("t10",), vq="qn")),
+    ("vector", "prev+turn+next (no speakers), q without names",
+     P(kw=False, kinds=("t11",), vq="qn")),
+    ("vector", "2 prev+turn+next (no speakers), q without names",
+     P(kw=False, kinds=("t21",), vq="qn")),
+    ("vector", "prev+turn+next, question as asked", P(kw=False, kinds=("t11",))),
+    ("vector", "turn, q without names, smoothing b .5",
+     P(kw=False, kinds=("turn",), vq="qn", beta=0.5)),
+    # fusion of KW with the prev+turn+next vectors (no named bonus)
+    ("fusion (KW + vec t11, qn)", "RRF k60 1:1", replace(KW, kinds=("t11",), vq="qn", fusion="rrf")),
+    ("fusion (KW + vec t11, qn)", "RRF k60 kw 1 / vec .5",
+     replace(KW, kinds=("t11",), vq="qn", fusion="rrf", rrf_wv=0.5)),
+    ("fusion (KW + vec t11, qn)", "RRF k20 kw 1 / vec .5",
+     replace(KW, kinds=("t11",), vq="qn", fusion="rrf", rrf_k=20, rrf_wv=0.5)),
+    ("fusion (KW + vec t11, qn)", "RRF k5 kw 1 / vec .5",
+     replace(KW, kinds=("t11",), vq="qn", fusion="rrf", rrf_k=5, rrf_wv=0.5)),
+    ("fusion (KW + vec t11, qn)", "z(bm25) + .3 z(cos)",
+     replace(KW, kinds=("t11",), vq="qn", fusion="z", a=0.3)),
+    *[("fusion (KW + vec t11, qn)", f"bm25/max + {a} cos", replace(KW, kinds=("t11",), vq="qn", a=a))
+      for a in (0.5, 1.0, 1.5, 2.0, 3.0)],
+    ("fusion (KW + vec t11, qn)", "bm25/max + 2 cos, candidates top-20 each",
+     replace(KW, kinds=("t11",), vq="qn", a=2.0, depth=20)),
+    # extras on the fused score
+    *[("extras (on bm25/max + 2 cos)", f"named-speaker bonus +{nb}", replace(WIN, named=nb))
+      for nb in (0.05, 0.1, 0.15, 0.2)],
+    ("extras (on bm25/max + 2 cos)", "neighbour smoothing b .1", replace(WIN, named=0.0, beta=0.1)),
+    ("extras (on bm25/max + 2 cos)", "session boost g .1", replace(WIN, named=0.0, gamma=0.1)),
+    ("extras (on bm25/max + 2 cos)", "Rocchio PRF .5 (top 3)", replace(WIN, named=0.0, prf=0.5)),
+    # the winner and what each part is worth
+    ("WINNER", "WIN = KW + 2 cos(t11, qn) + .1 named", WIN),
+    ("WIN minus one part", "- context column", replace(WIN, before=0, after=0, w_context=0.0)),
+    ("WIN minus one part", "- date column", replace(WIN, w_date=0.0)),
+    ("WIN minus one part", "- date column day-only (full date-time)", replace(WIN, day_only=False)),
+    ("WIN minus one part", "- extended stop list (product list)", replace(WIN, stop="product")),
+    ("WIN minus one part", "- names dropped in BM25 query", replace(WIN, bm_names="keep")),
+    ("WIN minus one part", "- names dropped in vector query", replace(WIN, vq="q")),
+    ("WIN minus one part", "- porter (unicode61)", replace(WIN, tokenizer=UNICODE)),
+    ("WIN minus one part", "- neighbours in embedding (turn only)", replace(WIN, kinds=("turn",))),
+    ("WIN minus one part", "- named-speaker bonus", replace(WIN, named=0.0)),
+    ("WIN minus one part", "- score fusion (RRF k60 1:1 instead)",
+     replace(WIN, fusion="rrf", named=0.0)),
+    ("WIN minus one part", "- vectors (KW + named bonus only)", replace(WIN, kinds=())),
+    ("WIN variants", "append-only: context 2 before, embed prev+turn",
+     replace(WIN, after=0, kinds=("t10",))),
+    ("WIN variants", "two embeddings: mean cos(t11, 'Speaker: text')",
+     replace(WIN, kinds=("t11", "spk"))),
+    ("WIN variants", "two embeddings, named +.15", replace(WIN, kinds=("t11", "spk"), named=0.15)),
+    ("WIN variants", "embed 2 prev+turn+next", replace(WIN, kinds=("t21",))),
+    ("WIN variants", "embed turn, then prev, then next", replace(WIN, kinds=("c11",))),
+]
 
 
-# ---- baselines (product defaults: porter, product stop words, OR of quoted terms, text only)
-C("B0 bm25 (porter, product stop, text)", lambda x, i, q: x.bm25(q.text))
-C("B1 vector (turn text)", lambda x, i, q: x.cos(i, "turn"))
-C("B2 rrf k60 1:1", lambda x, i, q: rrf([(1, x.bm25(q.text)), (1, x.cos(i, "turn"))]))
-C("B3 rrf k60 product weights kw.3 vec.7",
-  lambda x, i, q: rrf([(0.3, x.bm25(q.text)), (0.7, x.cos(i, "turn"))]))
-
-# ---- keyword: tokenizer and query handling
-for lab, qp in [("no stop", QP(stop="none")), ("ext stop", QP(stop="ext")),
-                ("ext+q stop", QP(stop="ext+q")), ("ext stop, drop names", QP(stop="ext", names="drop")),
-                ("product stop, drop names", QP(names="drop"))]:
-    C(f"K bm25 {lab}", lambda x, i, q, qp=qp: x.bm25(q.text, qp))
-C("K bm25 unicode61 (no stemming)", lambda x, i, q: x.bm25(q.text, lay=Layout(tokenizer=UNICODE)))
-C("K bm25 unicode61, ext stop", lambda x, i, q: x.bm25(q.text, QP(stop="ext"), Layout(tokenizer=UNICODE)))
-C("K bm25 and-first", lambda x, i, q: x.bm25(q.text, mode="and"))
-C("K bm25 +caption", lambda x, i, q: x.bm25(q.text, lay=Layout(caption=True)))
-
-QX = QP(stop="ext")
-QXN = QP(stop="ext", names="drop")
-
-# ---- keyword: columns
-for wsp in (0.5, 1.0, 2.0):
-    C(f"K names->speaker col w{wsp}",
-      lambda x, i, q, wsp=wsp: x.bm25(q.text, QXN, w=(1, wsp, 0, 0), speaker_term=True))
-C("K text+date cols (1,0,.5,0)", lambda x, i, q: x.bm25(q.text, QX, w=(1, 0, 0.5, 0)))
-C("K all cols unrestricted (1,1,1,0)", lambda x, i, q: x.bm25(q.text, QX, w=(1, 1, 1, 0)))
-for b in (0.25, 0.5, 1.0):
-    C(f"K ext stop, named-speaker x{1+b}",
-      lambda x, i, q, b=b: x.bm25(q.text, QX) * (1 + b * x.named_mask(q.text)))
-
-# ---- keyword: neighbours
-for wc in (0.1, 0.2, 0.3, 0.5):
-    C(f"K context col w{wc} (win1)",
-      lambda x, i, q, wc=wc: x.bm25(q.text, QX, Layout(context=1), w=(1, 0, 0, wc)))
-C("K context col w0.2 (win2)",
-  lambda x, i, q: x.bm25(q.text, QX, Layout(context=2), w=(1, 0, 0, 0.2)))
-for beta in (0.2, 0.35, 0.5):
-    C(f"K smooth max-neigh b{beta}", lambda x, i, q, b=beta: smooth(x.conv, x.bm25(q.text, QX), b))
-C("K smooth mean-neigh b0.5", lambda x, i, q: smooth(x.conv, x.bm25(q.text, QX), 0.5, "mean"))
-C("K session boost max g0.3", lambda x, i, q: session_boost(x.conv, x.bm25(q.text, QX), 0.3))
-
-# ---- vector: what is embedded
-for kind in ("spk", "date", "prev", "win1", "turn+cap", "win1+cap"):
-    C(f"V vector {kind}", lambda x, i, q, kind=kind: x.cos(i, kind))
-C("V vector query without names", lambda x, i, q: x.cos(i, "turn", "qn"))
-C("V vector spk, query as is + named x", lambda x, i, q: x.cos(i, "spk") + 0.05 * x.named_mask(q.text))
-C("V vector turn + win1 mean", lambda x, i, q: x.cos(i, "turn") + x.cos(i, "win1"))
-C("V vector smooth max b0.5", lambda x, i, q: smooth(x.conv, x.cos(i, "turn"), 0.5))
+# --------------------------------------------------------------------------------------
+# main
 
 
-# ---- exploration
-QXN = QP(stop="ext", names="drop")
-for b, a in [(1, 0), (0, 1), (2, 0), (0, 2), (2, 1), (1, 2), (2, 2), (3, 3), (3, 1), (1, 3)]:
-    for wc in (0.1, 0.2, 0.3):
-        C(f"X ctx b{b}a{a} w{wc} ext",
-          lambda x, i, q, b=b, a=a, wc=wc: x.bm25(q.text, QX, Layout(before=b, after=a), w=(1, 0, 0, wc)))
-for b, a in [(2, 2), (3, 3)]:
-    for wc in (0.1, 0.2, 0.3):
-        C(f"X ctx b{b}a{a} w{wc} ext nonames",
-          lambda x, i, q, b=b, a=a, wc=wc: x.bm25(q.text, QXN, Layout(before=b, after=a), w=(1, 0, 0, wc)))
-for kind in ("turn", "spk", "prev", "win1", "w10", "w01", "w21", "w12", "w22", "t11", "t22"):
-    C(f"Y vec qn {kind}", lambda x, i, q, kind=kind: x.cos(i, kind, "qn"))
+def strip_names(text: str, speakers: list[str]) -> str:
+    """The question without the speakers' first names (and their possessive 's)."""
+    first = {s.split()[0].lower() for s in speakers}
+    toks = re.findall(r"[\w']+|[^\w\s]", text)
+    return " ".join(t for t in toks if t.lower().split("'")[0] not in first)
+
+
+def evaluate(ctxs: list[Ctx], p: P) -> dict:
+    per_cat: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for x in ctxs:
+        for qi, q in enumerate(x.conv.questions):
+            s = score(x, qi, q, p)
+            top = np.argsort(-s, kind="stable")[:10].tolist()
+            ev = set(q.evidence)
+            per_cat[q.category].append((len(ev & set(top[:5])) / len(ev), len(ev & set(top)) / len(ev)))
+    allr = [v for vs in per_cat.values() for v in vs]
+    row = {"r5": 100 * np.mean([a for a, _ in allr]), "r10": 100 * np.mean([b for _, b in allr])}
+    for c in CATEGORIES:
+        vs = per_cat.get(c, [])
+        row[c] = (100 * np.mean([a for a, _ in vs]), 100 * np.mean([b for _, b in vs])) if vs else None
+    return row
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("data", help="path to locomo-dev.json (or any LoCoMo-format file)")
-    ap.add_argument("--limit-conversations", type=int, default=None)
-    ap.add_argument("--only", action="append", default=[],
-                    help="run configs whose name contains this text (repeatable)")
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("data", help="path to locomo-dev.json (or another LoCoMo-format file)")
+    ap.add_argument("--limit-conversations", type=int, default=None, metavar="N",
+                    help="only the first N conversations (quick runs)")
+    ap.add_argument("--only", action="append", default=[], metavar="TEXT",
+                    help="only configurations whose section or name contains TEXT (repeatable)")
+    ap.add_argument("--cache-dir", type=Path, default=CACHE,
+                    help="where embeddings are cached (default bench/.cache)")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     args = ap.parse_args()
 
     t0 = time.time()
     convs, stats = load(args.data, args.limit_conversations)
     nq = sum(len(c.questions) for c in convs)
-    print(f"{len(convs)} conversations, {sum(len(c.units) for c in convs)} turns, "
-          f"{nq} questions with evidence; {stats}", file=sys.stderr)
-    embeds = Embeds()
+    print(f"{len(convs)} conversations, {sum(len(c.units) for c in convs)} turns, {nq} questions "
+          f"scored (of {stats['questions']}; {stats['no_evidence']} without usable evidence); "
+          f"evidence ids: {stats['ids_fixed']} malformed normalised, "
+          f"{stats['ids_dropped']} pointing at missing turns dropped", flush=True)
+    embeds = Embeds(args.cache_dir)
     ctxs = []
     for conv in convs:
         x = Ctx(conv, embeds)
         qtexts = [q.text for q in conv.questions]
-        first = {s.split()[0].lower() for s in conv.speakers}
-        noname = [" ".join(w for w in re.findall(r"[\w']+|[^\w\s]", t)
-                           if w.lower().split("'")[0] not in first) for t in qtexts]
-        x.set_queries({"q": embeds.docs(qtexts, "q"), "qn": embeds.docs(noname, "q")})
+        x.set_queries({"q": embeds.docs(qtexts, "q"),
+                       "qn": embeds.docs([strip_names(t, conv.speakers) for t in qtexts], "q")})
         ctxs.append(x)
-    print(f"loaded in {time.time() - t0:.1f}s", file=sys.stderr)
 
-    names = [n for n in CONFIGS if not args.only or any(o in n for o in args.only)]
-    rows = []
-    for name in names:
-        fn = CONFIGS[name]
-        per_cat: dict[int, list[tuple[float, float]]] = defaultdict(list)
-        t1 = time.time()
-        for x in ctxs:
-            for qi, q in enumerate(x.conv.questions):
-                s = fn(x, qi, q)
-                top = np.argsort(-s, kind="stable")[:10]
-                ev = set(q.evidence)
-                r5 = len(ev & set(top[:5].tolist())) / len(ev)
-                r10 = len(ev & set(top.tolist())) / len(ev)
-                per_cat[q.category].append((r5, r10))
-        allr = [v for vs in per_cat.values() for v in vs]
-        row = {"name": name, "r5": 100 * np.mean([a for a, _ in allr]),
-               "r10": 100 * np.mean([b for _, b in allr]), "secs": time.time() - t1}
-        for c in CATEGORIES:
-            vs = per_cat.get(c, [])
-            row[f"c{c}"] = (100 * np.mean([a for a, _ in vs]) if vs else float("nan"),
-                            100 * np.mean([b for _, b in vs]) if vs else float("nan"))
-        rows.append(row)
-        print(fmt_row(row, args.markdown), flush=True)
-    print(f"total {time.time() - t0:.0f}s", file=sys.stderr)
+    chosen = [(sec, name, p) for sec, name, p in CONFIGS
+              if not args.only or any(o in sec or o in name for o in args.only)]
+    cats = "  ".join(f"{CATEGORIES[c]:>11s}" for c in CATEGORIES)
+    if args.markdown:
+        print("| section | config | R@5 | R@10 | "
+              + " | ".join(f"{CATEGORIES[c]} @5/@10" for c in CATEGORIES) + " |")
+        print("|" + "---|" * (4 + len(CATEGORIES)))
+    else:
+        print(f"{'config':60s}  R@5  R@10  {cats}   (per category: @5/@10)")
+    section = None
+    for sec, name, p in chosen:
+        row = evaluate(ctxs, p)
+        if args.markdown:
+            per = " | ".join(f"{row[c][0]:.1f} / {row[c][1]:.1f}" if row[c] else "-"
+                             for c in CATEGORIES)
+            print(f"| {sec} | {name} | {row['r5']:.1f} | {row['r10']:.1f} | {per} |", flush=True)
+            continue
+        if sec != section:
+            print(f"-- {sec}")
+            section = sec
+        per = "  ".join(f"{row[c][0]:5.1f}/{row[c][1]:5.1f}" if row[c] else f"{'-':>11s}"
+                        for c in CATEGORIES)
+        print(f"  {name[:58]:58s} {row['r5']:5.1f} {row['r10']:5.1f}  {per}", flush=True)
+    print(f"({time.time() - t0:.0f}s)")
     return 0
-
-
-def fmt_row(row, md: bool) -> str:
-    cats = "  ".join(f"{row[f'c{c}'][0]:5.1f}/{row[f'c{c}'][1]:5.1f}" for c in CATEGORIES)
-    if md:
-        cats = " | ".join(f"{row[f'c{c}'][0]:.1f} / {row[f'c{c}'][1]:.1f}" for c in CATEGORIES)
-        return f"| {row['name']} | {row['r5']:.1f} | {row['r10']:.1f} | {cats} |"
-    return f"{row['name'][:52]:52s} {row['r5']:5.1f} {row['r10']:5.1f}   {cats}"
 
 
 if __name__ == "__main__":

@@ -131,3 +131,21 @@ def test_foreign_keys_cascade_on_delete(fake_lore):
         assert q(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
     assert q("SELECT count(*) FROM lesson_vectors").fetchone()[0] == 1
     assert q("SELECT count(*) FROM lesson_vec_i8").fetchone()[0] == 1
+
+
+def test_database_of_the_previous_schema_is_upgraded_in_place(settings, monkeypatch):
+    """A database made before conversation memory (schema 1) gains it, keeping its lessons."""
+    from conftest import FakeEmbedder
+
+    monkeypatch.setattr("lore.store.migrations.MIGRATIONS", MIGRATIONS[:1])
+    monkeypatch.setattr("lore.store.migrations.SCHEMA_VERSION", 1)
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:
+        kept = lore.add_lesson("Written by schema 1", "body", tags=["old"])
+        assert "sessions" not in {r[0] for r in lore.conn.execute(
+            "SELECT name FROM sqlite_schema WHERE type = 'table'")}
+    monkeypatch.undo()
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:
+        versions = [r[0] for r in lore.conn.execute("SELECT version FROM schema_migrations")]
+        assert versions == list(range(1, SCHEMA_VERSION + 1))
+        assert lore.get_lesson(kept.id).tags == ("old",)
+        assert lore.conversations.store.stats()["sessions"] == 0
