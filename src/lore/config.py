@@ -84,14 +84,16 @@ class SearchConfig(_Strict):
 
 
 class ConversationsConfig(_Strict):
-    """Conversation search (defaults chosen on the LoCoMo development half, docs/benchmarks.md)."""
+    """Conversation search; defaults chosen on the LoCoMo development half (docs/benchmarks.md)."""
 
     candidates: int = Field(default=100, ge=1, le=10000)
-    vector_weight: float = Field(default=0.3, ge=0)
-    fts_weight: float = Field(default=0.7, ge=0)
-    rrf_k: int = Field(default=60, ge=1)
-    text_weight: float = Field(default=1.0, ge=0)
-    speaker_weight: float = Field(default=0.5, ge=0)
+    keyword_weight: float = Field(default=1.0, ge=0)  # × BM25 / best BM25 of the query
+    vector_weight: float = Field(default=2.0, ge=0)  # × cosine similarity (all-MiniLM-L6-v2 range)
+    text_weight: float = Field(default=1.0, ge=0)  # BM25 column weights
+    date_weight: float = Field(default=1.0, ge=0)
+    context_weight: float = Field(default=0.3, ge=0)
+    context_turns: int = Field(default=2, ge=0, le=10)  # neighbouring turns on each side
+    named_speaker_bonus: float = Field(default=0.1, ge=0)
     keyword_max_postings: int = Field(default=5000, ge=100)
     decay: bool = True
     decay_weight: float = Field(default=0.3, ge=0, le=1)

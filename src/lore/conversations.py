@@ -10,8 +10,10 @@ turn.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
+import re
 import socket
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +28,7 @@ from lore.errors import InvalidInput
 from lore.ids import now, parse_time
 from lore.search.snippet import snippet
 from lore.search.vectors import MemoryIndex
-from lore.store import atomic, fts_terms
+from lore.store import atomic
 from lore.store.conversations import ConversationStore, FileState, tool_calls_json
 
 if TYPE_CHECKING:
@@ -180,8 +182,9 @@ class Conversations:
         if not todo:
             return 0
         self.lore.check_model()
-        vectors = self.lore._embed([t for _, t, _ in todo], progress)
-        self.store.put_vectors([(cid, h, v) for (cid, _, h), v in zip(todo, vectors, strict=True)])
+        texts = [embed_text(t, json.loads(b), json.loads(a)) for _, t, b, a, _ in todo]
+        vectors = self.lore._embed(texts, progress)
+        self.store.put_vectors([(row[0], row[4], v) for row, v in zip(todo, vectors, strict=True)])
         self.lore._record_model()
         return len(todo)
 
@@ -208,39 +211,53 @@ class Conversations:
 
     def _chunk(self, session_id: str, project: str | None,
                rows: Sequence[tuple[int, str, str, str | None]], max_chars: int) -> int:
-        made = 0
+        made = []
         for group in _groups(rows, max_chars):
-            text = "\n".join(f"{speaker}: {body}" for _, speaker, body, _ in group)
-            speakers = " ".join(dict.fromkeys(s for _, s, _, _ in group))
+            text = "\n".join(body for _, _, body, _ in group)
+            speakers = " ".join(dict.fromkeys(s for _, s, _, _ in group if s))
             stamps = [ts for *_, ts in group if ts]
-            self.store.insert_chunk(session_id, project, [r[0] for r in group],
-                                    min(stamps) if stamps else None,
-                                    max(stamps) if stamps else None, speakers, text,
-                                    hashlib.sha256(text.encode()).hexdigest())
-            made += 1
-        return made
+            made.append(self.store.insert_chunk(
+                session_id, project, [r[0] for r in group], min(stamps) if stamps else None,
+                max(stamps) if stamps else None, speakers, text))
+        if made:
+            self._contextualise(session_id, min(made))
+        return len(made)
+
+    def _contextualise(self, session_id: str, first_new: int) -> None:
+        """Give new chunks, and the chunks just before them, their neighbouring turns."""
+        n = self.lore.config.conversations.context_turns
+        for chunk in self.store.chunks_to_contextualise(session_id, first_new, n):
+            before, after = self.store.turns_around(session_id, chunk["first_seq"],
+                                                    chunk["last_seq"], n)
+            embedded = embed_text(chunk["text"], before, after)
+            self.store.set_context(chunk["id"], before, after, date_words(chunk["started_at"]),
+                                   hashlib.sha256(embedded.encode()).hexdigest())
 
     # ---- search -----------------------------------------------------------------------
     def search(self, query: str, *, project: str | None = None, limit: int = 5,
                min_score: float = 0.0, decay: bool | None = None, mode: str = "hybrid",
                now_: datetime | None = None) -> list[ConversationHit]:
-        """Hybrid search over chunks: BM25 and vectors fused, plus memory decay (seed 003)."""
+        """Chunks ranked by normalised BM25 + weighted cosine, a bonus for the speaker the
+        query names, and memory decay (seed 003). docs/conversations.md has the formula."""
         cfg = self.lore.config.conversations
         if limit < 1:
             raise InvalidInput(f"limit must be at least 1 (got {limit})")
         where, params = ("c.project = ?", [project]) if project else ("1", [])
         depth = max(cfg.candidates, limit)
+        speakers = self.store.scope_speakers(project)
+        terms, named = query_terms(query, speakers)
         keyword: list[tuple[int, float]] = []
         if mode in ("hybrid", "keyword"):
-            keyword = self.store.keyword_search(
-                fts_terms(query), (cfg.text_weight, cfg.speaker_weight), depth, where, params,
-                cfg.keyword_max_postings)
+            weights = (cfg.text_weight, 0.0, cfg.date_weight, cfg.context_weight)
+            keyword = self.store.keyword_search(terms, weights, depth, where, params,
+                                                cfg.keyword_max_postings)
         vector: list[tuple[int, float]] = []
         if mode in ("hybrid", "vector") and self.lore.store.meta("embedding_model") and query.strip():
             self.lore.check_model()
-            qvec = np.asarray(self.lore.embedder.embed_query(query), dtype=np.float32)
+            qvec = np.asarray(self.lore.embedder.embed_query(strip_names(query, speakers)),
+                              dtype=np.float32)
             vector = self._vector_search(qvec, depth, where, params)
-        return self._fuse(query, keyword, vector, limit, min_score,
+        return self._fuse(query, keyword, vector, named, limit, min_score,
                           cfg.decay if decay is None else decay, mode, now_ or datetime.now(UTC))
 
     def _vector_search(self, qvec: np.ndarray, depth: int, where: str,
@@ -252,15 +269,17 @@ class Conversations:
         return self.vectors.search(qvec, depth, allowed)
 
     def _fuse(self, query: str, keyword: list[tuple[int, float]], vector: list[tuple[int, float]],
-              limit: int, min_score: float, decay: bool, mode: str,
+              named: str | None, limit: int, min_score: float, decay: bool, mode: str,
               at: datetime) -> list[ConversationHit]:
         cfg = self.lore.config.conversations
-        wv = cfg.vector_weight if mode != "keyword" else 0.0
-        wk = cfg.fts_weight if mode != "vector" else 0.0
-        wv, wk = (wv or (1.0 if mode == "vector" else 0.0)), (wk or (1.0 if mode == "keyword" else 0.0))
-        best = (wv + wk) / (cfg.rrf_k + 1) or 1.0
-        vrank = {cid: (i + 1, sim) for i, (cid, sim) in enumerate(vector)}
-        krank = {cid: (i + 1, s) for i, (cid, s) in enumerate(keyword)}
+        # FTS5's bm25 is negative, better is lower: divide by the best to get 0..1.
+        best_bm25 = min((s for _, s in keyword), default=-1.0) or -1.0
+        kscore = {cid: s / best_bm25 for cid, s in keyword}
+        krank = {cid: i + 1 for i, (cid, _) in enumerate(keyword)}
+        vscore = dict(vector)
+        vrank = {cid: i + 1 for i, (cid, _) in enumerate(vector)}
+        kw = cfg.keyword_weight if mode != "vector" else 0.0
+        vw = cfg.vector_weight if mode != "keyword" else 0.0
         ids = list(dict.fromkeys([c for c, _ in keyword] + [c for c, _ in vector]))
         rows = self.store.chunk_rows(ids)
         scored = []
@@ -268,19 +287,21 @@ class Conversations:
             row = rows.get(cid)
             if row is None:
                 continue
-            vr, sim = vrank.get(cid, (None, None))
-            kr, bm = krank.get(cid, (None, None))
-            rrf = (wv / (cfg.rrf_k + vr) if vr else 0.0) + (wk / (cfg.rrf_k + kr) if kr else 0.0)
-            relevance = rrf / best
+            relevance = kw * kscore.get(cid, 0.0) + vw * vscore.get(cid, 0.0)
+            speaker_bonus = (cfg.named_speaker_bonus
+                             if named and mode == "hybrid" and named in row["speakers"].split()
+                             else 0.0)
             bonus = 0.0
             if decay and row["ended_at"]:
                 age = max((at - parse_time(row["ended_at"])).total_seconds() / 86400, 0.0)
                 bonus = cfg.decay_weight * math.exp(-age / cfg.decay_scale_days)
-            total = relevance + bonus
+            total = relevance + speaker_bonus + bonus
             if total < min_score:
                 continue
-            parts = {"vector_rank": vr, "similarity": sim, "keyword_rank": kr, "bm25": bm,
-                     "relevance": round(relevance, 6), "decay_bonus": round(bonus, 6)}
+            parts = {"keyword_rank": krank.get(cid), "bm25_normalised": kscore.get(cid),
+                     "vector_rank": vrank.get(cid), "similarity": vscore.get(cid),
+                     "relevance": round(relevance, 6), "speaker_bonus": speaker_bonus,
+                     "decay_bonus": round(bonus, 6)}
             scored.append((total, cid, parts))
         scored.sort(key=lambda t: (-t[0], t[1]))
         return [
@@ -379,6 +400,65 @@ class _Batch:
         self.rows.clear()
         self.pending = 0
         self.messages = 0
+
+
+# English function words, question framing and contractions: in a conversation they match
+# nearly every turn (the LoCoMo ablation: +1.8 recall@5 over the lesson search's shorter list).
+STOP = frozenset("""
+a an and are as at be by do does for from how i in is it of on or that the this to was what when
+where which why with you your we our can should about above after again against all am any because
+been before being below between both but could did doing down during each few further had has
+have having he her here hers herself him himself his its itself just me more most my myself no nor
+not now off once only other ours ourselves out over own same she so some such than their theirs
+them themselves then there these they those through too under until up very were while who whom
+whose will would yours yourself yourselves s t don isn wasn didn doesn ve ll re d m o y also into
+ever
+""".split())
+_WORDS = re.compile(r"\w+", re.UNICODE)
+_TOKENS = re.compile(r"[\w']+|[^\w\s]", re.UNICODE)
+
+
+def first_names(speakers: Sequence[str]) -> dict[str, str]:
+    return {s.split()[0].lower(): s for s in speakers if s.strip()}
+
+
+def query_terms(query: str, speakers: Sequence[str]) -> tuple[list[str], str | None]:
+    """Quoted FTS5 terms without stop words or speaker names, and the one speaker the query
+    names (None when it names none or several)."""
+    names = first_names(speakers)
+    words = [w.lower() for w in _WORDS.findall(query)]
+    named = {names[w] for w in words if w in names}
+    kept = [w for w in words if w not in STOP and w not in names]
+    if not kept:
+        kept = [w for w in words if w not in names] or words
+    terms = ['"' + w.replace('"', '""') + '"' for w in dict.fromkeys(kept)]
+    return terms, (named.pop() if len(named) == 1 else None)
+
+
+def strip_names(query: str, speakers: Sequence[str]) -> str:
+    """The query without the speakers' first names (or their possessives): a name in a
+    question pulls the embedding towards the turns where the *other* speaker says it."""
+    names = first_names(speakers)
+    if not names:
+        return query
+    return " ".join(t for t in _TOKENS.findall(query) if t.lower().split("'")[0] not in names)
+
+
+def embed_text(text: str, before: Sequence[str], after: Sequence[str]) -> str:
+    """The turn(s) first, so truncation never cuts them, then the nearest turn on each side."""
+    parts = [text, before[-1] if before else "", after[0] if after else ""]
+    return " ".join(p for p in parts if p)
+
+
+def date_words(stamp: str | None) -> str:
+    """'2023-05-08T13:56:00Z' -> '8 May, 2023': questions say dates the way people do."""
+    if not stamp:
+        return ""
+    try:
+        d = parse_time(stamp)
+    except ValueError:
+        return ""
+    return f"{d.day} {d.strftime('%B')}, {d.year}"
 
 
 def _groups(rows: Iterable[tuple[int, str, str, str | None]],

@@ -65,8 +65,11 @@ class ConversationStore:
         self.conn.execute(
             "UPDATE sessions SET started_at = (SELECT min(timestamp) FROM messages WHERE session_id = ?), "
             "ended_at = (SELECT max(timestamp) FROM messages WHERE session_id = ?), "
-            "message_count = (SELECT count(*) FROM messages WHERE session_id = ?) WHERE id = ?",
-            (session_id, session_id, session_id, session_id),
+            "message_count = (SELECT count(*) FROM messages WHERE session_id = ?), "
+            "speakers = coalesce((SELECT group_concat(sp, ' ') FROM (SELECT DISTINCT speaker AS sp "
+            "FROM messages WHERE session_id = ? AND speaker IS NOT NULL AND chunk_id IS NOT NULL)), '') "
+            "WHERE id = ?",
+            (session_id, session_id, session_id, session_id, session_id),
         )
 
     def insert_message(self, row: dict[str, Any]) -> int | None:
@@ -90,26 +93,67 @@ class ConversationStore:
 
     # ---- chunks -----------------------------------------------------------------------
     def insert_chunk(self, session_id: str, project: str | None, seqs: Sequence[int],
-                     started: str | None, ended: str | None, speakers: str, text: str,
-                     content_hash: str) -> int:
+                     started: str | None, ended: str | None, speakers: str, text: str) -> int:
+        """A new chunk; its context, date words and embedding hash follow in set_context()."""
         cur = self.conn.execute(
             "INSERT INTO chunks (session_id, project, first_seq, last_seq, started_at, ended_at, "
-            "speakers, text, content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (session_id, project, min(seqs), max(seqs), started, ended, speakers, text,
-             content_hash),
+            "speakers, text, content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, '')",
+            (session_id, project, min(seqs), max(seqs), started, ended, speakers, text),
         )
         chunk_id = int(cur.lastrowid)
         self.conn.executemany("UPDATE messages SET chunk_id = ? WHERE seq = ?",
                               [(chunk_id, s) for s in seqs])
-        self.conn.execute("INSERT INTO chunks_fts (rowid, text, speakers) VALUES (?, ?, ?)",
-                          (chunk_id, text, speakers))
         return chunk_id
 
-    def chunks_needing_vectors(self) -> list[tuple[int, str, str]]:
+    def set_context(self, chunk_id: int, before: Sequence[str], after: Sequence[str],
+                    date_words: str, embed_hash: str) -> None:
+        row = self.conn.execute("SELECT text, speakers FROM chunks WHERE id = ?",
+                                (chunk_id,)).fetchone()
+        self.conn.execute(
+            "UPDATE chunks SET ctx_before = ?, ctx_after = ?, content_hash = ? WHERE id = ?",
+            (json.dumps(list(before)), json.dumps(list(after)), embed_hash, chunk_id))
+        self.conn.execute("DELETE FROM chunks_fts WHERE rowid = ?", (chunk_id,))
+        self.conn.execute(
+            "INSERT INTO chunks_fts (rowid, text, speakers, date, context) VALUES (?, ?, ?, ?, ?)",
+            (chunk_id, row[0], row[1], date_words, "\n".join([*before, *after])))
+
+    def chunks_to_contextualise(self, session_id: str, first_new: int, previous: int) -> list[
+            dict[str, Any]]:
+        """The new chunks of a session (id >= first_new) and the ``previous`` chunks before them,
+        whose following context the new turns change."""
+        rows = self.conn.execute(
+            "SELECT * FROM (SELECT id, first_seq, last_seq, text, started_at FROM chunks "
+            "WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?) "
+            "UNION ALL SELECT id, first_seq, last_seq, text, started_at FROM chunks "
+            "WHERE session_id = ? AND id >= ? ORDER BY id",
+            (session_id, first_new, previous, session_id, first_new)).fetchall()
+        return [dict(r) for r in rows]
+
+    def turns_around(self, session_id: str, first_seq: int, last_seq: int,
+                     n: int) -> tuple[list[str], list[str]]:
+        """Texts of up to ``n`` chunked turns before and after a range, nearest last/first."""
+        before = [r[0] for r in self.conn.execute(
+            "SELECT text FROM messages WHERE session_id = ? AND seq < ? AND chunk_id IS NOT NULL "
+            "ORDER BY seq DESC LIMIT ?", (session_id, first_seq, n))][::-1]
+        after = [r[0] for r in self.conn.execute(
+            "SELECT text FROM messages WHERE session_id = ? AND seq > ? AND chunk_id IS NOT NULL "
+            "ORDER BY seq LIMIT ?", (session_id, last_seq, n))]
+        return before, after
+
+    def scope_speakers(self, project: str | None) -> list[str]:
+        sql = "SELECT DISTINCT speakers FROM sessions" + (" WHERE project = ?" if project else "")
+        names: dict[str, None] = {}
+        for (value,) in self.conn.execute(sql, (project,) if project else ()):
+            for name in (value or "").split():
+                names[name] = None
+        return list(names)
+
+    def chunks_needing_vectors(self) -> list[tuple[int, str, str, str, str]]:
+        """(id, text, before, after, content_hash) of chunks whose vector is missing or stale."""
         return [
-            (r[0], r[1], r[2])
+            (r[0], r[1], r[2], r[3], r[4])
             for r in self.conn.execute(
-                "SELECT c.id, c.text, c.content_hash FROM chunks c "
+                "SELECT c.id, c.text, c.ctx_before, c.ctx_after, c.content_hash FROM chunks c "
                 "LEFT JOIN chunk_vectors v ON v.chunk_id = c.id "
                 "WHERE v.chunk_id IS NULL OR v.content_hash <> c.content_hash ORDER BY c.id"
             )
@@ -155,23 +199,25 @@ class ConversationStore:
         return [r[0] for r in self.conn.execute(f"SELECT c.id FROM chunks c WHERE {where}", params)]
 
     # ---- search -----------------------------------------------------------------------
-    def keyword_search(self, terms: Sequence[str], weights: tuple[float, float], limit: int,
-                       where: str, params: Sequence[Any], max_postings: int) -> list[tuple[int, float]]:
-        """(chunk id, bm25) best first, with the frequent-term bound of the lesson search."""
+    def keyword_search(self, terms: Sequence[str], weights: tuple[float, float, float, float],
+                       limit: int, where: str, params: Sequence[Any],
+                       max_postings: int) -> list[tuple[int, float]]:
+        """(chunk id, bm25) best first. Terms match the text, date and context columns (not the
+        speakers: with two speakers a name is in half the rows and carries no weight)."""
         if not terms:
             return []
         if len(terms) > 1:
             counts = [int(self.conn.execute(
-                "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (t,)).fetchone()[0])
-                for t in terms]
+                "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                ("{text date context} : " + t,)).fetchone()[0]) for t in terms]
             terms = prune_terms(terms, counts, max_postings)
-        match = " OR ".join(terms)
+        match = " OR ".join("{text date context} : " + t for t in terms)
         if where == "1":
-            sql = ("SELECT rowid, bm25(chunks_fts, ?, ?) AS s FROM chunks_fts "
+            sql = ("SELECT rowid, bm25(chunks_fts, ?, ?, ?, ?) AS s FROM chunks_fts "
                    "WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?")
             return [(r[0], r[1]) for r in self.conn.execute(sql, [*weights, match, limit])]
         sql = (
-            "SELECT f.rowid, bm25(chunks_fts, ?, ?) AS s FROM chunks_fts f "
+            "SELECT f.rowid, bm25(chunks_fts, ?, ?, ?, ?) AS s FROM chunks_fts f "
             "JOIN chunks c ON c.id = f.rowid "
             f"WHERE chunks_fts MATCH ? AND {where} ORDER BY s LIMIT ?"
         )

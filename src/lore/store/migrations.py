@@ -271,6 +271,7 @@ def m002_conversations(conn: Any) -> None:
             ended_at TEXT,
             source_file TEXT,
             title TEXT,                       -- the first prompt, shortened
+            speakers TEXT NOT NULL DEFAULT '',  -- distinct speakers, space separated
             message_count INTEGER NOT NULL DEFAULT 0
         );
         CREATE INDEX idx_sessions_project ON sessions(project);
@@ -304,14 +305,18 @@ def m002_conversations(conn: Any) -> None:
             started_at TEXT,
             ended_at TEXT,
             speakers TEXT NOT NULL DEFAULT '',
-            text TEXT NOT NULL,
-            content_hash TEXT NOT NULL
+            text TEXT NOT NULL,               -- the turns' text, one turn per line
+            ctx_before TEXT NOT NULL DEFAULT '[]',  -- JSON: up to 2 turns before, same session
+            ctx_after TEXT NOT NULL DEFAULT '[]',   -- JSON: up to 2 turns after
+            content_hash TEXT NOT NULL        -- of the embedded text: text + nearest neighbours
         );
         CREATE INDEX idx_chunks_session ON chunks(session_id, first_seq);
         CREATE INDEX idx_chunks_project ON chunks(project);
 
+        -- Neighbouring turns and the session date in words are searchable too: an answer is
+        -- often a short turn whose meaning sits around it (docs/benchmarks.md, LoCoMo).
         CREATE VIRTUAL TABLE chunks_fts USING fts5(
-            text, speakers, content='', contentless_delete=1,
+            text, speakers, date, context, content='', contentless_delete=1,
             tokenize='porter unicode61 remove_diacritics 2'
         );
 
