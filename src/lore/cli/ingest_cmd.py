@@ -32,14 +32,13 @@ def ingest(lore: Any, paths: tuple[Path, ...], watch: bool, no_embed: bool, json
     from lore.conversations import default_roots
 
     roots = list(paths) or default_roots()
+    if not any(r.exists() for r in roots):
+        raise click.ClickException(f"no such file or folder: {', '.join(map(str, roots))}")
     report = _run(lore, roots, no_embed)
     if json_:
         emit_json(report.to_dict())
     else:
         _summary(report)
-    missing = [p for p, reason in report.skipped if reason == "no such file or folder"]
-    if len(missing) == len(roots) and not report.files and not report.unchanged:
-        raise click.ClickException(f"no such file or folder: {', '.join(missing)}")
     if watch:
         _watch(lore, [r for r in roots if r.exists()], no_embed)
 
