@@ -15,9 +15,9 @@ LAYERS = [
     (2, ("lore.search", "lore.graph")),
     (3, ("lore.transfer", "lore.conversations")),
     (4, ("lore.api",)),
-    (5, ("lore.demo", "lore.doctor", "lore.eval")),
+    (5, ("lore.demo", "lore.doctor", "lore.eval", "lore.worker")),
     (6, ("lore.mcp",)),
-    (7, ("lore.cli", "lore.__main__")),
+    (7, ("lore.cli", "lore.__main__", "lore.entry")),
 ]
 INTERFACE_ONLY = {"click": ("lore.cli",), "mcp": ("lore.mcp",), "fastapi": ("lore.web",)}
 

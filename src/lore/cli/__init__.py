@@ -14,10 +14,12 @@ from lore.cli.common import LoreGroup
 from lore.cli.config_cmd import config_group
 from lore.cli.demo_cmd import demo
 from lore.cli.eval_cmd import eval_group
+from lore.cli.hook_cmd import hook
 from lore.cli.ingest_cmd import ingest
 from lore.cli.learn import learn
 from lore.cli.mcp_cmd import mcp
 from lore.cli.recall import recall
+from lore.cli.worker_cmd import worker
 
 
 @click.group(cls=LoreGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -46,6 +48,8 @@ cli.add_command(demo)
 cli.add_command(mcp)
 cli.add_command(ingest)
 cli.add_command(eval_group)
+cli.add_command(hook)
+cli.add_command(worker)
 
 
 def main() -> None:

@@ -1,0 +1,86 @@
+"""Hook and queue benchmarks (whole processes, interpreter start included).
+
+    python bench/hook_bench.py [--runs 50] [--events 5000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from lore.capture.queue import Queue  # noqa: E402
+from search_bench import pct  # noqa: E402
+
+LORE = str(Path(sys.executable).parent / "lore")
+TRANSCRIPT = (Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "transcripts"
+              / "d-kimuson-claude-code-viewer")
+
+
+def hook_times(event: str, payload: dict, runs: int, home: str) -> list[float]:
+    env = dict(os.environ, LORE_HOME=home)
+    data = json.dumps(payload)
+    out = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run([LORE, "hook", event], input=data, text=True, env=env, check=True,
+                       capture_output=True)
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def queue_rate(events: int, writers: int, root: Path) -> float:
+    per = events // writers
+    code = ("import sys\nfrom pathlib import Path\nfrom lore.capture.queue import Queue\n"
+            "import time\nq = Queue(Path(sys.argv[1]))\nt = float(sys.argv[3])\n"
+            "while time.time() < t: pass\n"
+            f"for i in range({per}):\n    q.append('Stop', {{'w': sys.argv[2], 'i': i}})\n")
+    start_at = time.time() + 1.0  # all writers begin together, after their imports
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(root), str(w), str(start_at)])
+             for w in range(writers)]
+    for p in procs:
+        p.wait()
+    took = time.time() - start_at
+    seen = [(e.payload["w"], e.payload["i"]) for e in Queue(root).take()]
+    assert len(seen) == per * writers == len(set(seen)), "lost or duplicated events"
+    return per * writers / took
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--events", type=int, default=20000)
+    args = ap.parse_args()
+    transcript = next(TRANSCRIPT.rglob("*.jsonl"))
+    with tempfile.TemporaryDirectory() as home:
+        base = {"session_id": "s1", "transcript_path": str(transcript), "cwd": "/tmp"}
+        for event, extra in (("stop", {"stop_hook_active": False, "last_assistant_message": "ok"}),
+                             ("post-tool-use", {"tool_name": "Edit", "tool_input": {
+                                 "file_path": "/tmp/a.py", "old_string": "a", "new_string": "b"}}),
+                             ("user-prompt-submit", {"prompt": "add a test"}),
+                             ("session-end", {"reason": "exit"})):
+            ms = hook_times(event, {**base, **extra}, args.runs, home)
+            print(f"- `lore hook {event}`: median {statistics.median(ms):.1f} ms, "
+                  f"p90 {pct(ms, 0.9):.1f} ms ({args.runs} runs)")
+        bare = []
+        for _ in range(args.runs):
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "pass"], check=True)
+            bare.append((time.perf_counter() - t0) * 1000)
+        print(f"- baseline in the same run, `python -c pass` (the same interpreter): "
+              f"median {statistics.median(bare):.1f} ms, p90 {pct(bare, 0.9):.1f} ms")
+    with tempfile.TemporaryDirectory() as root:
+        rate = queue_rate(args.events, 4, Path(root))
+        print(f"- queue: {args.events:,} events appended by 4 concurrent processes: {rate:,.0f} "
+              "events/s; none lost or duplicated")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""`lore hook <event>`: read the hook's stdin JSON, append one event to the queue, return.
+
+Standard library only, no database, no model: this runs on Claude Code's critical path.
+Hooks fail open: any error is written to ``$LORE_HOME/logs/hooks.log`` and the hook
+exits 0 without output, so the agent is never blocked or shown an error.
+``LORE_DISABLED=1`` turns every hook into a no-op.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lore.capture.queue import Queue
+
+if TYPE_CHECKING:
+    from typing import Any
+
+EVENTS = {
+    "session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit",
+    "post-tool-use": "PostToolUse", "stop": "Stop", "subagent-stop": "SubagentStop",
+    "pre-compact": "PreCompact", "session-end": "SessionEnd",
+}
+TAIL_BYTES = 256 * 1024  # the end of the transcript is enough to find the last exchange
+MAX_FIELD = 20_000  # payload strings are cut here: the queue holds signals, not files
+
+# Seed 002 / 004 patterns: a reply that rejects what was proposed and says what to do instead.
+CORRECTION_PATTERNS = (
+    r"^\s*no\b[,.!]?\s", r"^\s*nope\b", r"\bdon'?t\s+(use|do|add|put|make|write|call|create)\b",
+    r"\binstead\s+of\b", r"\buse\s+[\w.\-/]+(\s+[\w.\-/]+)?\s+instead\b", r"\bnot\s+that\b",
+    r"\bnever\s+(use|do|add|put|commit|push|write)\b", r"\bi\s+(prefer|want|said)\b",
+    r"\bplease\s+(always|never|don'?t)\b", r"\bstop\s+(using|doing|adding)\b",
+    r"\bwrong\b", r"\bthat'?s\s+not\s+(what|right|correct)\b", r"^\s*actually\b",
+    r"\brather\s+than\b", r"\btoo\s+(verbose|complex|long|much)\b",
+)
+# "No bugs found", "no problem": a "no" that answers a question rather than rejecting a proposal.
+NOT_CORRECTION_PATTERN = (
+    r"^\s*no\s+(bugs?|errors?|issues?|problems?|worries|thanks|rush|need|changes?)\b|"
+    r"^\s*no,?\s+(that'?s|it'?s)\s+(fine|good|ok|great|perfect)\b|"
+    r"^\s*(perfect|great|thanks|thank you|looks good|lgtm)\b"
+)
+
+
+def home() -> Path:
+    return Path(os.environ.get("LORE_HOME") or Path.home() / ".lore").expanduser()
+
+
+def looks_like_correction(text: str) -> bool:
+    """The quick check on the Stop path; the worker and extraction look closer later."""
+    import re  # only the Stop hooks pay for it
+
+    t = text.strip()
+    if not t or re.search(NOT_CORRECTION_PATTERN, t, re.IGNORECASE):
+        return False
+    return any(re.search(p, t, re.IGNORECASE) for p in CORRECTION_PATTERNS)
+
+
+def run(event_name: str, stdin: str, queue_root: Path | None = None) -> str | None:
+    """Handle one hook call; return what to print on stdout (None: nothing)."""
+    kind = EVENTS.get(event_name, event_name)
+    payload = json.loads(stdin) if stdin.strip() else {}
+    if not isinstance(payload, dict):
+        raise ValueError("hook input is not a JSON object")
+    payload = _clip(payload)
+    if kind in ("Stop", "SubagentStop"):
+        payload["lore_signals"] = stop_signals(payload)
+    Queue(queue_root or home() / "queue").append(kind, payload)
+    return None
+
+
+def stop_signals(payload: dict[str, Any]) -> dict[str, Any]:
+    """The user's last prompt and what the assistant proposed before it, read from the end
+    of the transcript (never the whole file), and whether the prompt looks like a correction."""
+    path = payload.get("transcript_path")
+    if not isinstance(path, str) or not os.path.isfile(path):
+        return {"correction": False}
+    prompt, proposal = last_exchange(Path(path))
+    return {"correction": bool(prompt) and bool(proposal) and looks_like_correction(prompt or ""),
+            "user_message": prompt, "assistant_proposal": proposal}
+
+
+def last_exchange(path: Path) -> tuple[str | None, str | None]:
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        fh.seek(max(0, size - TAIL_BYTES))
+        lines = fh.read().splitlines()
+    prompt: str | None = None
+    for raw in reversed(lines):
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(rec, dict) or rec.get("isMeta"):
+            continue
+        text = _text(rec.get("message", {}).get("content") if isinstance(rec.get("message"), dict)
+                     else None)
+        if not text:
+            continue
+        if prompt is None and rec.get("type") == "user":
+            prompt = text
+        elif prompt is not None and rec.get("type") == "assistant":
+            return prompt, text[:MAX_FIELD]
+    return prompt, None
+
+
+def _text(content: Any) -> str | None:
+    if isinstance(content, str):
+        return None if content.lstrip().startswith("<") else content
+    if isinstance(content, list):
+        parts = [b.get("text", "") for b in content
+                 if isinstance(b, dict) and b.get("type") == "text"]
+        joined = "\n".join(p for p in parts if p)
+        return joined or None
+    return None
+
+
+def _clip(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= MAX_FIELD else value[:MAX_FIELD] + "…"
+    if isinstance(value, dict):
+        return {k: _clip(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clip(v) for v in value[:200]]
+    return value
+
+
+def main(event_name: str) -> int:
+    """Entry point for `lore hook`: never raises, always exits 0."""
+    if os.environ.get("LORE_DISABLED") == "1":
+        return 0
+    try:
+        out = run(event_name, sys.stdin.read())
+        if out:
+            sys.stdout.write(out)
+    except Exception:  # noqa: BLE001 - fail open: log, never block the agent
+        _log(event_name)
+    return 0
+
+
+def _log(event_name: str) -> None:
+    import traceback
+
+    try:
+        logs = home() / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        with open(logs / "hooks.log", "a", encoding="utf-8") as fh:
+            fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} hook {event_name} failed\n")
+            fh.write(traceback.format_exc() + "\n")
+    except Exception:  # noqa: BLE001 - even logging may fail (unwritable home): stay silent
+        pass

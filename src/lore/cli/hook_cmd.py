@@ -1,0 +1,25 @@
+"""`lore hook EVENT`: listed in `lore --help`; the executable runs hooks without click
+(lore.entry), so this command is only reached through `python -m lore.cli` or tests."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+@click.command("hook", context_settings={"ignore_unknown_options": True})
+@click.argument("event")
+def hook(event: str) -> None:
+    """Queue a Claude Code hook event (run by Claude Code, reads JSON on stdin; never fails).
+
+    Events: session-start, user-prompt-submit, post-tool-use, stop, subagent-stop,
+    pre-compact, session-end.
+
+    \b
+    Example:
+      echo '{"session_id": "s1", "transcript_path": "..."}' | lore hook session-end
+    """
+    from lore.capture.hooks import main
+
+    sys.exit(main(event))

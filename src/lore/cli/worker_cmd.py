@@ -1,0 +1,90 @@
+"""`lore worker`: the background process that turns queued hook events into memory."""
+
+from __future__ import annotations
+
+import click
+
+from lore.cli.common import LoreGroup, emit_json, json_option, notice, settings, table
+
+
+@click.group("worker", cls=LoreGroup)
+def worker() -> None:
+    """Start, stop and inspect the background worker (the single database writer).
+
+    \b
+    Example:
+      lore worker status
+    """
+
+
+@worker.command("run")
+@click.option("--once", is_flag=True, help="Process what is queued, then exit.")
+@click.pass_context
+def worker_run(ctx: click.Context, once: bool) -> None:
+    """Run the worker in the foreground (SIGTERM finishes the event in hand, then exits).
+
+    \b
+    Example:
+      lore worker run --once
+    """
+    from lore.worker import Worker
+
+    n = Worker(settings(ctx)).run(once=once)
+    notice(f"processed {n} events")
+
+
+@worker.command("start")
+@click.pass_context
+def worker_start(ctx: click.Context) -> None:
+    """Start the worker in the background unless one is running.
+
+    \b
+    Example:
+      lore worker start
+    """
+    from lore.worker import start_background
+
+    pid = start_background(settings(ctx))
+    notice("a worker is already running" if pid is None else f"worker started (pid {pid})")
+
+
+@worker.command("stop")
+@click.pass_context
+def worker_stop(ctx: click.Context) -> None:
+    """Stop the background worker (it finishes the event in hand first).
+
+    \b
+    Example:
+      lore worker stop
+    """
+    from lore.worker import stop_background
+
+    notice("worker stopped" if stop_background(settings(ctx)) else "no worker was running")
+
+
+@worker.command("status")
+@json_option
+@click.pass_context
+def worker_status(ctx: click.Context, json_: bool) -> None:
+    """Whether the worker runs, the queue depth, the last event handled, quarantined entries.
+
+    \b
+    Example:
+      lore worker status --json
+    """
+    from lore.worker import Worker
+
+    st = Worker(settings(ctx)).status()
+    if json_:
+        emit_json(st)
+        return
+    last = st["last_processed"] or {}
+    table(None, ["", ""], [
+        ["running", f"yes (pid {st['pid']})" if st["running"] else "no"],
+        ["queue depth", st["queue_depth"]],
+        ["last event", f"{last.get('kind', '-')} {last.get('outcome', '')}".strip()],
+        ["quarantined", len(st["quarantined"])],
+        ["log", st["log"]],
+    ])
+    for q in st["quarantined"]:
+        notice(f"quarantined {q['file']}: {q['reason']}")

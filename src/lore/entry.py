@@ -1,0 +1,28 @@
+"""The `lore` executable. `lore hook …` takes a fast path that never imports click or
+anything else heavy: hooks run on the agent's critical path (p90 budget 60 ms)."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    if len(sys.argv) >= 2 and sys.argv[1] == "hook":
+        from lore.capture.hooks import EVENTS
+        from lore.capture.hooks import main as hook_main
+
+        if len(sys.argv) == 3 and not sys.argv[2].startswith("-"):
+            sys.exit(hook_main(sys.argv[2]))
+        if len(sys.argv) == 2 or sys.argv[2] in ("-h", "--help"):
+            print("Usage: lore hook EVENT\n\nRun by Claude Code: reads the hook's JSON on stdin "
+                  "and queues it for the worker.\nNever fails: errors go to "
+                  "$LORE_HOME/logs/hooks.log.\n\nEvents: " + ", ".join(EVENTS) + "\n\n"
+                  "Example:\n  echo '{\"session_id\": \"s1\"}' | lore hook session-end")
+            sys.exit(0)
+    from lore.cli import main as cli_main
+
+    cli_main()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,224 @@
+"""The background worker: the single writer that turns queued hook events into memory.
+
+One instance per home, enforced by an exclusive lock on ``worker.pid``. SIGTERM lets
+the event in hand finish. An event leaves the queue only after it was handled, so a
+``kill -9`` means it is handled again on restart; handlers are idempotent (transcript
+import is incremental and dedups by uuid).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from lore.api import Lore
+from lore.capture.queue import Event, Queue
+from lore.config import Settings
+from lore.errors import LoreError
+
+POLL_SECONDS = 1.0
+TRANSCRIPT_EVENTS = ("SessionEnd", "Stop", "SubagentStop", "PreCompact")
+
+
+class AlreadyRunning(LoreError):
+    """Another worker holds this home's lock."""
+
+
+class Worker:
+    def __init__(self, settings: Settings, lore: Lore | None = None) -> None:
+        self.settings = settings
+        self.home = settings.home
+        self.queue = Queue(self.home / "queue")
+        self.pid_file = self.home / "worker.pid"
+        self._lore = lore
+        self._owns_lore = lore is None
+        self._stop = False
+        self._lock_fd: int | None = None
+        self.log = _logger(self.home / "logs" / "worker.log")
+
+    @property
+    def lore(self) -> Lore:
+        if self._lore is None:
+            self._lore = Lore.open(self.settings)
+        return self._lore
+
+    # ---- lifecycle --------------------------------------------------------------------
+    def acquire(self) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.pid_file, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            _lock(fd)
+        except OSError:
+            os.close(fd)
+            raise AlreadyRunning(f"a worker is already running (pid {read_pid(self.pid_file)}); "
+                                 "`lore worker status` shows it") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._lock_fd = fd
+
+    def release(self) -> None:
+        if self._lock_fd is not None:
+            try:
+                os.ftruncate(self._lock_fd, 0)
+            finally:
+                os.close(self._lock_fd)
+                self._lock_fd = None
+        if self._lore is not None and self._owns_lore:
+            self._lore.close()
+            self._lore = None
+
+    def run(self, *, once: bool = False) -> int:
+        """Process events until SIGTERM (or, with ``once``, until the queue is empty)."""
+        self.acquire()
+        signal.signal(signal.SIGTERM, self._on_term)
+        handled = 0
+        self.log.info("worker %s started", os.getpid())
+        try:
+            while not self._stop:
+                batch = 0
+                for event in self.queue.take():
+                    self.handle(event)
+                    handled += 1
+                    batch += 1
+                    if self._stop:
+                        break
+                if once and batch == 0:
+                    break
+                if batch == 0:
+                    time.sleep(POLL_SECONDS)
+        finally:
+            self.log.info("worker %s stopping after %d events", os.getpid(), handled)
+            self.release()
+        return handled
+
+    def _on_term(self, *_: Any) -> None:
+        self._stop = True  # the loop finishes the event in hand, then exits
+
+    # ---- events -----------------------------------------------------------------------
+    def handle(self, event: Event) -> None:
+        outcome = "kept"
+        try:
+            path = event.payload.get("transcript_path")
+            if event.kind in TRANSCRIPT_EVENTS and isinstance(path, str) and os.path.isfile(path):
+                report = self.lore.conversations.ingest([Path(path)])
+                outcome = f"imported {report.messages} messages"
+            signals = event.payload.get("lore_signals") or {}
+            if signals.get("correction"):
+                # Extraction (lessons from corrections) is not built yet: the event stays in
+                # done.jsonl with its evidence, so nothing is lost until it is.
+                outcome += "; correction kept for extraction"
+        except LoreError as exc:
+            outcome = f"error: {exc}"
+            self.log.warning("event %s (%s): %s", event.id, event.kind, exc)
+        self.queue.ack(event, outcome)
+        self.log.info("event %s %s: %s", event.id, event.kind, outcome)
+
+    # ---- status -----------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        pid = read_pid(self.pid_file)
+        return {
+            "running": pid is not None and _alive(pid) and self._locked_by_other(),
+            "pid": pid,
+            "queue_depth": self.queue.depth(),
+            "last_processed": self.queue.last_done(),
+            "quarantined": [{"file": f, "reason": r} for f, r in self.queue.quarantined()],
+            "log": str(self.home / "logs" / "worker.log"),
+        }
+
+    def _locked_by_other(self) -> bool:
+        if not self.pid_file.exists():
+            return False
+        fd = os.open(self.pid_file, os.O_RDWR)
+        try:
+            _lock(fd)
+        except OSError:
+            return True
+        else:
+            _unlock(fd)
+            return False
+        finally:
+            os.close(fd)
+
+
+def start_background(settings: Settings) -> int | None:
+    """Start `lore worker run` detached; return its pid, or None if one is already running."""
+    w = Worker(settings)
+    if w.status()["running"]:
+        return None
+    logs = settings.home / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    with open(logs / "worker.log", "a") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "lore", "worker", "run"],
+                                stdout=out, stderr=out, stdin=subprocess.DEVNULL,
+                                start_new_session=True, env=dict(os.environ))
+    return proc.pid
+
+
+def stop_background(settings: Settings, timeout: float = 30.0) -> bool:
+    w = Worker(settings)
+    pid = read_pid(w.pid_file)
+    if pid is None or not w.status()["running"]:
+        return False
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.time() + timeout
+    while time.time() < deadline and _alive(pid):
+        time.sleep(0.1)
+    return not _alive(pid)
+
+
+def read_pid(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+        return int(text) if text else None
+    except (OSError, ValueError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _lock(fd: int) -> None:
+    if os.name == "nt":  # pragma: no cover - exercised on Windows only
+        import msvcrt
+
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
+    else:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def _unlock(fd: int) -> None:
+    if os.name == "nt":  # pragma: no cover
+        import msvcrt
+
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]
+    else:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _logger(path: Path) -> logging.Logger:
+    log = logging.getLogger(f"lore.worker.{path}")
+    if not log.handlers:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path, encoding="utf-8")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+    return log

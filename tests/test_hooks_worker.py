@@ -1,0 +1,154 @@
+"""Hooks append to the queue and never fail; the worker drains it as the single writer."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import make_settings
+from lore.capture.hooks import looks_like_correction
+from lore.capture.queue import Queue
+from lore.worker import AlreadyRunning, Worker
+
+LORE = str(Path(sys.executable).parent / "lore")
+FIXTURE = (Path(__file__).parent / "fixtures" / "transcripts" / "d-kimuson-claude-code-viewer")
+
+
+def hook(event: str, stdin: str, home: Path, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([LORE, "hook", event], input=stdin, capture_output=True, text=True,
+                          env={**os.environ, "LORE_HOME": str(home), **env}, timeout=30)
+
+
+@pytest.mark.parametrize("text", [
+    "No, don't use Redis, use local file sessions instead",
+    "Don't use class components, write hooks",
+    "Use pytest instead of unittest",
+    "Actually, I prefer tabs here",
+    "that's not what I asked for",
+    "Never commit the generated lock file",
+])
+def test_corrections_are_detected(text):
+    assert looks_like_correction(text)
+
+
+@pytest.mark.parametrize("text", [
+    "No bugs found", "No problem, carry on", "no worries", "Perfect, thanks!", "Looks good",
+    "Can you add a test for the parser?", "", "No, that's fine",
+])
+def test_hard_negatives_do_not_fire(text):
+    assert not looks_like_correction(text)
+
+
+def test_hook_queues_an_event_silently(lore_home):
+    out = hook("session-end", json.dumps({"session_id": "s1", "reason": "exit"}), lore_home)
+    assert out.returncode == 0 and out.stdout == "" and out.stderr == ""
+    [event] = list(Queue(lore_home / "queue").take())
+    assert event.kind == "SessionEnd" and event.payload["session_id"] == "s1"
+
+
+def test_hooks_fail_open(lore_home, tmp_path):
+    bad = hook("stop", "this is not json", lore_home)
+    assert (bad.returncode, bad.stdout) == (0, "")
+    assert "hook stop failed" in (lore_home / "logs" / "hooks.log").read_text()
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    unwritable = hook("stop", "{}", blocked)  # LORE_HOME is a file: nothing can be written
+    assert (unwritable.returncode, unwritable.stdout, unwritable.stderr) == (0, "", "")
+    off = hook("stop", "{}", lore_home, LORE_DISABLED="1")
+    assert off.returncode == 0
+    assert Queue(lore_home / "queue").depth() == 0
+
+
+def test_stop_hook_flags_a_correction_from_the_transcript_tail(lore_home, tmp_path):
+    transcript = tmp_path / "t.jsonl"
+    lines = [
+        {"type": "user", "message": {"role": "user", "content": "Add authentication"}},
+        {"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": "I'll use JWT with Redis session storage."}]}},
+        {"type": "user", "message": {"role": "user",
+                                     "content": "No, don't use Redis. Use local file sessions."}},
+        {"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": "Got it, local files."}]}},
+    ]
+    transcript.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    payload = {"session_id": "s1", "transcript_path": str(transcript), "stop_hook_active": False,
+               "last_assistant_message": "Got it, local files."}
+    assert hook("stop", json.dumps(payload), lore_home).returncode == 0
+    [event] = list(Queue(lore_home / "queue").take())
+    sig = event.payload["lore_signals"]
+    assert sig["correction"] is True
+    assert sig["user_message"].startswith("No, don't use Redis")
+    assert "Redis session storage" in sig["assistant_proposal"]
+
+
+def test_queue_with_concurrent_writers_loses_and_duplicates_nothing(lore_home):
+    code = ("import sys\nfrom pathlib import Path\nfrom lore.capture.queue import Queue\n"
+            "q = Queue(Path(sys.argv[1]))\n"
+            "for i in range(300):\n    q.append('Stop', {'writer': sys.argv[2], 'i': i})\n")
+    root = lore_home / "queue"
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(root), str(w)]) for w in range(4)]
+    assert all(p.wait(timeout=60) == 0 for p in procs)
+    q = Queue(root)
+    seen = [(e.payload["writer"], e.payload["i"]) for e in q.take()]
+    assert len(seen) == 1200 and len(set(seen)) == 1200
+    order = [i for w, i in seen if w == "0"]
+    assert order == sorted(order)  # each writer's events come back in order
+
+
+def test_corrupt_entry_is_quarantined_and_does_not_block(lore_home):
+    q = Queue(lore_home / "queue")
+    q.append("Stop", {"n": 1})
+    (q.pending / "00000000000000000001-1-aaaaaa.json").write_text("{corrupt")
+    q.append("Stop", {"n": 2})
+    taken = [e.payload["n"] for e in q.take()]
+    assert taken == [1, 2]
+    [(name, reason)] = q.quarantined()
+    assert name.startswith("00000000000000000001") and "JSONDecodeError" in reason
+
+
+def test_worker_imports_the_transcript_of_a_session_end(lore_home, real_embedder):
+    from lore.api import Lore
+
+    transcript = next(FIXTURE.rglob("*.jsonl"))
+    settings = make_settings(lore_home)
+    hook("session-end", json.dumps({"session_id": "x", "transcript_path": str(transcript)}),
+         lore_home)
+    hook("session-end", json.dumps({"session_id": "x", "transcript_path": str(transcript)}),
+         lore_home)  # delivered twice: handled idempotently
+    with Lore.open(settings, embedder=real_embedder) as lore:
+        worker = Worker(settings, lore)
+        assert worker.run(once=True) == 2
+        stats = lore.conversations.store.stats()
+        assert stats["messages"] > 0 and stats["files"] == 1
+        st = worker.status()
+        assert st["queue_depth"] == 0 and st["last_processed"]["kind"] == "SessionEnd"
+
+
+def test_one_worker_per_home_and_sigterm_stops_it(lore_home):
+    env = {**os.environ, "LORE_HOME": str(lore_home)}
+    proc = subprocess.Popen([LORE, "worker", "run"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        settings = make_settings(lore_home)
+        deadline = time.time() + 20
+        while time.time() < deadline and not Worker(settings).status()["running"]:
+            time.sleep(0.2)
+        assert Worker(settings).status()["running"]
+        with pytest.raises(AlreadyRunning):
+            Worker(settings).acquire()
+        second = subprocess.run([LORE, "worker", "run", "--once"], env=env, capture_output=True,
+                                text=True, timeout=30)
+        assert second.returncode == 1 and "already running" in second.stderr
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+        assert not Worker(settings).status()["running"]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
