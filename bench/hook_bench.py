@@ -36,6 +36,46 @@ def hook_times(event: str, payload: dict, runs: int, home: str) -> list[float]:
     return out
 
 
+def session_start_times(runs: int) -> list[float]:
+    """SessionStart with 10,000 lessons and 1,000 recorded corrections in the project."""
+    import random
+
+    from lore.api import Lore
+    from lore.config import load_config
+    from lore.ids import new_id
+    from lore.store import atomic
+    from lore.store import context as queries
+
+    class NoEmbedder:  # SessionStart never embeds; skip the model to build quickly
+        name = "none"
+        dimensions = 4
+
+        def embed_documents(self, texts):
+            import numpy as np
+
+            return np.ones((len(texts), 4), dtype=np.float32) / 2
+
+    rng = random.Random(3)
+    kinds = ["preference", "project_rule", "bug_fix", "learning", "pattern", "decision"]
+    with tempfile.TemporaryDirectory() as home:
+        os.environ["LORE_HOME"] = home
+        lines = [json.dumps({"id": new_id(), "title": f"Lesson {i} about topic {i % 97}",
+                             "content": "Some content " * 20, "kind": rng.choice(kinds),
+                             "project": "/work/shop" if i % 3 else None,
+                             "preference": {"preferred": f"option {i}", "rejected": "other"}})
+                 for i in range(10_000)]
+        with Lore.open(load_config(), embedder=NoEmbedder()) as lore:
+            lore.import_lines(lines)
+            with atomic(lore.conn):
+                for i in range(1000):
+                    queries.insert_correction(lore.conn, f"e{i}", f"s{i % 50}", "/work/shop",
+                                              f"No, use approach {i} instead", "I'll do X", [],
+                                              f"2026-10-{1 + i % 28:02d}T10:00:00")
+        (Path(home) / "worker.pid").write_text(str(os.getpid()))  # "running": the hook starts none
+        return hook_times("session-start", {"session_id": "s", "cwd": "/work/shop",
+                                            "source": "startup"}, runs, home)
+
+
 def queue_rate(events: int, writers: int, root: Path) -> float:
     per = events // writers
     code = ("import sys\nfrom pathlib import Path\nfrom lore.capture.queue import Queue\n"
@@ -76,6 +116,9 @@ def main() -> None:
             bare.append((time.perf_counter() - t0) * 1000)
         print(f"- baseline in the same run, `python -c pass` (the same interpreter): "
               f"median {statistics.median(bare):.1f} ms, p90 {pct(bare, 0.9):.1f} ms")
+    ms = session_start_times(args.runs)
+    print(f"- `lore hook session-start` with 10,000 lessons and 1,000 corrections: median "
+          f"{statistics.median(ms):.1f} ms, p90 {pct(ms, 0.9):.1f} ms ({args.runs} runs)")
     with tempfile.TemporaryDirectory() as root:
         rate = queue_rate(args.events, 4, Path(root))
         print(f"- queue: {args.events:,} events appended by 4 concurrent processes: {rate:,.0f} "

@@ -13,10 +13,10 @@ LAYERS = [
          "lore.schema")),
     (1, ("lore.store", "lore.embed", "lore.capture")),
     (2, ("lore.search", "lore.graph")),
-    (3, ("lore.transfer", "lore.conversations")),
+    (3, ("lore.transfer", "lore.conversations", "lore.publish")),
     (4, ("lore.api",)),
     (5, ("lore.demo", "lore.doctor", "lore.eval", "lore.worker")),
-    (6, ("lore.mcp",)),
+    (6, ("lore.mcp", "lore.capture.hooks")),  # hooks are an entry point, like the MCP server
     (7, ("lore.cli", "lore.__main__", "lore.entry")),
 ]
 INTERFACE_ONLY = {"click": ("lore.cli",), "mcp": ("lore.mcp",), "fastapi": ("lore.web",)}

@@ -152,3 +152,72 @@ def test_one_worker_per_home_and_sigterm_stops_it(lore_home):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_session_start_context_is_scoped_budgeted_and_marked(lore_home, tmp_path):
+    from conftest import FakeEmbedder
+    from lore.api import Lore
+    from lore.publish.context import build
+    from lore.store import context as queries
+
+    settings = make_settings(lore_home)
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:
+        lore.add_lesson("Use file sessions", "x", kind="preference", project="/work/shop",
+                        preference={"context": "auth", "rejected": "Redis", "preferred": "files"})
+        lore.add_lesson("Run ruff before committing", "CI fails otherwise", kind="project_rule")
+        lore.add_lesson("Other project rule", "y", kind="project_rule", project="/work/blog")
+        for i in range(40):
+            lore.add_lesson(f"Lesson number {i} about something", "z", project="/work/shop")
+        queries.insert_correction(lore.conn, "e1", "s1", "/work/shop", "No, use the database",
+                                  "I'll use Redis", ["/work/shop/auth.py"], "2026-11-01T10:00:00")
+        text = build(lore.conn, "/work/shop", max_chars=900)
+        assert text.startswith("<lore-context>") and text.endswith("</lore-context>")
+        assert len(text) <= 900
+        assert "auth: use files, not Redis." in text and "Run ruff" in text
+        assert "Other project rule" not in text
+        assert text.index("auth: use files") < text.index("The user said") < text.index("Lesson number")
+        assert "more item(s) not shown" in text and "lore_search" in text
+        assert build(lore.conn, "/nowhere/else", max_chars=4000).count("- ") == 1  # global only
+    empty = Lore.open(make_settings(tmp_path / "empty"), embedder=FakeEmbedder())
+    assert build(empty.conn, "/work/shop") == ""
+    empty.close()
+
+
+def test_session_start_hook_prints_context_and_nothing_without_a_database(lore_home):
+    first = hook("session-start", json.dumps({"session_id": "s1", "cwd": "/p"}), lore_home)
+    assert (first.returncode, first.stdout) == (0, "")  # no database yet: nothing to say
+    from conftest import FakeEmbedder
+    from lore.api import Lore
+
+    with Lore.open(make_settings(lore_home), embedder=FakeEmbedder()) as lore:
+        lore.add_lesson("Prefer pytest", "not unittest", kind="project_rule", project="/p")
+    out = hook("session-start", json.dumps({"session_id": "s2", "cwd": "/p"}), lore_home)
+    data = json.loads(out.stdout)
+    assert data["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert "Prefer pytest" in data["hookSpecificOutput"]["additionalContext"]
+    subprocess.run([LORE, "worker", "stop"], env={**os.environ, "LORE_HOME": str(lore_home)},
+                   capture_output=True, timeout=30)  # the hook started one
+
+
+def test_worker_records_a_correction_once(lore_home, tmp_path):
+    from conftest import FakeEmbedder
+    from lore.api import Lore
+
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(x) + "\n" for x in [
+        {"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": "I'll add Redis for the cache."}]}},
+        {"type": "user", "message": {"role": "user", "content": "No, don't use Redis here"}},
+    ]))
+    payload = json.dumps({"session_id": "s1", "cwd": "/p", "transcript_path": str(transcript)})
+    hook("stop", payload, lore_home)
+    settings = make_settings(lore_home)
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:
+        worker = Worker(settings, lore)
+        [event] = list(worker.queue.take())
+        worker.handle(event)
+        worker.handle(event)  # at-least-once delivery: the second time changes nothing
+        rows = lore.conn.execute("SELECT user_message, assistant_proposal, project "
+                                 "FROM corrections").fetchall()
+        assert [tuple(r) for r in rows] == [("No, don't use Redis here",
+                                             "I'll add Redis for the cache.", "/p")]

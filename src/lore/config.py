@@ -100,8 +100,16 @@ class ConversationsConfig(_Strict):
     decay_scale_days: float = Field(default=90.0, gt=0)
 
 
+class ContextConfig(_Strict):
+    """What SessionStart injects into a new session."""
+
+    max_chars: int = Field(default=4000, ge=200, le=10000)  # Claude Code's hard cap is 10,000
+    max_items: int = Field(default=60, ge=1, le=1000)
+
+
 class Config(_Strict):
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
+    context: ContextConfig = Field(default_factory=ContextConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
     conversations: ConversationsConfig = Field(default_factory=ConversationsConfig)
     tag_aliases: dict[str, str] = Field(default_factory=dict)

@@ -109,15 +109,30 @@ class Worker:
                 report = self.lore.conversations.ingest([Path(path)])
                 outcome = f"imported {report.messages} messages"
             signals = event.payload.get("lore_signals") or {}
-            if signals.get("correction"):
-                # Extraction (lessons from corrections) is not built yet: the event stays in
-                # done.jsonl with its evidence, so nothing is lost until it is.
-                outcome += "; correction kept for extraction"
+            if signals.get("correction") and signals.get("user_message"):
+                outcome += "; " + self.record_correction(event, signals)
         except LoreError as exc:
             outcome = f"error: {exc}"
             self.log.warning("event %s (%s): %s", event.id, event.kind, exc)
         self.queue.ack(event, outcome)
         self.log.info("event %s %s: %s", event.id, event.kind, outcome)
+
+    def record_correction(self, event: Event, signals: dict[str, Any]) -> str:
+        """Store the correction with the proposal it answers, its session, project and files.
+        Extraction into lessons (a later step) reads this table; nothing is dropped meanwhile."""
+        from datetime import UTC, datetime
+
+        from lore.store import atomic
+        from lore.store import context as queries
+
+        conn = self.lore.conn
+        session_id = event.payload.get("session_id")
+        with atomic(conn):
+            stored = queries.insert_correction(
+                conn, event.id, session_id, event.payload.get("cwd"), str(signals["user_message"]),
+                signals.get("assistant_proposal"), queries.session_files(conn, session_id),
+                datetime.fromtimestamp(event.at, UTC).isoformat(timespec="seconds"))
+        return "correction recorded" if stored else "correction already recorded"
 
     # ---- status -----------------------------------------------------------------------
     def status(self) -> dict[str, Any]:

@@ -69,7 +69,66 @@ def run(event_name: str, stdin: str, queue_root: Path | None = None) -> str | No
     if kind in ("Stop", "SubagentStop"):
         payload["lore_signals"] = stop_signals(payload)
     Queue(queue_root or home() / "queue").append(kind, payload)
+    if kind == "SessionStart":
+        ensure_worker()
+        return session_context(payload.get("cwd"))
     return None
+
+
+def session_context(cwd: Any) -> str | None:
+    """The hookSpecificOutput JSON with what Lore knows for this project, or None."""
+    settings = _light_settings()
+    db = Path(os.environ.get("LORE_DB") or settings.get("database") or home() / "lore.db")
+    if not db.is_file():
+        return None
+    from lore.publish.context import build  # sqlite only: no model, no numpy
+    from lore.store.db import connect
+
+    conn = connect(db, create=False)
+    try:
+        ctx = settings.get("context") or {}
+        text = build(conn, cwd if isinstance(cwd, str) else None,
+                     int(ctx.get("max_chars", 4000)), int(ctx.get("max_items", 60)))
+    finally:
+        conn.close()
+    if not text:
+        return None
+    return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart",
+                                              "additionalContext": text}})
+
+
+def _light_settings() -> dict[str, Any]:
+    # The full config loader validates with pydantic (too slow for this path); the keys read
+    # here were validated by every other command that loaded the same file.
+    path = Path(os.environ.get("LORE_CONFIG") or home() / "config.yaml")
+    if not path.is_file():
+        return {}
+    import yaml
+
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return data if isinstance(data, dict) else {}
+
+
+def ensure_worker() -> None:
+    """Start the worker in the background if none runs (cheap check, no waiting)."""
+    pid_file = home() / "worker.pid"
+    try:
+        pid = int(pid_file.read_text().strip() or 0)
+    except (OSError, ValueError):
+        pid = 0
+    if pid:
+        try:
+            os.kill(pid, 0)
+            return
+        except OSError:
+            pass
+    import subprocess
+
+    logs = home() / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    with open(logs / "worker.log", "a") as out:
+        subprocess.Popen([sys.executable, "-m", "lore", "worker", "run"], stdout=out, stderr=out,
+                         stdin=subprocess.DEVNULL, start_new_session=True)
 
 
 def stop_signals(payload: dict[str, Any]) -> dict[str, Any]:

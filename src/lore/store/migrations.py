@@ -361,7 +361,28 @@ def m002_conversations(conn: Any) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[Any], None]] = [m001_core, m002_conversations]
+def m003_corrections(conn: Any) -> None:
+    """Corrections the Stop hook noticed: the user's words and the proposal they answer."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE corrections (
+            id INTEGER PRIMARY KEY,
+            event_id TEXT NOT NULL UNIQUE,    -- the queue event: handling it twice stores it once
+            session_id TEXT,
+            project TEXT,
+            user_message TEXT NOT NULL,
+            assistant_proposal TEXT,
+            files TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(files)),
+            at TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'new'  -- new | extracted | dismissed
+        );
+        CREATE INDEX idx_corrections_project ON corrections(project, at);
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[Any], None]] = [m001_core, m002_conversations, m003_corrections]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
