@@ -16,6 +16,7 @@ from lore.cli.demo_cmd import demo
 from lore.cli.eval_cmd import eval_group
 from lore.cli.hook_cmd import hook
 from lore.cli.ingest_cmd import ingest
+from lore.cli.install_cmd import install, uninstall
 from lore.cli.learn import learn
 from lore.cli.mcp_cmd import mcp
 from lore.cli.recall import recall
@@ -50,6 +51,8 @@ cli.add_command(ingest)
 cli.add_command(eval_group)
 cli.add_command(hook)
 cli.add_command(worker)
+cli.add_command(install)
+cli.add_command(uninstall)
 
 
 def main() -> None:

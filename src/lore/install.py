@@ -1,0 +1,194 @@
+"""`lore install` / `lore uninstall`: Lore's hooks and MCP server in Claude Code's settings.
+
+The merge keeps every existing hook and key and is idempotent: Lore's entries are
+recognised by their command (`<lore> hook <event>`), so a second install changes nothing
+and uninstall removes exactly those entries. The file is backed up before it is written;
+``dry_run`` returns the diff and writes nothing. A settings file that is not valid JSON
+is refused untouched.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lore.errors import InvalidInput
+
+# (event, matcher, hook argument, timeout in seconds)
+HOOKS = [
+    ("SessionStart", None, "session-start", 10),
+    ("UserPromptSubmit", None, "user-prompt-submit", 5),
+    ("PostToolUse", "Edit|Write|MultiEdit", "post-tool-use", 5),
+    ("Stop", None, "stop", 5),
+    ("SubagentStop", None, "subagent-stop", 5),
+    ("PreCompact", None, "pre-compact", 10),
+    ("SessionEnd", None, "session-end", 5),
+]
+SCOPES = ("user", "project", "local")
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    path: Path
+    before: str | None
+    after: str
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    def diff(self) -> str:
+        return "".join(difflib.unified_diff(
+            (self.before or "").splitlines(keepends=True), self.after.splitlines(keepends=True),
+            fromfile=f"{self.path} (now)", tofile=f"{self.path} (after)"))
+
+
+def lore_command() -> str:
+    """The absolute path of this `lore`, so hooks work from a virtual environment too."""
+    exe = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else None
+    if exe is not None and exe.name.startswith("lore") and exe.is_file():
+        return str(exe)
+    candidate = Path(sys.executable).parent / "lore"
+    if candidate.is_file():
+        return str(candidate)
+    return shutil.which("lore") or "lore"
+
+
+def settings_path(scope: str, home: Path, project: Path) -> Path:
+    if scope not in SCOPES:
+        raise InvalidInput(f"invalid scope '{scope}'; valid: {', '.join(SCOPES)}")
+    return {"user": home / ".claude" / "settings.json",
+            "project": project / ".claude" / "settings.json",
+            "local": project / ".claude" / "settings.local.json"}[scope]
+
+
+def mcp_path(scope: str, home: Path, project: Path) -> tuple[Path, list[str]]:
+    """Where Claude Code reads MCP servers for a scope, and the key path inside that file."""
+    if scope == "project":
+        return project / ".mcp.json", ["mcpServers"]
+    if scope == "local":
+        return home / ".claude.json", ["projects", str(project), "mcpServers"]
+    return home / ".claude.json", ["mcpServers"]
+
+
+def plan(scope: str, home: Path, project: Path, command: str, *, remove: bool = False) -> list[Change]:
+    changes = [_settings_change(settings_path(scope, home, project), command, remove)]
+    path, keys = mcp_path(scope, home, project)
+    changes.append(_mcp_change(path, keys, command, remove))
+    return [c for c in changes if c.changed]
+
+
+def apply(changes: list[Change]) -> list[Path]:
+    backups = []
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for c in changes:
+        c.path.parent.mkdir(parents=True, exist_ok=True)
+        if c.before is not None:
+            backup = c.path.with_name(f"{c.path.name}.lore-backup-{stamp}")
+            n = 1
+            while backup.exists():  # never overwrite an earlier backup
+                backup = c.path.with_name(f"{c.path.name}.lore-backup-{stamp}-{n}")
+                n += 1
+            backup.write_text(c.before, encoding="utf-8")
+            backups.append(backup)
+        tmp = c.path.with_name(f".{c.path.name}.lore-tmp")
+        tmp.write_text(c.after, encoding="utf-8")
+        tmp.replace(c.path)
+    return backups
+
+
+def _read(path: Path) -> tuple[str | None, dict[str, Any]]:
+    if not path.exists():
+        return None, {}
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"{path} is not valid JSON (line {exc.lineno}: {exc.msg}); fix it "
+                           "first, nothing was changed") from None
+    if not isinstance(data, dict):
+        raise InvalidInput(f"{path} must hold a JSON object; nothing was changed")
+    return text, data
+
+
+def _dump(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def _is_ours(handler: Any) -> bool:
+    cmd = handler.get("command", "") if isinstance(handler, dict) else ""
+    parts = str(cmd).split()
+    return len(parts) == 3 and Path(parts[0]).name.startswith("lore") and parts[1] == "hook"
+
+
+def _settings_change(path: Path, command: str, remove: bool) -> Change:
+    before, data = _read(path)
+    if remove and before is None:
+        return Change(path, "", "")  # nothing installed there
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise InvalidInput(f"{path}: 'hooks' is not an object; nothing was changed")
+    for event in list(hooks):
+        groups = hooks[event] if isinstance(hooks[event], list) else []
+        kept = []
+        for group in groups:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                others = [h for h in group["hooks"] if not _is_ours(h)]
+                if others:
+                    kept.append({**group, "hooks": others})
+                elif not group["hooks"]:
+                    kept.append(group)
+            else:
+                kept.append(group)
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if not remove:
+        for event, matcher, arg, timeout in HOOKS:
+            entry: dict[str, Any] = {"hooks": [{"type": "command",
+                                                "command": f"{command} hook {arg}",
+                                                "timeout": timeout}]}
+            if matcher:
+                entry = {"matcher": matcher, **entry}
+            hooks.setdefault(event, []).append(entry)
+    if hooks:
+        data["hooks"] = hooks
+    else:
+        data.pop("hooks", None)
+    after = _dump(data)
+    if before is not None and json.loads(before or "{}") == data:
+        after = before  # nothing to do: keep the file byte for byte
+    return Change(path, before, after)
+
+
+def _mcp_change(path: Path, keys: list[str], command: str, remove: bool) -> Change:
+    before, data = _read(path)
+    if remove and before is None:
+        return Change(path, "", "")
+    node = data
+    for key in keys[:-1]:
+        node = node.setdefault(key, {})
+        if not isinstance(node, dict):
+            raise InvalidInput(f"{path}: '{key}' is not an object; nothing was changed")
+    servers = node.setdefault(keys[-1], {})
+    if not isinstance(servers, dict):
+        raise InvalidInput(f"{path}: '{keys[-1]}' is not an object; nothing was changed")
+    ours = {"type": "stdio", "command": command, "args": ["mcp"], "env": {}}
+    if remove:
+        if servers.get("lore", {}).get("args") == ["mcp"]:
+            del servers["lore"]
+        if not servers:
+            node.pop(keys[-1], None)
+    else:
+        servers["lore"] = ours
+    after = _dump(data)
+    if before is not None and json.loads(before or "{}") == data:
+        after = before
+    return Change(path, before, after)
