@@ -221,3 +221,57 @@ def test_worker_records_a_correction_once(lore_home, tmp_path):
                                  "FROM corrections").fetchall()
         assert [tuple(r) for r in rows] == [("No, don't use Redis here",
                                              "I'll add Redis for the cache.", "/p")]
+
+
+def test_worker_records_edits_and_compaction_snapshots(lore_home, tmp_path):
+    from lore.api import Lore
+
+    from conftest import FakeEmbedder
+
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(x) + "\n" for x in [
+        {"type": "user", "message": {"role": "user", "content": "Refactor the parser"}},
+        {"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t1", "name": "TodoWrite", "input": {"todos": [
+                {"content": "split the lexer", "status": "in_progress"}]}}]}},
+    ]))
+    hook("post-tool-use", json.dumps({
+        "session_id": "s1", "cwd": "/p", "tool_name": "MultiEdit",
+        "tool_input": {"file_path": "/p/parse.py", "edits": [
+            {"old_string": "a", "new_string": "b"}, {"old_string": "c", "new_string": "d"}]}}),
+        lore_home)
+    hook("pre-compact", json.dumps({"session_id": "s1", "cwd": "/p", "trigger": "auto",
+                                    "transcript_path": str(transcript)}), lore_home)
+    settings = make_settings(lore_home)
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:
+        worker = Worker(settings, lore)
+        assert worker.run(once=True) == 2
+        edits = lore.conn.execute("SELECT file_path, old_text, new_text, file_type "
+                                  "FROM file_edits ORDER BY id").fetchall()
+        assert [tuple(e) for e in edits] == [("/p/parse.py", "a", "b", "py"),
+                                             ("/p/parse.py", "c", "d", "py")]
+        [snap] = lore.conn.execute("SELECT data FROM snapshots").fetchall()
+        data = json.loads(snap[0])
+        assert data["current_tasks"][0]["content"] == "split the lexer"
+        assert data["files_in_progress"] == ["/p/parse.py"]
+        assert data["last_request"] == "Refactor the parser"
+
+
+def test_events_queued_while_the_worker_is_down_survive_a_kill(lore_home, tmp_path):
+    """kill -9 mid-run: unhandled events stay pending and are handled once on restart."""
+    env = {**os.environ, "LORE_HOME": str(lore_home)}
+    for i in range(30):
+        hook("user-prompt-submit", json.dumps({"session_id": "s", "prompt": f"p{i}"}), lore_home)
+    proc = subprocess.Popen([LORE, "worker", "run"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    proc.kill()  # SIGKILL: no clean-up at all
+    proc.wait(timeout=10)
+    q = Queue(lore_home / "queue")
+    done_before = sum(1 for _ in open(q.done)) if q.done.exists() else 0
+    assert done_before + q.depth() == 30
+    subprocess.run([LORE, "worker", "run", "--once"], env=env, check=True, capture_output=True,
+                   timeout=60)
+    handled = [json.loads(line)["payload"]["prompt"] for line in open(q.done)]
+    assert q.depth() == 0 and sorted(set(handled)) == sorted(f"p{i}" for i in range(30))
+    assert len(handled) <= 31  # at most the event in hand at the kill is seen twice

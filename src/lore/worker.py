@@ -111,6 +111,10 @@ class Worker:
             signals = event.payload.get("lore_signals") or {}
             if signals.get("correction") and signals.get("user_message"):
                 outcome += "; " + self.record_correction(event, signals)
+            if event.kind == "PostToolUse":
+                outcome = self.record_edits(event)
+            if event.kind == "PreCompact":
+                outcome += "; " + self.record_snapshot(event)
         except LoreError as exc:
             outcome = f"error: {exc}"
             self.log.warning("event %s (%s): %s", event.id, event.kind, exc)
@@ -133,6 +137,51 @@ class Worker:
                 signals.get("assistant_proposal"), queries.session_files(conn, session_id),
                 datetime.fromtimestamp(event.at, UTC).isoformat(timespec="seconds"))
         return "correction recorded" if stored else "correction already recorded"
+
+    def record_edits(self, event: Event) -> str:
+        """What the agent wrote (file, old and new text), for silent-fix detection later."""
+        from lore.capture.claude_code import file_edits
+        from lore.conversations import device_id
+        from lore.store import atomic
+
+        p = event.payload
+        tool, raw = p.get("tool_name"), p.get("tool_input")
+        session_id = p.get("session_id")
+        if not isinstance(tool, str) or not isinstance(raw, dict) or not session_id:
+            return "kept"
+        edits = file_edits(tool, raw, str(session_id), event.id, _iso(event.at))
+        store = self.lore.conversations.store
+        with atomic(self.lore.conn):
+            store.upsert_session(str(session_id), "claude-code", p.get("cwd"), device_id(), None,
+                                 p.get("transcript_path"), None)
+            for e in edits:
+                store.insert_edit({
+                    "session_id": e.session_id, "message_uuid": e.message_uuid, "tool": e.tool,
+                    "file_path": e.file_path, "file_type": Path(e.file_path).suffix.lstrip(".")
+                    or None, "old_text": e.old_text, "new_text": e.new_text,
+                    "timestamp": e.timestamp, "succeeded": 1})
+        return f"{len(edits)} edits recorded"
+
+    def record_snapshot(self, event: Event) -> str:
+        """The state to resume from after compaction: tasks, files in progress, last request."""
+        from lore.capture.tail import last_exchange
+        from lore.store import atomic
+        from lore.store import context as queries
+
+        p = event.payload
+        session_id = p.get("session_id")
+        data: dict[str, Any] = {"trigger": p.get("trigger"),
+                                "custom_instructions": p.get("custom_instructions")}
+        path = p.get("transcript_path")
+        if isinstance(path, str) and os.path.isfile(path):
+            data["last_request"], _ = last_exchange(Path(path))
+            data["current_tasks"] = _last_todos(Path(path))
+        conn = self.lore.conn
+        with atomic(conn):
+            data["files_in_progress"] = queries.session_files(conn, session_id)
+            stored = queries.insert_snapshot(conn, event.id, session_id, p.get("cwd"),
+                                             _iso(event.at), data)
+        return "snapshot recorded" if stored else "snapshot already recorded"
 
     # ---- status -----------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
@@ -185,6 +234,35 @@ def stop_background(settings: Settings, timeout: float = 30.0) -> bool:
     while time.time() < deadline and _alive(pid):
         time.sleep(0.1)
     return not _alive(pid)
+
+
+def _iso(at: float) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
+
+
+def _last_todos(path: Path) -> list[Any]:
+    """The todo list of the last TodoWrite call in the transcript's tail."""
+    import json
+
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        fh.seek(max(0, size - 512 * 1024))
+        lines = fh.read().splitlines()
+    for raw in reversed(lines):
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            continue
+        content = rec.get("message", {}).get("content") if isinstance(rec, dict) and isinstance(
+            rec.get("message"), dict) else None
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_use" \
+                    and block.get("name") == "TodoWrite":
+                todos = (block.get("input") or {}).get("todos")
+                return todos if isinstance(todos, list) else []
+    return []
 
 
 def read_pid(path: Path) -> int | None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lore.capture.queue import Queue
+from lore.capture.tail import MAX_FIELD, last_exchange
 
 if TYPE_CHECKING:
     from typing import Any
@@ -25,8 +26,6 @@ EVENTS = {
     "post-tool-use": "PostToolUse", "stop": "Stop", "subagent-stop": "SubagentStop",
     "pre-compact": "PreCompact", "session-end": "SessionEnd",
 }
-TAIL_BYTES = 256 * 1024  # the end of the transcript is enough to find the last exchange
-MAX_FIELD = 20_000  # payload strings are cut here: the queue holds signals, not files
 
 # Seed 002 / 004 patterns: a reply that rejects what was proposed and says what to do instead.
 CORRECTION_PATTERNS = (
@@ -140,41 +139,6 @@ def stop_signals(payload: dict[str, Any]) -> dict[str, Any]:
     prompt, proposal = last_exchange(Path(path))
     return {"correction": bool(prompt) and bool(proposal) and looks_like_correction(prompt or ""),
             "user_message": prompt, "assistant_proposal": proposal}
-
-
-def last_exchange(path: Path) -> tuple[str | None, str | None]:
-    size = path.stat().st_size
-    with open(path, "rb") as fh:
-        fh.seek(max(0, size - TAIL_BYTES))
-        lines = fh.read().splitlines()
-    prompt: str | None = None
-    for raw in reversed(lines):
-        try:
-            rec = json.loads(raw)
-        except ValueError:
-            continue
-        if not isinstance(rec, dict) or rec.get("isMeta"):
-            continue
-        text = _text(rec.get("message", {}).get("content") if isinstance(rec.get("message"), dict)
-                     else None)
-        if not text:
-            continue
-        if prompt is None and rec.get("type") == "user":
-            prompt = text
-        elif prompt is not None and rec.get("type") == "assistant":
-            return prompt, text[:MAX_FIELD]
-    return prompt, None
-
-
-def _text(content: Any) -> str | None:
-    if isinstance(content, str):
-        return None if content.lstrip().startswith("<") else content
-    if isinstance(content, list):
-        parts = [b.get("text", "") for b in content
-                 if isinstance(b, dict) and b.get("type") == "text"]
-        joined = "\n".join(p for p in parts if p)
-        return joined or None
-    return None
 
 
 def _clip(value: Any) -> Any:

@@ -51,3 +51,11 @@ def session_files(conn: Any, session_id: str | None, limit: int = 20) -> list[st
     return [r[0] for r in conn.execute(
         "SELECT DISTINCT file_path FROM file_edits WHERE session_id = ? ORDER BY id DESC LIMIT ?",
         (session_id, limit))]
+
+
+def insert_snapshot(conn: Any, event_id: str, session_id: str | None, project: str | None,
+                    at: str, data: dict[str, Any]) -> bool:
+    cur = conn.execute(
+        "INSERT OR IGNORE INTO snapshots (event_id, session_id, project, at, data) "
+        "VALUES (?, ?, ?, ?, ?)", (event_id, session_id, project, at, json.dumps(data)))
+    return cur.rowcount > 0

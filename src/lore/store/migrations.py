@@ -378,6 +378,17 @@ def m003_corrections(conn: Any) -> None:
             status TEXT NOT NULL DEFAULT 'new'  -- new | extracted | dismissed
         );
         CREATE INDEX idx_corrections_project ON corrections(project, at);
+
+        -- What was in progress when a session was compacted (seed 002 PreCompact).
+        CREATE TABLE snapshots (
+            id INTEGER PRIMARY KEY,
+            event_id TEXT NOT NULL UNIQUE,
+            session_id TEXT,
+            project TEXT,
+            at TEXT NOT NULL,
+            data TEXT NOT NULL CHECK (json_valid(data))
+        );
+        CREATE INDEX idx_snapshots_session ON snapshots(session_id);
         """,
     )
 
