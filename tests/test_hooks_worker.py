@@ -224,9 +224,8 @@ def test_worker_records_a_correction_once(lore_home, tmp_path):
 
 
 def test_worker_records_edits_and_compaction_snapshots(lore_home, tmp_path):
-    from lore.api import Lore
-
     from conftest import FakeEmbedder
+    from lore.api import Lore
 
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("".join(json.dumps(x) + "\n" for x in [
