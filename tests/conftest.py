@@ -127,3 +127,18 @@ def run(real_embedder):
                              catch_exceptions=False)
 
     return invoke
+
+
+NPM_BIN = Path(__file__).resolve().parents[1] / ".npm-tools" / "node_modules" / ".bin"
+
+
+def npm_tool(name: str) -> str:
+    """A CLI installed by `make npm-tools`; skip when npm is missing, fail when only the tool is."""
+    import shutil
+
+    path = NPM_BIN / name
+    if not path.exists():
+        if shutil.which("npm") is None:
+            pytest.skip(f"npm is not installed, so {name} cannot be installed for this test")
+        pytest.fail(f"{path} is missing: run `make npm-tools` (make test does it)")
+    return str(path)

@@ -8,25 +8,19 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+import pytest  # noqa: F401
 
-ROOT = Path(__file__).resolve().parents[2]
-BIN = ROOT / ".npm-tools" / "node_modules" / ".bin"
+from conftest import npm_tool
+
 LORE = str(Path(sys.executable).parent / "lore")
 
 
 def tool(name: str) -> str:
-    path = BIN / name
-    if not path.exists():
-        if shutil.which("npm") is None:
-            pytest.skip(f"npm is not installed, so {name} cannot be installed for this test")
-        pytest.fail(f"{path} is missing: run `make npm-tools` (make test does it)")
-    return str(path)
+    return npm_tool(name)
 
 
 def env_for(home: Path, lore_home: Path) -> dict[str, str]:
