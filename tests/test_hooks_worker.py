@@ -274,3 +274,24 @@ def test_events_queued_while_the_worker_is_down_survive_a_kill(lore_home, tmp_pa
     handled = [json.loads(line)["payload"]["prompt"] for line in open(q.done)]
     assert q.depth() == 0 and sorted(set(handled)) == sorted(f"p{i}" for i in range(30))
     assert len(handled) <= 31  # at most the event in hand at the kill is seen twice
+
+
+def test_prompt_hook_flags_a_correction_and_it_is_stored_once(lore_home, tmp_path):
+    from conftest import FakeEmbedder
+    from lore.api import Lore
+
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(json.dumps({"type": "assistant", "message": {
+        "role": "assistant", "content": [{"type": "text", "text": "I'll add Redis."}]}}) + "\n")
+    base = {"session_id": "s1", "cwd": "/p", "transcript_path": str(transcript)}
+    hook("user-prompt-submit", json.dumps({**base, "prompt": "No, don't use Redis here"}),
+         lore_home)
+    hook("user-prompt-submit", json.dumps({**base, "prompt": "Add a test please"}), lore_home)
+    transcript.write_text(transcript.read_text() + json.dumps(
+        {"type": "user", "message": {"role": "user", "content": "No, don't use Redis here"}}) + "\n")
+    hook("stop", json.dumps(base), lore_home)  # the same correction, seen again at Stop
+    settings = make_settings(lore_home)
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:
+        Worker(settings, lore).run(once=True)
+        rows = lore.conn.execute("SELECT user_message, assistant_proposal FROM corrections")
+        assert [tuple(r) for r in rows] == [("No, don't use Redis here", "I'll add Redis.")]

@@ -117,7 +117,7 @@ def test_a_correction_reaches_the_next_session(tmp_path, api):
 
     # The SessionStart hook started a worker; wait until it has recorded the correction.
     db = home / ".lore" / "lore.db"
-    deadline = time.time() + 60
+    deadline = time.time() + 180  # a cold worker loads the embedding model first
     recorded = []
     while time.time() < deadline and not recorded:
         time.sleep(0.5)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lore.capture.queue import Queue
-from lore.capture.tail import MAX_FIELD, last_exchange
+from lore.capture.tail import MAX_FIELD, last_assistant, last_exchange
 
 if TYPE_CHECKING:
     from typing import Any
@@ -67,6 +67,8 @@ def run(event_name: str, stdin: str, queue_root: Path | None = None) -> str | No
     payload = _clip(payload)
     if kind in ("Stop", "SubagentStop"):
         payload["lore_signals"] = stop_signals(payload)
+    elif kind == "UserPromptSubmit":
+        payload["lore_signals"] = prompt_signals(payload)
     Queue(queue_root or home() / "queue").append(kind, payload)
     if kind == "SessionStart":
         ensure_worker()
@@ -139,6 +141,19 @@ def stop_signals(payload: dict[str, Any]) -> dict[str, Any]:
     prompt, proposal = last_exchange(Path(path))
     return {"correction": bool(prompt) and bool(proposal) and looks_like_correction(prompt or ""),
             "user_message": prompt, "assistant_proposal": proposal}
+
+
+def prompt_signals(payload: dict[str, Any]) -> dict[str, Any]:
+    """The same check on the prompt as it is submitted: the prompt comes with the hook, and
+    the proposal it answers is already in the transcript, so this sees corrections that the
+    Stop hook can miss when the transcript is written late. The worker stores each once."""
+    prompt = payload.get("prompt")
+    if not isinstance(prompt, str) or not looks_like_correction(prompt):
+        return {"correction": False}
+    path = payload.get("transcript_path")
+    proposal = last_assistant(Path(path)) if isinstance(path, str) and os.path.isfile(path) else None
+    return {"correction": proposal is not None, "user_message": prompt,
+            "assistant_proposal": proposal}
 
 
 def _clip(value: Any) -> Any:

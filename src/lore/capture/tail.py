@@ -48,3 +48,22 @@ def _text(content: Any) -> str | None:
     return None
 
 
+
+
+def last_assistant(path: Path) -> str | None:
+    """The assistant's last text in the transcript: what a prompt typed now answers."""
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        fh.seek(max(0, size - TAIL_BYTES))
+        lines = fh.read().splitlines()
+    for raw in reversed(lines):
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(rec, dict) and rec.get("type") == "assistant" and isinstance(
+                rec.get("message"), dict):
+            text = _text(rec["message"].get("content"))
+            if text:
+                return text[:MAX_FIELD]
+    return None

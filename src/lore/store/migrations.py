@@ -375,7 +375,9 @@ def m003_corrections(conn: Any) -> None:
             assistant_proposal TEXT,
             files TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(files)),
             at TEXT NOT NULL,
-            status TEXT NOT NULL DEFAULT 'new'  -- new | extracted | dismissed
+            status TEXT NOT NULL DEFAULT 'new',  -- new | extracted | dismissed
+            -- Seen by the prompt hook and by the Stop hook: stored once.
+            UNIQUE (session_id, user_message)
         );
         CREATE INDEX idx_corrections_project ON corrections(project, at);
 
