@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from conftest import make_settings
-from lore.capture.hooks import looks_like_correction
 from lore.capture.queue import Queue
+from lore.capture.signals import looks_like_correction
 from lore.worker import AlreadyRunning, Worker
 
 LORE = str(Path(sys.executable).parent / "lore")
@@ -295,3 +295,26 @@ def test_prompt_hook_flags_a_correction_and_it_is_stored_once(lore_home, tmp_pat
         Worker(settings, lore).run(once=True)
         rows = lore.conn.execute("SELECT user_message, assistant_proposal FROM corrections")
         assert [tuple(r) for r in rows] == [("No, don't use Redis here", "I'll add Redis.")]
+
+
+def test_eval_corrections_on_a_small_labelled_file(run, tmp_path):
+    rows = [
+        {"id": "a", "text": "No, don't use Redis, use files instead", "label": "correction",
+         "durable": True},
+        {"id": "b", "text": "I prefer tabs over spaces in this repo", "label": "preference",
+         "durable": True},
+        {"id": "c", "text": "No bugs found, thanks", "label": "none", "durable": False},
+        {"id": "d", "text": "run the tests", "label": "none", "durable": False},
+        {"id": "e", "text": "that is wrong, the port is 8080", "label": "none", "durable": False},
+    ]
+    path = tmp_path / "labelled.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = run("eval", "corrections", str(path), "--json", "--show-errors")
+    assert out.exit_code == 0, out.output
+    result = json.loads(out.stdout)
+    assert (result["precision"], result["recall"]) == (0.667, 1.0)
+    assert result["messages"] == 5 and [e["id"] for e in result["errors"]] == ["e"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "x"}\n')
+    failed = run("eval", "corrections", str(bad))
+    assert failed.exit_code == 1 and "needs 'text' and a 'label'" in failed.stderr

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lore.capture.queue import Queue
+from lore.capture.signals import looks_like_correction
 from lore.capture.tail import MAX_FIELD, last_assistant, last_exchange
 
 if TYPE_CHECKING:
@@ -27,35 +28,8 @@ EVENTS = {
     "pre-compact": "PreCompact", "session-end": "SessionEnd",
 }
 
-# Seed 002 / 004 patterns: a reply that rejects what was proposed and says what to do instead.
-CORRECTION_PATTERNS = (
-    r"^\s*no\b[,.!]?\s", r"^\s*nope\b", r"\bdon'?t\s+(use|do|add|put|make|write|call|create)\b",
-    r"\binstead\s+of\b", r"\buse\s+[\w.\-/]+(\s+[\w.\-/]+)?\s+instead\b", r"\bnot\s+that\b",
-    r"\bnever\s+(use|do|add|put|commit|push|write)\b", r"\bi\s+(prefer|want|said)\b",
-    r"\bplease\s+(always|never|don'?t)\b", r"\bstop\s+(using|doing|adding)\b",
-    r"\bwrong\b", r"\bthat'?s\s+not\s+(what|right|correct)\b", r"^\s*actually\b",
-    r"\brather\s+than\b", r"\btoo\s+(verbose|complex|long|much)\b",
-)
-# "No bugs found", "no problem": a "no" that answers a question rather than rejecting a proposal.
-NOT_CORRECTION_PATTERN = (
-    r"^\s*no\s+(bugs?|errors?|issues?|problems?|worries|thanks|rush|need|changes?)\b|"
-    r"^\s*no,?\s+(that'?s|it'?s)\s+(fine|good|ok|great|perfect)\b|"
-    r"^\s*(perfect|great|thanks|thank you|looks good|lgtm)\b"
-)
-
-
 def home() -> Path:
     return Path(os.environ.get("LORE_HOME") or Path.home() / ".lore").expanduser()
-
-
-def looks_like_correction(text: str) -> bool:
-    """The quick check on the Stop path; the worker and extraction look closer later."""
-    import re  # only the Stop hooks pay for it
-
-    t = text.strip()
-    if not t or re.search(NOT_CORRECTION_PATTERN, t, re.IGNORECASE):
-        return False
-    return any(re.search(p, t, re.IGNORECASE) for p in CORRECTION_PATTERNS)
 
 
 def run(event_name: str, stdin: str, queue_root: Path | None = None) -> str | None:

@@ -51,3 +51,34 @@ def eval_locomo(ctx: click.Context, file: Path, as_of_last_session: bool, json_:
     table(None, ["category", "questions", "@5", "@10"],
           [[c, v["questions"], v["recall@5"], v["recall@10"]]
            for c, v in result["categories"].items()])
+
+
+@eval_group.command("corrections")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--show-errors", is_flag=True, help="List the misclassified messages.")
+@json_option
+def eval_corrections(file: Path, show_errors: bool, json_: bool) -> None:
+    """Precision, recall and F1 of correction detection on a labelled JSON Lines file.
+
+    \b
+    Example:
+      lore eval corrections corrections-dev.jsonl --show-errors
+    """
+    from lore.eval.corrections import evaluate
+
+    result = evaluate(file)
+    if not show_errors:
+        errors = result.pop("errors")
+        result["error_count"] = len(errors)
+    if json_:
+        emit_json(result)
+        return
+    table(f"Correction detection, {result['messages']} messages ({result['detector']})",
+          ["", "precision", "recall", "F1"],
+          [["correction + preference", result["precision"], result["recall"], result["f1"]],
+           ["durable", result["durable"]["precision"], result["durable"]["recall"],
+            result["durable"]["f1"]]])
+    table(None, ["true label -> predicted", "messages"], list(result["confusion"].items()))
+    for e in result.get("errors", []):
+        click.echo(f"[{e['label']} predicted {'positive' if e['predicted'] else 'none'}] "
+                   f"{e['text']}")
