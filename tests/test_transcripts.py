@@ -714,7 +714,7 @@ CODEX_RECORD_TYPES = {"session_meta", "turn_context", "response_item", "event_ms
 
 def test_every_shared_transcript_reads_cleanly(record_property: Any):
     if not SHARED_DATA.is_dir():
-        pytest.skip(f"{SHARED_DATA} is not here (the shared real-transcript folder of the Lore workspace)")
+        pytest.skip(f"{SHARED_DATA} is not here (real transcripts kept beside the repository, not in it)")
     files = sorted(SHARED_DATA.rglob("*.jsonl"))
     total = ParseStats()
     values: Counter[str] = Counter()
