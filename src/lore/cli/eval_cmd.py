@@ -11,11 +11,12 @@ from lore.cli.common import LoreGroup, emit_json, json_option, progress_bar, set
 
 @click.group("eval", cls=LoreGroup)
 def eval_group() -> None:
-    """Measure retrieval quality on public benchmarks.
+    """Measure retrieval and correction detection on labelled data.
 
     \b
-    Example:
+    Examples:
       lore eval locomo locomo10.json
+      lore eval corrections labelled.jsonl
     """
 
 
