@@ -164,7 +164,7 @@ class Worker:
 
     def record_snapshot(self, event: Event) -> str:
         """The state to resume from after compaction: tasks, files in progress, last request."""
-        from lore.capture.tail import last_exchange
+        from lore.capture.tail import last_exchange, last_todos
         from lore.store import atomic
         from lore.store import context as queries
 
@@ -175,7 +175,7 @@ class Worker:
         path = p.get("transcript_path")
         if isinstance(path, str) and os.path.isfile(path):
             data["last_request"], _ = last_exchange(Path(path))
-            data["current_tasks"] = _last_todos(Path(path))
+            data["current_tasks"] = last_todos(Path(path))
         conn = self.lore.conn
         with atomic(conn):
             data["files_in_progress"] = queries.session_files(conn, session_id)
@@ -240,29 +240,6 @@ def _iso(at: float) -> str:
     from datetime import UTC, datetime
 
     return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
-
-
-def _last_todos(path: Path) -> list[Any]:
-    """The todo list of the last TodoWrite call in the transcript's tail."""
-    import json
-
-    size = path.stat().st_size
-    with open(path, "rb") as fh:
-        fh.seek(max(0, size - 512 * 1024))
-        lines = fh.read().splitlines()
-    for raw in reversed(lines):
-        try:
-            rec = json.loads(raw)
-        except ValueError:
-            continue
-        content = rec.get("message", {}).get("content") if isinstance(rec, dict) and isinstance(
-            rec.get("message"), dict) else None
-        for block in content if isinstance(content, list) else []:
-            if isinstance(block, dict) and block.get("type") == "tool_use" \
-                    and block.get("name") == "TodoWrite":
-                todos = (block.get("input") or {}).get("todos")
-                return todos if isinstance(todos, list) else []
-    return []
 
 
 def read_pid(path: Path) -> int | None:

@@ -6,6 +6,7 @@ Standard library only (the Stop hook uses it); reads at most the last 256 KiB.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,21 +14,32 @@ TAIL_BYTES = 256 * 1024  # the end of the transcript is enough to find the last 
 MAX_FIELD = 20_000  # payload strings are cut here: the queue holds signals, not files
 
 
-def last_exchange(path: Path) -> tuple[str | None, str | None]:
+def records_from_end(path: Path, nbytes: int = TAIL_BYTES) -> Iterator[dict[str, Any]]:
+    """The JSON records of the last ``nbytes`` of a transcript, newest first."""
     size = path.stat().st_size
     with open(path, "rb") as fh:
-        fh.seek(max(0, size - TAIL_BYTES))
+        fh.seek(max(0, size - nbytes))
         lines = fh.read().splitlines()
-    prompt: str | None = None
     for raw in reversed(lines):
         try:
             rec = json.loads(raw)
         except ValueError:
+            continue  # the cut first line, or a malformed one
+        if isinstance(rec, dict):
+            yield rec
+
+
+def message_text(rec: dict[str, Any]) -> str | None:
+    message = rec.get("message")
+    return _text(message.get("content")) if isinstance(message, dict) else None
+
+
+def last_exchange(path: Path) -> tuple[str | None, str | None]:
+    prompt: str | None = None
+    for rec in records_from_end(path):
+        if rec.get("isMeta"):
             continue
-        if not isinstance(rec, dict) or rec.get("isMeta"):
-            continue
-        text = _text(rec.get("message", {}).get("content") if isinstance(rec.get("message"), dict)
-                     else None)
+        text = message_text(rec)
         if not text:
             continue
         if prompt is None and rec.get("type") == "user":
@@ -35,6 +47,29 @@ def last_exchange(path: Path) -> tuple[str | None, str | None]:
         elif prompt is not None and rec.get("type") == "assistant":
             return prompt, text[:MAX_FIELD]
     return prompt, None
+
+
+def last_assistant(path: Path) -> str | None:
+    """The assistant's last text in the transcript: what a prompt typed now answers."""
+    for rec in records_from_end(path):
+        if rec.get("type") == "assistant":
+            text = message_text(rec)
+            if text:
+                return text[:MAX_FIELD]
+    return None
+
+
+def last_todos(path: Path) -> list[Any]:
+    """The todo list of the last TodoWrite call in the transcript's tail."""
+    for rec in records_from_end(path, 2 * TAIL_BYTES):
+        message = rec.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_use" \
+                    and block.get("name") == "TodoWrite":
+                todos = (block.get("input") or {}).get("todos")
+                return todos if isinstance(todos, list) else []
+    return []
 
 
 def _text(content: Any) -> str | None:
@@ -45,25 +80,4 @@ def _text(content: Any) -> str | None:
                  if isinstance(b, dict) and b.get("type") == "text"]
         joined = "\n".join(p for p in parts if p)
         return joined or None
-    return None
-
-
-
-
-def last_assistant(path: Path) -> str | None:
-    """The assistant's last text in the transcript: what a prompt typed now answers."""
-    size = path.stat().st_size
-    with open(path, "rb") as fh:
-        fh.seek(max(0, size - TAIL_BYTES))
-        lines = fh.read().splitlines()
-    for raw in reversed(lines):
-        try:
-            rec = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(rec, dict) and rec.get("type") == "assistant" and isinstance(
-                rec.get("message"), dict):
-            text = _text(rec["message"].get("content"))
-            if text:
-                return text[:MAX_FIELD]
     return None
