@@ -268,7 +268,8 @@ def test_events_queued_while_the_worker_is_down_survive_a_kill(lore_home, tmp_pa
     proc.wait(timeout=10)
     q = Queue(lore_home / "queue")
     done_before = sum(1 for _ in open(q.done)) if q.done.exists() else 0
-    assert done_before + q.depth() == 30
+    # The event in hand at the kill may already be in done.jsonl and still pending.
+    assert done_before + q.depth() in (30, 31)
     subprocess.run([LORE, "worker", "run", "--once"], env=env, check=True, capture_output=True,
                    timeout=60)
     handled = [json.loads(line)["payload"]["prompt"] for line in open(q.done)]
