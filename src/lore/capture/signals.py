@@ -1,33 +1,42 @@
-"""The quick correction check: cheap enough for the Stop and prompt hooks (stdlib only).
+"""The hooks' pre-filter: could this user message be a correction or a preference?
 
-Measured on the labelled development messages with `lore eval corrections`; the full
-detector of the worker is the next step (docs/benchmarks.md).
+One regular expression of the words every teaching cue of the full detector
+(:mod:`lore.learn.detect`) is built on — "no", "not", "don't", "instead", "always",
+"never", "rule", "you didn't" … It over-fires on purpose (about two messages in three pass)
+and costs well under a millisecond, so the Stop and prompt hooks stay within their budget;
+the worker's detector decides. The detector runs the same pre-filter first, so whatever it
+would catch, the hook has queued (`lore eval corrections --detector prefilter` measures it).
 """
 
 from __future__ import annotations
 
-# Seed 002 / 004 patterns: a reply that rejects what was proposed and says what to do instead.
-CORRECTION_PATTERNS = (
-    r"^\s*no\b[,.!]?\s", r"^\s*nope\b", r"\bdon'?t\s+(use|do|add|put|make|write|call|create)\b",
-    r"\binstead\s+of\b", r"\buse\s+[\w.\-/]+(\s+[\w.\-/]+)?\s+instead\b", r"\bnot\s+that\b",
-    r"\bnever\s+(use|do|add|put|commit|push|write)\b", r"\bi\s+(prefer|want|said)\b",
-    r"\bplease\s+(always|never|don'?t)\b", r"\bstop\s+(using|doing|adding)\b",
-    r"\bwrong\b", r"\bthat'?s\s+not\s+(what|right|correct)\b", r"^\s*actually\b",
-    r"\brather\s+than\b", r"\btoo\s+(verbose|complex|long|much)\b",
+PREFILTER = (
+    r"n't\b|\b(?:no+|nope|nah|not|dont|doesnt|didnt|isnt|shouldnt|wont|cant|never|always|"
+    r"instead|rather|actually|wait|hold\s+on|hm+|ugh+|oops|stop|quit|avoid|wrong|incorrect|"
+    r"untrue|undo|revert|roll\s*back|put\s+\w+\s+back|go\s+back|restore|back\s+out|rid|"
+    r"regress\w*|broke|broken|messed|work(?:ing|ed)?|too|overkill|over-?\w+|redo|re-do|scratch|"
+    r"start\s+over|careful\w*|yourself|how\s+about\s+you|missed|forgot|left\s+out|already|"
+    r"from\s+now|going\s+forward|future|next\s+time|every\s*time|each\s+time|whenever|default|"
+    r"rules?|general|at\s+all\s+times|prefer\w*|hate|like|want|important|essential|crucial|"
+    r"remember|mem\w*|claude\.md|agents\.md|cursorrules|mdc|convention|guideline|must|should|"
+    r"needs?|has\s+to|have\s+to|unnecessary|why|said|told|asked|meant|thought|remind\w*|"
+    r"specified|stated|described|according|you(?:'re|\s+are|'ve|\s+have|\s+just)?\s+\w+ed|"
+    r"you(?:'re|\s+are)\s+\w+ing|you\s+(?:keep|still|again))\b"
 )
-# "No bugs found", "no problem": a "no" that answers a question rather than rejecting a proposal.
-NOT_CORRECTION_PATTERN = (
-    r"^\s*no\s+(bugs?|errors?|issues?|problems?|worries|thanks|rush|need|changes?)\b|"
-    r"^\s*no,?\s+(that'?s|it'?s)\s+(fine|good|ok|great|perfect)\b|"
-    r"^\s*(perfect|great|thanks|thank you|looks good|lgtm)\b"
-)
+_compiled = None
+
+
+def might_teach(text: str) -> bool:
+    """The pre-filter: False only for messages the full detector would never call positive."""
+    global _compiled
+    if _compiled is None:
+        import re  # only the Stop and prompt hooks pay for it
+
+        _compiled = re.compile(PREFILTER, re.IGNORECASE)
+    t = text[:4000].replace("\u2019", "'")
+    return bool(t.strip()) and _compiled.search(t) is not None
 
 
 def looks_like_correction(text: str) -> bool:
-    """The quick check on the Stop path; the worker and extraction look closer later."""
-    import re  # only the Stop hooks pay for it
-
-    t = text.strip()
-    if not t or re.search(NOT_CORRECTION_PATTERN, t, re.IGNORECASE):
-        return False
-    return any(re.search(p, t, re.IGNORECASE) for p in CORRECTION_PATTERNS)
+    """Kept for callers of the first quick check: the pre-filter."""
+    return might_teach(text)

@@ -1,0 +1,1 @@
+"""Learning from corrections: detect them, extract the preference, merge and score it."""
