@@ -57,11 +57,12 @@ def main() -> int:
     rows = [json.loads(line) for line in args.data.read_text().splitlines() if line.strip()]
     names = D.feature_names()
     sign = np.array([1 if n in D.POSITIVE else -1 if n in D.NEGATIVE else 0 for n in names])
-    x = np.array([D.vector(cues(r["text"], r.get("prev_agent"))) for r in rows])
+    found = [cues(clean(r["text"]), r.get("prev_agent")) for r in rows]
+    x = np.array([D.vector(c) for c in found])
     y = np.array([r["label"] != "none" for r in rows])
     groups = np.array([(r.get("source") or {}).get("repo") or r.get("id", "?") for r in rows])
     # The detector never weighs what its gates set aside: train and score the same way.
-    weighed = np.array([not D.gate(clean(r["text"])) for r in rows])
+    weighed = np.array([not D.gate(clean(r["text"])) and not D.veto(c) for r, c in zip(rows, found)])
     print(f"gates set aside {int((~weighed).sum())} messages, "
           f"{int((~weighed & y).sum())} of them positive")
 

@@ -15,7 +15,7 @@ LAYERS = [
     (2, ("lore.search", "lore.graph")),
     (3, ("lore.transfer", "lore.conversations", "lore.publish")),
     (4, ("lore.api",)),
-    (5, ("lore.demo", "lore.doctor", "lore.eval", "lore.worker", "lore.install")),
+    (5, ("lore.demo", "lore.doctor", "lore.eval", "lore.worker", "lore.install", "lore.learn")),
     (6, ("lore.mcp", "lore.capture.hooks")),  # hooks are an entry point, like the MCP server
     (7, ("lore.cli", "lore.__main__", "lore.entry")),
 ]

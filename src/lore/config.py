@@ -107,8 +107,26 @@ class ContextConfig(_Strict):
     max_items: int = Field(default=60, ge=1, le=1000)
 
 
+class LearningConfig(_Strict):
+    """Learning from corrections (seed 004's confidence scoring and thresholds)."""
+
+    active_threshold: float = Field(default=0.85, ge=0, le=1)  # at or above: active
+    review_threshold: float = Field(default=0.5, ge=0, le=1)   # at or above: proposed for review
+    detector_threshold: float | None = Field(default=None, gt=0, lt=1)  # None: the trained one
+    same_rule_similarity: float = Field(default=0.86, gt=0, le=1)  # cosine: a restatement
+    recent_days: int = Field(default=7, ge=0)  # reinforced this recently: +0.1
+    silent_fixes: bool = True  # compare what the agent wrote with the files later
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LearningConfig:
+        if self.review_threshold > self.active_threshold:
+            raise ValueError("learning.review_threshold must not exceed learning.active_threshold")
+        return self
+
+
 class Config(_Strict):
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
+    learning: LearningConfig = Field(default_factory=LearningConfig)
     context: ContextConfig = Field(default_factory=ContextConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
     conversations: ConversationsConfig = Field(default_factory=ConversationsConfig)

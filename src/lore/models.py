@@ -41,10 +41,12 @@ class Evidence:
     message_id: str | None = None
     observed_at: str | None = None
     source: str | None = None  # transcript path, commit, agent …
+    context: str | None = None  # the agent's turn the quote answers
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "quote": self.quote,
+            "context": self.context,
             "session_id": self.session_id,
             "message_id": self.message_id,
             "observed_at": self.observed_at,

@@ -32,6 +32,7 @@ class EvidenceIn(_Strict):
     message_id: str | None = None
     observed_at: str | None = None
     source: str | None = None
+    context: str | None = None
 
 
 class PreferenceIn(_Strict):

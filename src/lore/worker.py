@@ -115,28 +115,54 @@ class Worker:
                 outcome = self.record_edits(event)
             if event.kind == "PreCompact":
                 outcome += "; " + self.record_snapshot(event)
+            if event.kind in ("SessionStart", "SessionEnd") and self.settings.config.learning.silent_fixes:
+                outcome += "; " + self.check_silent_fixes(event)
         except LoreError as exc:
             outcome = f"error: {exc}"
             self.log.warning("event %s (%s): %s", event.id, event.kind, exc)
         self.queue.ack(event, outcome)
         self.log.info("event %s %s: %s", event.id, event.kind, outcome)
 
-    def record_correction(self, event: Event, signals: dict[str, Any]) -> str:
-        """Store the correction with the proposal it answers, its session, project and files.
-        Extraction into lessons (a later step) reads this table; nothing is dropped meanwhile."""
-        from datetime import UTC, datetime
+    @property
+    def learning(self) -> Any:
+        from lore.learn import Learning
 
+        return Learning(self.lore)
+
+    def record_correction(self, event: Event, signals: dict[str, Any]) -> str:
+        """Store the message with the proposal it answers, its session, project and files
+        (secrets redacted), then let the detector decide and learn from it."""
+        from lore.learn.learner import cut
+        from lore.learn.redact import redact
         from lore.store import atomic
         from lore.store import context as queries
+        from lore.store import learning as q
 
         conn = self.lore.conn
         session_id = event.payload.get("session_id")
+        proposal = signals.get("assistant_proposal")
         with atomic(conn):
-            stored = queries.insert_correction(
-                conn, event.id, session_id, event.payload.get("cwd"), str(signals["user_message"]),
-                signals.get("assistant_proposal"), queries.session_files(conn, session_id),
-                datetime.fromtimestamp(event.at, UTC).isoformat(timespec="seconds"))
-        return "correction recorded" if stored else "correction already recorded"
+            stored = q.add_correction(
+                conn, event_id=event.id, session_id=session_id, project=event.payload.get("cwd"),
+                user_message=redact(cut(str(signals["user_message"]))),
+                proposal=redact(cut(str(proposal))) if proposal else None,
+                files=queries.session_files(conn, session_id), at=_iso(event.at), origin="hook")
+        if stored is None:
+            return "message already seen"
+        outcomes = self.learning.process_pending()
+        return ", ".join(f"message {o.correction_id}: {o.action}" for o in outcomes) or "recorded"
+
+    def check_silent_fixes(self, event: Event) -> str:
+        """Compare what the agent wrote with the files now (or a later commit). SessionEnd
+        checks this session; SessionStart checks earlier sessions of the project."""
+        p = event.payload
+        session_id = p.get("session_id")
+        if event.kind == "SessionEnd":
+            outcomes = self.learning.silent_fixes(session_id=session_id, final=False)
+        else:
+            outcomes = self.learning.silent_fixes(project=p.get("cwd"), exclude_session=session_id,
+                                                  final=True)
+        return f"{len(outcomes)} silent fixes"
 
     def record_edits(self, event: Event) -> str:
         """What the agent wrote (file, old and new text), for silent-fix detection later."""

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lore.capture.queue import Queue
-from lore.capture.signals import looks_like_correction
+from lore.capture.signals import might_teach
 from lore.capture.tail import MAX_FIELD, last_assistant, last_exchange
 
 if TYPE_CHECKING:
@@ -108,13 +108,15 @@ def ensure_worker() -> None:
 
 def stop_signals(payload: dict[str, Any]) -> dict[str, Any]:
     """The user's last prompt and what the assistant proposed before it, read from the end
-    of the transcript (never the whole file), and whether the prompt looks like a correction."""
+    of the transcript (never the whole file), when the pre-filter says the prompt might teach
+    something (a correction or a standing preference); the worker's detector decides."""
     path = payload.get("transcript_path")
     if not isinstance(path, str) or not os.path.isfile(path):
         return {"correction": False}
     prompt, proposal = last_exchange(Path(path))
-    return {"correction": bool(prompt) and bool(proposal) and looks_like_correction(prompt or ""),
-            "user_message": prompt, "assistant_proposal": proposal}
+    if not prompt or not might_teach(prompt):
+        return {"correction": False}
+    return {"correction": True, "user_message": prompt, "assistant_proposal": proposal}
 
 
 def prompt_signals(payload: dict[str, Any]) -> dict[str, Any]:
@@ -122,12 +124,11 @@ def prompt_signals(payload: dict[str, Any]) -> dict[str, Any]:
     the proposal it answers is already in the transcript, so this sees corrections that the
     Stop hook can miss when the transcript is written late. The worker stores each once."""
     prompt = payload.get("prompt")
-    if not isinstance(prompt, str) or not looks_like_correction(prompt):
+    if not isinstance(prompt, str) or not might_teach(prompt):
         return {"correction": False}
     path = payload.get("transcript_path")
     proposal = last_assistant(Path(path)) if isinstance(path, str) and os.path.isfile(path) else None
-    return {"correction": proposal is not None, "user_message": prompt,
-            "assistant_proposal": proposal}
+    return {"correction": True, "user_message": prompt, "assistant_proposal": proposal}
 
 
 def _clip(value: Any) -> Any:

@@ -263,3 +263,49 @@ def learn_unlink(lore: Any, from_id: str, to_id: str, relation: str | None, json
         emit_json({"removed": removed})
     else:
         notice(f"removed {removed} link(s)")
+
+
+@learn.command("correction")
+@click.argument("text")
+@click.option("--previous", help="What the agent said or proposed that the user corrected.")
+@click.option("--project", help="Project it applies to ('.' = current; default: the current one).")
+@click.option("--global", "global_", is_flag=True, help="A rule for every project.")
+@click.option("--session-id", help="The session it was said in.")
+@click.option("--file", "files", multiple=True, help="A file the exchange touched (repeatable).")
+@json_option
+@with_lore
+def learn_correction(lore: Any, text: str, previous: str | None, project: str | None,
+                     global_: bool, session_id: str | None, files: tuple[str, ...],
+                     json_: bool) -> None:
+    """Record a correction the user made (for agents without Lore's hooks).
+
+    TEXT is the user's words ('-' reads standard input). Lore extracts the rule (what was
+    rejected, what is preferred, why), merges it with what it knows — a restatement
+    reinforces the known rule, a contradiction is flagged — and scores it. Secrets in the
+    text are redacted before anything is stored.
+
+    \b
+    Examples:
+      lore learn correction "No, don't use Redis, use local file sessions instead" \\
+          --previous "I'll add Redis for the session store."
+      lore learn correction "always run ruff before committing" --global --json
+    """
+    from lore.learn import Learning
+
+    body = read_content(text)
+    scope = None if global_ else resolve_project(project or ".")
+    outcome = Learning(lore).record(body, previous, project=scope, session_id=session_id,
+                                    files=list(files), origin="manual")
+    if json_:
+        emit_json(outcome.to_dict())
+        return
+    lesson = outcome.lesson
+    if lesson is None:
+        notice(f"nothing learned ({outcome.action})")
+        return
+    click.echo(lesson.id)
+    verb = {"created": "learned", "reinforced": "reinforced", "conflict": "learned (conflicts with "
+            f"{', '.join(outcome.related)})", "superseded": f"learned (supersedes "
+            f"{', '.join(outcome.related)})", "duplicate": "already known"}.get(outcome.action,
+                                                                                outcome.action)
+    notice(f"{verb}: {lesson.title} [{lesson.status}, score {lesson.score:.2f}]")

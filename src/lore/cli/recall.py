@@ -260,6 +260,51 @@ def recall_tags(lore: Any, counts: bool, json_: bool) -> None:
             click.echo(t)
 
 
+@recall.command("preferences")
+@click.option("--project", help="Project (default: the current one; 'all' for every project).")
+@click.option("--file-type", help="Only rules for this file type and general ones, e.g. py.")
+@click.option("--status", multiple=True,
+              help="Statuses to list (default: active and proposed; candidate for the evidence).")
+@click.option("--limit", "-n", type=click.IntRange(1, 1000), default=100, show_default=True)
+@json_option
+@with_lore
+def recall_preferences(lore: Any, project: str | None, file_type: str | None,
+                       status: tuple[str, ...], limit: int, json_: bool) -> None:
+    """Preferences and rules learned or written for this project, and the global ones.
+
+    Active rules first, then the proposed ones waiting for review, each with its score,
+    how often it was seen and any rule it conflicts with.
+
+    \b
+    Examples:
+      lore recall preferences
+      lore recall preferences --file-type py --json
+      lore recall preferences --project all --status candidate
+    """
+    from lore.learn import Learning
+
+    all_projects = project is not None and project.lower() in ("all", "*")
+    scope = None if all_projects else resolve_project(project or ".")
+    lessons = Learning(lore).preferences(scope, all_projects=all_projects, file_type=file_type,
+                                         statuses=status or ("active", "proposed"), limit=limit)
+    if json_:
+        emit_json({"project": scope, "preferences": [p.to_dict() for p in lessons]})
+        return
+    if not lessons:
+        notice("no preferences yet" + (f" for {scope}" if scope else ""))
+        return
+    rows = []
+    for p in lessons:
+        meta = p.metadata.get("learning") or {}
+        conflicts = [e.to_id if e.from_id == p.id else e.from_id for e in p.edges
+                     if e.relation == "contradicts"]
+        rows.append([p.id, p.status, f"{p.score:.2f}" if p.score is not None else "-",
+                     meta.get("occurrences", "-"), p.title,
+                     ", ".join(p.file_types) or "-", "global" if p.project is None else "project",
+                     ", ".join(c[-6:] for c in conflicts) or ""])
+    table(None, ["id", "status", "score", "seen", "rule", "files", "scope", "conflicts"], rows)
+
+
 @recall.command("conversations")
 @click.argument("query")
 @click.option("--limit", "-n", type=click.IntRange(1, 100), default=5, show_default=True)

@@ -133,6 +133,19 @@ def gate(text: str) -> str:
     return ""
 
 
+def veto(c: dict[str, float]) -> str:
+    """Shapes the labelling rubric calls 'none' whatever the words: the data is too thin on
+    them for the model to learn it (a declined offer, agreeing with "actually", a symptom)."""
+    teaching = {m for g in STACKING for m in GROUPS[g]} & set(c)
+    if "declines_offer" in c and teaching <= {"opens_no"}:
+        return "declines an offer"
+    if "actually_agrees" in c and teaching <= {"opens_actually"}:
+        return "agrees with the agent"
+    if "no_then_symptom" in c and teaching <= {"opens_no"}:
+        return "reports a symptom"
+    return ""
+
+
 def detect(message: str, previous: str | None = None, *, threshold: float | None = None) -> Detection:
     """Classify one user message in the context of the agent turn it answers."""
     text = clean(message or "")
@@ -140,6 +153,9 @@ def detect(message: str, previous: str | None = None, *, threshold: float | None
     if reason:
         return Detection("none", False, None, 0.0, (), reason)
     c = cues(text, previous)
+    vetoed = veto(c)
+    if vetoed:
+        return Detection("none", False, None, 0.0, tuple(sorted(c)), vetoed)
     m = model()
     p = m.probability(vector(c))
     names = tuple(sorted(c))

@@ -103,6 +103,9 @@ MESSAGE_CUES: dict[str, str] = {
                r"like)|add|create|make|implement|build|write|fix|update|change|remove|put|move|run|"
                r"commit|push|check|show|give|generate|set\s+up|install|deploy|help|review|refactor)\b",
     "greeting": r"^\W*(?:hi|hello|hey|helo|yo)\b",
+    "agrees": r"\b(?:you'?re\s+right|that'?s\s+(?:right|fine|correct|good)|looks\s+(?:good|right)|"
+              r"sounds\s+good|makes\s+sense|convinced\s+me|good\s+idea|go\s+ahead|"
+              r"^\W*actually\W+(?:yes|yeah|ok|okay|sure|perfect|great))\b",
     "apology": r"\b(?:sorry|my\s+bad|my\s+mistake)\b",
     "additive": r"\b(?:also|as\s+well|in\s+addition|additionally|another|new\s+feature|"
                 r"and\s+then|next\s+step)\b",
@@ -207,9 +210,10 @@ def cues(message: str, previous: str | None = None) -> dict[str, float]:
         out["declines_offer"] = 1.0
     if "opens_no" in out and "failure_report" in out:
         out["no_then_symptom"] = 1.0
-    if ("instead" in out or "rather" in out) and "request" in out and not ({"opens_no", "not_right", "you_did"} & set(out)):
+    rejecting = {"opens_no", "not_right", "you_did"} & set(out)
+    if ("instead" in out or "rather" in out) and "request" in out and not rejecting:
         out["instead_in_request"] = 1.0
-    if "opens_actually" in out and "approval" in out:
+    if "opens_actually" in out and ("approval" in out or "agrees" in out) and "not_right" not in out:
         out["actually_agrees"] = 1.0
     if ("dont_do" in out or "always_never" in out) and "from_now_on" in out:
         out["standing_rule"] = 1.0

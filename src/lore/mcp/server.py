@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from lore.api import Lore
     from lore.config import Settings
 
-PROFILES = ("canonical", "ai-lessons", "self-learning", "self-reflect", "all")
+PROFILES = ("canonical", "ai-lessons", "self-learning", "self-reflect", "reinforcement", "all")
 GLOBAL = ("global", "none", "")
 EVERY_PROJECT = ("all", "*")
 
@@ -180,6 +180,10 @@ def build_server(settings: Settings, profile: str = "canonical",
         _register_self_learning(server, tools)
     if profile in ("self-reflect", "all"):
         _register_self_reflect(server, tools)
+    if profile in ("canonical", "all"):
+        _register_learning(server, tools)
+    if profile in ("reinforcement", "all"):
+        _register_reinforcement(server, tools, with_conversations=profile != "all")
     return server, tools
 
 
@@ -652,3 +656,222 @@ def _register_self_reflect(server: MCPServer, t: LoreTools) -> None:
         lesson = await t.run(lambda lore: lore.add_lesson(
             title, content, kind="reflection", tags=tags or [], project=proj, source="conversation"))
         return {"stored": True, "id": lesson.id, "title": lesson.title}
+
+
+# ---- learning from corrections -------------------------------------------------------------
+async def _record(t: LoreTools, ctx: Context | None, text: str, previous: str | None,
+                  assistant_msg_id: str | None, project: str | None,
+                  files: list[str] | None) -> dict[str, Any]:
+    proj = await t.project(ctx, project)
+
+    def call(lore: Lore) -> dict[str, Any]:
+        from lore.errors import InvalidInput
+        from lore.learn import Learning
+        from lore.store import learning as q
+
+        prev, session_id = previous, None
+        if assistant_msg_id:
+            msg = q.message(lore.conn, assistant_msg_id.strip())
+            if msg is None:
+                raise InvalidInput(f"no imported message has the id '{assistant_msg_id}' "
+                                   "(pass the agent's words as 'previous' instead)")
+            prev, session_id = prev or msg["text"], msg["session_id"]
+        outcome = Learning(lore).record(text, prev, project=proj or None, session_id=session_id,
+                                        proposal_uuid=assistant_msg_id, files=files or [],
+                                        origin="mcp")
+        return _outcome_payload(outcome)
+
+    return dict(await t.run(call))
+
+
+async def _suggest(t: LoreTools, ctx: Context | None, rule: str, reason: str | None,
+                   project: str | None, file_types: list[str] | None) -> dict[str, Any]:
+    proj = await t.project(ctx, project)
+
+    def call(lore: Lore) -> dict[str, Any]:
+        from lore.learn import Learning
+
+        return _outcome_payload(Learning(lore).suggest_rule(
+            rule, reason, project=proj or None, file_types=file_types or []))
+
+    return dict(await t.run(call))
+
+
+def _outcome_payload(outcome: Any) -> dict[str, Any]:
+    lesson = outcome.lesson
+    return {"action": outcome.action, "detected": outcome.detection.label,
+            "type": outcome.detection.type, "related": outcome.related,
+            "rule": None if lesson is None else {
+                "id": lesson.id, "title": lesson.title, "status": lesson.status,
+                "score": lesson.score, "kind": lesson.kind,
+                "rejected": lesson.preference.rejected if lesson.preference else None,
+                "preferred": lesson.preference.preferred if lesson.preference else None}}
+
+
+async def _preferences(t: LoreTools, ctx: Context | None, project: str | None,
+                       file_type: str | None, statuses: list[str] | None) -> dict[str, Any]:
+    proj = await t.project(ctx, project)
+
+    def call(lore: Lore) -> dict[str, Any]:
+        from lore.learn import Learning
+
+        found = Learning(lore).preferences(proj or None, all_projects=proj is None,
+                                           file_type=file_type,
+                                           statuses=tuple(statuses or ("active", "proposed")))
+        return {"project": proj, "count": len(found), "preferences": [
+            {"id": p.id, "title": p.title, "rule": p.content, "status": p.status, "score": p.score,
+             "kind": p.kind, "file_types": list(p.file_types),
+             "scope": "global" if p.project is None else p.project,
+             "occurrences": (p.metadata.get("learning") or {}).get("occurrences"),
+             "conflicts": [e.to_id if e.from_id == p.id else e.from_id for e in p.edges
+                           if e.relation == "contradicts"]} for p in found]}
+
+    return dict(await t.run(call))
+
+
+_TEXT = Annotated[str, Field(description="The user's words, verbatim (secrets are redacted).")]
+_PREVIOUS = Annotated[str | None, Field(description="What you (the agent) said or proposed "
+                                        "that the user corrected.")]
+_PROJECT = Annotated[str | None, Field(description="Default: the current project; 'global' for "
+                                       "a rule that holds everywhere.")]
+
+
+def _register_learning(server: MCPServer, t: LoreTools) -> None:
+    @_tool(server, "lore_record_correction", WRITE)
+    async def lore_record_correction(
+        text: _TEXT, previous: _PREVIOUS = None, project: _PROJECT = None,
+        files: Annotated[StrList, Field(description="Files the exchange touched.")] = None,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Record that the user corrected you, so the next session does not repeat the mistake.
+
+        Call it when the user rejects what you did or proposed and says what they want instead,
+        or states a lasting preference ("always…", "never…", "from now on…"). Lore extracts the
+        rule (rejected / preferred / why), reinforces it if already known, flags a conflict
+        with a known rule, and scores it; active rules are injected into later sessions.
+        Example: {"text": "No, don't use Redis, use local file sessions instead",
+        "previous": "I'll add Redis for the session store."}
+        """
+        return await _record(t, ctx, text, previous, None, project, files)
+
+    @_tool(server, "lore_suggest_rule", WRITE)
+    async def lore_suggest_rule(
+        rule: Annotated[str, Field(description="The rule, as an instruction for a future session.")],
+        reason: Annotated[str | None, Field(description="Why you think the user wants it.")] = None,
+        project: _PROJECT = None,
+        file_types: StrList = None,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Propose a rule you inferred from the user's behaviour; it waits for their review.
+
+        Use when you noticed a pattern the user did not state outright (they rewrote your code
+        the same way twice, they always ask for X). Never becomes active by itself.
+        Example: {"rule": "Use httpx instead of requests", "reason": "the user replaced requests
+        with httpx in two files", "file_types": ["py"]}
+        """
+        return await _suggest(t, ctx, rule, reason, project, file_types)
+
+    @_tool(server, "lore_preferences", READ)
+    async def lore_preferences(
+        project: Annotated[str | None, Field(description="Default: the current project (plus "
+                                             "global rules); 'all' for every project.")] = None,
+        file_type: Annotated[str | None, Field(description="e.g. 'py': rules for it and "
+                                               "general ones.")] = None,
+        statuses: Annotated[StrList, Field(description="Default ['active', 'proposed'].")] = None,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """The user's preferences and rules that apply here, active first, then proposed ones.
+
+        Example: {"file_type": "py"}
+        """
+        return await _preferences(t, ctx, project, file_type, statuses)
+
+
+def _register_reinforcement(server: MCPServer, t: LoreTools, with_conversations: bool) -> None:
+    """Seed 004's tool names and arguments."""
+
+    @_tool(server, "search_memory", SEARCH)
+    async def search_memory(query: str, scope: Annotated[str, Field(
+            description="'all', 'project' (this one) or 'global'.")] = "all",
+            ctx: Context | None = None) -> dict[str, Any]:
+        """Search the user's lessons and rules by meaning and keywords.
+
+        Example: {"query": "how to store sessions", "scope": "project"}
+        """
+        if scope not in ("all", "project", "global"):
+            raise ToolError(f"unknown scope '{scope}'; valid: all, project, global")
+        proj = await t.project(ctx, None) if scope == "project" else None
+        filters = Filters(project=proj, kinds=())
+        hits = await t.run(lambda lore: [
+            h for h in lore.recall(query, filters, 10, interface="mcp")
+            if scope != "global" or lore.get_lesson(h.id).project is None])
+        return _search_payload(query, hits)
+
+    @_tool(server, "get_project_rules", READ)
+    async def get_project_rules(project_path: str | None = None,
+                                ctx: Context | None = None) -> dict[str, Any]:
+        """The active and proposed rules for a project (default: the current one) and global ones.
+
+        Example: {"project_path": "/home/me/shop"}
+        """
+        return await _preferences(t, ctx, project_path, None, None)
+
+    @_tool(server, "get_preferences", READ)
+    async def get_preferences(category: Annotated[str | None, Field(
+            description="A file type such as 'py' or 'qmd'; default: every preference.")] = None,
+            project_path: str | None = None, ctx: Context | None = None) -> dict[str, Any]:
+        """The user's preferences, optionally for one file type.
+
+        Example: {"category": "py"}
+        """
+        return await _preferences(t, ctx, project_path, category, None)
+
+    @_tool(server, "why_this_rule", READ)
+    async def why_this_rule(rule_id: str) -> dict[str, Any]:
+        """The evidence behind a rule: the user's words, what they answered, when, how often.
+
+        Example: {"rule_id": "01JD8X3Q5M4Z2Y7T6R1W0V9K8J"}
+        """
+        lesson = await t.run(lambda lore: lore.get_lesson(rule_id.strip()))
+        meta = lesson.metadata.get("learning") or {}
+        return {"id": lesson.id, "title": lesson.title, "status": lesson.status,
+                "score": lesson.score, "occurrences": meta.get("occurrences"),
+                "first_seen": meta.get("first_seen"), "last_seen": meta.get("last_seen"),
+                "evidence": [e.to_dict() for e in lesson.evidence],
+                "links": [e.to_dict() for e in lesson.edges]}
+
+    @_tool(server, "record_correction", WRITE)
+    async def record_correction(
+        user_correction: _TEXT,
+        assistant_msg_id: Annotated[str | None, Field(description="Id (uuid) of your message "
+                                                      "the user corrected, if imported.")] = None,
+        previous: _PREVIOUS = None,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Record that the user corrected you (seed 004); the rule is extracted and scored.
+
+        Example: {"user_correction": "No, use pnpm, not npm", "previous": "I'll run npm install."}
+        """
+        return await _record(t, ctx, user_correction, previous, assistant_msg_id, None, None)
+
+    @_tool(server, "suggest_rule", WRITE)
+    async def suggest_rule(rule_text: str, reason: str | None = None,
+                           ctx: Context | None = None) -> dict[str, Any]:
+        """Propose a rule for the user's review (seed 004); never active by itself.
+
+        Example: {"rule_text": "Render the QMD document as the last step", "reason": "asked 3 times"}
+        """
+        return await _suggest(t, ctx, rule_text, reason, None, None)
+
+    if with_conversations:
+        @_tool(server, "get_related_conversations", READ)
+        async def get_related_conversations(
+            query: str, limit: Annotated[int, Field(ge=1, le=50)] = 5, ctx: Context | None = None,
+        ) -> dict[str, Any]:
+            """Past conversations related to a topic, across every project.
+
+            Example: {"query": "database migration rollback", "limit": 5}
+            """
+            hits = await t.run(lambda lore: lore.conversations.search(query, project=None,
+                                                                       limit=limit))
+            return {"query": query, "count": len(hits), "results": [h.to_dict() for h in hits]}

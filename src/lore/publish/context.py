@@ -1,7 +1,7 @@
 """The context printed at SessionStart: what Lore knows that applies here, as plain facts.
 
-Order: this project's and the user's active preferences and rules, then corrections
-recorded in earlier sessions of this project, then other lessons. Everything fits a
+Order: this project's and the user's active preferences and rules, then the ones learned
+from corrections but not confirmed yet (marked so), then other lessons. Everything fits a
 character budget (Claude Code caps hook context at 10,000 characters); a last line says
 how many items were left out and how to see them. Nothing is printed when there is
 nothing to say. Ranking uses what the database holds: no model on this path.
@@ -9,7 +9,6 @@ nothing to say. Ranking uses what the database holds: no model on this path.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from lore.capture.transcripts import LORE_CONTEXT_MARKER
@@ -24,8 +23,9 @@ def build(conn: Any, project: str | None, max_chars: int = 4000, max_items: int 
     sections = [
         ("Preferences and rules (follow them unless the user says otherwise):",
          [_rule(r) for r in queries.rules_and_preferences(conn, project, max_items)]),
-        ("Corrections the user made in earlier sessions of this project:",
-         [_correction(c) for c in _safe_corrections(conn, project, max_items)]),
+        ("Learned from the user's corrections, not confirmed yet (follow unless told otherwise):",
+         [_rule(r, unconfirmed=True)
+          for r in queries.rules_and_preferences(conn, project, max_items, "proposed")]),
         ("Lessons learned here before:",
          [f"- {r['title']}" for r in queries.other_lessons(conn, project, max_items)]),
     ]
@@ -56,33 +56,16 @@ def build(conn: Any, project: str | None, max_chars: int = 4000, max_items: int 
     return "".join(out)
 
 
-def _rule(r: dict[str, Any]) -> str:
-    if r["pref_preferred"]:
-        where = f"{r['pref_context']}: " if r["pref_context"] else ""
-        text = f"- {where}use {r['pref_preferred']}"
-        if r["pref_rejected"]:
-            text += f", not {r['pref_rejected']}"
-        if r["pref_reasoning"]:
-            text += f" ({r['pref_reasoning']})"
-        return text + "."
+def _rule(r: dict[str, Any], unconfirmed: bool = False) -> str:
+    mark = " (unconfirmed)" if unconfirmed else ""
     body = " ".join((r["content"] or "").split())
-    return f"- {r['title']}" + (f": {body[:300]}" if body else "")
-
-
-def _correction(c: dict[str, Any]) -> str:
-    said = " ".join(c["user_message"].split())[:300]
-    text = f'- The user said: "{said}"'
-    if c["assistant_proposal"]:
-        proposal = " ".join(c["assistant_proposal"].split())[:160]
-        text += f' (in reply to: "{proposal}")'
-    files = json.loads(c["files"] or "[]")
-    if files:
-        text += f" [files: {', '.join(files[:3])}]"
-    return text
-
-
-def _safe_corrections(conn: Any, project: str | None, limit: int) -> list[dict[str, Any]]:
-    try:
-        return queries.recent_corrections(conn, project, limit)
-    except Exception:  # noqa: BLE001 - a database from before corrections existed
-        return []
+    if r["pref_preferred"] and r["pref_rejected"]:
+        text = f"- {r['title']}{mark}"
+        if r["pref_context"]:
+            text += f" — when {' '.join(r['pref_context'].split())[:120]}"
+        if r["pref_reasoning"]:
+            text += f" ({' '.join(r['pref_reasoning'].split())[:160]})"
+        return text
+    if body and body.rstrip(".").lower() != r["title"].rstrip(".").lower():
+        return f"- {r['title']}{mark}: {body[:300]}"
+    return f"- {r['title']}{mark}"

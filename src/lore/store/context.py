@@ -5,24 +5,21 @@ from __future__ import annotations
 import json
 from typing import Any
 
+RULE_KINDS = "('preference', 'project_rule', 'anti_pattern')"
 
-def rules_and_preferences(conn: Any, project: str | None, limit: int) -> list[dict[str, Any]]:
-    """Active preferences and project rules of this project and global ones, most confident first."""
+
+def rules_and_preferences(conn: Any, project: str | None, limit: int,
+                          status: str = "active") -> list[dict[str, Any]]:
+    """Preferences and rules of this project and global ones in one status, most confident first."""
     return [dict(r) for r in conn.execute(
         "SELECT l.id, l.title, l.content, l.kind, l.project, l.pref_context, l.pref_rejected, "
-        "l.pref_preferred, l.pref_reasoning, c.ordinal FROM lessons l "
+        "l.pref_preferred, l.pref_reasoning, l.score, c.ordinal FROM lessons l "
         "JOIN confidence_levels c ON c.name = l.confidence "
-        "WHERE l.status = 'active' AND l.kind IN ('preference', 'project_rule') "
+        f"WHERE l.status = ? AND l.kind IN {RULE_KINDS} "
         "AND (l.project IS NULL OR l.project = ?) "
-        "ORDER BY (l.project IS NOT NULL) DESC, c.ordinal DESC, l.usage_count DESC, l.updated_at DESC "
-        "LIMIT ?", (project, limit))]
-
-
-def recent_corrections(conn: Any, project: str | None, limit: int) -> list[dict[str, Any]]:
-    return [dict(r) for r in conn.execute(
-        "SELECT id, session_id, user_message, assistant_proposal, files, at FROM corrections "
-        "WHERE project IS ? AND status <> 'dismissed' ORDER BY at DESC LIMIT ?",
-        (project, limit))]
+        "ORDER BY (l.project IS NOT NULL) DESC, coalesce(l.score, c.ordinal / 5.0) DESC, "
+        "c.ordinal DESC, l.usage_count DESC, l.updated_at DESC "
+        "LIMIT ?", (status, project, limit))]
 
 
 def other_lessons(conn: Any, project: str | None, limit: int) -> list[dict[str, Any]]:
@@ -30,19 +27,10 @@ def other_lessons(conn: Any, project: str | None, limit: int) -> list[dict[str, 
     return [dict(r) for r in conn.execute(
         "SELECT l.id, l.title, l.kind FROM lessons l "
         "JOIN confidence_levels c ON c.name = l.confidence "
-        "WHERE l.status = 'active' AND l.kind NOT IN ('preference', 'project_rule') "
+        f"WHERE l.status = 'active' AND l.kind NOT IN {RULE_KINDS} "
         "AND (l.project IS NULL OR l.project = ?) "
         "ORDER BY (l.project IS NOT NULL) DESC, c.ordinal DESC, l.usage_count DESC, "
         "l.updated_at DESC LIMIT ?", (project, limit))]
-
-
-def insert_correction(conn: Any, event_id: str, session_id: str | None, project: str | None,
-                      user_message: str, proposal: str | None, files: list[str], at: str) -> bool:
-    cur = conn.execute(
-        "INSERT OR IGNORE INTO corrections (event_id, session_id, project, user_message, "
-        "assistant_proposal, files, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (event_id, session_id, project, user_message, proposal, json.dumps(files), at))
-    return cur.rowcount > 0
 
 
 def session_files(conn: Any, session_id: str | None, limit: int = 20) -> list[str]:

@@ -242,9 +242,10 @@ class SQLiteStore:
         )
         self.conn.executemany(
             "INSERT INTO evidence (id, lesson_id, position, quote, session_id, message_id, "
-            "observed_at, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "observed_at, source, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                (new_id(), lid, i, e.quote, e.session_id, e.message_id, e.observed_at, e.source)
+                (new_id(), lid, i, e.quote, e.session_id, e.message_id, e.observed_at, e.source,
+                 e.context)
                 for i, e in enumerate(row.evidence)
             ],
         )
@@ -324,9 +325,10 @@ class SQLiteStore:
                 )
             ),
             evidence=tuple(
-                Evidence(quote=r[0], session_id=r[1], message_id=r[2], observed_at=r[3], source=r[4])
+                Evidence(quote=r[0], session_id=r[1], message_id=r[2], observed_at=r[3], source=r[4],
+                         context=r[5])
                 for r in q(
-                    "SELECT quote, session_id, message_id, observed_at, source FROM evidence "
+                    "SELECT quote, session_id, message_id, observed_at, source, context FROM evidence "
                     "WHERE lesson_id = ? ORDER BY position",
                     (lid,),
                 )

@@ -403,8 +403,42 @@ def m004_filter_index(conn: Any) -> None:
     )
 
 
+def m005_learning(conn: Any) -> None:
+    """Learning from corrections: the detector's verdict on each captured message, the lesson
+    it fed, silent fixes found in file edits, and the proposal an evidence quote answers."""
+    run_script(
+        conn,
+        """
+        ALTER TABLE corrections ADD COLUMN label TEXT;            -- correction | preference | none
+        ALTER TABLE corrections ADD COLUMN correction_type TEXT;  -- explicit | refinement | silent_fix
+        ALTER TABLE corrections ADD COLUMN durable INTEGER;
+        ALTER TABLE corrections ADD COLUMN probability REAL;
+        ALTER TABLE corrections ADD COLUMN cues TEXT NOT NULL DEFAULT '[]';
+        ALTER TABLE corrections ADD COLUMN lesson_id TEXT REFERENCES lessons(id) ON DELETE SET NULL;
+        ALTER TABLE corrections ADD COLUMN action TEXT;           -- created | reinforced | conflict | ...
+        ALTER TABLE corrections ADD COLUMN message_uuid TEXT;
+        ALTER TABLE corrections ADD COLUMN proposal_uuid TEXT;
+        ALTER TABLE corrections ADD COLUMN diff TEXT;             -- silent fixes: agent -> now
+        ALTER TABLE corrections ADD COLUMN origin TEXT NOT NULL DEFAULT 'hook';  -- hook | manual | mcp | edit
+        CREATE INDEX idx_corrections_status ON corrections(status);
+        CREATE INDEX idx_corrections_lesson ON corrections(lesson_id);
+
+        ALTER TABLE file_edits ADD COLUMN checked_at TEXT;       -- compared with the file since
+        CREATE INDEX idx_file_edits_unchecked ON file_edits(session_id) WHERE checked_at IS NULL;
+
+        ALTER TABLE evidence ADD COLUMN context TEXT;            -- the agent turn the quote answers
+        """,
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO lesson_statuses (name, description) VALUES (?, ?)",
+        [("candidate", "learned from too little evidence to propose yet; kept as evidence")])
+    conn.executemany(
+        "INSERT OR IGNORE INTO source_types (name, description, typical_confidence) VALUES (?, ?, ?)",
+        [("silent_fix", "the user rewrote or reverted what the agent wrote", "medium")])
+
+
 MIGRATIONS: list[Callable[[Any], None]] = [
-    m001_core, m002_conversations, m003_corrections, m004_filter_index,
+    m001_core, m002_conversations, m003_corrections, m004_filter_index, m005_learning,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
