@@ -85,7 +85,8 @@ def test_add_full_json_and_every_option(run, tmp_path):
                                   "reasoning": "simplicity"} | {"context": ""}
     assert data["examples"][0]["language"] == "py"
     assert data["evidence"][0] == {"quote": "No, don't use Redis", "session_id": "s-1",
-                                   "message_id": None, "observed_at": None, "source": None}
+                                   "message_id": None, "observed_at": None, "source": None,
+                                   "context": None}
     assert (data["summary"], data["problem_solved"], data["when_to_apply"],
             data["when_not_to_apply"]) == ("S", "P", "W", "WN")
 

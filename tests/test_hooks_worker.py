@@ -309,14 +309,20 @@ def test_eval_corrections_on_a_small_labelled_file(run, tmp_path):
         {"id": "c", "text": "No bugs found, thanks", "label": "none", "durable": False},
         {"id": "d", "text": "run the tests", "label": "none", "durable": False},
         {"id": "e", "text": "that is wrong, the port is 8080", "label": "none", "durable": False},
+        {"id": "f", "text": "there are scripts for this in tools/", "label": "correction",
+         "durable": False},
     ]
     path = tmp_path / "labelled.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = run("eval", "corrections", str(path), "--json", "--show-errors")
     assert out.exit_code == 0, out.output
     result = json.loads(out.stdout)
-    assert (result["precision"], result["recall"]) == (0.667, 1.0)
-    assert result["messages"] == 5 and [e["id"] for e in result["errors"]] == ["e"]
+    assert (result["precision"], result["recall"]) == (1.0, 0.667)
+    assert result["messages"] == 6 and [e["id"] for e in result["errors"]] == ["f"]
+    assert result["confusion"]["correction -> none"] == 1 and "messages_per_second" in result
+    pre = json.loads(run("eval", "corrections", str(path), "--json", "--detector",
+                         "prefilter").stdout)
+    assert pre["recall"] >= result["recall"]
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "x"}\n')
     failed = run("eval", "corrections", str(bad))

@@ -140,12 +140,21 @@ def test_database_of_the_previous_schema_is_upgraded_in_place(settings, monkeypa
     monkeypatch.setattr("lore.store.migrations.MIGRATIONS", MIGRATIONS[:1])
     monkeypatch.setattr("lore.store.migrations.SCHEMA_VERSION", 1)
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
-        kept = lore.add_lesson("Written by schema 1", "body", tags=["old"])
+        # Written with schema 1's columns, as the release that had only schema 1 wrote it.
+        kept_id = "01JD8X3Q5M4Z2Y7T6R1W0V9K8J"
+        lore.conn.execute(
+            "INSERT INTO lessons (id, title, content, kind, status, confidence, created_at, "
+            "updated_at, content_hash) VALUES (?, 'Written by schema 1', 'body', 'learning', "
+            "'active', 'medium', '2025-01-01', '2025-01-01', 'x')", (kept_id,))
+        lore.conn.execute("INSERT INTO lesson_tags VALUES (?, 'old')", (kept_id,))
+        lore.conn.execute("INSERT INTO evidence (id, lesson_id, position, quote) "
+                          "VALUES ('e1', ?, 0, 'said so')", (kept_id,))
         assert "sessions" not in {r[0] for r in lore.conn.execute(
             "SELECT name FROM sqlite_schema WHERE type = 'table'")}
     monkeypatch.undo()
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         versions = [r[0] for r in lore.conn.execute("SELECT version FROM schema_migrations")]
         assert versions == list(range(1, SCHEMA_VERSION + 1))
-        assert lore.get_lesson(kept.id).tags == ("old",)
+        assert lore.get_lesson(kept_id).tags == ("old",)
+        assert lore.get_lesson(kept_id).evidence[0].context is None
         assert lore.conversations.store.stats()["sessions"] == 0

@@ -240,6 +240,8 @@ class SQLiteStore:
             "VALUES (?, ?, ?, ?, ?)",
             [(new_id(), lid, i, t.type, t.description) for i, t in enumerate(row.trade_offs)],
         )
+        if not row.evidence:
+            return
         self.conn.executemany(
             "INSERT INTO evidence (id, lesson_id, position, quote, session_id, message_id, "
             "observed_at, source, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
