@@ -126,24 +126,27 @@ def test_a_correction_reaches_the_next_session(tmp_path, api):
 
             conn = sqlean.connect(str(db))
             try:
-                recorded = conn.execute("SELECT user_message, assistant_proposal, project "
-                                        "FROM corrections").fetchall()
+                recorded = conn.execute("SELECT user_message, assistant_proposal, project, "
+                                        "lesson_id FROM corrections WHERE status <> 'new'"
+                                        ).fetchall()
             except sqlean.OperationalError:
                 recorded = []
             conn.close()
     assert recorded, "the correction was not recorded"
     assert recorded[0][0] == CORRECTION and recorded[0][1] == PROPOSAL
     assert recorded[0][2] == str(shop.resolve())
+    assert recorded[0][3], "the correction did not become a preference"
 
+    # The next session is told the learned preference (not yet confirmed), not the raw quote.
     Scripted.requests = []
     ask(shop, "Add user profiles")
     sent = "\n".join(r["body"] for r in Scripted.requests)
-    assert CORRECTION in sent and "<lore-context>" in sent
+    assert "<lore-context>" in sent and "Use local file sessions, not Redis (unconfirmed)" in sent
 
     Scripted.requests = []
     ask(blog, "Add user profiles")
     sent = "\n".join(r["body"] for r in Scripted.requests)
-    assert CORRECTION not in sent
+    assert "local file sessions" not in sent
 
     subprocess.run([LORE, "worker", "stop"], env=env, capture_output=True, timeout=60)
 

@@ -18,12 +18,14 @@ LORE = str(Path(sys.executable).parent / "lore")
 CANONICAL = {
     "lore_search", "lore_get", "lore_add", "lore_update", "lore_delete", "lore_related",
     "lore_link", "lore_unlink", "lore_tags", "lore_sources", "lore_confidence_levels",
-    "lore_kinds", "lore_status",
+    "lore_kinds", "lore_status", "lore_record_correction", "lore_suggest_rule", "lore_preferences",
 }
 AI_LESSONS = {"learn", "recall", "get_lesson", "update_lesson", "delete_lesson", "related", "link",
               "tags", "sources", "confidence_levels"}
 SELF_LEARNING = {"learn_search", "learn_get", "learn_status", "learn_trigger"}
 SELF_REFLECT = {"reflect_on_past", "store_reflection", "get_related_conversations"}
+REINFORCEMENT = {"search_memory", "get_project_rules", "get_preferences", "why_this_rule",
+                 "record_correction", "suggest_rule", "get_related_conversations"}
 
 
 def params(home: Path, profile: str = "canonical", cwd: Path | None = None) -> StdioServerParameters:
@@ -55,7 +57,8 @@ async def call(client: Client, tool: str, args: dict[str, Any]) -> tuple[bool, A
     ("ai-lessons", AI_LESSONS),
     ("self-learning", SELF_LEARNING),
     ("self-reflect", SELF_REFLECT),
-    ("all", CANONICAL | AI_LESSONS | SELF_LEARNING | SELF_REFLECT),
+    ("reinforcement", REINFORCEMENT),
+    ("all", CANONICAL | AI_LESSONS | SELF_LEARNING | SELF_REFLECT | REINFORCEMENT),
 ])
 def test_tools_of_every_profile(lore_home, profile, names):
     async def steps(client):
@@ -362,3 +365,44 @@ def test_self_reflect_profile(lore_home, tmp_path):
     assert elsewhere[1]["results"] == []
     assert stored[1]["stored"] is True
     assert bad[0] is True
+
+
+def test_corrections_through_mcp_become_scored_rules(lore_home, tmp_path):
+    """record_correction / suggest_rule (seed 004 names) and the canonical tools share one pipeline."""
+    project = tmp_path / "shop"
+    project.mkdir()
+
+    async def steps(client):
+        out = {}
+        out["first"] = await call(client, "record_correction", {
+            "user_correction": "No, don't use Redis, use local file sessions instead",
+            "previous": "I'll add Redis for the session store."})
+        out["again"] = await call(client, "record_correction", {
+            "user_correction": "use file sessions instead of Redis, again"})
+        out["why"] = await call(client, "why_this_rule", {"rule_id": out["first"][1]["rule"]["id"]})
+        out["suggest"] = await call(client, "suggest_rule", {
+            "rule_text": "Use httpx instead of requests", "reason": "rewrote it twice"})
+        out["rules"] = await call(client, "get_project_rules", {})
+        out["unknown"] = await call(client, "record_correction", {
+            "user_correction": "no, not like that", "assistant_msg_id": "no-such-message"})
+        out["empty"] = await call(client, "record_correction", {"user_correction": "  "})
+        return out
+
+    out = session(lore_home, steps, "reinforcement", cwd=project)
+    first, again = out["first"][1], out["again"][1]
+    assert first["action"] == "created" and first["rule"]["status"] == "proposed"
+    assert "Redis" in first["rule"]["rejected"] and "file sessions" in first["rule"]["preferred"]
+    assert again["action"] == "reinforced" and again["rule"]["id"] == first["rule"]["id"]
+    assert out["why"][1]["occurrences"] == 2 and len(out["why"][1]["evidence"]) == 2
+    assert out["why"][1]["evidence"][0]["context"] == "I'll add Redis for the session store."
+    assert out["suggest"][1]["rule"]["status"] == "proposed"
+    titles = [p["title"] for p in out["rules"][1]["preferences"]]
+    assert len(titles) == 2 and out["rules"][1]["project"] == str(project.resolve())
+    assert out["unknown"][0] and "no imported message" in out["unknown"][1]
+    assert out["empty"][0] and "empty" in out["empty"][1]
+
+    async def canonical(client):
+        return await call(client, "lore_preferences", {"statuses": ["proposed"]})
+
+    listed = session(lore_home, canonical, cwd=project)
+    assert listed[1]["count"] == 2

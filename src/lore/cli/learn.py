@@ -292,7 +292,7 @@ def learn_correction(lore: Any, text: str, previous: str | None, project: str | 
     """
     from lore.learn import Learning
 
-    body = read_content(text)
+    body = read_content(text, None) or ""
     scope = None if global_ else resolve_project(project or ".")
     outcome = Learning(lore).record(body, previous, project=scope, session_id=session_id,
                                     files=list(files), origin="manual")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-PROFILE_CHOICES = ["canonical", "ai-lessons", "self-learning", "self-reflect", "all"]
+PROFILE_CHOICES = ["canonical", "ai-lessons", "self-learning", "self-reflect", "reinforcement", "all"]
 
 
 @click.command("mcp")
