@@ -44,7 +44,7 @@ def session_start_times(runs: int) -> list[float]:
     from lore.config import load_config
     from lore.ids import new_id
     from lore.store import atomic
-    from lore.store import context as queries
+    from lore.store import learning as queries
 
     class NoEmbedder:  # SessionStart never embeds; skip the model to build quickly
         name = "none"
@@ -57,20 +57,24 @@ def session_start_times(runs: int) -> list[float]:
 
     rng = random.Random(3)
     kinds = ["preference", "project_rule", "bug_fix", "learning", "pattern", "decision"]
+    statuses = ["active", "active", "proposed"]
     with tempfile.TemporaryDirectory() as home:
         os.environ["LORE_HOME"] = home
         lines = [json.dumps({"id": new_id(), "title": f"Lesson {i} about topic {i % 97}",
                              "content": "Some content " * 20, "kind": rng.choice(kinds),
                              "project": "/work/shop" if i % 3 else None,
+                             "status": rng.choice(statuses),
                              "preference": {"preferred": f"option {i}", "rejected": "other"}})
                  for i in range(10_000)]
         with Lore.open(load_config(), embedder=NoEmbedder()) as lore:
             lore.import_lines(lines)
             with atomic(lore.conn):
                 for i in range(1000):
-                    queries.insert_correction(lore.conn, f"e{i}", f"s{i % 50}", "/work/shop",
-                                              f"No, use approach {i} instead", "I'll do X", [],
-                                              f"2026-10-{1 + i % 28:02d}T10:00:00")
+                    queries.add_correction(lore.conn, event_id=f"e{i}", session_id=f"s{i % 50}",
+                                           project="/work/shop",
+                                           user_message=f"No, use approach {i} instead",
+                                           proposal="I'll do X", files=[],
+                                           at=f"2026-10-{1 + i % 28:02d}T10:00:00", origin="hook")
         (Path(home) / "worker.pid").write_text(str(os.getpid()))  # "running": the hook starts none
         return hook_times("session-start", {"session_id": "s", "cwd": "/work/shop",
                                             "source": "startup"}, runs, home)
@@ -105,9 +109,12 @@ def main() -> None:
                              ("post-tool-use", {"tool_name": "Edit", "tool_input": {
                                  "file_path": "/tmp/a.py", "old_string": "a", "new_string": "b"}}),
                              ("user-prompt-submit", {"prompt": "add a test"}),
+                             ("user-prompt-submit", {"prompt": "No, don't use Redis, use local "
+                                                     "file sessions instead"}),
                              ("session-end", {"reason": "exit"})):
             ms = hook_times(event, {**base, **extra}, args.runs, home)
-            print(f"- `lore hook {event}`: median {statistics.median(ms):.1f} ms, "
+            what = f" ({extra['prompt']!r})" if "prompt" in extra else ""
+            print(f"- `lore hook {event}`{what}: median {statistics.median(ms):.1f} ms, "
                   f"p90 {pct(ms, 0.9):.1f} ms ({args.runs} runs)")
         bare = []
         for _ in range(args.runs):
@@ -117,7 +124,8 @@ def main() -> None:
         print(f"- baseline in the same run, `python -c pass` (the same interpreter): "
               f"median {statistics.median(bare):.1f} ms, p90 {pct(bare, 0.9):.1f} ms")
     ms = session_start_times(args.runs)
-    print(f"- `lore hook session-start` with 10,000 lessons and 1,000 corrections: median "
+    print(f"- `lore hook session-start` with 10,000 lessons (active and proposed rules) and 1,000 "
+          f"captured corrections: median "
           f"{statistics.median(ms):.1f} ms, p90 {pct(ms, 0.9):.1f} ms ({args.runs} runs)")
     with tempfile.TemporaryDirectory() as root:
         rate = queue_rate(args.events, 4, Path(root))

@@ -23,6 +23,7 @@ from lore.config import Settings
 from lore.errors import LoreError
 
 POLL_SECONDS = 1.0
+RESCORE_SECONDS = 3600.0  # recency fades: learned rules are rescored this often
 TRANSCRIPT_EVENTS = ("SessionEnd", "Stop", "SubagentStop", "PreCompact")
 
 
@@ -79,8 +80,12 @@ class Worker:
         signal.signal(signal.SIGTERM, self._on_term)
         handled = 0
         self.log.info("worker %s started", os.getpid())
+        last_rescore = 0.0
         try:
             while not self._stop:
+                if time.monotonic() - last_rescore > RESCORE_SECONDS:
+                    last_rescore = time.monotonic()
+                    self.rescore()
                 batch = 0
                 for event in self.queue.take():
                     self.handle(event)
@@ -96,6 +101,14 @@ class Worker:
             self.log.info("worker %s stopping after %d events", os.getpid(), handled)
             self.release()
         return handled
+
+    def rescore(self) -> None:
+        try:
+            changed = self.learning.rescore()
+            if changed:
+                self.log.info("rescored %d learned rules", changed)
+        except LoreError as exc:
+            self.log.warning("rescoring failed: %s", exc)
 
     def _on_term(self, *_: Any) -> None:
         self._stop = True  # the loop finishes the event in hand, then exits
