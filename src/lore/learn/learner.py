@@ -236,7 +236,9 @@ class Learning:
         meta = {"occurrences": 1, "first_seen": seen, "last_seen": seen, "explicit": explicit,
                 "conflicts": list(conflicts), "types": [det.type or "explicit"], "reviewed": False}
         score = confidence(1, explicit, seen, bool(conflicts), self.cfg.recent_days)
-        content = ex.rule + (f"\n\nWhy: {ex.reasoning}" if ex.reasoning else "")
+        content = ex.rule
+        if ex.reasoning and ex.reasoning.lower() not in ex.rule.lower():
+            content += f"\n\nWhy: {ex.reasoning}"
         source = {"preference": "preference"}.get(det.label, "correction")
         if det.type == "silent_fix":
             source = "silent_fix"
