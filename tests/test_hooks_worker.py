@@ -173,7 +173,7 @@ def test_session_start_context_is_scoped_budgeted_and_marked(lore_home, tmp_path
         text = build(lore.conn, "/work/shop", max_chars=900)
         assert text.startswith("<lore-context>") and text.endswith("</lore-context>")
         assert len(text) <= 900
-        assert "- Use file sessions — when auth" in text and "Run ruff" in text
+        assert "- Use file sessions [context: auth]" in text and "Run ruff" in text
         assert "Other project rule" not in text
         assert "Use pnpm, not npm (unconfirmed)" in text
         assert (text.index("Use file sessions") < text.index("Use pnpm, not npm (unconfirmed)")

@@ -91,10 +91,46 @@ def demo(home: str | None) -> None:
                                  track=False):
                 c.print(f"  {escape(h.title)} [dim]({h.confidence})[/dim]")
             c.print()
+            _learning(c, lore)
             exe = "lore" if shutil.which("lore") else sys.argv[0]
             c.print(f"Try it: [bold]LORE_HOME={folder} {exe} recall search \"...\" --explain[/bold]")
     except LoreError as exc:
         raise click.ClickException(str(exc)) from None
+
+
+DEMO_PROJECT = "/demo/shop"
+EXCHANGES = [  # (the agent's turn, what the user typed back)
+    ("I'll add Redis as the session store and wire it into the login flow.",
+     "No, don't use Redis, use local file sessions instead, we deploy on one box"),
+    ("Done: the login flow now works. Would you like me to add a logout button too?", "no"),
+    ("I'll add Redis to cache the session lookups.", "use file sessions instead of Redis!"),
+    ("Tests pass. Shall I push the branch?", "from now on, always run ruff before pushing"),
+    ("I'll start a Redis container for the sessions in docker-compose.",
+     "No, I told you: no Redis, use local file sessions"),
+]
+
+
+def _learning(c: Any, lore: Any) -> None:
+    """What the worker does with the messages the hooks queue, shown on a few exchanges."""
+    from rich.markup import escape
+
+    from lore.learn import Learning
+    from lore.publish.context import build
+
+    c.rule("learning from corrections")
+    learning = Learning(lore)
+    for i, (agent, user) in enumerate(EXCHANGES):
+        out = learning.record(user, agent, project=DEMO_PROJECT, session_id=f"demo-{i}",
+                              asserted=False)
+        what = out.action
+        if out.lesson is not None:
+            what += f" -> {out.lesson.title} [{out.lesson.status}, score {out.lesson.score:.2f}]"
+        c.print(f"  [dim]agent:[/dim] {escape(agent[:70])}")
+        c.print(f"  [bold]user:[/bold]  {escape(user)}")
+        c.print(f"         [cyan]{escape(what)}[/cyan]")
+    c.print("\nThe next session in that project starts with:")
+    c.print(build(lore.conn, DEMO_PROJECT), markup=False, highlight=False)
+    c.print()
 
 
 def _most_linked(lore: Any, ids: dict[str, str]) -> str:

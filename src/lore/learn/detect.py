@@ -164,6 +164,8 @@ def detect(message: str, previous: str | None = None, *, threshold: float | None
     reactive = any(k in c for k in GROUPS["reactive"]) or "redirect_after_interrupt" in c
     rule = any(k in c for k in GROUPS["rule"])
     label = "preference" if rule and not reactive else "correction"
-    durable = label == "preference" or bool(DURABLE_CUES & set(c))
+    # A rule, or a tool/approach choice made while rejecting the agent's ("no Redis, use files").
+    durable = label == "preference" or bool(DURABLE_CUES & set(c)) or (
+        "names_tool" in c and bool({"opens_no", "dont_do", "not_right", "i_said", "no_need"} & set(c)))
     kind = "explicit" if (EXPLICIT_CUES & set(c)) or rule else "refinement"
     return Detection(label, durable, kind, p, names)

@@ -64,6 +64,8 @@ MESSAGE_CUES: dict[str, str] = {
     "missed": r"\b(?:missed|forgot|left\s+out|didn'?t\s+(?:update|change|add|include|remove|fix|"
               r"apply|touch|follow|read))\b",
     "already_exists": r"\b(?:already\s+(?:exists?|have|has|are|is)|there\s+(?:are|is)\s+al?ready)\b",
+    "names_tool": r"\b(?:use|using|switch\s+to|go\s+with|stick\s+(?:to|with))\s+(?!it\b|this\b|that\b|"
+                  r"them\b|the\s+same\b|any\b|some\b|a\s+different\b)[`'\"@\w]",
     # Standing rules and preferences
     "always_never": r"\b(?:always|never)\b",
     "from_now_on": r"\b(?:from\s+now\s+on|going\s+forward|in\s+(?:the\s+)?future|next\s+time|"

@@ -62,7 +62,7 @@ def _rule(r: dict[str, Any], unconfirmed: bool = False) -> str:
     if r["pref_preferred"] and r["pref_rejected"]:
         text = f"- {r['title']}{mark}"
         if r["pref_context"]:
-            text += f" — when {' '.join(r['pref_context'].split())[:120]}"
+            text += f" [context: {' '.join(r['pref_context'].split())[:120]}]"
         if r["pref_reasoning"]:
             text += f" ({' '.join(r['pref_reasoning'].split())[:160]})"
         return text
