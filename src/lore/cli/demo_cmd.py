@@ -1,4 +1,4 @@
-"""`lore demo`: seed a throwaway home with demo lessons and show what recall finds."""
+"""`lore demo`: seed a throwaway home with demo lessons, show what recall finds and what Lore learns."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ def demo(home: str | None) -> None:
     """Seed a temporary home (never yours) with demo lessons and run searches on it.
 
     Shows hybrid ranking finding what keyword search misses, a filter by context,
-    a walk over related lessons and a path between two lessons.
+    a walk over related lessons, a path between two lessons, and a few user replies
+    turned into scored rules and the context the next session would start with.
 
     \b
     Example:
