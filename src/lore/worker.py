@@ -39,6 +39,7 @@ class Worker:
         self.pid_file = self.home / "worker.pid"
         self._lore = lore
         self._owns_lore = lore is None
+        self._learning: Any = None
         self._stop = False
         self._lock_fd: int | None = None
         self.log = _logger(self.home / "logs" / "worker.log")
@@ -73,6 +74,7 @@ class Worker:
         if self._lore is not None and self._owns_lore:
             self._lore.close()
             self._lore = None
+            self._learning = None
 
     def run(self, *, once: bool = False) -> int:
         """Process events until SIGTERM (or, with ``once``, until the queue is empty)."""
@@ -138,28 +140,24 @@ class Worker:
 
     @property
     def learning(self) -> Any:
-        from lore.learn import Learning
+        if self._learning is None:
+            from lore.learn import Learning
 
-        return Learning(self.lore)
+            self._learning = Learning(self.lore)
+        return self._learning
 
     def record_correction(self, event: Event, signals: dict[str, Any]) -> str:
         """Store the message with the proposal it answers, its session, project and files
         (secrets redacted), then let the detector decide and learn from it."""
-        from lore.learn.learner import cut
-        from lore.learn.redact import redact
-        from lore.store import atomic
         from lore.store import context as queries
-        from lore.store import learning as q
 
-        conn = self.lore.conn
         session_id = event.payload.get("session_id")
         proposal = signals.get("assistant_proposal")
-        with atomic(conn):
-            stored = q.add_correction(
-                conn, event_id=event.id, session_id=session_id, project=event.payload.get("cwd"),
-                user_message=redact(cut(str(signals["user_message"]))),
-                proposal=redact(cut(str(proposal))) if proposal else None,
-                files=queries.session_files(conn, session_id), at=_iso(event.at), origin="hook")
+        stored = self.learning.capture(
+            str(signals["user_message"]), str(proposal) if proposal else None,
+            project=event.payload.get("cwd"), session_id=session_id,
+            files=queries.session_files(self.lore.conn, session_id), at=_iso(event.at),
+            origin="hook", event_id=event.id)
         if stored is None:
             return "message already seen"
         outcomes = self.learning.process_pending()

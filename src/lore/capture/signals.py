@@ -35,8 +35,3 @@ def might_teach(text: str) -> bool:
         _compiled = re.compile(PREFILTER, re.IGNORECASE)
     t = text[:4000].replace("\u2019", "'")
     return bool(t.strip()) and _compiled.search(t) is not None
-
-
-def looks_like_correction(text: str) -> bool:
-    """Kept for callers of the first quick check: the pre-filter."""
-    return might_teach(text)

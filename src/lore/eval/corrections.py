@@ -70,8 +70,8 @@ def evaluate(path: Path, detector: str = "full", threshold: float | None = None)
     if detector == "full":
         found = [detect(r["text"], r.get("prev_agent"), threshold=threshold) for r in rows]
     else:
-        found = [Detection("correction" if might_teach(r["text"]) else "none", might_teach(r["text"]),
-                           None, 0.0, ()) for r in rows]
+        passed = [might_teach(r["text"]) for r in rows]
+        found = [Detection("correction" if p else "none", p, None, 0.0, ()) for p in passed]
     took = time.perf_counter() - started
     predicted = [d.positive for d in found]
     truth = [r["label"] != "none" for r in rows]

@@ -13,7 +13,6 @@ like me to …?"), task requests that say "instead", approvals that start with "
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 _F = re.IGNORECASE
 
@@ -223,11 +222,3 @@ def cues(message: str, previous: str | None = None) -> dict[str, float]:
                                       & set(out)):
         out["redirect_after_interrupt"] = 1.0
     return {k: v for k, v in out.items() if v}
-
-
-FEATURES: list[str] = sorted(
-    [*MESSAGE_CUES, *CONTEXT_CUES, "no_previous", "short", "long", "declines_offer",
-     "no_then_symptom", "instead_in_request", "actually_agrees", "standing_rule",
-     "redirect_after_interrupt"])
-
-CueFunction = Callable[[str, "str | None"], dict[str, float]]

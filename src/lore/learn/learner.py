@@ -112,6 +112,21 @@ class Learning:
         self.cfg = lore.config.learning
 
     # ---- capture -------------------------------------------------------------------------
+    def capture(self, message: str, previous: str | None = None, *, project: str | None = None,
+                session_id: str | None = None, message_uuid: str | None = None,
+                proposal_uuid: str | None = None, files: Sequence[str] = (), at: str | None = None,
+                origin: str = "manual", event_id: str | None = None) -> int | None:
+        """Store one message (cut, secrets redacted) for the detector; None when this session
+        already holds it. The hooks' events and the hand-recorded ones go through here."""
+        quote = redact(cut(message.strip()))
+        proposal = redact(cut(previous.strip())) if previous else None
+        with atomic(self.lore.conn):
+            return q.add_correction(
+                self.lore.conn, event_id=event_id or new_id(), session_id=session_id,
+                project=project, user_message=quote, proposal=proposal, files=list(files),
+                at=at or now(), origin=origin, message_uuid=message_uuid,
+                proposal_uuid=proposal_uuid)
+
     def record(self, message: str, previous: str | None = None, *, project: str | None = None,
                session_id: str | None = None, message_uuid: str | None = None,
                proposal_uuid: str | None = None, files: Sequence[str] = (), at: str | None = None,
@@ -120,12 +135,9 @@ class Learning:
         correction (an agent calling the CLI or MCP tool), so the detector only types it."""
         if not message or not message.strip():
             raise InvalidInput("the correction text is empty")
-        quote, proposal = redact(cut(message.strip())), redact(cut(previous.strip())) if previous else None
-        with atomic(self.lore.conn):
-            cid = q.add_correction(
-                self.lore.conn, event_id=new_id(), session_id=session_id, project=project,
-                user_message=quote, proposal=proposal, files=list(files), at=at or now(),
-                origin=origin, message_uuid=message_uuid, proposal_uuid=proposal_uuid)
+        cid = self.capture(message, previous, project=project, session_id=session_id,
+                           message_uuid=message_uuid, proposal_uuid=proposal_uuid, files=files,
+                           at=at, origin=origin)
         if cid is None:
             return Outcome("duplicate", detect(message, previous))
         row = q.correction(self.lore.conn, cid)
@@ -150,31 +162,30 @@ class Learning:
         elif asserted:
             det = Detection(det.label, True, det.type, det.probability, det.cues, det.reason)
         if not det.positive or not det.durable:
-            action = "none" if not det.positive else "one-off"
-            with atomic(self.lore.conn):
-                q.set_verdict(self.lore.conn, row["id"], status=action, label=det.label,
-                              correction_type=det.type, durable=det.durable,
-                              probability=det.probability, cues=det.cues, lesson_id=None,
-                              action=action)
-            return Outcome(action, det, row["id"])
+            return self._settle(row, Outcome("none" if not det.positive else "one-off", det))
         try:
             ex = extract(row["user_message"], row["assistant_proposal"])
-        except ValueError:
-            ex = None
-        if ex is None:
-            return Outcome("none", det, row["id"])
+        except ValueError:  # nothing left to read once redacted and cut
+            return self._settle(row, Outcome("none", det))
         evidence = Evidence(quote=row["user_message"], session_id=row["session_id"],
                             message_id=row.get("message_uuid"), observed_at=row["at"],
                             source=row.get("origin") or "hook",
                             context=row["assistant_proposal"] or row.get("diff"))
         files = json.loads(row["files"] or "[]")
-        outcome = self.merge(ex, det, evidence, row["project"], _file_types(files), message)
-        outcome.correction_id = row["id"]
+        return self._settle(row, self.merge(ex, det, evidence, row["project"], _file_types(files),
+                                            message))
+
+    def _settle(self, row: dict[str, Any], outcome: Outcome) -> Outcome:
+        """Write the detector's verdict and what came of it on the captured message."""
+        det = outcome.detection
+        status = outcome.action if outcome.action in ("none", "one-off") else "learned"
         with atomic(self.lore.conn):
-            q.set_verdict(self.lore.conn, row["id"], status="learned", label=det.label,
-                          correction_type=det.type, durable=True, probability=det.probability,
-                          cues=det.cues, lesson_id=outcome.lesson.id if outcome.lesson else None,
+            q.set_verdict(self.lore.conn, row["id"], status=status, label=det.label,
+                          correction_type=det.type, durable=det.durable,
+                          probability=det.probability, cues=det.cues,
+                          lesson_id=outcome.lesson.id if outcome.lesson else None,
                           action=outcome.action)
+        outcome.correction_id = row["id"]
         return outcome
 
     # ---- merge ---------------------------------------------------------------------------
@@ -413,14 +424,8 @@ class Learning:
         evidence = Evidence(quote=row["user_message"], session_id=row["session_id"],
                             message_id=row.get("message_uuid"), observed_at=row["at"],
                             source="edit", context=row.get("diff"))
-        outcome = self.merge(ex, det, evidence, row["project"], _file_types([path]), "")
-        outcome.correction_id = row["id"]
-        with atomic(self.lore.conn):
-            q.set_verdict(self.lore.conn, row["id"], status="learned", label="correction",
-                          correction_type="silent_fix", durable=True, probability=1.0, cues=(),
-                          lesson_id=outcome.lesson.id if outcome.lesson else None,
-                          action=outcome.action)
-        return outcome
+        return self._settle(row, self.merge(ex, det, evidence, row["project"], _file_types([path]),
+                                            ""))
 
     # ---- a rule suggested by an agent ----------------------------------------------------
     def suggest_rule(self, rule: str, reason: str | None = None, *, project: str | None = None,
