@@ -2,7 +2,7 @@
 
     python bench/detector_bench.py [--labelled FILE.jsonl] [--runs 7]
 
-Detector: ``lore.learn.detect`` over every message (a labelled file's, or messages built
+Detector: ``lore.extract.detect`` over every message (a labelled file's, or messages built
 here), repeated; the hooks' pre-filter alone as a baseline in the same run. Pipeline:
 ``Learning.record`` end to end (store, detect, extract, merge with the real embedding model)
 in a throwaway home.
@@ -49,7 +49,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=7)
     args = ap.parse_args()
     from lore.capture.signals import might_teach
-    from lore.learn.detect import detect
+    from lore.extract.detect import detect
 
     msgs = messages(args.labelled)
     detect(*msgs[0])  # load the weights once
@@ -69,7 +69,7 @@ def main() -> None:
 
     from lore.api import Lore
     from lore.config import load_config
-    from lore.learn import Learning
+    from lore.core.learner import Learning
 
     with tempfile.TemporaryDirectory() as home:
         os.environ["LORE_HOME"] = home

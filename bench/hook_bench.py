@@ -44,7 +44,7 @@ def session_start_times(runs: int) -> list[float]:
     from lore.config import load_config
     from lore.ids import new_id
     from lore.store import atomic
-    from lore.store import learning as queries
+    from lore.store.sqlite import corrections as queries
 
     class NoEmbedder:  # SessionStart never embeds; skip the model to build quickly
         name = "none"

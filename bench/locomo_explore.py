@@ -142,7 +142,7 @@ def load(path: str, limit: int | None) -> tuple[list[Conv], dict[str, int]]:
 # --------------------------------------------------------------------------------------
 # query processing
 
-# The product's list (lore.store.lessons._STOPWORDS), copied so the script stands alone.
+# The product's list (lore.store.sqlite.lessons._STOPWORDS), copied so the script stands alone.
 PRODUCT_STOP = frozenset(
     "a an and are as at be by do does for from how i in is it of on or that the this to was "
     "what when where which why with you your we our can should".split()

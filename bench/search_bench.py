@@ -32,7 +32,7 @@ from lore.config import EmbeddingConfig, Settings, load_config  # noqa: E402
 from lore.embed import create_embedder, document_text  # noqa: E402
 from lore.ids import new_id  # noqa: E402
 from lore.models import Filters  # noqa: E402
-from lore.search.vectors import MemoryIndex, candidates  # noqa: E402
+from lore.recall.vectors import MemoryIndex, candidates  # noqa: E402
 
 
 class CachedEmbedder:

@@ -5,7 +5,7 @@
 
 The file holds JSON Lines with ``text``, ``label`` (correction | preference | none),
 ``durable``, ``prev_agent`` and ``source.repo``. The model is a logistic regression over the
-cue groups of ``lore.learn.detect`` with sign constraints and an L2 penalty (numpy, no other
+cue groups of ``lore.extract.detect`` with sign constraints and an L2 penalty (numpy, no other
 dependency). Figures come from leave-one-repository-out cross-validation: every message is
 scored by a model that never saw its author. Only the weights are written; no message is.
 """
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lore.learn import detect as D
-from lore.learn.features import clean, cues
+from lore.extract import detect as D
+from lore.extract.features import clean, cues
 
 L2 = 0.3
 ITERATIONS = 4000

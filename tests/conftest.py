@@ -19,7 +19,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    from lore.store.db import connect, versions
+    from lore.store.sqlite.db import connect, versions
 
     conn = connect(":memory:")
     v = versions(conn)

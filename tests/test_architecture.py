@@ -1,8 +1,16 @@
-"""Imports point one way, down the layers of docs/architecture.md."""
+"""The layering of docs/architecture.md, checked on the source: imports point down, no cycles,
+no private members used across modules, SQL and transactions only in the store, faces never
+reach the store.
+
+Every import counts, wherever it is written: at the top, inside a function (lazy) or under
+``TYPE_CHECKING`` (a type-only import still couples two modules).
+"""
 
 from __future__ import annotations
 
 import ast
+import re
+from functools import cache
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "lore"
@@ -10,16 +18,24 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "lore"
 # Lower number = lower layer. A module may import its own layer and the layers below.
 LAYERS = [
     (0, ("lore", "lore.errors", "lore.models", "lore.ids", "lore.normalize", "lore.config",
-         "lore.schema")),
-    (1, ("lore.store", "lore.embed", "lore.capture")),
-    (2, ("lore.search", "lore.graph")),
-    (3, ("lore.transfer", "lore.conversations", "lore.publish")),
-    (4, ("lore.api",)),
-    (5, ("lore.demo", "lore.doctor", "lore.eval", "lore.worker", "lore.install", "lore.learn")),
-    (6, ("lore.mcp", "lore.capture.hooks")),  # hooks are an entry point, like the MCP server
-    (7, ("lore.cli", "lore.__main__", "lore.entry")),
+         "lore.schema", "lore.home", "lore.plugins")),
+    (1, ("lore.store", "lore.embed", "lore.llm")),
+    (2, ("lore.capture", "lore.extract", "lore.recall")),
+    (3, ("lore.apply",)),
+    (4, ("lore.core",)),
+    (5, ("lore.api",)),
+    (6, ("lore.worker", "lore.doctor", "lore.install", "lore.demo", "lore.measure")),
+    # The faces: each parses input, calls the facade, renders the result.
+    (7, ("lore.mcp", "lore.capture.hooks", "lore.cli", "lore.web", "lore.__main__", "lore.entry")),
 ]
+FACES = ("lore.cli", "lore.mcp", "lore.capture.hooks", "lore.web", "lore.entry", "lore.__main__")
 INTERFACE_ONLY = {"click": ("lore.cli",), "mcp": ("lore.mcp",), "fastapi": ("lore.web",)}
+# SQL and transaction statements, and the WHERE fragments that carry a filter.
+SQL = re.compile(r"\b(?:SELECT|INSERT\s+(?:OR\s+\w+\s+)?INTO|UPDATE\s+(?:OR\s+\w+\s+)?\w+\s+SET|"
+                 r"DELETE\s+FROM|BEGIN(?:\s+(?:IMMEDIATE|DEFERRED|EXCLUSIVE|TRANSACTION)\b|\s*;|\s*$)|"
+                 r"(?:COMMIT|ROLLBACK)(?:\s+TO\b|\s*;|\s*$)|PRAGMA|SAVEPOINT|RELEASE\s+\w+|"
+                 r"CREATE\s+(?:VIRTUAL\s+)?(?:TABLE|INDEX)|DROP\s+TABLE|WHERE|JOIN|GROUP\s+BY|"
+                 r"ORDER\s+BY)\b")
 
 
 def layer(module: str) -> int:
@@ -40,54 +56,140 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def runtime_imports(tree: ast.AST) -> list[str]:
-    """Imports that run: TYPE_CHECKING blocks are only for the type checker."""
+@cache
+def modules() -> dict[str, ast.Module]:
+    return {module_name(p): ast.parse(p.read_text(), str(p)) for p in SRC.rglob("*.py")}
+
+
+def is_module(name: str) -> bool:
+    return name in modules()
+
+
+def imports(tree: ast.AST) -> list[str]:
+    """Every module imported anywhere in the tree; ``from pkg import sub`` names ``pkg.sub``
+    when it is a module of Lore."""
     out: list[str] = []
-
-    def visit(node: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
-                continue
-            if isinstance(child, ast.Import):
-                out.extend(a.name for a in child.names)
-            elif isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
-                out.append(child.module)
-            visit(child)
-
-    visit(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.extend(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            subs = [f"{node.module}.{a.name}" for a in node.names]
+            found = [s for s in subs if is_module(s)]
+            out.extend(found)
+            if len(found) < len(subs):
+                out.append(node.module)
     return out
 
 
+def lore_imports(mod: str) -> set[str]:
+    return {i for i in imports(modules()[mod]) if i == "lore" or i.startswith("lore.")}
+
+
 def test_imports_point_down():
-    wrong = []
-    for path in SRC.rglob("*.py"):
-        mod = module_name(path)
-        for imported in runtime_imports(ast.parse(path.read_text())):
-            if imported.split(".")[0] != "lore":
-                continue
-            if layer(imported) > layer(mod):
-                wrong.append(f"{mod} imports {imported}")
+    wrong = [f"{mod} imports {imported}"
+             for mod in modules() for imported in sorted(lore_imports(mod))
+             if layer(imported) > layer(mod)]
     assert not wrong, "imports pointing up the layers:\n" + "\n".join(wrong)
+
+
+def test_no_import_cycles():
+    graph = {mod: {i for i in lore_imports(mod) if i in modules() and i != mod}
+             for mod in modules()}
+    # Tarjan's strongly connected components: any component of two or more is a cycle.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_faces_never_import_the_store():
+    wrong = [f"{mod} imports {imported}"
+             for mod in modules() if mod.startswith(FACES)
+             for imported in sorted(lore_imports(mod))
+             if imported == "lore.store" or imported.startswith("lore.store.")]
+    assert not wrong, "faces go through the facade (lore.api), never the store:\n" + "\n".join(wrong)
 
 
 def test_interface_libraries_stay_in_interfaces():
     wrong = []
-    for path in SRC.rglob("*.py"):
-        mod = module_name(path)
-        for imported in runtime_imports(ast.parse(path.read_text())):
+    for mod, tree in modules().items():
+        for imported in imports(tree):
             top = imported.split(".")[0]
             if top in INTERFACE_ONLY and not mod.startswith(INTERFACE_ONLY[top]):
                 wrong.append(f"{mod} imports {top}")
     assert not wrong, "\n".join(wrong)
 
 
+def test_no_private_members_across_modules():
+    """``obj._x`` only on self or cls; ``from m import _x`` never (dunders are public)."""
+    wrong = []
+    for mod, tree in modules().items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _private(node.attr):
+                owner = node.value
+                if not (isinstance(owner, ast.Name) and owner.id in ("self", "cls")):
+                    wrong.append(f"{mod}:{node.lineno} {ast.unparse(node)}")
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lore"):
+                wrong += [f"{mod}:{node.lineno} imports {node.module}.{a.name}"
+                          for a in node.names if _private(a.name)]
+    assert not wrong, "private members used from outside:\n" + "\n".join(wrong)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
 def test_sql_only_in_the_store():
-    keywords = ("SELECT ", "INSERT INTO", "DELETE FROM", "CREATE TABLE", "UPDATE lessons")
+    """No SQL, transaction statement or WHERE fragment in a string outside lore.store."""
     offenders = []
-    for path in SRC.rglob("*.py"):
-        if "store" in path.parts:
+    for mod, tree in modules().items():
+        if mod == "lore.store" or mod.startswith("lore.store."):
             continue
-        text = path.read_text()
-        if any(k in text for k in keywords):
-            offenders.append(str(path.relative_to(SRC)))
-    assert not offenders, f"SQL outside lore.store: {offenders}"
+        docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                      if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef
+                                    | ast.AsyncFunctionDef)
+                      and n.body and isinstance(n.body[0], ast.Expr)
+                      and isinstance(n.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                    and id(node) not in docstrings and SQL.search(node.value)):
+                offenders.append(f"{mod}:{node.lineno} {node.value[:60]!r}")
+    assert not offenders, "SQL outside lore.store:\n" + "\n".join(offenders)
+
+
+def test_the_checks_catch_what_they_claim():
+    """Each check fails on a sample of what it forbids (so none of them can pass vacuously)."""
+    sample = ast.parse("if TYPE_CHECKING:\n    from lore.api import Lore\n"
+                       "def f(lore):\n    return lore._row, 'UPDATE lessons SET x = 1'\n")
+    assert "lore.api" in imports(sample)
+    assert any(isinstance(n, ast.Attribute) and _private(n.attr) for n in ast.walk(sample))
+    assert SQL.search("UPDATE lessons SET x = 1") and SQL.search("c.project = ? WHERE 1")
+    assert SQL.search("BEGIN IMMEDIATE") and SQL.search("PRAGMA quick_check")
+    assert not SQL.search("Select a lesson where the user begins")

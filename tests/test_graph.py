@@ -16,7 +16,7 @@ def add(lore, title: str, kind: str | None = None):
 
 
 def edge_set(lore) -> set[tuple[str, str, str]]:
-    return {tuple(r) for r in lore.conn.execute("SELECT from_id, to_id, relation FROM edges")}
+    return {tuple(r) for r in lore.store.conn.execute("SELECT from_id, to_id, relation FROM edges")}
 
 
 def by_id(found) -> dict:

@@ -15,7 +15,8 @@ import pytest
 from conftest import make_settings
 from lore.capture.queue import Queue
 from lore.capture.signals import might_teach
-from lore.worker import AlreadyRunning, Worker
+from lore.errors import AlreadyRunning
+from lore.worker import Worker
 
 LORE = str(Path(sys.executable).parent / "lore")
 FIXTURE = (Path(__file__).parent / "fixtures" / "transcripts" / "d-kimuson-claude-code-viewer")
@@ -157,7 +158,6 @@ def test_one_worker_per_home_and_sigterm_stops_it(lore_home):
 def test_session_start_context_is_scoped_budgeted_and_marked(lore_home, tmp_path):
     from conftest import FakeEmbedder
     from lore.api import Lore
-    from lore.publish.context import build
 
     settings = make_settings(lore_home)
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
@@ -170,7 +170,7 @@ def test_session_start_context_is_scoped_budgeted_and_marked(lore_home, tmp_path
         lore.add_lesson("Use pnpm, not npm", "Use pnpm instead of npm.", kind="preference",
                         status="proposed", project="/work/shop",
                         preference={"rejected": "npm", "preferred": "pnpm"})
-        text = build(lore.conn, "/work/shop", max_chars=900)
+        text = lore.session_context("/work/shop", max_chars=900)
         assert text.startswith("<lore-context>") and text.endswith("</lore-context>")
         assert len(text) <= 900
         assert "- Use file sessions [context: auth]" in text and "Run ruff" in text
@@ -179,9 +179,9 @@ def test_session_start_context_is_scoped_budgeted_and_marked(lore_home, tmp_path
         assert (text.index("Use file sessions") < text.index("Use pnpm, not npm (unconfirmed)")
                 < text.index("Lesson number"))
         assert "more item(s) not shown" in text and "lore_search" in text
-        assert build(lore.conn, "/nowhere/else", max_chars=4000).count("\n- ") == 1  # global only
+        assert lore.session_context("/nowhere/else", max_chars=4000).count("\n- ") == 1  # global only
     empty = Lore.open(make_settings(tmp_path / "empty"), embedder=FakeEmbedder())
-    assert build(empty.conn, "/work/shop") == ""
+    assert empty.session_context("/work/shop") == ""
     empty.close()
 
 
@@ -219,7 +219,7 @@ def test_worker_records_a_correction_once(lore_home, tmp_path):
         [event] = list(worker.queue.take())
         worker.handle(event)
         worker.handle(event)  # at-least-once delivery: the second time changes nothing
-        rows = lore.conn.execute("SELECT user_message, assistant_proposal, project "
+        rows = lore.store.conn.execute("SELECT user_message, assistant_proposal, project "
                                  "FROM corrections").fetchall()
         assert [tuple(r) for r in rows] == [("No, don't use Redis here",
                                              "I'll add Redis for the cache.", "/p")]
@@ -247,11 +247,11 @@ def test_worker_records_edits_and_compaction_snapshots(lore_home, tmp_path):
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         worker = Worker(settings, lore)
         assert worker.run(once=True) == 2
-        edits = lore.conn.execute("SELECT file_path, old_text, new_text, file_type "
+        edits = lore.store.conn.execute("SELECT file_path, old_text, new_text, file_type "
                                   "FROM file_edits ORDER BY id").fetchall()
         assert [tuple(e) for e in edits] == [("/p/parse.py", "a", "b", "py"),
                                              ("/p/parse.py", "c", "d", "py")]
-        [snap] = lore.conn.execute("SELECT data FROM snapshots").fetchall()
+        [snap] = lore.store.conn.execute("SELECT data FROM snapshots").fetchall()
         data = json.loads(snap[0])
         assert data["current_tasks"][0]["content"] == "split the lexer"
         assert data["files_in_progress"] == ["/p/parse.py"]
@@ -296,7 +296,7 @@ def test_prompt_hook_flags_a_correction_and_it_is_stored_once(lore_home, tmp_pat
     settings = make_settings(lore_home)
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         Worker(settings, lore).run(once=True)
-        rows = lore.conn.execute("SELECT user_message, assistant_proposal FROM corrections")
+        rows = lore.store.conn.execute("SELECT user_message, assistant_proposal FROM corrections")
         assert [tuple(r) for r in rows] == [("No, don't use Redis here", "I'll add Redis.")]
 
 

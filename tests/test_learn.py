@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from lore.learn import Learning
-from lore.learn.learner import confidence, same_phrase
+from lore.extract.merge import same_phrase
+from lore.extract.score import confidence
 
 PROPOSAL = "I'll add Redis as the session store and wire it into the auth middleware."
 
@@ -33,7 +33,7 @@ def test_same_phrase():
 
 
 def test_a_correction_becomes_a_proposed_preference_with_evidence(fake_lore):
-    out = Learning(fake_lore).record("No, don't use Redis, use local file sessions instead",
+    out = fake_lore.learner.record("No, don't use Redis, use local file sessions instead",
                                      PROPOSAL, project="/work/shop", session_id="s1",
                                      files=["/work/shop/auth.py", "/work/shop/app.py"])
     assert out.action == "created"
@@ -48,12 +48,12 @@ def test_a_correction_becomes_a_proposed_preference_with_evidence(fake_lore):
     assert ev.quote.startswith("No, don't use Redis") and ev.context == PROPOSAL
     assert ev.session_id == "s1"
     assert lesson.metadata["learning"]["occurrences"] == 1
-    row = fake_lore.conn.execute("SELECT label, status, lesson_id, action FROM corrections").fetchone()
+    row = fake_lore.store.conn.execute("SELECT label, status, lesson_id, action FROM corrections").fetchone()
     assert tuple(row) == ("correction", "learned", lesson.id, "created")
 
 
 def test_restating_reinforces_instead_of_duplicating(fake_lore):
-    learning = Learning(fake_lore)
+    learning = fake_lore.learner
     first = learning.record("don't use Redis, use local file sessions instead", PROPOSAL,
                             project="/p", session_id="s1")
     second = learning.record("No! use file sessions instead of Redis", PROPOSAL, project="/p",
@@ -67,12 +67,12 @@ def test_restating_reinforces_instead_of_duplicating(fake_lore):
     assert lesson.metadata["learning"]["occurrences"] == 3
     assert len(lesson.evidence) == 3
     assert lesson.score == 0.9 and lesson.status == "active"  # three times: active
-    count = fake_lore.conn.execute("SELECT count(*) FROM lessons").fetchone()[0]
+    count = fake_lore.store.conn.execute("SELECT count(*) FROM lessons").fetchone()[0]
     assert count == 1
 
 
 def test_the_same_message_twice_is_stored_once(fake_lore):
-    learning = Learning(fake_lore)
+    learning = fake_lore.learner
     a = learning.record("never commit the .env file", None, project="/p", session_id="s1")
     b = learning.record("never commit the .env file", None, project="/p", session_id="s1")
     assert a.action == "created" and b.action == "duplicate"
@@ -80,7 +80,7 @@ def test_the_same_message_twice_is_stored_once(fake_lore):
 
 
 def test_a_contradiction_is_linked_and_both_lose_confidence(fake_lore):
-    learning = Learning(fake_lore)
+    learning = fake_lore.learner
     old = learning.record("use Redis for sessions, not file sessions", None, project="/p",
                           session_id="s1").lesson
     new = learning.record("no, use file sessions, not Redis", PROPOSAL, project="/p",
@@ -96,7 +96,7 @@ def test_a_contradiction_is_linked_and_both_lose_confidence(fake_lore):
 
 
 def test_a_change_of_mind_supersedes_the_old_rule(fake_lore):
-    learning = Learning(fake_lore)
+    learning = fake_lore.learner
     old = learning.record("use npm, not yarn", None, project="/p", session_id="s1").lesson
     new = learning.record("from now on use yarn instead of npm", None, project="/p",
                           session_id="s2")
@@ -106,41 +106,41 @@ def test_a_change_of_mind_supersedes_the_old_rule(fake_lore):
 
 
 def test_none_and_one_off_messages_make_no_lesson(fake_lore):
-    learning = Learning(fake_lore)
-    fake_lore.conn.execute(
+    learning = fake_lore.learner
+    fake_lore.store.conn.execute(
         "INSERT INTO corrections (event_id, session_id, project, user_message, assistant_proposal, "
         "at) VALUES ('e1', 's1', '/p', 'looks good, thanks', 'Done.', '2026-11-01T00:00:00')")
-    fake_lore.conn.execute(
+    fake_lore.store.conn.execute(
         "INSERT INTO corrections (event_id, session_id, project, user_message, assistant_proposal, "
         "at) VALUES ('e2', 's1', '/p', 'revert that', 'I renamed the helper.', "
         "'2026-11-01T00:00:01')")
     outcomes = learning.process_pending()
     assert [o.action for o in outcomes] == ["none", "one-off"]
-    assert fake_lore.conn.execute("SELECT count(*) FROM lessons").fetchone()[0] == 0
+    assert fake_lore.store.conn.execute("SELECT count(*) FROM lessons").fetchone()[0] == 0
     assert learning.process_pending() == []
 
 
 def test_secrets_are_redacted_before_storage(fake_lore):
     key = "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
-    out = Learning(fake_lore).record(f"no, never hardcode the key {key} in config.py, read it "
+    out = fake_lore.learner.record(f"no, never hardcode the key {key} in config.py, read it "
                                      "from the environment", None, project="/p")
-    stored = json.dumps([r[0] for r in fake_lore.conn.execute("SELECT user_message FROM corrections")])
+    stored = json.dumps([r[0] for r in fake_lore.store.conn.execute("SELECT user_message FROM corrections")])
     assert key not in stored and "[REDACTED" in stored
     assert out.lesson is not None and key not in json.dumps(out.lesson.to_dict())
 
 
 def test_huge_and_empty_input(fake_lore):
-    learning = Learning(fake_lore)
+    learning = fake_lore.learner
     with pytest.raises(Exception, match="empty"):
         learning.record("   ", None)
     out = learning.record("never use eval here. " + "word " * 50_000, None, project="/p")
-    stored = fake_lore.conn.execute("SELECT user_message FROM corrections").fetchone()[0]
+    stored = fake_lore.store.conn.execute("SELECT user_message FROM corrections").fetchone()[0]
     assert len(stored) <= 4000 and stored.endswith("…")
     assert out.lesson is not None
 
 
 def test_rescore_lets_recency_fade(fake_lore):
-    learning = Learning(fake_lore)
+    learning = fake_lore.learner
     lesson = learning.record("always use type hints", None, project="/p").lesson
     assert lesson is not None and lesson.status == "proposed"
     meta = dict(lesson.metadata)
@@ -152,14 +152,14 @@ def test_rescore_lets_recency_fade(fake_lore):
 
 
 def test_suggested_rules_wait_for_review(fake_lore):
-    out = Learning(fake_lore).suggest_rule("Use httpx instead of requests", "rewrote it twice",
+    out = fake_lore.learner.suggest_rule("Use httpx instead of requests", "rewrote it twice",
                                            project="/p", file_types=["py"])
     assert out.lesson is not None and out.lesson.status == "proposed"
     assert out.lesson.file_types == ("py",)
 
 
 def test_preferences_filter_by_project_and_file_type(fake_lore):
-    learning = Learning(fake_lore)
+    learning = fake_lore.learner
     learning.record("always use pathlib, not os.path", None, project="/a", files=["/a/x.py"])
     learning.record("never use var, use const", None, project="/a", files=["/a/x.ts"])
     learning.record("always write commit messages in English", None, project=None)
@@ -204,13 +204,13 @@ def test_silent_fix_in_a_real_repository_becomes_a_preference(fake_lore, tmp_pat
     user = "def fetch(url):\n    import httpx\n    return httpx.get(url, timeout=5).json()\n"
     app.write_text(f"import json\n\n\n{user}")
     _git(repo, "commit", "-qam", "use httpx", when="2026-11-01T12:00:00+00:00")
-    outcomes = Learning(fake_lore).silent_fixes(project=str(repo))
+    outcomes = fake_lore.learner.silent_fixes(project=str(repo))
     assert len(outcomes) == 1
     [o] = outcomes
     assert o.detection.type == "silent_fix" and o.lesson is not None
     assert o.lesson.source == "silent_fix" and o.lesson.file_types == ("py",)
     assert "httpx" in json.dumps(o.lesson.to_dict())
-    row = fake_lore.conn.execute("SELECT correction_type, diff FROM corrections").fetchone()
+    row = fake_lore.store.conn.execute("SELECT correction_type, diff FROM corrections").fetchone()
     assert row[0] == "silent_fix" and "httpx" in row[1] and "requests" in row[1]
     # Checked once: a second pass finds nothing new.
-    assert Learning(fake_lore).silent_fixes(project=str(repo)) == []
+    assert fake_lore.learner.silent_fixes(project=str(repo)) == []

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from lore.capture.signals import might_teach
-from lore.learn.detect import detect, feature_names, model
-from lore.learn.features import english_ratio, looks_like_log_or_code
+from lore.extract.detect import detect, feature_names, model
+from lore.extract.features import english_ratio, looks_like_log_or_code
 
 OFFER = "I've added the endpoint. Would you like me to also write the integration tests?"
 DONE = "I've switched the session store to Redis and updated the config."
@@ -106,5 +106,5 @@ def test_shipped_weights_match_the_features():
     m = model()
     assert len(m.weights) == len(feature_names())
     assert 0 < m.threshold < 1
-    meta = json.loads((__import__("lore.learn.detect").learn.detect.WEIGHTS_FILE).read_text())["meta"]
+    meta = json.loads((__import__("lore.extract.detect").extract.detect.WEIGHTS_FILE).read_text())["meta"]
     assert meta["repositories"] > 1  # trained and cross-validated across authors

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lore.learn.silent import (
+from lore.extract.silent import (
     AgentWrite,
     check_write,
     check_writes,

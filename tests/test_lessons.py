@@ -93,7 +93,7 @@ def test_invalid_input_changes_nothing(fake_lore, fields, message):
     with pytest.raises(InvalidInput, match=message.replace("(", r"\(")):
         fake_lore.add_lesson(**args)
     assert fake_lore.store.count() == 0
-    assert fake_lore.conn.execute("SELECT count(*) FROM lessons_fts").fetchone()[0] == 0
+    assert fake_lore.store.conn.execute("SELECT count(*) FROM lessons_fts").fetchone()[0] == 0
 
 
 def test_update_changes_given_fields_and_replaces_lists(fake_lore):
@@ -140,7 +140,7 @@ def test_unchanged_text_is_never_re_embedded(settings):
 def test_keyword_index_follows_updates_and_deletes(fake_lore):
     lesson = fake_lore.add_lesson("Alpha title", "zebra content", tags=["kiwi"])
     fts = "SELECT count(*) FROM lessons_fts WHERE lessons_fts MATCH ?"
-    q = fake_lore.conn.execute
+    q = fake_lore.store.conn.execute
     assert q(fts, ("zebra",)).fetchone()[0] == 1
     assert q(fts, ("kiwi",)).fetchone()[0] == 1
     fake_lore.update_lesson(lesson.id, content="giraffe content")

@@ -63,7 +63,7 @@ def test_usage_bonus_and_stats_follow_returned_results(fake_lore):
     assert fake_lore.get_lesson(b.id).usage_count == 0  # candidate, but not returned
     fake_lore.recall("cache user id", limit=1, track=False)
     assert fake_lore.get_lesson(a.id).usage_count == 1
-    log = fake_lore.conn.execute("SELECT query, result_ids, interface FROM search_log").fetchall()
+    log = fake_lore.store.conn.execute("SELECT query, result_ids, interface FROM search_log").fetchall()
     assert len(log) == 1 and log[0][0] == "cache user id" and a.id in log[0][1]
 
 
@@ -244,15 +244,15 @@ def test_exact_identifier_found_by_keywords(lore):
 
 def test_a_busy_writer_does_not_fail_a_search(settings):
     """Another process holding the write lock delays statistics, never the search itself."""
-    from lore.store import connect
-    from lore.store import db as store_db
+    from lore.store.sqlite import connect
+    from lore.store.sqlite import db as store_db
 
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         a = lore.add_lesson("Lock test lesson", "body")
         other = connect(settings.db_path)
         other.execute("BEGIN IMMEDIATE")  # hold the write lock
         try:
-            lore.conn.execute("PRAGMA busy_timeout = 50")
+            lore.store.conn.execute("PRAGMA busy_timeout = 50")
             original = store_db.LOCK_RETRIES
             store_db.LOCK_RETRIES = 1
             try:

@@ -10,13 +10,13 @@ import pytest
 
 from lore.api import Lore
 from lore.errors import MigrationError, NotALoreDatabase
-from lore.store import SCHEMA_VERSION, connect, migrate
-from lore.store.migrations import MIGRATIONS
+from lore.store.sqlite import SCHEMA_VERSION, connect, migrate
+from lore.store.sqlite.migrations import MIGRATIONS
 
 
 def test_blank_database_gets_every_migration(settings):
     with Lore.open(settings) as lore:
-        rows = lore.conn.execute("SELECT version, name FROM schema_migrations").fetchall()
+        rows = lore.store.conn.execute("SELECT version, name FROM schema_migrations").fetchall()
         assert [r[0] for r in rows] == list(range(1, SCHEMA_VERSION + 1))
         assert rows[0][1] == "m001_core"
         assert lore.store.meta("app") == "lore"
@@ -31,7 +31,7 @@ def test_reopening_runs_nothing(settings):
 
 def test_pragmas(settings):
     with Lore.open(settings) as lore:
-        q = lore.conn.execute
+        q = lore.store.conn.execute
         assert q("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert q("PRAGMA foreign_keys").fetchone()[0] == 1
         assert q("PRAGMA busy_timeout").fetchone()[0] >= 1000
@@ -82,8 +82,8 @@ def test_failed_migration_rolls_back(settings, monkeypatch):
         conn.execute("CREATE TABLE half_done (x)")
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("lore.store.migrations.MIGRATIONS", [*MIGRATIONS, broken])
-    monkeypatch.setattr("lore.store.migrations.SCHEMA_VERSION", len(MIGRATIONS) + 1)
+    monkeypatch.setattr("lore.store.sqlite.migrations.MIGRATIONS", [*MIGRATIONS, broken])
+    monkeypatch.setattr("lore.store.sqlite.migrations.SCHEMA_VERSION", len(MIGRATIONS) + 1)
     with pytest.raises(RuntimeError):
         Lore.open(settings)
     conn = stdlib_sqlite3.connect(settings.db_path)
@@ -95,10 +95,10 @@ def test_failed_migration_rolls_back(settings, monkeypatch):
 
 
 def test_reference_tables_are_extensible_by_insert(fake_lore):
-    fake_lore.conn.execute(
+    fake_lore.store.conn.execute(
         "INSERT INTO lesson_kinds (name, description) VALUES ('runbook', 'an operations step')"
     )
-    fake_lore.conn.execute(
+    fake_lore.store.conn.execute(
         "INSERT INTO source_types (name, description, typical_confidence) "
         "VALUES ('pairing', 'learned while pairing', 'high')"
     )
@@ -126,7 +126,7 @@ def test_foreign_keys_cascade_on_delete(fake_lore):
     b = fake_lore.add_lesson("B lesson", "body")
     fake_lore.link(a.id, b.id)
     fake_lore.delete_lesson(a.id)
-    q = fake_lore.conn.execute
+    q = fake_lore.store.conn.execute
     for table in ("lesson_tags", "evidence", "code_examples", "edges"):
         assert q(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
     assert q("SELECT count(*) FROM lesson_vectors").fetchone()[0] == 1
@@ -137,23 +137,23 @@ def test_database_of_the_previous_schema_is_upgraded_in_place(settings, monkeypa
     """A database made before conversation memory (schema 1) gains it, keeping its lessons."""
     from conftest import FakeEmbedder
 
-    monkeypatch.setattr("lore.store.migrations.MIGRATIONS", MIGRATIONS[:1])
-    monkeypatch.setattr("lore.store.migrations.SCHEMA_VERSION", 1)
+    monkeypatch.setattr("lore.store.sqlite.migrations.MIGRATIONS", MIGRATIONS[:1])
+    monkeypatch.setattr("lore.store.sqlite.migrations.SCHEMA_VERSION", 1)
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         # Written with schema 1's columns, as the release that had only schema 1 wrote it.
         kept_id = "01JD8X3Q5M4Z2Y7T6R1W0V9K8J"
-        lore.conn.execute(
+        lore.store.conn.execute(
             "INSERT INTO lessons (id, title, content, kind, status, confidence, created_at, "
             "updated_at, content_hash) VALUES (?, 'Written by schema 1', 'body', 'learning', "
             "'active', 'medium', '2025-01-01', '2025-01-01', 'x')", (kept_id,))
-        lore.conn.execute("INSERT INTO lesson_tags VALUES (?, 'old')", (kept_id,))
-        lore.conn.execute("INSERT INTO evidence (id, lesson_id, position, quote) "
+        lore.store.conn.execute("INSERT INTO lesson_tags VALUES (?, 'old')", (kept_id,))
+        lore.store.conn.execute("INSERT INTO evidence (id, lesson_id, position, quote) "
                           "VALUES ('e1', ?, 0, 'said so')", (kept_id,))
-        assert "sessions" not in {r[0] for r in lore.conn.execute(
+        assert "sessions" not in {r[0] for r in lore.store.conn.execute(
             "SELECT name FROM sqlite_schema WHERE type = 'table'")}
     monkeypatch.undo()
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
-        versions = [r[0] for r in lore.conn.execute("SELECT version FROM schema_migrations")]
+        versions = [r[0] for r in lore.store.conn.execute("SELECT version FROM schema_migrations")]
         assert versions == list(range(1, SCHEMA_VERSION + 1))
         assert lore.get_lesson(kept_id).tags == ("old",)
         assert lore.get_lesson(kept_id).evidence[0].context is None

@@ -26,7 +26,7 @@ def export_lines(lore: Lore) -> list[str]:
 
 
 def edge_set(lore: Lore) -> set[tuple[str, str, str]]:
-    return {tuple(r) for r in lore.conn.execute("SELECT from_id, to_id, relation FROM edges")}
+    return {tuple(r) for r in lore.store.conn.execute("SELECT from_id, to_id, relation FROM edges")}
 
 
 @pytest.fixture

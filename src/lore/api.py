@@ -1,4 +1,4 @@
-"""The core API. Every interface (CLI, MCP, web, worker) is a thin layer over :class:`Lore`.
+"""The core facade. Every interface (CLI, MCP, hooks, worker, web) is a thin layer over :class:`Lore`.
 
     from lore.api import Lore
     from lore.config import load_config
@@ -7,91 +7,62 @@
         lesson = lore.add_lesson("Use file sessions, not Redis", "The user ...", tags=["auth"])
         for hit in lore.recall("where do sessions live?"):
             print(hit.title, hit.score)
+
+The facade owns one store (the :class:`~lore.store.protocol.Store` protocol, SQLite today)
+and the parts in :mod:`lore.core`: ``embedding``, ``lessons``, ``conversations``,
+``learner`` and ``transfer``. Nothing above it touches the store or SQL.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from pathlib import Path
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from lore import graph as graph_ops
 from lore import normalize
 from lore.config import Settings
-from lore.embed import Embedder, canonical_model, create_embedder, document_text
-from lore.errors import EmbeddingMismatch, InvalidInput, NotFound, StoreBusy
-from lore.ids import is_id, new_id, now
-from lore.models import (
-    CodeExample,
-    Edge,
-    Evidence,
-    Filters,
-    ImportReport,
-    Lesson,
-    RefItem,
-    RelatedLesson,
-    SearchResult,
-    TradeOff,
-)
-from lore.schema import LessonFields, validate_fields
-from lore.search import MemoryIndex, hybrid
-from lore.store import SCHEMA_VERSION, LessonRow, SQLiteStore, atomic, connect, migrate
-from lore.store.lessons import PREFERENCE_COLUMNS
+from lore.core.embedding import Embedding, Progress
+from lore.core.lessons import Lessons, content_hash, require_id
+from lore.embed import Embedder, document_text
+from lore.errors import InvalidInput, NotFound, StoreBusy
+from lore.ids import now
+from lore.models import Edge, Filters, ImportReport, Lesson, RefItem, RelatedLesson, SearchResult
+from lore.recall import MemoryIndex, hybrid
+from lore.recall import graph as graph_ops
+from lore.store import Store, open_store
 
 if TYPE_CHECKING:
-    from lore.conversations import Conversations
+    from lore.capture.transcripts import FileEdit
+    from lore.core.conversations import Conversations
+    from lore.core.learner import Learner
 
-Progress = Callable[[int, int], None]  # (done, total)
-
-DEFAULTS = {"kind": "learning", "status": "active", "confidence": "medium"}
-
-
-def content_hash(title: str, content: str) -> str:
-    return hashlib.sha256(document_text(title, content).encode("utf-8")).hexdigest()
+__all__ = ["Lore", "Progress", "content_hash", "require_id"]
 
 
 class Lore:
     """One database, its config and (lazily) its embedding model."""
 
-    def __init__(self, settings: Settings, conn: Any, embedder: Embedder | None = None) -> None:
+    def __init__(self, settings: Settings, store: Store, embedder: Embedder | None = None) -> None:
         self.settings = settings
         self.config = settings.config
-        self.conn = conn
-        self.store = SQLiteStore(conn)
-        self._embedder = embedder
+        self.store = store
+        self.embedding = Embedding(store, self.config.embedding, embedder)
+        self.lessons = Lessons(store, self.embedding, self.config)
         self.vectors = MemoryIndex()  # loaded on first use, refreshed incrementally
-        self._conversations: Any = None
-
-    @property
-    def conversations(self) -> Conversations:
-        """Conversation memory: imported transcripts and their search."""
-        if self._conversations is None:
-            from lore.conversations import Conversations
-
-            self._conversations = Conversations(self)
-        return self._conversations
+        self._conversations: Conversations | None = None
+        self._learner: Learner | None = None
 
     @classmethod
     def open(cls, settings: Settings, *, embedder: Embedder | None = None,
              create: bool = True) -> Lore:
-        path = settings.db_path
-        conn = connect(path, create=create)
-        try:
-            migrate(conn, str(path))
-        except BaseException:
-            conn.close()
-            raise
-        return cls(settings, conn, embedder)
+        return cls(settings, open_store(settings.db_location, create=create), embedder)
 
     def close(self) -> None:
         try:
             self.store.optimize()
         except Exception:  # noqa: BLE001 - an optimisation; a locked or read-only file skips it
             pass
-        self.conn.close()
+        self.store.close()
 
     def __enter__(self) -> Lore:
         return self
@@ -99,166 +70,72 @@ class Lore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def conversations(self) -> Conversations:
+        """Conversation memory: imported transcripts and their search."""
+        if self._conversations is None:
+            from lore.core.conversations import Conversations
+
+            self._conversations = Conversations(self.store, self.embedding, self.config)
+        return self._conversations
+
+    @property
+    def learner(self) -> Learner:
+        """Learning from corrections: captured messages to scored rules."""
+        if self._learner is None:
+            from lore.core.learner import Learner
+
+            self._learner = Learner(self.store, self.lessons, self.embedding, self.config.learning)
+        return self._learner
+
     # ---- embeddings -------------------------------------------------------------------
     @property
     def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = create_embedder(self.config.embedding)
-        return self._embedder
+        return self.embedding.embedder
 
     def configured_model(self) -> str:
-        if self._embedder is not None:
-            return self._embedder.name
-        cfg = self.config.embedding
-        if cfg.backend == "openai" and cfg.model == "all-MiniLM-L6-v2":
-            return "text-embedding-3-small"
-        return canonical_model(cfg.model)
+        return self.embedding.configured_model()
 
     def stored_model(self) -> tuple[str | None, int | None]:
-        dims = self.store.meta("embedding_dimensions")
-        return self.store.meta("embedding_model"), int(dims) if dims else None
+        return self.embedding.stored_model()
 
     def check_model(self) -> None:
-        """Stop before mixing vectors of two models in one index."""
-        stored, dims = self.stored_model()
-        wanted = self.configured_model()
-        if stored is not None and stored != wanted:
-            raise EmbeddingMismatch(
-                f"the database was embedded with {stored} ({dims} dims) but the config asks for "
-                f"{wanted}; run `lore admin reembed` to rebuild, or set embedding.model back"
-            )
-
-    def _embed(self, texts: Sequence[str], progress: Progress | None = None,
-               batch: int = 256) -> list[bytes]:
-        out: list[bytes] = []
-        for i in range(0, len(texts), batch):
-            vecs = self.embedder.embed_documents(texts[i : i + batch])
-            out += [v.astype("float32").tobytes() for v in vecs]
-            if progress:
-                progress(min(i + batch, len(texts)), len(texts))
-        return out
-
-    def _store_vectors(self, rows: Sequence[tuple[int, str, bytes]]) -> None:
-        if not rows:
-            return
-        with atomic(self.conn):
-            dims = self._record_model(len(rows[0][2]) // 4)
-            self.store.create_vector_index(dims)
-            self.store.put_vectors(rows)
-
-    def _record_model(self, returned_dims: int | None = None) -> int:
-        """Record the model on first use; stop if it returns vectors of another size."""
-        if self.store.meta("embedding_model") is None:
-            self.store.set_meta("embedding_model", self.embedder.name)
-            self.store.set_meta("embedding_dimensions", str(self.embedder.dimensions))
-            self.store.set_meta("embedding_backend", self.config.embedding.backend)
-        dims = int(self.store.meta("embedding_dimensions") or 0)
-        if returned_dims is not None and returned_dims != dims:
-            raise EmbeddingMismatch(
-                f"the model returned {returned_dims} dimensions but the database holds "
-                f"{dims}; run `lore admin reembed`"
-            )
-        return dims
+        self.embedding.check_model()
 
     def warm(self) -> None:
         """Load the model and the vectors now (long-running processes: MCP server, worker)."""
-        if self.store.meta("embedding_model") is not None:
-            self.check_model()
-            self.embedder.embed_query("warm up")
+        if self.embedding.in_use():
+            self.embedding.check_model()
+            self.embedding.query("warm up")
             self.vectors.sync(self.store)
 
     # ---- lessons ----------------------------------------------------------------------
     def add_lesson(self, title: str, content: str = "", **fields: Any) -> Lesson:
         """Validate, store, index and embed a new lesson; return it."""
-        data = validate_fields({"title": title, "content": content, **fields})
-        self.check_model()
-        lesson_id = new_id()
-        row = self._row(lesson_id, data, existing=None)
-        vector = self._embed([document_text(row.values["title"], row.values["content"])])[0]
-        with atomic(self.conn):
-            seq = self.store.insert(row)
-            self._store_vectors([(seq, row.values["content_hash"], vector)])
-        return self.store.get(lesson_id)
+        return self.lessons.add(title, content, **fields)
 
     def get_lesson(self, lesson_id: str) -> Lesson:
-        return self.store.get(lesson_id)
+        return self.store.get(require_id(lesson_id))
 
     def update_lesson(self, lesson_id: str, **changes: Any) -> Lesson:
         """Change the given fields; lists replace the old list. Re-embeds only changed text."""
-        current = self.store.get(lesson_id)
-        data = validate_fields(changes)
-        row = self._row(lesson_id, data, existing=current)
-        changed_text = row.values["content_hash"] != current.content_hash
-        vector = None
-        if changed_text:
-            self.check_model()
-            vector = self._embed([document_text(row.values["title"], row.values["content"])])[0]
-        seq = self.store.seq_of(lesson_id)
-        with atomic(self.conn):
-            self.store.replace(seq, row)
-            if vector is not None:
-                self._store_vectors([(seq, row.values["content_hash"], vector)])
-        return self.store.get(lesson_id)
+        return self.lessons.update(require_id(lesson_id), **changes)
 
     def delete_lesson(self, lesson_id: str) -> Lesson:
-        lesson = self.store.get(lesson_id)
-        self.store.delete(lesson_id)
-        return lesson
+        return self.lessons.delete(require_id(lesson_id))
 
-    def _row(self, lesson_id: str, data: LessonFields, existing: Lesson | None,
-             times: tuple[str, str] | None = None) -> LessonRow:
-        base = existing.to_dict() if existing else {}
-        given = data.model_dump(exclude_none=True)
+    def lesson_count(self) -> int:
+        return self.store.count()
 
-        def pick(name: str, default: Any = None) -> Any:
-            if name in given:
-                return given[name]
-            return base.get(name, default) if existing else default
+    def edge_count(self) -> int:
+        return self.store.table_count("edges")
 
-        values: dict[str, Any] = {}
-        for name in ("title", "content", "source_notes", "project", "summary", "problem_solved",
-                     "when_to_apply", "when_not_to_apply", "source", "score"):
-            values[name] = pick(name)
-        values["content"] = values["content"] or ""
-        if not values["title"]:
-            raise InvalidInput("title must not be empty")
-        for name in ("kind", "status", "confidence"):
-            values[name] = pick(name, DEFAULTS[name])
-        if "confidence" not in given and "score" in given and not existing:
-            values["confidence"] = self.store.confidence_for_score(given["score"])
-        for name in ("kind", "status", "confidence"):
-            self.store.check_reference(name, values[name])
-        if values["source"] is not None:
-            self.store.check_reference("source", values["source"])
-        if values["project"] is not None:
-            values["project"] = values["project"].strip() or None
-        pref = given.get("preference", base.get("preference") if existing else None) or {}
-        for col, key in zip(PREFERENCE_COLUMNS, ("context", "rejected", "preferred", "reasoning"),
-                            strict=True):
-            values[col] = pref.get(key) or None
-        values["metadata"] = json.dumps(pick("metadata", {}) or {}, sort_keys=True)
-        created, updated = times or ((existing.created_at if existing else now()), now())
-        values["created_at"] = created
-        values["updated_at"] = updated
-        values["content_hash"] = content_hash(values["title"], values["content"])
-        aliases = self.tag_aliases()
-        return LessonRow(
-            id=lesson_id,
-            values=values,
-            tags=normalize.tags(pick("tags", ()) or (), aliases),
-            contexts=normalize.unique(pick("contexts", ()) or (), normalize.context),
-            anti_contexts=normalize.unique(pick("anti_contexts", ()) or (), normalize.context),
-            file_types=normalize.unique(pick("file_types", ()) or (), normalize.file_type),
-            examples=tuple(CodeExample(**e) for e in pick("examples", ()) or ()),
-            trade_offs=tuple(TradeOff(**t) for t in pick("trade_offs", ()) or ()),
-            evidence=tuple(Evidence(**e) for e in pick("evidence", ()) or ()),
-        )
+    def titles(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """(title, kind) of each lesson id that exists."""
+        return self.store.titles(ids)
 
     def tag_aliases(self) -> dict[str, str]:
-        aliases = self.store.tag_aliases()
-        for k, v in self.config.tag_aliases.items():
-            aliases[normalize.tag(k)] = normalize.tag(v)
-        return aliases
+        return self.lessons.tag_aliases()
 
     # ---- recall -----------------------------------------------------------------------
     def recall(
@@ -277,10 +154,7 @@ class Lore:
         limit = limit or self.config.search.default_limit
         if limit < 1:
             raise InvalidInput(f"limit must be at least 1 (got {limit})")
-        embed = None
-        if mode != "keyword" and self.store.meta("embedding_model") is not None:
-            self.check_model()
-            embed = self.embedder.embed_query
+        embed = self.embedding.query_function() if mode != "keyword" else None
         results = hybrid.search(self.store, query, filters, limit, self.config.search, embed,
                                 self.vectors, mode)
         if track:
@@ -288,7 +162,7 @@ class Lore:
             ids = [r.id for r in results]
             stamp = now()
             try:
-                with atomic(self.conn):
+                with self.store.atomic():
                     if self.config.search.track_usage:
                         self.store.record_usage(ids, stamp)
                     self.store.log_search(stamp, query, filters.to_dict(), ids, took, interface)
@@ -319,26 +193,10 @@ class Lore:
 
     # ---- graph ------------------------------------------------------------------------
     def link(self, from_id: str, to_id: str, relation: str = "related_to") -> Edge:
-        relation = relation.strip()
-        if not relation:
-            raise InvalidInput("relation must not be empty")
-        if from_id == to_id:
-            raise InvalidInput("a lesson cannot be linked to itself")
-        for lid in (from_id, to_id):
-            self.store.seq_of(lid)
-        edge = Edge(from_id, to_id, relation, now())
-        self.store.add_edge(edge)
-        return edge
+        return self.lessons.link(from_id, to_id, relation)
 
     def unlink(self, from_id: str, to_id: str, relation: str | None = None) -> int:
-        for lid in (from_id, to_id):
-            self.store.seq_of(lid)
-        relation = relation.strip() if relation is not None else None
-        removed = self.store.remove_edges(from_id, to_id, relation)
-        if removed == 0:
-            what = f" '{relation}'" if relation else ""
-            raise NotFound(f"no{what} link from {from_id} to {to_id}")
-        return removed
+        return self.lessons.unlink(from_id, to_id, relation)
 
     def related(self, lesson_id: str, depth: int = 1, relations: Sequence[str] = (),
                 direction: str = "both") -> list[RelatedLesson]:
@@ -390,14 +248,12 @@ class Lore:
 
     # ---- statistics -------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
-        path = self.settings.db_path
-        size = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
         model, dims = self.stored_model()
         s = self.store
         return {
-            "database": str(path),
-            "size_bytes": size,
-            "schema_version": SCHEMA_VERSION,
+            "database": self.settings.db_location,
+            "size_bytes": s.size_bytes(),
+            "schema_version": s.schema_version(),
             "lessons": s.count(),
             "by_kind": dict(s.grouped_counts("kind")),
             "by_status": dict(s.grouped_counts("status")),
@@ -425,9 +281,10 @@ class Lore:
 
     def import_lines(self, lines: Iterable[str], *, skip_invalid: bool = False,
                      progress: Progress | None = None) -> ImportReport:
-        from lore.transfer import import_records
+        from lore.core.transfer import import_records
 
-        report = import_records(self, lines, skip_invalid=skip_invalid, progress=progress)
+        report = import_records(self.lessons, self.embedding, lines, skip_invalid=skip_invalid,
+                                progress=progress)
         if report.added + report.updated:
             self.store.analyze()  # fresh statistics: the planner picks selective indexes
         return report
@@ -440,20 +297,47 @@ class Lore:
             todo = self.store.lesson_texts()
         else:
             todo = self.store.lessons_needing_vectors()
-        vectors = self._embed([document_text(t, c) for _, t, c, _ in todo], progress)
-        with atomic(self.conn):
+        vectors = self.embedding.embed([document_text(t, c) for _, t, c, _ in todo], progress)
+        with self.store.atomic():
             if changed or force:
                 self.store.drop_vectors()
-                for key in ("embedding_model", "embedding_dimensions", "embedding_backend"):
-                    self.store.delete_meta(key)
+                self.embedding.forget_model()
             rows = [(seq, h, v) for (seq, _, _, h), v in zip(todo, vectors, strict=True)]
             if rows:
-                self._store_vectors(rows)
+                self.embedding.store_vectors(rows)
         return len(todo)
 
+    # ---- sessions (the hooks' events, through the worker) ------------------------------
+    def session_files(self, session_id: str | None, limit: int = 20) -> list[str]:
+        """Files the agent edited in a session, latest first."""
+        return self.store.sessions.session_files(session_id, limit)
 
-def require_id(value: str) -> str:
-    value = value.strip()
-    if not is_id(value):
-        raise NotFound(f"'{value}' is not a lesson id (ids look like 01JD8X3Q5M0000000000000000)")
-    return value
+    def record_edits(self, session_id: str, project: str | None, transcript: str | None,
+                     edits: Sequence[FileEdit]) -> int:
+        """What the agent wrote, as a hook saw it, for silent-fix detection later."""
+        return self.conversations.record_edits(session_id, project, transcript, edits)
+
+    def record_snapshot(self, event_id: str, session_id: str | None, project: str | None,
+                        at: str, data: dict[str, Any]) -> bool:
+        """The state to resume from after compaction, with the files in progress; False when
+        this event was recorded before."""
+        with self.store.atomic():
+            data = {**data, "files_in_progress": self.session_files(session_id)}
+            return self.store.sessions.insert_snapshot(event_id, session_id, project, at, data)
+
+    def session_context(self, project: str | None, max_chars: int | None = None,
+                        max_items: int | None = None) -> str:
+        """What SessionStart tells a new session in ``project`` (empty when nothing applies)."""
+        from lore.apply.session_context import build
+
+        ctx = self.config.context
+        return build(self.store.sessions, project, max_chars or ctx.max_chars,
+                     max_items or ctx.max_items)
+
+    # ---- health -----------------------------------------------------------------------
+    def integrity(self) -> str:
+        """The store's own consistency check: 'ok' or what is wrong."""
+        return self.store.integrity()
+
+    def lessons_without_vectors(self) -> int:
+        return len(self.store.lessons_needing_vectors())

@@ -16,11 +16,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from lore.errors import ConfigError
+from lore.home import lore_home
 
 ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def _registered(group: str, name: str) -> str:
+    from lore import plugins
+
+    known = plugins.available(group)
+    if name not in known:
+        raise ValueError(f"unknown name '{name}'; valid: {', '.join(sorted(known))} "
+                         "(a plugin package adds more)")
+    return name
 
 
 class _Strict(BaseModel):
@@ -28,7 +39,7 @@ class _Strict(BaseModel):
 
 
 class EmbeddingConfig(_Strict):
-    backend: Literal["fastembed", "sentence-transformers", "openai"] = "fastembed"
+    backend: str = "fastembed"  # a name in the lore.embedders entry points
     model: str = "all-MiniLM-L6-v2"
     dimensions: int | None = Field(default=None, ge=1, le=8192)
     api_key: str | None = None
@@ -36,6 +47,11 @@ class EmbeddingConfig(_Strict):
     batch_size: int = Field(default=64, ge=1, le=2048)
     threads: int | None = Field(default=None, ge=1)
     cache_dir: str | None = None  # where downloaded models go (backends that download)
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        return _registered("lore.embedders", value)
 
 
 class RecencyConfig(_Strict):
@@ -116,6 +132,12 @@ class LearningConfig(_Strict):
     same_rule_similarity: float = Field(default=0.86, gt=0, le=1)  # cosine: a restatement
     recent_days: int = Field(default=7, ge=0)  # reinforced this recently: +0.1
     silent_fixes: bool = True  # compare what the agent wrote with the files later
+    extractor: str = "rules"  # reads the rule in a correction (entry points: lore.extractors)
+
+    @field_validator("extractor")
+    @classmethod
+    def _known_extractor(cls, value: str) -> str:
+        return _registered("lore.extractors", value)
 
     @model_validator(mode="after")
     def _ordered(self) -> LearningConfig:
@@ -132,7 +154,7 @@ class Config(_Strict):
     conversations: ConversationsConfig = Field(default_factory=ConversationsConfig)
     tag_aliases: dict[str, str] = Field(default_factory=dict)
     known_tags: list[str] = Field(default_factory=list)
-    database: str | None = None  # path of the database file; default $LORE_HOME/lore.db
+    database: str | None = None  # the database file (or a store plugin's URL); default $LORE_HOME/lore.db
 
 
 # Environment variables that override config keys.
@@ -160,9 +182,11 @@ class Settings:
     def db_path(self) -> Path:
         return Path(self.config.database).expanduser() if self.config.database else self.home / "lore.db"
 
-
-def lore_home() -> Path:
-    return Path(os.environ.get("LORE_HOME") or Path.home() / ".lore").expanduser()
+    @property
+    def db_location(self) -> str:
+        """Where the store lives as given: a file path, or a backend's URL (``scheme://…``)."""
+        db = self.config.database
+        return db if db and "://" in db else str(self.db_path)
 
 
 def config_file() -> Path:

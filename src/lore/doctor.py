@@ -54,11 +54,9 @@ def _driver() -> Check:
 
 def _fts5() -> Check:
     try:
-        import sqlean
+        from lore.store.sqlite.db import check_fts5
 
-        conn = sqlean.connect(":memory:")
-        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
-        conn.close()
+        check_fts5()
         return Check("fts5", True, "available")
     except Exception as exc:  # noqa: BLE001 - report whatever broke
         return Check("fts5", False, str(exc), "reinstall sqlean.py: pip install -U sqlean.py")
@@ -66,7 +64,7 @@ def _fts5() -> Check:
 
 def _sqlite_vec() -> Check:
     try:
-        from lore.store.db import connect, versions
+        from lore.store.sqlite.db import connect, versions
 
         conn = connect(":memory:")
         v = versions(conn)["sqlite_vec"]
@@ -110,9 +108,9 @@ def _database(settings: Any) -> list[Check]:
     out: list[Check] = []
     try:
         with Lore.open(settings, create=False) as lore:
-            integrity = lore.conn.execute("PRAGMA quick_check").fetchone()[0]
+            integrity = lore.integrity()
             out.append(Check("database", integrity == "ok",
-                             f"{path}: {lore.store.count()} lessons, integrity {integrity}",
+                             f"{path}: {lore.lesson_count()} lessons, integrity {integrity}",
                              "" if integrity == "ok" else
                              "restore from an export: lore admin import BACKUP.jsonl"))
             stored, dims = lore.stored_model()
@@ -122,7 +120,7 @@ def _database(settings: Any) -> list[Check]:
                                  f"database has {stored} ({dims} dims), config asks for {wanted}",
                                  "lore admin reembed"))
             else:
-                missing = len(lore.store.lessons_needing_vectors())
+                missing = lore.lessons_without_vectors()
                 out.append(Check("embeddings", missing == 0,
                                  f"{stored or wanted}: {missing} lessons without an up-to-date vector",
                                  "" if missing == 0 else "lore admin reembed"))

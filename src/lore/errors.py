@@ -41,3 +41,11 @@ class EmbeddingMismatch(LoreError):
 
 class StoreBusy(LoreError):
     """The database stayed locked by another writer past the retry budget."""
+
+
+class DetectorError(BackendUnavailable):
+    """The correction detector's weights file does not match the detector's features."""
+
+
+class AlreadyRunning(LoreError):
+    """Another worker holds this home's lock."""

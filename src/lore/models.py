@@ -11,6 +11,8 @@ from typing import Any
 
 TRADE_OFF_TYPES = ("pro", "con")
 DIRECTIONS = ("out", "in", "both")
+# Kinds of lesson that state a rule: learned from corrections, injected at session start.
+RULE_KINDS = ("preference", "project_rule", "anti_pattern")
 
 
 @dataclass(frozen=True, slots=True)

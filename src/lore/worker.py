@@ -11,8 +11,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -20,15 +18,12 @@ from typing import Any
 from lore.api import Lore
 from lore.capture.queue import Event, Queue
 from lore.config import Settings
-from lore.errors import LoreError
+from lore.errors import AlreadyRunning, LoreError
+from lore.home import alive, read_pid, spawn_worker
 
 POLL_SECONDS = 1.0
 RESCORE_SECONDS = 3600.0  # recency fades: learned rules are rescored this often
 TRANSCRIPT_EVENTS = ("SessionEnd", "Stop", "SubagentStop", "PreCompact")
-
-
-class AlreadyRunning(LoreError):
-    """Another worker holds this home's lock."""
 
 
 class Worker:
@@ -39,7 +34,6 @@ class Worker:
         self.pid_file = self.home / "worker.pid"
         self._lore = lore
         self._owns_lore = lore is None
-        self._learning: Any = None
         self._stop = False
         self._lock_fd: int | None = None
         self.log = _logger(self.home / "logs" / "worker.log")
@@ -74,7 +68,6 @@ class Worker:
         if self._lore is not None and self._owns_lore:
             self._lore.close()
             self._lore = None
-            self._learning = None
 
     def run(self, *, once: bool = False) -> int:
         """Process events until SIGTERM (or, with ``once``, until the queue is empty)."""
@@ -106,7 +99,7 @@ class Worker:
 
     def rescore(self) -> None:
         try:
-            changed = self.learning.rescore()
+            changed = self.lore.learner.rescore()
             if changed:
                 self.log.info("rescored %d learned rules", changed)
         except LoreError as exc:
@@ -138,29 +131,20 @@ class Worker:
         self.queue.ack(event, outcome)
         self.log.info("event %s %s: %s", event.id, event.kind, outcome)
 
-    @property
-    def learning(self) -> Any:
-        if self._learning is None:
-            from lore.learn import Learning
-
-            self._learning = Learning(self.lore)
-        return self._learning
-
     def record_correction(self, event: Event, signals: dict[str, Any]) -> str:
         """Store the message with the proposal it answers, its session, project and files
         (secrets redacted), then let the detector decide and learn from it."""
-        from lore.store import context as queries
-
         session_id = event.payload.get("session_id")
         proposal = signals.get("assistant_proposal")
-        stored = self.learning.capture(
+        learner = self.lore.learner
+        stored = learner.capture(
             str(signals["user_message"]), str(proposal) if proposal else None,
             project=event.payload.get("cwd"), session_id=session_id,
-            files=queries.session_files(self.lore.conn, session_id), at=_iso(event.at),
+            files=self.lore.session_files(session_id), at=_iso(event.at),
             origin="hook", event_id=event.id)
         if stored is None:
             return "message already seen"
-        outcomes = self.learning.process_pending()
+        outcomes = learner.process_pending()
         return ", ".join(f"message {o.correction_id}: {o.action}" for o in outcomes) or "recorded"
 
     def check_silent_fixes(self, event: Event) -> str:
@@ -169,17 +153,15 @@ class Worker:
         p = event.payload
         session_id = p.get("session_id")
         if event.kind == "SessionEnd":
-            outcomes = self.learning.silent_fixes(session_id=session_id, final=False)
+            outcomes = self.lore.learner.silent_fixes(session_id=session_id, final=False)
         else:
-            outcomes = self.learning.silent_fixes(project=p.get("cwd"), exclude_session=session_id,
+            outcomes = self.lore.learner.silent_fixes(project=p.get("cwd"), exclude_session=session_id,
                                                   final=True)
         return f"{len(outcomes)} silent fixes"
 
     def record_edits(self, event: Event) -> str:
         """What the agent wrote (file, old and new text), for silent-fix detection later."""
         from lore.capture.claude_code import file_edits
-        from lore.conversations import device_id
-        from lore.store import atomic
 
         p = event.payload
         tool, raw = p.get("tool_name"), p.get("tool_input")
@@ -187,23 +169,12 @@ class Worker:
         if not isinstance(tool, str) or not isinstance(raw, dict) or not session_id:
             return "kept"
         edits = file_edits(tool, raw, str(session_id), event.id, _iso(event.at))
-        store = self.lore.conversations.store
-        with atomic(self.lore.conn):
-            store.upsert_session(str(session_id), "claude-code", p.get("cwd"), device_id(), None,
-                                 p.get("transcript_path"), None)
-            for e in edits:
-                store.insert_edit({
-                    "session_id": e.session_id, "message_uuid": e.message_uuid, "tool": e.tool,
-                    "file_path": e.file_path, "file_type": Path(e.file_path).suffix.lstrip(".")
-                    or None, "old_text": e.old_text, "new_text": e.new_text,
-                    "timestamp": e.timestamp, "succeeded": 1})
-        return f"{len(edits)} edits recorded"
+        n = self.lore.record_edits(str(session_id), p.get("cwd"), p.get("transcript_path"), edits)
+        return f"{n} edits recorded"
 
     def record_snapshot(self, event: Event) -> str:
         """The state to resume from after compaction: tasks, files in progress, last request."""
         from lore.capture.tail import last_exchange, last_todos
-        from lore.store import atomic
-        from lore.store import context as queries
 
         p = event.payload
         session_id = p.get("session_id")
@@ -213,18 +184,14 @@ class Worker:
         if isinstance(path, str) and os.path.isfile(path):
             data["last_request"], _ = last_exchange(Path(path))
             data["current_tasks"] = last_todos(Path(path))
-        conn = self.lore.conn
-        with atomic(conn):
-            data["files_in_progress"] = queries.session_files(conn, session_id)
-            stored = queries.insert_snapshot(conn, event.id, session_id, p.get("cwd"),
-                                             _iso(event.at), data)
+        stored = self.lore.record_snapshot(event.id, session_id, p.get("cwd"), _iso(event.at), data)
         return "snapshot recorded" if stored else "snapshot already recorded"
 
     # ---- status -----------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
         pid = read_pid(self.pid_file)
         return {
-            "running": pid is not None and _alive(pid) and self._locked_by_other(),
+            "running": pid is not None and alive(pid) and self._locked_by_other(),
             "pid": pid,
             "queue_depth": self.queue.depth(),
             "last_processed": self.queue.last_done(),
@@ -252,13 +219,7 @@ def start_background(settings: Settings) -> int | None:
     w = Worker(settings)
     if w.status()["running"]:
         return None
-    logs = settings.home / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    with open(logs / "worker.log", "a") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "lore", "worker", "run"],
-                                stdout=out, stderr=out, stdin=subprocess.DEVNULL,
-                                start_new_session=True, env=dict(os.environ))
-    return proc.pid
+    return spawn_worker(settings.home)
 
 
 def stop_background(settings: Settings, timeout: float = 30.0) -> bool:
@@ -268,33 +229,15 @@ def stop_background(settings: Settings, timeout: float = 30.0) -> bool:
         return False
     os.kill(pid, signal.SIGTERM)
     deadline = time.time() + timeout
-    while time.time() < deadline and _alive(pid):
+    while time.time() < deadline and alive(pid):
         time.sleep(0.1)
-    return not _alive(pid)
+    return not alive(pid)
 
 
 def _iso(at: float) -> str:
     from datetime import UTC, datetime
 
     return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
-
-
-def read_pid(path: Path) -> int | None:
-    try:
-        text = path.read_text().strip()
-        return int(text) if text else None
-    except (OSError, ValueError):
-        return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _lock(fd: int) -> None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from lore.capture.queue import Queue
 from lore.capture.signals import might_teach
 from lore.capture.tail import MAX_FIELD, last_assistant, last_exchange
+from lore.home import alive, lore_home, read_pid, spawn_worker
 
 if TYPE_CHECKING:
     from typing import Any
@@ -27,10 +28,6 @@ EVENTS = {
     "post-tool-use": "PostToolUse", "stop": "Stop", "subagent-stop": "SubagentStop",
     "pre-compact": "PreCompact", "session-end": "SessionEnd",
 }
-
-def home() -> Path:
-    return Path(os.environ.get("LORE_HOME") or Path.home() / ".lore").expanduser()
-
 
 def run(event_name: str, stdin: str, queue_root: Path | None = None) -> str | None:
     """Handle one hook call; return what to print on stdout (None: nothing)."""
@@ -43,7 +40,7 @@ def run(event_name: str, stdin: str, queue_root: Path | None = None) -> str | No
         payload["lore_signals"] = stop_signals(payload)
     elif kind == "UserPromptSubmit":
         payload["lore_signals"] = prompt_signals(payload)
-    Queue(queue_root or home() / "queue").append(kind, payload)
+    Queue(queue_root or lore_home() / "queue").append(kind, payload)
     if kind == "SessionStart":
         ensure_worker()
         return session_context(payload.get("cwd"))
@@ -53,19 +50,14 @@ def run(event_name: str, stdin: str, queue_root: Path | None = None) -> str | No
 def session_context(cwd: Any) -> str | None:
     """The hookSpecificOutput JSON with what Lore knows for this project, or None."""
     settings = _light_settings()
-    db = Path(os.environ.get("LORE_DB") or settings.get("database") or home() / "lore.db")
+    db = Path(os.environ.get("LORE_DB") or settings.get("database") or lore_home() / "lore.db")
     if not db.is_file():
         return None
-    from lore.publish.context import build  # sqlite only: no model, no numpy
-    from lore.store.db import connect
+    from lore.apply.session_context import from_file  # no model, no numpy
 
-    conn = connect(db, create=False)
-    try:
-        ctx = settings.get("context") or {}
-        text = build(conn, cwd if isinstance(cwd, str) else None,
+    ctx = settings.get("context") or {}
+    text = from_file(db, cwd if isinstance(cwd, str) else None,
                      int(ctx.get("max_chars", 4000)), int(ctx.get("max_items", 60)))
-    finally:
-        conn.close()
     if not text:
         return None
     return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart",
@@ -75,7 +67,7 @@ def session_context(cwd: Any) -> str | None:
 def _light_settings() -> dict[str, Any]:
     # The full config loader validates with pydantic (too slow for this path); the keys read
     # here were validated by every other command that loaded the same file.
-    path = Path(os.environ.get("LORE_CONFIG") or home() / "config.yaml")
+    path = Path(os.environ.get("LORE_CONFIG") or lore_home() / "config.yaml")
     if not path.is_file():
         return {}
     import yaml
@@ -86,24 +78,10 @@ def _light_settings() -> dict[str, Any]:
 
 def ensure_worker() -> None:
     """Start the worker in the background if none runs (cheap check, no waiting)."""
-    pid_file = home() / "worker.pid"
-    try:
-        pid = int(pid_file.read_text().strip() or 0)
-    except (OSError, ValueError):
-        pid = 0
-    if pid:
-        try:
-            os.kill(pid, 0)
-            return
-        except OSError:
-            pass
-    import subprocess
-
-    logs = home() / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    with open(logs / "worker.log", "a") as out:
-        subprocess.Popen([sys.executable, "-m", "lore", "worker", "run"], stdout=out, stderr=out,
-                         stdin=subprocess.DEVNULL, start_new_session=True)
+    pid = read_pid(lore_home() / "worker.pid")
+    if pid and alive(pid):
+        return
+    spawn_worker(lore_home())
 
 
 def stop_signals(payload: dict[str, Any]) -> dict[str, Any]:
@@ -158,7 +136,7 @@ def _log(event_name: str) -> None:
     import traceback
 
     try:
-        logs = home() / "logs"
+        logs = lore_home() / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         with open(logs / "hooks.log", "a", encoding="utf-8") as fh:
             fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} hook {event_name} failed\n")

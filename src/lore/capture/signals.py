@@ -1,7 +1,7 @@
 """The hooks' pre-filter: could this user message be a correction or a preference?
 
 One regular expression of the words every teaching cue of the full detector
-(:mod:`lore.learn.detect`) is built on — "no", "not", "don't", "instead", "always",
+(:mod:`lore.extract.detect`) is built on — "no", "not", "don't", "instead", "always",
 "never", "rule", "you didn't" … It over-fires on purpose (about two messages in three pass)
 and costs well under a millisecond, so the Stop and prompt hooks stay within their budget;
 the worker's detector decides. The detector runs the same pre-filter first, so whatever it

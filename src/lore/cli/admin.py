@@ -72,7 +72,7 @@ def admin_init(ctx: click.Context, json_: bool) -> None:
         s.config_path.write_text(CONFIG_TEMPLATE, encoding="utf-8")
         wrote_config = True
     with Lore.open(s) as lore:
-        count = lore.store.count()
+        count = lore.lesson_count()
     result = {"database": str(s.db_path), "created": not existed, "lessons": count,
               "config": str(s.config_path), "config_created": wrote_config}
     if json_:

@@ -48,7 +48,7 @@ def demo(home: str | None) -> None:
             ids = seed(lore)
             took = time.perf_counter() - started
             c.rule("[bold]Lore demo[/bold]")
-            c.print(f"Seeded {len(ids)} lessons and {lore.store.table_count('edges')} links "
+            c.print(f"Seeded {len(ids)} lessons and {lore.edge_count()} links "
                     f"into {folder} in {took:.1f} s (model load included).\n")
 
             for q in QUERIES:
@@ -115,11 +115,9 @@ def _learning(c: Any, lore: Any) -> None:
     """What the worker does with the messages the hooks queue, shown on a few exchanges."""
     from rich.markup import escape
 
-    from lore.learn import Learning
-    from lore.publish.context import build
 
     c.rule("learning from corrections")
-    learning = Learning(lore)
+    learning = lore.learner
     for i, (agent, user) in enumerate(EXCHANGES):
         out = learning.record(user, agent, project=DEMO_PROJECT, session_id=f"demo-{i}",
                               asserted=False)
@@ -130,12 +128,12 @@ def _learning(c: Any, lore: Any) -> None:
         c.print(f"  [bold]user:[/bold]  {escape(user)}")
         c.print(f"         [cyan]{escape(what)}[/cyan]")
     c.print("\nThe next session in that project starts with:")
-    c.print(build(lore.conn, DEMO_PROJECT), markup=False, highlight=False)
+    c.print(lore.session_context(DEMO_PROJECT), markup=False, highlight=False)
     c.print()
 
 
 def _most_linked(lore: Any, ids: dict[str, str]) -> str:
-    return max(ids.values(), key=lambda i: (len(lore.store.edges_of(i)), i))
+    return max(ids.values(), key=lambda i: (len(lore.get_lesson(i).edges), i))
 
 
 def _farthest(lore: Any, start: str) -> str | None:

@@ -36,7 +36,7 @@ def eval_locomo(ctx: click.Context, file: Path, as_of_last_session: bool, json_:
     Example:
       lore eval locomo data/locomo10.json --json
     """
-    from lore.eval.locomo import evaluate
+    from lore.measure.locomo import evaluate
 
     embedder = (ctx.find_root().obj or {}).get("embedder")
     bar, update = progress_bar("questions")
@@ -74,7 +74,7 @@ def eval_corrections(file: Path, show_errors: bool, detector: str, threshold: fl
       lore eval corrections corrections-dev.jsonl --show-errors
       lore eval corrections corrections-dev.jsonl --detector prefilter --json
     """
-    from lore.eval.corrections import evaluate
+    from lore.measure.corrections import evaluate
 
     result = evaluate(file, detector, threshold)
     if not show_errors:

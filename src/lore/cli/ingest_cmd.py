@@ -29,7 +29,7 @@ def ingest(lore: Any, paths: tuple[Path, ...], watch: bool, no_embed: bool, json
       lore ingest ~/.codex/sessions --json
       lore ingest --watch
     """
-    from lore.conversations import default_roots
+    from lore.capture.ingest import default_roots
 
     roots = list(paths) or default_roots()
     if not any(r.exists() for r in roots):

@@ -290,11 +290,9 @@ def learn_correction(lore: Any, text: str, previous: str | None, project: str | 
           --previous "I'll add Redis for the session store."
       lore learn correction "always run ruff before committing" --global --json
     """
-    from lore.learn import Learning
-
     body = read_content(text, None) or ""
     scope = None if global_ else resolve_project(project or ".")
-    outcome = Learning(lore).record(body, previous, project=scope, session_id=session_id,
+    outcome = lore.learner.record(body, previous, project=scope, session_id=session_id,
                                     files=list(files), origin="manual")
     if json_:
         emit_json(outcome.to_dict())

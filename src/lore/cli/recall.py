@@ -112,7 +112,7 @@ def recall_show(lore: Any, lesson_id: str, json_: bool) -> None:
     if json_:
         emit_json(lesson.to_dict())
         return
-    print_lesson(lesson, lore.store.titles([e.to_id if e.from_id == lesson.id else e.from_id
+    print_lesson(lesson, lore.titles([e.to_id if e.from_id == lesson.id else e.from_id
                                             for e in lesson.edges]))
 
 
@@ -281,11 +281,9 @@ def recall_preferences(lore: Any, project: str | None, file_type: str | None,
       lore recall preferences --file-type py --json
       lore recall preferences --project all --status candidate
     """
-    from lore.learn import Learning
-
     all_projects = project is not None and project.lower() in ("all", "*")
     scope = None if all_projects else resolve_project(project or ".")
-    lessons = Learning(lore).preferences(scope, all_projects=all_projects, file_type=file_type,
+    lessons = lore.learner.preferences(scope, all_projects=all_projects, file_type=file_type,
                                          statuses=status or ("active", "proposed"), limit=limit)
     if json_:
         emit_json({"project": scope, "preferences": [p.to_dict() for p in lessons]})

@@ -1,7 +1,8 @@
 """Embedding backends behind one narrow protocol.
 
 Backends import their heavy libraries inside their own module, and
-:func:`create_embedder` imports that module only when asked, so commands that do
+:func:`create_embedder` imports that module only when asked (backends are found by name
+through the ``lore.embedders`` entry points, see docs/plugins.md), so commands that do
 not embed never pay for onnxruntime or torch.
 """
 
@@ -9,8 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
-
-from lore.errors import ConfigError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -49,19 +48,12 @@ def document_text(title: str, content: str) -> str:
 
 
 def create_embedder(cfg: EmbeddingConfig) -> Embedder:
-    if cfg.backend == "fastembed":
-        from lore.embed.fastembed_backend import FastEmbedEmbedder
+    """The backend ``embedding.backend`` names, from the ``lore.embedders`` entry points
+    (the built-in ones included); its module, and its heavy libraries, load only now."""
+    from lore import plugins
 
-        return FastEmbedEmbedder(cfg)
-    if cfg.backend == "sentence-transformers":
-        from lore.embed.sentence_transformers_backend import SentenceTransformersEmbedder
-
-        return SentenceTransformersEmbedder(cfg)
-    if cfg.backend == "openai":
-        from lore.embed.openai_backend import OpenAIEmbedder
-
-        return OpenAIEmbedder(cfg)
-    raise ConfigError(f"unknown embedding backend '{cfg.backend}'")  # pragma: no cover
+    backend: Embedder = plugins.load("lore.embedders", cfg.backend, "embedding backend")(cfg)
+    return backend
 
 
 def normalise(vectors: np.ndarray) -> np.ndarray:

@@ -1,10 +1,46 @@
-"""Storage: one SQLite file (sqlite-vec + FTS5). SQL lives only in this package."""
+"""Storage behind one protocol (:mod:`lore.store.protocol`); SQL lives only in this package.
 
-from lore.store.db import atomic, connect
-from lore.store.lessons import LessonRow, SQLiteStore, fts_query, fts_terms
-from lore.store.migrations import SCHEMA_VERSION, migrate
+:func:`open_store` picks the backend from the database location: a ``scheme://`` names an
+entry point of the ``lore.stores`` group (a Postgres backend would be ``postgresql``), and
+a plain path is an SQLite file (:mod:`lore.store.sqlite`).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from lore import plugins
+from lore.store.protocol import (
+    PREFERENCE_COLUMNS,
+    PREFERENCE_KEYS,
+    TEXT_FIELDS,
+    ConversationStore,
+    CorrectionStore,
+    LessonRow,
+    LessonStore,
+    SessionStore,
+    Store,
+)
+from lore.store.sqlite.search import fts_query, fts_terms  # query text as quoted index terms
+
+_SCHEME = re.compile(r"^([a-z][a-z0-9+.-]*)://", re.IGNORECASE)
+
+
+def backend_name(location: str | Path) -> str:
+    m = _SCHEME.match(str(location))
+    return m.group(1).lower() if m else "sqlite"
+
+
+def open_store(location: str | Path, *, create: bool = True) -> Store:
+    """Open (and migrate) the database at ``location`` with the backend it names."""
+    cls = plugins.load("lore.stores", backend_name(location), "database backend")
+    store: Store = cls.open(location, create=create)
+    return store
+
 
 __all__ = [
-    "atomic", "connect", "LessonRow", "SQLiteStore", "fts_query", "fts_terms", "SCHEMA_VERSION",
-    "migrate",
+    "open_store", "backend_name", "Store", "LessonStore", "ConversationStore", "CorrectionStore",
+    "SessionStore", "LessonRow", "fts_query", "fts_terms", "PREFERENCE_COLUMNS", "PREFERENCE_KEYS",
+    "TEXT_FIELDS",
 ]

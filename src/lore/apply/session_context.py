@@ -1,0 +1,86 @@
+"""The context printed at SessionStart: what Lore knows that applies here, as plain facts.
+
+Order: this project's and the user's active preferences and rules, then the ones learned
+from corrections but not confirmed yet (marked so), then other lessons. Everything fits a
+character budget (Claude Code caps hook context at 10,000 characters); a last line says
+how many items were left out and how to see them. Nothing is printed when there is
+nothing to say. Ranking uses what the database holds: no model on this path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lore.capture.transcripts import LORE_CONTEXT_MARKER
+from lore.store import SessionStore
+
+CLOSE = LORE_CONTEXT_MARKER.replace("<", "</")
+HARD_LIMIT = 10_000
+
+
+def from_file(db: Path, project: str | None, max_chars: int, max_items: int) -> str:
+    """The context straight from a database file, for the SessionStart hook: the SQLite
+    tables only, no migration, no model, no numpy (the hook runs on the agent's critical path)."""
+    from lore.store.sqlite.db import connect
+    from lore.store.sqlite.sessions import SessionTables
+
+    conn = connect(db, create=False)
+    try:
+        return build(SessionTables(conn), project, max_chars, max_items)
+    finally:
+        conn.close()
+
+
+def build(queries: SessionStore, project: str | None, max_chars: int = 4000,
+          max_items: int = 60) -> str:
+    max_chars = min(max_chars, HARD_LIMIT)
+    sections = [
+        ("Preferences and rules (follow them unless the user says otherwise):",
+         [_rule(r) for r in queries.rules_and_preferences(project, max_items)]),
+        ("Learned from the user's corrections, not confirmed yet (follow unless told otherwise):",
+         [_rule(r, unconfirmed=True)
+          for r in queries.rules_and_preferences(project, max_items, "proposed")]),
+        ("Lessons learned here before:",
+         [f"- {r['title']}" for r in queries.other_lessons(project, max_items)]),
+    ]
+    total = sum(len(items) for _, items in sections)
+    if total == 0:
+        return ""
+    head = f"{LORE_CONTEXT_MARKER}\nWhat Lore remembers for this project:\n"
+    tail_reserve = 160 + len(CLOSE)
+    out = [head]
+    used = len(head)
+    shown = 0
+    for title, items in sections:
+        section: list[str] = []
+        for item in items:
+            extra = len(item) + 1 + (len(title) + 2 if not section else 0)
+            if used + extra > max_chars - tail_reserve:
+                break
+            section.append(item)
+            used += extra
+        if section:
+            out.append(f"\n{title}\n" + "\n".join(section) + "\n")
+            shown += len(section)
+    left = total - shown
+    if left:
+        out.append(f"\n{left} more item(s) not shown: search them with the MCP tool lore_search "
+                   "or `lore recall search QUERY --project .`\n")
+    out.append(CLOSE)
+    return "".join(out)
+
+
+def _rule(r: dict[str, Any], unconfirmed: bool = False) -> str:
+    mark = " (unconfirmed)" if unconfirmed else ""
+    body = " ".join((r["content"] or "").split())
+    if r["pref_preferred"] and r["pref_rejected"]:
+        text = f"- {r['title']}{mark}"
+        if r["pref_context"]:
+            text += f" [context: {' '.join(r['pref_context'].split())[:120]}]"
+        if r["pref_reasoning"]:
+            text += f" ({' '.join(r['pref_reasoning'].split())[:160]})"
+        return text
+    if body and body.rstrip(".").lower() != r["title"].rstrip(".").lower():
+        return f"- {r['title']}{mark}: {body[:300]}"
+    return f"- {r['title']}{mark}"

@@ -1,0 +1,327 @@
+"""Transcripts into conversation memory: import incrementally, chunk, keep the agent's edits.
+
+A file is read from where the last import stopped. A file that was rewritten (its
+first 4 KiB, or the 4 KiB before the old offset, changed, or it shrank) is read again
+from the start; messages are unique by uuid, so nothing is stored twice. Chunks are
+consecutive turns of one session, about ``CHUNK_CHARS`` characters, never splitting a
+turn. Each batch of messages is written in one transaction of the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lore import normalize
+from lore.ids import now, parse_time
+from lore.store import Store
+from lore.store.protocol import FileState
+
+if TYPE_CHECKING:
+    from lore.capture.transcripts import FileEdit, ParseStats, Turn
+
+CHUNK_CHARS = 2000  # about 500 tokens
+COMMIT_EVERY = 2000  # messages per transaction: bounds memory and the WAL on huge files
+HASH_SPAN = 4096
+
+
+@dataclass(slots=True)
+class IngestReport:
+    files: int = 0
+    unchanged: int = 0
+    rewritten: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    messages: int = 0
+    duplicates: int = 0
+    chunks: int = 0
+    edits: int = 0
+    malformed: int = 0
+    unknown: int = 0
+    embedded: int = 0
+    sessions: set[str] = field(default_factory=set)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "files": self.files, "unchanged": self.unchanged, "rewritten": self.rewritten,
+            "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
+            "messages": self.messages, "duplicates": self.duplicates, "chunks": self.chunks,
+            "edits": self.edits, "malformed_lines": self.malformed,
+            "unknown_records": self.unknown, "embedded": self.embedded,
+            "sessions": len(self.sessions),
+        }
+
+
+def device_id() -> str:
+    return os.environ.get("LORE_DEVICE") or socket.gethostname() or "unknown"
+
+
+def default_roots() -> list[Path]:
+    base = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+    return [base / "projects"]
+
+
+def discover(paths: Sequence[Path]) -> tuple[list[Path], list[tuple[str, str]]]:
+    """Every transcript file under the given paths, and the paths that could not be used."""
+    files: list[Path] = []
+    problems: list[tuple[str, str]] = []
+    for p in paths:
+        if p.is_dir():
+            try:
+                files += sorted(f for f in p.rglob("*.jsonl") if f.is_file())
+            except OSError as exc:
+                problems.append((str(p), f"cannot list: {exc.strerror or exc}"))
+        elif p.is_file():
+            files.append(p)
+        else:
+            problems.append((str(p), "no such file or folder"))
+    return files, problems
+
+
+class Ingest:
+    """Transcript files and hand-made sessions into one store's conversation tables."""
+
+    def __init__(self, store: Store, context_turns: int) -> None:
+        self.store = store
+        self.tables = store.conversations
+        self.context_turns = context_turns
+
+    def files(self, paths: Sequence[Path], report: IngestReport,
+              progress: Any = None) -> None:
+        files, report.skipped = discover(paths)
+        for i, path in enumerate(files):
+            self.file(path, report)
+            if progress:
+                progress(i + 1, len(files))
+
+    def file(self, path: Path, report: IngestReport) -> None:
+        from lore.capture.readers import reader_for
+        from lore.capture.transcripts import ParseStats
+
+        reader = reader_for(path)
+        if reader is None:
+            report.skipped.append((str(path), "not a transcript format Lore reads"))
+            return
+        key = str(path.resolve())
+        state = self.tables.file_state(key)
+        try:
+            size = path.stat().st_size
+            # Hash only what was read last time: a growing file keeps its head hash.
+            head = _hash_at(path, 0, min(HASH_SPAN, state.offset if state else HASH_SPAN))
+        except OSError as exc:
+            report.skipped.append((str(path), f"cannot read: {exc.strerror or exc}"))
+            return
+        offset = 0
+        if state is not None:
+            same = (state.head_hash == head and size >= state.offset
+                    and _hash_at(path, max(0, state.offset - HASH_SPAN), min(HASH_SPAN, state.offset))
+                    == state.tail_hash)
+            if same and size == state.offset:
+                report.unchanged += 1
+                return
+            if same:
+                offset = state.offset
+            else:
+                report.rewritten += 1
+        report.files += 1
+        stats = ParseStats()
+        stats.end_offset = offset
+        batch = _Batch(self, reader.agent, key)
+        try:
+            for item in reader.read(path, offset, stats):
+                batch.add(item)
+                if batch.pending >= COMMIT_EVERY:
+                    batch.commit(stats, size, report)
+            batch.commit(stats, size, report)
+        except OSError as exc:
+            # The batch in hand was never written; the ones before it stay, with the offset
+            # they reached, so the next import resumes there.
+            report.skipped.append((str(path), f"cannot read: {exc.strerror or exc}"))
+
+    def add_turns(self, session_id: str, agent: str, project: str | None,
+                  turns: Sequence[tuple[str, str, str, str | None]], *, per_turn: bool = False,
+                  title: str | None = None) -> int:
+        """Store already-parsed turns (uuid, speaker, text, timestamp) as one session.
+
+        ``per_turn`` makes every turn its own chunk (the evaluation protocol's unit).
+        """
+        with self.store.atomic():
+            self.tables.upsert_session(session_id, agent, project, device_id(), None, None, title)
+            rows = []
+            for uuid, speaker, text, ts in turns:
+                seq = self.tables.insert_message({
+                    "uuid": uuid, "session_id": session_id, "parent_uuid": None, "role": "user",
+                    "speaker": speaker, "text": text, "tool_calls": "[]", "timestamp": ts,
+                    "is_sidechain": 0, "agent_id": None, "is_meta": 0, "injected": 0})
+                if seq is not None:
+                    rows.append((seq, speaker, text, ts))
+            made = self.chunk(session_id, project, rows, 1 if per_turn else CHUNK_CHARS)
+            self.tables.refresh_session(session_id)
+        return made
+
+    def record_edits(self, session_id: str, project: str | None, transcript: str | None,
+                     edits: Sequence[FileEdit]) -> int:
+        """What the agent wrote (file, old and new text) as a hook saw it, for silent fixes."""
+        with self.store.atomic():
+            self.tables.upsert_session(session_id, "claude-code", project, device_id(), None,
+                                       transcript, None)
+            for e in edits:
+                self.tables.insert_edit(_edit_row(e, succeeded=1))
+        return len(edits)
+
+    def chunk(self, session_id: str, project: str | None,
+              rows: Sequence[tuple[int, str, str, str | None]], max_chars: int) -> int:
+        made = []
+        for group in _groups(rows, max_chars):
+            text = "\n".join(body for _, _, body, _ in group)
+            speakers = " ".join(dict.fromkeys(s for _, s, _, _ in group if s))
+            stamps = [ts for *_, ts in group if ts]
+            made.append(self.tables.insert_chunk(
+                session_id, project, [r[0] for r in group], min(stamps) if stamps else None,
+                max(stamps) if stamps else None, speakers, text))
+        if made:
+            self.contextualise(session_id, min(made))
+        return len(made)
+
+    def contextualise(self, session_id: str, first_new: int) -> None:
+        """Give new chunks, and the chunks just before them, their neighbouring turns."""
+        n = self.context_turns
+        for chunk in self.tables.chunks_to_contextualise(session_id, first_new, n):
+            before, after = self.tables.turns_around(session_id, chunk["first_seq"],
+                                                     chunk["last_seq"], n)
+            embedded = embed_text(chunk["text"], before, after)
+            self.tables.set_context(chunk["id"], before, after, date_words(chunk["started_at"]),
+                                    hashlib.sha256(embedded.encode()).hexdigest())
+
+    def texts_to_embed(self) -> list[tuple[int, str, str]]:
+        """(chunk id, text to embed, its hash) of every chunk without an up-to-date vector."""
+        return [(cid, embed_text(text, json.loads(before), json.loads(after)), h)
+                for cid, text, before, after, h in self.tables.chunks_needing_vectors()]
+
+
+class _Batch:
+    """Messages of one file between two commits, written in one transaction per commit."""
+
+    def __init__(self, ingest: Ingest, agent: str, path: str) -> None:
+        self.ingest = ingest
+        self.agent = agent
+        self.path = path
+        self.items: list[Turn | FileEdit] = []
+        self.pending = 0
+        self.projects: dict[str, str | None] = {}
+
+    def add(self, item: Turn | FileEdit) -> None:
+        self.items.append(item)
+        self.pending += 1
+
+    def commit(self, stats: ParseStats, size: int, report: IngestReport) -> None:
+        from lore.capture.transcripts import FileEdit
+
+        tables = self.ingest.tables
+        rows: dict[str, list[tuple[int, str, str, str | None]]] = {}
+        messages = 0
+        with self.ingest.store.atomic():
+            for item in self.items:
+                if isinstance(item, FileEdit):
+                    tables.upsert_session(item.session_id, self.agent, None, device_id(), None,
+                                          self.path, None)
+                    tables.insert_edit(_edit_row(item))
+                    report.edits += 1
+                    continue
+                messages += self._message(item, rows, report)
+            for sid, turns in rows.items():
+                project = self.projects.get(sid) or (tables.session(sid) or {}).get("project")
+                report.chunks += self.ingest.chunk(sid, project, turns, CHUNK_CHARS)
+                tables.refresh_session(sid)
+            path = Path(self.path)
+            end = stats.end_offset
+            state = FileState(self.path, self.agent, size, end, _hash_at(path, 0, min(HASH_SPAN, end)),
+                              _hash_at(path, max(0, end - HASH_SPAN), min(HASH_SPAN, end)))
+            tables.save_file_state(state, now(), messages, stats.malformed,
+                                   sum(stats.unknown_types.values()))
+        report.malformed += stats.malformed
+        report.unknown += sum(stats.unknown_types.values())
+        stats.malformed = 0
+        stats.unknown_types.clear()
+        self.items.clear()
+        self.pending = 0
+
+    def _message(self, t: Turn, rows: dict[str, list[tuple[int, str, str, str | None]]],
+                 report: IngestReport) -> int:
+        tables = self.ingest.tables
+        if t.session_id not in self.projects:
+            title = t.text[:120] if t.role == "user" and not t.is_meta else None
+            tables.upsert_session(t.session_id, self.agent, t.cwd, device_id(), t.git_branch,
+                                  self.path, title)
+            self.projects[t.session_id] = t.cwd
+        seq = tables.insert_message({
+            "uuid": t.uuid, "session_id": t.session_id, "parent_uuid": t.parent_uuid,
+            "role": t.role, "speaker": t.role, "text": t.text,
+            "tool_calls": tool_calls_json(t.tool_calls), "timestamp": t.timestamp,
+            "is_sidechain": int(t.is_sidechain), "agent_id": t.agent_id, "is_meta": int(t.is_meta),
+            "injected": int(t.injected)})
+        if seq is None:
+            report.duplicates += 1
+            return 0
+        report.messages += 1
+        report.sessions.add(t.session_id)
+        if t.text.strip() and not t.is_meta and not t.injected:
+            rows.setdefault(t.session_id, []).append((seq, t.role, t.text, t.timestamp))
+        return 1
+
+
+def _edit_row(e: FileEdit, succeeded: int | None = None) -> dict[str, Any]:
+    ok = e.succeeded if succeeded is None else bool(succeeded)
+    return {"session_id": e.session_id, "message_uuid": e.message_uuid, "tool": e.tool,
+            "file_path": e.file_path,
+            "file_type": normalize.file_type(Path(e.file_path).suffix) or None,
+            "old_text": e.old_text, "new_text": e.new_text, "timestamp": e.timestamp,
+            "succeeded": None if ok is None else int(ok)}
+
+
+def embed_text(text: str, before: Sequence[str], after: Sequence[str]) -> str:
+    """The turn(s) first, so truncation never cuts them, then the nearest turn on each side."""
+    parts = [text, before[-1] if before else "", after[0] if after else ""]
+    return " ".join(p for p in parts if p)
+
+
+def date_words(stamp: str | None) -> str:
+    """'2023-05-08T13:56:00Z' -> '8 May, 2023': questions say dates the way people do."""
+    if not stamp:
+        return ""
+    try:
+        d = parse_time(stamp)
+    except ValueError:
+        return ""
+    return f"{d.day} {d.strftime('%B')}, {d.year}"
+
+
+def _groups(rows: Iterable[tuple[int, str, str, str | None]],
+            max_chars: int) -> Iterator[list[tuple[int, str, str, str | None]]]:
+    group: list[tuple[int, str, str, str | None]] = []
+    size = 0
+    for row in rows:
+        n = len(row[2]) + len(row[1]) + 2
+        if group and size + n > max_chars:
+            yield group
+            group, size = [], 0
+        group.append(row)
+        size += n
+    if group:
+        yield group
+
+
+def _hash_at(path: Path, start: int, length: int) -> str:
+    with path.open("rb") as fh:
+        fh.seek(start)
+        return hashlib.sha256(fh.read(length)).hexdigest()
+
+
+def tool_calls_json(calls: Sequence[Any]) -> str:
+    return json.dumps([{"id": c.id, "name": c.name, "input": c.input} for c in calls],
+                      ensure_ascii=False, default=str)

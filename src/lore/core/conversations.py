@@ -1,0 +1,80 @@
+"""Conversation memory of one database: import transcripts, embed their chunks, search them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lore.capture.ingest import Ingest, IngestReport
+from lore.config import Config
+from lore.core.embedding import Embedding, Progress
+from lore.recall import conversations as recall
+from lore.recall.vectors import MemoryIndex
+from lore.store import Store
+
+if TYPE_CHECKING:
+    from lore.capture.transcripts import FileEdit
+
+
+class Conversations:
+    """Imported transcripts and their search (the ``conversations`` part of :class:`lore.api.Lore`)."""
+
+    def __init__(self, store: Store, embedding: Embedding, config: Config) -> None:
+        self.store = store.conversations
+        self.embedding = embedding
+        self.config = config
+        self.importer = Ingest(store, config.conversations.context_turns)
+        self.vectors = MemoryIndex()  # loaded on the first vector search
+
+    # ---- import -----------------------------------------------------------------------
+    def ingest(self, paths: Sequence[Path], *, embed: bool = True,
+               progress: Progress | None = None) -> IngestReport:
+        report = IngestReport()
+        self.importer.files(paths, report, progress)
+        if embed:
+            report.embedded = self.embed_pending()
+        return report
+
+    def embed_pending(self, progress: Progress | None = None) -> int:
+        todo = self.importer.texts_to_embed()
+        if not todo:
+            return 0
+        self.embedding.check_model()
+        vectors = self.embedding.embed([text for _, text, _ in todo], progress)
+        self.store.put_vectors([(cid, h, v) for (cid, _, h), v in zip(todo, vectors, strict=True)])
+        self.embedding.record_model()
+        return len(todo)
+
+    def add_turns(self, session_id: str, agent: str, project: str | None,
+                  turns: Sequence[tuple[str, str, str, str | None]], *, per_turn: bool = False,
+                  title: str | None = None) -> int:
+        """Store already-parsed turns (uuid, speaker, text, timestamp) as one session."""
+        return self.importer.add_turns(session_id, agent, project, turns, per_turn=per_turn,
+                                       title=title)
+
+    def record_edits(self, session_id: str, project: str | None, transcript: str | None,
+                     edits: Sequence[FileEdit]) -> int:
+        return self.importer.record_edits(session_id, project, transcript, edits)
+
+    # ---- search -----------------------------------------------------------------------
+    def search(self, query: str, *, project: str | None = None, limit: int = 5,
+               min_score: float = 0.0, decay: bool | None = None, mode: str = "hybrid",
+               now_: datetime | None = None) -> list[recall.ConversationHit]:
+        """Chunks ranked by normalised BM25 + weighted cosine, a bonus for the speaker the
+        query names, and memory decay (seed 003). docs/conversations.md has the formula."""
+        cfg = self.config.conversations
+        embed = (self.embedding.query_function()
+                 if mode in ("hybrid", "vector") and query.strip() else None)
+        return recall.search(self.store, cfg, query, embed, self.vectors, project=project,
+                             limit=limit, min_score=min_score,
+                             decay=cfg.decay if decay is None else decay, mode=mode,
+                             at=now_ or datetime.now(UTC))
+
+    def context(self, chunk_id: int, before: int = 3, after: int = 3) -> dict[str, Any]:
+        """A chunk's turns with the turns around it, to read a hit in its conversation."""
+        return recall.turns(self.store, chunk_id, before, after)
+
+    def stats(self) -> dict[str, int]:
+        return self.store.stats()

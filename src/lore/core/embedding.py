@@ -1,0 +1,108 @@
+"""The embedding model of one database: create it lazily, record it, refuse to mix two.
+
+The database records the model name and dimensions (``meta``); a different configured
+model is an :class:`~lore.errors.EmbeddingMismatch` naming ``lore admin reembed``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from lore.config import EmbeddingConfig
+from lore.embed import Embedder, canonical_model, create_embedder
+from lore.errors import EmbeddingMismatch
+from lore.store import Store
+
+Progress = Callable[[int, int], None]  # (done, total)
+MODEL_KEYS = ("embedding_model", "embedding_dimensions", "embedding_backend")
+
+
+class Embedding:
+    """The configured model, loaded on first use, and the model the database was built with."""
+
+    def __init__(self, store: Store, config: EmbeddingConfig,
+                 embedder: Embedder | None = None) -> None:
+        self.store = store
+        self.config = config
+        self._embedder = embedder
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = create_embedder(self.config)
+        return self._embedder
+
+    def configured_model(self) -> str:
+        if self._embedder is not None:
+            return self._embedder.name
+        cfg = self.config
+        if cfg.backend == "openai" and cfg.model == "all-MiniLM-L6-v2":
+            return "text-embedding-3-small"
+        return canonical_model(cfg.model)
+
+    def stored_model(self) -> tuple[str | None, int | None]:
+        dims = self.store.meta("embedding_dimensions")
+        return self.store.meta("embedding_model"), int(dims) if dims else None
+
+    def in_use(self) -> bool:
+        """Something was embedded already (else searches rank by keywords alone)."""
+        return self.store.meta("embedding_model") is not None
+
+    def check_model(self) -> None:
+        """Stop before mixing vectors of two models in one index."""
+        stored, dims = self.stored_model()
+        wanted = self.configured_model()
+        if stored is not None and stored != wanted:
+            raise EmbeddingMismatch(
+                f"the database was embedded with {stored} ({dims} dims) but the config asks for "
+                f"{wanted}; run `lore admin reembed` to rebuild, or set embedding.model back"
+            )
+
+    def query(self, text: str) -> Any:
+        return self.embedder.embed_query(text)
+
+    def query_function(self) -> Callable[[str], Any] | None:
+        """The query embedder after checking the model, or None when nothing is embedded yet."""
+        if not self.in_use():
+            return None
+        self.check_model()
+        return self.embedder.embed_query
+
+    def embed(self, texts: Sequence[str], progress: Progress | None = None,
+              batch: int = 256) -> list[bytes]:
+        """Float32 vectors as bytes, in batches; ``progress`` hears after each."""
+        out: list[bytes] = []
+        for i in range(0, len(texts), batch):
+            vecs = self.embedder.embed_documents(texts[i : i + batch])
+            out += [v.astype("float32").tobytes() for v in vecs]
+            if progress:
+                progress(min(i + batch, len(texts)), len(texts))
+        return out
+
+    def store_vectors(self, rows: Sequence[tuple[int, str, bytes]]) -> None:
+        """Write lesson vectors (seq, content hash, bytes), recording the model on first use."""
+        if not rows:
+            return
+        with self.store.atomic():
+            dims = self.record_model(len(rows[0][2]) // 4)
+            self.store.create_vector_index(dims)
+            self.store.put_vectors(rows)
+
+    def record_model(self, returned_dims: int | None = None) -> int:
+        """Record the model on first use; stop if it returns vectors of another size."""
+        if self.store.meta("embedding_model") is None:
+            self.store.set_meta("embedding_model", self.embedder.name)
+            self.store.set_meta("embedding_dimensions", str(self.embedder.dimensions))
+            self.store.set_meta("embedding_backend", self.config.backend)
+        dims = int(self.store.meta("embedding_dimensions") or 0)
+        if returned_dims is not None and returned_dims != dims:
+            raise EmbeddingMismatch(
+                f"the model returned {returned_dims} dimensions but the database holds "
+                f"{dims}; run `lore admin reembed`"
+            )
+        return dims
+
+    def forget_model(self) -> None:
+        for key in MODEL_KEYS:
+            self.store.delete_meta(key)

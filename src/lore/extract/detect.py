@@ -1,0 +1,172 @@
+"""The full correction detector: correction / preference / none, durable, and the type.
+
+A message's cues (:mod:`lore.extract.features`) are pooled into a few groups — it reacts to
+what the agent did, it redirects the approach, it lays down a standing rule, it reports a
+symptom, it is polite, a request, a question — and a logistic model over those groups gives
+the probability that the message teaches something. Few weights, so they generalise across
+authors: `bench/train_detector.py` fits them on a labelled file and reports
+cross-validation split by repository (docs/benchmarks.md). The weights ship in
+``detector.json``; nothing of the data does.
+
+Stdlib only, so the worker and the `lore eval` command pay no import cost.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from lore.capture.signals import might_teach
+from lore.errors import DetectorError
+from lore.extract.features import clean, cues, english_ratio, looks_like_log_or_code
+
+WEIGHTS_FILE = Path(__file__).with_name("detector.json")
+
+# Cue groups: membership, not per-cue weights, is what the model learns from.
+GROUPS: dict[str, tuple[str, ...]] = {
+    "reactive": ("opens_no", "opens_actually", "not_right", "you_did", "you_are", "missed",
+                 "undo", "regression", "i_said", "why_did_you", "handoff", "redo", "too_much",
+                 "already_exists"),
+    "redirect": ("instead", "use_instead", "instead_of", "rather", "not_but", "no_need",
+                 "dont_do", "dont_anywhere"),
+    "rule": ("always_never", "from_now_on", "make_rule", "i_prefer", "important", "must_caps",
+             "we_convention", "standing_rule"),
+    "report": ("failure_report", "no_then_symptom"),
+    "polite": ("approval", "continue", "greeting", "apology"),
+    "request": ("request", "instead_in_request", "additive"),
+    "question": ("question_start", "question_end"),
+}
+STACKING = ("reactive", "redirect", "rule")  # a second cue of these groups adds evidence
+SINGLE = ("should_be", "opens_wait", "prev_offer", "prev_interrupted", "prev_done", "long",
+          "no_previous", "declines_offer", "actually_agrees", "redirect_after_interrupt")
+# Sign constraints: what a group may say, whatever the data (a prior that keeps the few
+# weights sensible when one author dominates the training file).
+POSITIVE = ("reactive", "reactive+", "redirect", "redirect+", "rule", "rule+", "should_be",
+            "redirect_after_interrupt")
+NEGATIVE = ("report", "polite", "request", "question", "short_plain", "long", "no_previous",
+            "declines_offer", "actually_agrees")
+
+# Cues that make a positive message a standing rule rather than a one-off fix.
+DURABLE_CUES = frozenset(GROUPS["rule"]) | {"use_instead", "instead_of"}
+# Cues of an outright rejection (seed 004 "explicit"); others are refinements.
+EXPLICIT_CUES = frozenset({"opens_no", "not_right", "you_did", "you_are", "missed", "undo",
+                           "regression", "i_said", "why_did_you", "dont_do", "handoff"})
+
+
+def feature_names() -> list[str]:
+    names: list[str] = []
+    for g in GROUPS:
+        names.append(g)
+        if g in STACKING:
+            names.append(g + "+")
+    return [*names, *SINGLE, "short_plain"]
+
+
+def vector(c: dict[str, float]) -> list[float]:
+    """The model's inputs from a message's cues (same order as :func:`feature_names`)."""
+    out: list[float] = []
+    for g, members in GROUPS.items():
+        k = sum(1 for m in members if m in c)
+        out.append(1.0 if k else 0.0)
+        if g in STACKING:
+            out.append(0.5 * max(k - 1, 0))
+    out += [c.get(n, 0.0) for n in SINGLE]
+    teaching = any(m in c for g in STACKING for m in GROUPS[g])
+    out.append(1.0 if c.get("short") and not teaching else 0.0)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Model:
+    weights: tuple[float, ...]
+    bias: float
+    threshold: float
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def probability(self, x: list[float]) -> float:
+        z = self.bias + sum(w * v for w, v in zip(self.weights, x, strict=True))
+        return 1.0 / (1.0 + math.exp(-z))
+
+
+@lru_cache(maxsize=1)
+def model() -> Model:
+    data = json.loads(WEIGHTS_FILE.read_text(encoding="utf-8"))
+    names = feature_names()
+    if data["features"] != names:
+        raise DetectorError("detector.json does not match the detector's features; retrain it "
+                           "with bench/train_detector.py")
+    return Model(tuple(data["weights"]), data["bias"], data["threshold"], data.get("meta", {}))
+
+
+@dataclass(frozen=True, slots=True)
+class Detection:
+    label: str            # correction | preference | none
+    durable: bool         # worth carrying into future sessions
+    type: str | None      # explicit | refinement (silent fixes come from file edits)
+    probability: float
+    cues: tuple[str, ...]
+    reason: str = ""      # why a message was set aside before the model ran
+
+    @property
+    def positive(self) -> bool:
+        return self.label != "none"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "durable": self.durable, "type": self.type,
+                "probability": round(self.probability, 3), "cues": list(self.cues),
+                "reason": self.reason}
+
+
+def gate(text: str) -> str:
+    """Why a message is not weighed at all ('' when it is): the same gates for training."""
+    if not text:
+        return "empty"
+    if not might_teach(text):
+        return "no teaching cue (pre-filter)"
+    if english_ratio(text) < 0.5:
+        return "not English"
+    if looks_like_log_or_code(text):
+        return "pasted log or code"
+    return ""
+
+
+def veto(c: dict[str, float]) -> str:
+    """Shapes the labelling rubric calls 'none' whatever the words: the data is too thin on
+    them for the model to learn it (a declined offer, agreeing with "actually", a symptom)."""
+    teaching = {m for g in STACKING for m in GROUPS[g]} & set(c)
+    if "declines_offer" in c and teaching <= {"opens_no"}:
+        return "declines an offer"
+    if "actually_agrees" in c and teaching <= {"opens_actually"}:
+        return "agrees with the agent"
+    if "no_then_symptom" in c and teaching <= {"opens_no"}:
+        return "reports a symptom"
+    return ""
+
+
+def detect(message: str, previous: str | None = None, *, threshold: float | None = None) -> Detection:
+    """Classify one user message in the context of the agent turn it answers."""
+    text = clean(message or "")
+    reason = gate(text)
+    if reason:
+        return Detection("none", False, None, 0.0, (), reason)
+    c = cues(text, previous)
+    vetoed = veto(c)
+    if vetoed:
+        return Detection("none", False, None, 0.0, tuple(sorted(c)), vetoed)
+    m = model()
+    p = m.probability(vector(c))
+    names = tuple(sorted(c))
+    if p < (m.threshold if threshold is None else threshold):
+        return Detection("none", False, None, p, names)
+    reactive = any(k in c for k in GROUPS["reactive"]) or "redirect_after_interrupt" in c
+    rule = any(k in c for k in GROUPS["rule"])
+    label = "preference" if rule and not reactive else "correction"
+    # A rule, or a tool/approach choice made while rejecting the agent's ("no Redis, use files").
+    durable = label == "preference" or bool(DURABLE_CUES & set(c)) or (
+        "names_tool" in c and bool({"opens_no", "dont_do", "not_right", "i_said", "no_need"} & set(c)))
+    kind = "explicit" if (EXPLICIT_CUES & set(c)) or rule else "refinement"
+    return Detection(label, durable, kind, p, names)

@@ -1,0 +1,47 @@
+"""The Lore home folder and the worker process that serves it.
+
+Standard library only: the hooks import this on the agent's critical path.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def lore_home() -> Path:
+    """``$LORE_HOME``, else ``~/.lore``."""
+    return Path(os.environ.get("LORE_HOME") or Path.home() / ".lore").expanduser()
+
+
+def read_pid(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+        return int(text) if text else None
+    except (OSError, ValueError):
+        return None
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def spawn_worker(home: Path) -> int:
+    """Start `lore worker run` detached, logging to the home's worker log; return its pid."""
+    logs = home / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    with open(logs / "worker.log", "a") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "lore", "worker", "run"],
+                                stdout=out, stderr=out, stdin=subprocess.DEVNULL,
+                                start_new_session=True, env=dict(os.environ))
+    return proc.pid

@@ -1,0 +1,147 @@
+"""Learning from corrections as MCP tools: record a correction, suggest a rule, read the rules.
+
+The seed 004 names (``record_correction``, ``suggest_rule``, ``get_preferences`` …) in
+:mod:`lore.mcp.aliases` call the same functions.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import Field
+
+from lore.mcp.tools import (
+    READ,
+    WRITE,
+    LoreTools,
+    StrList,
+    tool,
+)
+
+if TYPE_CHECKING:
+    from lore.api import Lore
+
+
+# ---- learning from corrections -------------------------------------------------------------
+async def record(t: LoreTools, ctx: Context | None, text: str, previous: str | None,
+                  assistant_msg_id: str | None, project: str | None,
+                  files: list[str] | None) -> dict[str, Any]:
+    proj = await t.project(ctx, project)
+
+    def call(lore: Lore) -> dict[str, Any]:
+        from lore.errors import InvalidInput
+
+        prev, session_id = previous, None
+        if assistant_msg_id:
+            msg = lore.learner.imported_message(assistant_msg_id.strip())
+            if msg is None:
+                raise InvalidInput(f"no imported message has the id '{assistant_msg_id}' "
+                                   "(pass the agent's words as 'previous' instead)")
+            prev, session_id = prev or msg["text"], msg["session_id"]
+        outcome = lore.learner.record(text, prev, project=proj or None, session_id=session_id,
+                                        proposal_uuid=assistant_msg_id, files=files or [],
+                                        origin="mcp")
+        return outcome_payload(outcome)
+
+    return dict(await t.run(call))
+
+
+async def suggest(t: LoreTools, ctx: Context | None, rule: str, reason: str | None,
+                   project: str | None, file_types: list[str] | None) -> dict[str, Any]:
+    proj = await t.project(ctx, project)
+
+    def call(lore: Lore) -> dict[str, Any]:
+        return outcome_payload(lore.learner.suggest_rule(
+            rule, reason, project=proj or None, file_types=file_types or []))
+
+    return dict(await t.run(call))
+
+
+def outcome_payload(outcome: Any) -> dict[str, Any]:
+    lesson = outcome.lesson
+    return {"action": outcome.action, "detected": outcome.detection.label,
+            "type": outcome.detection.type, "related": outcome.related,
+            "rule": None if lesson is None else {
+                "id": lesson.id, "title": lesson.title, "status": lesson.status,
+                "score": lesson.score, "kind": lesson.kind,
+                "rejected": lesson.preference.rejected if lesson.preference else None,
+                "preferred": lesson.preference.preferred if lesson.preference else None}}
+
+
+async def preferences(t: LoreTools, ctx: Context | None, project: str | None,
+                       file_type: str | None, statuses: list[str] | None) -> dict[str, Any]:
+    proj = await t.project(ctx, project)
+
+    def call(lore: Lore) -> dict[str, Any]:
+        found = lore.learner.preferences(proj or None, all_projects=proj is None,
+                                           file_type=file_type,
+                                           statuses=tuple(statuses or ("active", "proposed")))
+        return {"project": proj, "count": len(found), "preferences": [
+            {"id": p.id, "title": p.title, "rule": p.content, "status": p.status, "score": p.score,
+             "kind": p.kind, "file_types": list(p.file_types),
+             "scope": "global" if p.project is None else p.project,
+             "occurrences": (p.metadata.get("learning") or {}).get("occurrences"),
+             "conflicts": [e.to_id if e.from_id == p.id else e.from_id for e in p.edges
+                           if e.relation == "contradicts"]} for p in found]}
+
+    return dict(await t.run(call))
+
+
+TEXT = Annotated[str, Field(description="The user's words, verbatim (secrets are redacted).")]
+PREVIOUS = Annotated[str | None, Field(description="What you (the agent) said or proposed "
+                                        "that the user corrected.")]
+PROJECT = Annotated[str | None, Field(description="Default: the current project; 'global' for "
+                                       "a rule that holds everywhere.")]
+
+
+def register(server: MCPServer, t: LoreTools) -> None:
+    @tool(server, "lore_record_correction", WRITE)
+    async def lore_record_correction(
+        text: TEXT, previous: PREVIOUS = None, project: PROJECT = None,
+        files: Annotated[StrList, Field(description="Files the exchange touched.")] = None,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Record that the user corrected you, so the next session does not repeat the mistake.
+
+        Call it when the user rejects what you did or proposed and says what they want instead,
+        or states a lasting preference ("always…", "never…", "from now on…"). Lore extracts the
+        rule (rejected / preferred / why), reinforces it if already known, flags a conflict
+        with a known rule, and scores it; active rules are injected into later sessions.
+        Example: {"text": "No, don't use Redis, use local file sessions instead",
+        "previous": "I'll add Redis for the session store."}
+        """
+        return await record(t, ctx, text, previous, None, project, files)
+
+    @tool(server, "lore_suggest_rule", WRITE)
+    async def lore_suggest_rule(
+        rule: Annotated[str, Field(description="The rule, as an instruction for a future session.")],
+        reason: Annotated[str | None, Field(description="Why you think the user wants it.")] = None,
+        project: PROJECT = None,
+        file_types: StrList = None,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Propose a rule you inferred from the user's behaviour; it waits for their review.
+
+        Use when you noticed a pattern the user did not state outright (they rewrote your code
+        the same way twice, they always ask for X). Never becomes active by itself.
+        Example: {"rule": "Use httpx instead of requests", "reason": "the user replaced requests
+        with httpx in two files", "file_types": ["py"]}
+        """
+        return await suggest(t, ctx, rule, reason, project, file_types)
+
+    @tool(server, "lore_preferences", READ)
+    async def lore_preferences(
+        project: Annotated[str | None, Field(description="Default: the current project (plus "
+                                             "global rules); 'all' for every project.")] = None,
+        file_type: Annotated[str | None, Field(description="e.g. 'py': rules for it and "
+                                               "general ones.")] = None,
+        statuses: Annotated[StrList, Field(description="Default ['active', 'proposed'].")] = None,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """The user's preferences and rules that apply here, active first, then proposed ones.
+
+        Example: {"file_type": "py"}
+        """
+        return await preferences(t, ctx, project, file_type, statuses)
+

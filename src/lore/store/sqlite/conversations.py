@@ -1,0 +1,272 @@
+"""SQL for conversation memory: sessions, messages, chunks (FTS5 + vectors), edits, import state."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from lore.store.protocol import FileState
+from lore.store.sqlite.db import Tables, atomic, chunks
+from lore.store.sqlite.search import prune_terms
+
+
+class ConversationTables(Tables):
+    """Imported transcripts: sessions, messages, chunks and their indexes, the agent's edits."""
+
+    # ---- import state -----------------------------------------------------------------
+    def file_state(self, path: str) -> FileState | None:
+        r = self.conn.execute(
+            "SELECT path, agent, size, offset, head_hash, tail_hash FROM ingest_files WHERE path = ?",
+            (path,),
+        ).fetchone()
+        return FileState(*r) if r else None
+
+    def save_file_state(self, st: FileState, at: str, messages: int, malformed: int,
+                        unknown: int) -> None:
+        self.conn.execute(
+            "INSERT INTO ingest_files (path, agent, size, offset, head_hash, tail_hash, imported_at, "
+            "messages, malformed, unknown) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(path) DO UPDATE SET agent = excluded.agent, size = excluded.size, "
+            "offset = excluded.offset, head_hash = excluded.head_hash, "
+            "tail_hash = excluded.tail_hash, imported_at = excluded.imported_at, "
+            "messages = ingest_files.messages + excluded.messages, "
+            "malformed = ingest_files.malformed + excluded.malformed, "
+            "unknown = ingest_files.unknown + excluded.unknown",
+            (st.path, st.agent, st.size, st.offset, st.head_hash, st.tail_hash, at, messages,
+             malformed, unknown),
+        )
+
+    # ---- sessions and messages --------------------------------------------------------
+    def upsert_session(self, session_id: str, agent: str, project: str | None, device: str,
+                       git_branch: str | None, source_file: str | None, title: str | None) -> None:
+        self.conn.execute(
+            "INSERT INTO sessions (id, agent, project, device, git_branch, source_file, title) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+            "project = coalesce(sessions.project, excluded.project), "
+            "git_branch = coalesce(excluded.git_branch, sessions.git_branch), "
+            "source_file = coalesce(sessions.source_file, excluded.source_file), "
+            "title = coalesce(sessions.title, excluded.title)",
+            (session_id, agent, project, device, git_branch, source_file, title),
+        )
+
+    def refresh_session(self, session_id: str) -> None:
+        self.conn.execute(
+            "UPDATE sessions SET started_at = (SELECT min(timestamp) FROM messages WHERE session_id = ?), "
+            "ended_at = (SELECT max(timestamp) FROM messages WHERE session_id = ?), "
+            "message_count = (SELECT count(*) FROM messages WHERE session_id = ?), "
+            "speakers = coalesce((SELECT group_concat(sp, ' ') FROM (SELECT DISTINCT speaker AS sp "
+            "FROM messages WHERE session_id = ? AND speaker IS NOT NULL AND chunk_id IS NOT NULL)), '') "
+            "WHERE id = ?",
+            (session_id, session_id, session_id, session_id, session_id),
+        )
+
+    def insert_message(self, row: dict[str, Any]) -> int | None:
+        """Insert unless a message with this uuid exists; return its seq when inserted."""
+        cur = self.conn.execute(
+            "INSERT OR IGNORE INTO messages (uuid, session_id, parent_uuid, role, speaker, text, "
+            "tool_calls, timestamp, is_sidechain, agent_id, is_meta, injected) "
+            "VALUES (:uuid, :session_id, :parent_uuid, :role, :speaker, :text, :tool_calls, "
+            ":timestamp, :is_sidechain, :agent_id, :is_meta, :injected)",
+            row,
+        )
+        return int(cur.lastrowid) if cur.rowcount else None
+
+    def insert_edit(self, row: dict[str, Any]) -> None:
+        self.conn.execute(
+            "INSERT OR IGNORE INTO file_edits (session_id, message_uuid, tool, file_path, file_type, "
+            "old_text, new_text, timestamp, succeeded) VALUES (:session_id, :message_uuid, :tool, "
+            ":file_path, :file_type, :old_text, :new_text, :timestamp, :succeeded)",
+            row,
+        )
+
+    # ---- chunks -----------------------------------------------------------------------
+    def insert_chunk(self, session_id: str, project: str | None, seqs: Sequence[int],
+                     started: str | None, ended: str | None, speakers: str, text: str) -> int:
+        """A new chunk; its context, date words and embedding hash follow in set_context()."""
+        cur = self.conn.execute(
+            "INSERT INTO chunks (session_id, project, first_seq, last_seq, started_at, ended_at, "
+            "speakers, text, content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, '')",
+            (session_id, project, min(seqs), max(seqs), started, ended, speakers, text),
+        )
+        chunk_id = int(cur.lastrowid)
+        self.conn.executemany("UPDATE messages SET chunk_id = ? WHERE seq = ?",
+                              [(chunk_id, s) for s in seqs])
+        return chunk_id
+
+    def set_context(self, chunk_id: int, before: Sequence[str], after: Sequence[str],
+                    date_words: str, embed_hash: str) -> None:
+        row = self.conn.execute("SELECT text, speakers FROM chunks WHERE id = ?",
+                                (chunk_id,)).fetchone()
+        self.conn.execute(
+            "UPDATE chunks SET ctx_before = ?, ctx_after = ?, content_hash = ? WHERE id = ?",
+            (json.dumps(list(before)), json.dumps(list(after)), embed_hash, chunk_id))
+        self.conn.execute("DELETE FROM chunks_fts WHERE rowid = ?", (chunk_id,))
+        self.conn.execute(
+            "INSERT INTO chunks_fts (rowid, text, speakers, date, context) VALUES (?, ?, ?, ?, ?)",
+            (chunk_id, row[0], row[1], date_words, "\n".join([*before, *after])))
+
+    def chunks_to_contextualise(self, session_id: str, first_new: int, previous: int) -> list[
+            dict[str, Any]]:
+        """The new chunks of a session (id >= first_new) and the ``previous`` chunks before them,
+        whose following context the new turns change."""
+        rows = self.conn.execute(
+            "SELECT * FROM (SELECT id, first_seq, last_seq, text, started_at FROM chunks "
+            "WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?) "
+            "UNION ALL SELECT id, first_seq, last_seq, text, started_at FROM chunks "
+            "WHERE session_id = ? AND id >= ? ORDER BY id",
+            (session_id, first_new, previous, session_id, first_new)).fetchall()
+        return [dict(r) for r in rows]
+
+    def turns_around(self, session_id: str, first_seq: int, last_seq: int,
+                     n: int) -> tuple[list[str], list[str]]:
+        """Texts of up to ``n`` chunked turns before and after a range, nearest last/first."""
+        before = [r[0] for r in self.conn.execute(
+            "SELECT text FROM messages WHERE session_id = ? AND seq < ? AND chunk_id IS NOT NULL "
+            "ORDER BY seq DESC LIMIT ?", (session_id, first_seq, n))][::-1]
+        after = [r[0] for r in self.conn.execute(
+            "SELECT text FROM messages WHERE session_id = ? AND seq > ? AND chunk_id IS NOT NULL "
+            "ORDER BY seq LIMIT ?", (session_id, last_seq, n))]
+        return before, after
+
+    def scope_speakers(self, project: str | None) -> list[str]:
+        sql = "SELECT DISTINCT speakers FROM sessions" + (" WHERE project = ?" if project else "")
+        names: dict[str, None] = {}
+        for (value,) in self.conn.execute(sql, (project,) if project else ()):
+            for name in (value or "").split():
+                names[name] = None
+        return list(names)
+
+    def chunks_needing_vectors(self) -> list[tuple[int, str, str, str, str]]:
+        """(id, text, before, after, content_hash) of chunks whose vector is missing or stale."""
+        return [
+            (r[0], r[1], r[2], r[3], r[4])
+            for r in self.conn.execute(
+                "SELECT c.id, c.text, c.ctx_before, c.ctx_after, c.content_hash FROM chunks c "
+                "LEFT JOIN chunk_vectors v ON v.chunk_id = c.id "
+                "WHERE v.chunk_id IS NULL OR v.content_hash <> c.content_hash ORDER BY c.id"
+            )
+        ]
+
+    def vector_versions(self) -> tuple[int, int]:
+        rows = dict(self.conn.execute(
+            "SELECT key, value FROM meta WHERE key IN ('chunk_vectors_version', 'chunk_vectors_reset')"
+        ).fetchall())
+        return int(rows.get("chunk_vectors_version", 0)), int(rows.get("chunk_vectors_reset", 0))
+
+    def put_vectors(self, rows: Sequence[tuple[int, str, bytes]]) -> None:
+        with atomic(self.conn):
+            version = self.vector_versions()[0] + 1
+            self.conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('chunk_vectors_version', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (str(version),))
+            self.conn.executemany(
+                "INSERT INTO chunk_vectors (chunk_id, content_hash, version, embedding) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT(chunk_id) DO UPDATE SET "
+                "content_hash = excluded.content_hash, version = excluded.version, "
+                "embedding = excluded.embedding",
+                [(cid, h, version, blob) for cid, h, blob in rows],
+            )
+
+    def vectors_since(self, version: int) -> list[tuple[int, bytes]]:
+        return [(r[0], r[1]) for r in self.conn.execute(
+            "SELECT chunk_id, embedding FROM chunk_vectors WHERE version > ? ORDER BY chunk_id",
+            (version,))]
+
+    def vectors_for(self, ids: Sequence[int]) -> list[tuple[int, bytes]]:
+        out: list[tuple[int, bytes]] = []
+        for chunk in chunks(list(ids)):
+            marks = ",".join("?" * len(chunk))
+            out += [(r[0], r[1]) for r in self.conn.execute(
+                f"SELECT chunk_id, embedding FROM chunk_vectors WHERE chunk_id IN ({marks})", chunk)]
+        return out
+
+    def count(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+
+    def chunk_ids(self, project: str) -> list[int]:
+        """The chunks of one project."""
+        return [r[0] for r in self.conn.execute("SELECT id FROM chunks WHERE project = ?", (project,))]
+
+    # ---- search -----------------------------------------------------------------------
+    def keyword_search(self, terms: Sequence[str], weights: tuple[float, float, float, float],
+                       limit: int, project: str | None,
+                       max_postings: int) -> list[tuple[int, float]]:
+        """(chunk id, bm25) best first, in one project or (None) in all. Terms match the text,
+        date and context columns (not the speakers: with two speakers a name is in half the
+        rows and carries no weight)."""
+        if not terms:
+            return []
+        if len(terms) > 1:
+            counts = [int(self.conn.execute(
+                "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                ("{text date context} : " + t,)).fetchone()[0]) for t in terms]
+            terms = prune_terms(terms, counts, max_postings)
+        match = " OR ".join("{text date context} : " + t for t in terms)
+        if project is None:
+            sql = ("SELECT rowid, bm25(chunks_fts, ?, ?, ?, ?) AS s FROM chunks_fts "
+                   "WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?")
+            return [(r[0], r[1]) for r in self.conn.execute(sql, [*weights, match, limit])]
+        sql = (
+            "SELECT f.rowid, bm25(chunks_fts, ?, ?, ?, ?) AS s FROM chunks_fts f "
+            "JOIN chunks c ON c.id = f.rowid "
+            "WHERE chunks_fts MATCH ? AND c.project = ? ORDER BY s LIMIT ?"
+        )
+        return [(r[0], r[1]) for r in self.conn.execute(sql, [*weights, match, project, limit])]
+
+    def chunk_rows(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        out: dict[int, dict[str, Any]] = {}
+        for chunk in chunks(list(ids)):
+            marks = ",".join("?" * len(chunk))
+            for r in self.conn.execute(
+                "SELECT c.id, c.session_id, c.project, c.first_seq, c.last_seq, c.started_at, "
+                "c.ended_at, c.speakers, c.text, s.agent, s.git_branch, s.title "
+                f"FROM chunks c JOIN sessions s ON s.id = c.session_id WHERE c.id IN ({marks})",
+                chunk,
+            ):
+                out[r[0]] = dict(r)
+        return out
+
+    def chunk_first_uuids(self, ids: Sequence[int]) -> dict[int, str]:
+        """The uuid of each chunk's first message (a chunk per turn: the turn's id)."""
+        out: dict[int, str] = {}
+        for chunk in chunks(list(ids)):
+            marks = ",".join("?" * len(chunk))
+            out.update(self.conn.execute(
+                f"SELECT c.id, m.uuid FROM chunks c JOIN messages m ON m.seq = c.first_seq "
+                f"WHERE c.id IN ({marks})", chunk).fetchall())
+        return out
+
+    def neighbours(self, chunk_id: int, before: int, after: int) -> list[dict[str, Any]]:
+        """The messages of a chunk with ``before``/``after`` messages of the same session around it."""
+        row = self.conn.execute(
+            "SELECT session_id, first_seq, last_seq FROM chunks WHERE id = ?", (chunk_id,)
+        ).fetchone()
+        if row is None:
+            return []
+        sid, first, last = row
+        rows = self.conn.execute(
+            "SELECT * FROM (SELECT seq, uuid, role, speaker, text, timestamp, is_meta, injected "
+            "FROM messages WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?) "
+            "UNION ALL SELECT seq, uuid, role, speaker, text, timestamp, is_meta, injected "
+            "FROM messages WHERE session_id = ? AND seq BETWEEN ? AND ? "
+            "UNION ALL SELECT * FROM (SELECT seq, uuid, role, speaker, text, timestamp, is_meta, "
+            "injected FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?) "
+            "ORDER BY seq",
+            (sid, first, before, sid, first, last, sid, last, after),
+        ).fetchall()
+        return [dict(r) | {"in_chunk": first <= r["seq"] <= last} for r in rows]
+
+    def session(self, session_id: str) -> dict[str, Any] | None:
+        r = self.conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return dict(r) if r else None
+
+    def stats(self) -> dict[str, int]:
+        q = self.conn.execute
+        return {
+            "sessions": int(q("SELECT count(*) FROM sessions").fetchone()[0]),
+            "messages": int(q("SELECT count(*) FROM messages").fetchone()[0]),
+            "chunks": self.count(),
+            "file_edits": int(q("SELECT count(*) FROM file_edits").fetchone()[0]),
+            "files": int(q("SELECT count(*) FROM ingest_files").fetchone()[0]),
+        }

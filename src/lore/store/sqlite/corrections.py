@@ -1,0 +1,133 @@
+"""SQL for learning from corrections: captured messages, their verdicts, rule candidates and
+the agent's file edits waiting for a silent-fix check."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from lore.models import RULE_KINDS
+from lore.store.sqlite.db import Tables
+
+LEARNING_STATUSES = ("candidate", "proposed", "active")
+
+
+class CorrectionTables(Tables):
+    """Captured messages and their verdicts, learned-rule lookups, the agent's edits to check."""
+
+    def add_correction(self, *, event_id: str, session_id: str | None, project: str | None,
+                       user_message: str, proposal: str | None, files: Sequence[str], at: str,
+                       origin: str, message_uuid: str | None = None, proposal_uuid: str | None = None,
+                       diff: str | None = None, correction_type: str | None = None) -> int | None:
+        """Store one captured message; None when this session already holds the same message."""
+        cur = self.conn.execute(
+            "INSERT OR IGNORE INTO corrections (event_id, session_id, project, user_message, "
+            "assistant_proposal, files, at, origin, message_uuid, proposal_uuid, diff, correction_type) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (event_id, session_id, project, user_message, proposal, json.dumps(list(files)), at, origin,
+             message_uuid, proposal_uuid, diff, correction_type))
+        return int(cur.lastrowid) if cur.rowcount else None
+
+
+    def correction(self, correction_id: int) -> dict[str, Any] | None:
+        row = self.conn.execute("SELECT * FROM corrections WHERE id = ?", (correction_id,)).fetchone()
+        return dict(row) if row else None
+
+
+    def pending(self, limit: int) -> list[dict[str, Any]]:
+        """Captured messages the detector has not looked at yet, oldest first."""
+        return [dict(r) for r in self.conn.execute(
+            "SELECT * FROM corrections WHERE status = 'new' ORDER BY id LIMIT ?", (limit,))]
+
+
+    def set_verdict(self, correction_id: int, *, status: str, label: str | None,
+                    correction_type: str | None, durable: bool | None, probability: float | None,
+                    cues: Sequence[str], lesson_id: str | None, action: str | None) -> None:
+        self.conn.execute(
+            "UPDATE corrections SET status = ?, label = ?, correction_type = coalesce(?, correction_type), "
+            "durable = ?, probability = ?, cues = ?, lesson_id = ?, action = ? WHERE id = ?",
+            (status, label, correction_type, None if durable is None else int(durable), probability,
+             json.dumps(list(cues)), lesson_id, action, correction_id))
+
+
+    def list_corrections(self, project: str | None, limit: int, *, all_projects: bool = False,
+                         labels: Sequence[str] = ()) -> list[dict[str, Any]]:
+        where, params = ["1"], []
+        if not all_projects:
+            where.append("project IS ?")
+            params.append(project)
+        if labels:
+            where.append(f"label IN ({','.join('?' * len(labels))})")
+            params += list(labels)
+        return [dict(r) for r in self.conn.execute(
+            f"SELECT * FROM corrections WHERE {' AND '.join(where)} ORDER BY at DESC, id DESC LIMIT ?",
+            (*params, limit))]
+
+
+    def rule_candidates(self, project: str | None) -> list[dict[str, Any]]:
+        """Learned rules a new one may restate or contradict: this project's and global ones."""
+        marks_k = ",".join("?" * len(RULE_KINDS))
+        marks_s = ",".join("?" * len(LEARNING_STATUSES))
+        return [dict(r) for r in self.conn.execute(
+            f"SELECT seq, id, title, content, kind, status, project, pref_rejected, pref_preferred, "
+            f"metadata FROM lessons WHERE kind IN ({marks_k}) AND status IN ({marks_s}) "
+            f"AND (project IS NULL OR project IS ?)",
+            (*RULE_KINDS, *LEARNING_STATUSES, project))]
+
+
+    def learned_rule_ids(self) -> list[str]:
+        """Every lesson the learning pipeline scores (its metadata has a 'learning' entry)."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT id FROM lessons WHERE json_extract(metadata, '$.learning') IS NOT NULL")]
+
+
+    def preferences(self, project: str | None, *, all_projects: bool, file_type: str | None,
+                    statuses: Sequence[str], limit: int) -> list[str]:
+        """Ids of rules that apply: project (and global) scope, a file type or none, by status and score."""
+        where = [f"l.kind IN ({','.join('?' * len(RULE_KINDS))})",
+                 f"l.status IN ({','.join('?' * len(statuses))})"]
+        params: list[Any] = [*RULE_KINDS, *statuses]
+        if not all_projects:
+            where.append("(l.project IS NULL OR l.project IS ?)")
+            params.append(project)
+        if file_type:
+            where.append("(EXISTS (SELECT 1 FROM lesson_file_types f WHERE f.lesson_id = l.id AND "
+                         "f.file_type = ?) OR NOT EXISTS (SELECT 1 FROM lesson_file_types f "
+                         "WHERE f.lesson_id = l.id))")
+            params.append(file_type)
+        order = "CASE l.status WHEN 'active' THEN 0 WHEN 'proposed' THEN 1 ELSE 2 END"
+        return [r[0] for r in self.conn.execute(
+            f"SELECT l.id FROM lessons l WHERE {' AND '.join(where)} "
+            f"ORDER BY {order}, coalesce(l.score, 0) DESC, l.updated_at DESC LIMIT ?", (*params, limit))]
+
+
+    def unchecked_edits(self, *, session_id: str | None = None, project: str | None = None,
+                        before: str | None = None, limit: int = 500) -> list[dict[str, Any]]:
+        """The agent's successful edits not compared with the files yet, oldest first."""
+        where, params = ["e.checked_at IS NULL", "coalesce(e.succeeded, 1) = 1"], []
+        if session_id is not None:
+            where.append("e.session_id = ?")
+            params.append(session_id)
+        if project is not None:
+            where.append("s.project IS ?")
+            params.append(project)
+        if before is not None:
+            where.append("coalesce(e.timestamp, '') <= ?")
+            params.append(before)
+        return [dict(r) for r in self.conn.execute(
+            "SELECT e.id, e.session_id, e.message_uuid, e.tool, e.file_path, e.file_type, e.old_text, "
+            "e.new_text, e.timestamp, s.project FROM file_edits e JOIN sessions s ON s.id = e.session_id "
+            f"WHERE {' AND '.join(where)} ORDER BY e.id LIMIT ?", (*params, limit))]
+
+
+    def mark_edits_checked(self, ids: Sequence[int], at: str) -> None:
+        self.conn.executemany("UPDATE file_edits SET checked_at = ? WHERE id = ?", [(at, i) for i in ids])
+
+
+    def message(self, uuid: str) -> dict[str, Any] | None:
+        """One imported transcript message by its uuid, with its session's project."""
+        row = self.conn.execute(
+            "SELECT m.uuid, m.session_id, m.role, m.text, m.timestamp, s.project FROM messages m "
+            "JOIN sessions s ON s.id = m.session_id WHERE m.uuid = ?", (uuid,)).fetchone()
+        return dict(row) if row else None

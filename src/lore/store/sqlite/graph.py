@@ -1,0 +1,109 @@
+"""Edges between lessons: add, remove, walk N hops (a recursive CTE), neighbours."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from lore.models import Edge
+from lore.store.sqlite.db import Tables, atomic, chunks
+
+
+class EdgeTables(Tables):
+    """The ``edges`` table."""
+
+    # ---- graph ------------------------------------------------------------------------
+    def edges_of(self, lesson_id: str) -> list[Edge]:
+        return [
+            Edge(r[0], r[1], r[2], r[3])
+            for r in self.conn.execute(
+                "SELECT from_id, to_id, relation, created_at FROM edges "
+                "WHERE from_id = ? OR to_id = ? ORDER BY created_at, relation",
+                (lesson_id, lesson_id),
+            )
+        ]
+
+    def add_edge(self, edge: Edge) -> bool:
+        with atomic(self.conn):
+            cur = self.conn.execute(
+                "INSERT OR IGNORE INTO edges (from_id, to_id, relation, created_at) "
+                "VALUES (?, ?, ?, ?)",
+                (edge.from_id, edge.to_id, edge.relation, edge.created_at),
+            )
+        return cur.rowcount > 0
+
+    def remove_edges(self, from_id: str, to_id: str, relation: str | None) -> int:
+        sql = "DELETE FROM edges WHERE from_id = ? AND to_id = ?"
+        params: list[Any] = [from_id, to_id]
+        if relation is not None:
+            sql += " AND relation = ?"
+            params.append(relation)
+        with atomic(self.conn):
+            cur = self.conn.execute(sql, params)
+        return cur.rowcount
+
+    def walk(
+        self, start: str, depth: int, relations: Sequence[str], direction: str
+    ) -> list[tuple[str, int, str, str, str]]:
+        """Breadth-first N-hop walk with a recursive CTE: (id, depth, relation, direction, via).
+
+        Each lesson is reported once, at its shortest distance.
+        """
+        rel_filter = ""
+        rel_params: list[Any] = []
+        if relations:
+            rel_filter = f"AND e.relation IN ({','.join('?' * len(relations))})"
+            rel_params = list(relations)
+        steps = []
+        params: list[Any] = []
+        if direction in ("out", "both"):
+            steps.append(
+                "SELECT e.to_id, w.depth + 1, e.relation, 'out', w.id FROM edges e "
+                f"JOIN walk w ON e.from_id = w.id WHERE w.depth < ? {rel_filter}"
+            )
+            params += [depth, *rel_params]
+        if direction in ("in", "both"):
+            steps.append(
+                "SELECT e.from_id, w.depth + 1, e.relation, 'in', w.id FROM edges e "
+                f"JOIN walk w ON e.to_id = w.id WHERE w.depth < ? {rel_filter}"
+            )
+            params += [depth, *rel_params]
+        sql = (
+            "WITH RECURSIVE walk(id, depth, relation, direction, via) AS ("
+            "SELECT ?, 0, NULL, NULL, NULL UNION "
+            + " UNION ".join(steps)
+            + ") SELECT id, min(depth) AS d, relation, direction, via FROM walk "
+            "WHERE id <> ? GROUP BY id ORDER BY d, id"
+        )
+        # UNION (not UNION ALL) drops repeated rows, and the depth bound ends cycles.
+        rows = self.conn.execute(sql, [start, *params, start]).fetchall()
+        return [(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+
+    def neighbours(self, ids: Sequence[str], relations: Sequence[str]) -> list[Edge]:
+        """Every edge touching any of ``ids`` (both directions)."""
+        out: list[Edge] = []
+        rel_filter = ""
+        if relations:
+            rel_filter = f" AND relation IN ({','.join('?' * len(relations))})"
+        for chunk in chunks(list(ids)):
+            marks = ",".join("?" * len(chunk))
+            out += [
+                Edge(r[0], r[1], r[2], r[3])
+                for r in self.conn.execute(
+                    "SELECT from_id, to_id, relation, created_at FROM edges "
+                    f"WHERE (from_id IN ({marks}) OR to_id IN ({marks})){rel_filter}",
+                    [*chunk, *chunk, *relations],
+                )
+            ]
+        return out
+
+    def titles(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        out: dict[str, tuple[str, str]] = {}
+        for chunk in chunks(list(ids)):
+            marks = ",".join("?" * len(chunk))
+            for r in self.conn.execute(
+                f"SELECT id, title, kind FROM lessons WHERE id IN ({marks})", chunk
+            ):
+                out[r[0]] = (r[1], r[2])
+        return out
+

@@ -1,0 +1,55 @@
+"""Read-only queries for the context injected at session start (no model, no writes)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lore.models import RULE_KINDS
+from lore.store.sqlite.db import Tables
+
+_RULE_KINDS = "(" + ", ".join(f"'{k}'" for k in RULE_KINDS) + ")"
+
+
+class SessionTables(Tables):
+    """What the SessionStart context reads, and what the worker keeps per session."""
+
+    def rules_and_preferences(self, project: str | None, limit: int,
+                              status: str = "active") -> list[dict[str, Any]]:
+        """Preferences and rules of this project and global ones in one status, most confident first."""
+        return [dict(r) for r in self.conn.execute(
+            "SELECT l.id, l.title, l.content, l.kind, l.project, l.pref_context, l.pref_rejected, "
+            "l.pref_preferred, l.pref_reasoning, l.score, c.ordinal FROM lessons l "
+            "JOIN confidence_levels c ON c.name = l.confidence "
+            f"WHERE l.status = ? AND l.kind IN {_RULE_KINDS} "
+            "AND (l.project IS NULL OR l.project = ?) "
+            "ORDER BY (l.project IS NOT NULL) DESC, coalesce(l.score, c.ordinal / 5.0) DESC, "
+            "c.ordinal DESC, l.usage_count DESC, l.updated_at DESC "
+            "LIMIT ?", (status, project, limit))]
+
+
+    def other_lessons(self, project: str | None, limit: int) -> list[dict[str, Any]]:
+        """Other active lessons for this project (and global), by confidence, use and recency."""
+        return [dict(r) for r in self.conn.execute(
+            "SELECT l.id, l.title, l.kind FROM lessons l "
+            "JOIN confidence_levels c ON c.name = l.confidence "
+            f"WHERE l.status = 'active' AND l.kind NOT IN {_RULE_KINDS} "
+            "AND (l.project IS NULL OR l.project = ?) "
+            "ORDER BY (l.project IS NOT NULL) DESC, c.ordinal DESC, l.usage_count DESC, "
+            "l.updated_at DESC LIMIT ?", (project, limit))]
+
+
+    def session_files(self, session_id: str | None, limit: int = 20) -> list[str]:
+        if not session_id:
+            return []
+        return [r[0] for r in self.conn.execute(
+            "SELECT DISTINCT file_path FROM file_edits WHERE session_id = ? ORDER BY id DESC LIMIT ?",
+            (session_id, limit))]
+
+
+    def insert_snapshot(self, event_id: str, session_id: str | None, project: str | None,
+                        at: str, data: dict[str, Any]) -> bool:
+        cur = self.conn.execute(
+            "INSERT OR IGNORE INTO snapshots (event_id, session_id, project, at, data) "
+            "VALUES (?, ?, ?, ?, ?)", (event_id, session_id, project, at, json.dumps(data)))
+        return cur.rowcount > 0

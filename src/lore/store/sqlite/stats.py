@@ -1,0 +1,79 @@
+"""Usage counts, the search log and the counts ``lore admin stats`` shows."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from lore.store.sqlite.db import Tables, atomic
+
+
+class UsageTables(Tables):
+    """Usage columns of ``lessons``, ``search_log`` and grouped counts."""
+
+    # ---- usage and the search log -----------------------------------------------------
+    def merge_usage(self, seq: int, usage_count: int, last_used: str | None) -> None:
+        """Keep the larger usage count and the later last-used time (import of another copy)."""
+        self.conn.execute(
+            "UPDATE lessons SET usage_count = max(usage_count, ?), "
+            "last_used = coalesce(max(last_used, ?), last_used, ?) WHERE seq = ?",
+            (usage_count, last_used, last_used, seq),
+        )
+
+    def record_usage(self, ids: Sequence[str], at: str) -> None:
+        if not ids:
+            return
+        with atomic(self.conn):
+            self.conn.executemany(
+                "UPDATE lessons SET usage_count = usage_count + 1, last_used = ? WHERE id = ?",
+                [(at, i) for i in ids],
+            )
+
+    def log_search(
+        self, at: str, query: str, filters: dict[str, Any], ids: Sequence[str], took_ms: float,
+        interface: str,
+    ) -> None:
+        with atomic(self.conn):
+            self.conn.execute(
+                "INSERT INTO search_log (at, query, filters, result_ids, took_ms, interface) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (at, query, json.dumps(filters), json.dumps(list(ids)), took_ms, interface),
+            )
+
+
+    # ---- statistics -------------------------------------------------------------------
+    def grouped_counts(self, column: str) -> list[tuple[str | None, int]]:
+        assert column in ("kind", "status", "confidence", "project", "source")
+        return [
+            (r[0], r[1])
+            for r in self.conn.execute(
+                f"SELECT {column}, count(*) FROM lessons GROUP BY {column} ORDER BY count(*) DESC"
+            )
+        ]
+
+    def table_count(self, table: str) -> int:
+        assert table in ("edges", "search_log", "lesson_tags", "evidence")
+        return int(self.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
+    def top_queries(self, limit: int) -> list[tuple[str, int]]:
+        return [
+            (r[0], r[1])
+            for r in self.conn.execute(
+                "SELECT query, count(*) FROM search_log GROUP BY query ORDER BY count(*) DESC, "
+                "query LIMIT ?",
+                (limit,),
+            )
+        ]
+
+    def most_used(self, limit: int) -> list[tuple[str, str, int]]:
+        return [
+            (r[0], r[1], r[2])
+            for r in self.conn.execute(
+                "SELECT id, title, usage_count FROM lessons WHERE usage_count > 0 "
+                "ORDER BY usage_count DESC, id LIMIT ?",
+                (limit,),
+            )
+        ]
+
+
