@@ -120,7 +120,7 @@ def search_speed(chunks: int, queries: int) -> None:
                 conv.add_turns(f"session-{s}", "bench", f"/work/p{s % 7}", turns, per_turn=True)
             conv.embed_pending()
             built = time.perf_counter() - t0
-            lore._embedder = real
+            lore.embedding.use(real)
             qs = make_queries(queries)
             t0 = time.perf_counter()
             conv.search(qs[0], project=None)

@@ -4,7 +4,7 @@
 
 Detector: ``lore.extract.detect`` over every message (a labelled file's, or messages built
 here), repeated; the hooks' pre-filter alone as a baseline in the same run. Pipeline:
-``Learning.record`` end to end (store, detect, extract, merge with the real embedding model)
+``lore.learner.record`` end to end (store, detect, extract, merge with the real embedding model)
 in a throwaway home.
 """
 
@@ -69,12 +69,11 @@ def main() -> None:
 
     from lore.api import Lore
     from lore.config import load_config
-    from lore.core.learner import Learning
 
     with tempfile.TemporaryDirectory() as home:
         os.environ["LORE_HOME"] = home
         with Lore.open(load_config()) as lore:
-            learning = Learning(lore)
+            learning = lore.learner
             learning.record("always use type hints", None, project="/warm")  # model load
             rng = random.Random(9)
             times = []
@@ -85,7 +84,7 @@ def main() -> None:
                 learning.record(f"{m} ({i})", "I'll do it the usual way.", project="/p",
                                 session_id=f"s{i}", asserted=False)
                 times.append((time.perf_counter() - t0) * 1000)
-            rules = lore.conn.execute("SELECT count(*) FROM lessons").fetchone()[0]
+            rules = lore.lesson_count()
     print(f"- pipeline (store, detect, extract, merge with the real model): median "
           f"{statistics.median(times):.1f} ms per message, p90 {pct(times, 0.9):.1f} ms "
           f"({1000 / statistics.median(times):.0f} messages/s; 200 messages -> {rules} rules)")

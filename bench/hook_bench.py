@@ -43,8 +43,6 @@ def session_start_times(runs: int) -> list[float]:
     from lore.api import Lore
     from lore.config import load_config
     from lore.ids import new_id
-    from lore.store import atomic
-    from lore.store.sqlite import corrections as queries
 
     class NoEmbedder:  # SessionStart never embeds; skip the model to build quickly
         name = "none"
@@ -68,13 +66,11 @@ def session_start_times(runs: int) -> list[float]:
                  for i in range(10_000)]
         with Lore.open(load_config(), embedder=NoEmbedder()) as lore:
             lore.import_lines(lines)
-            with atomic(lore.conn):
-                for i in range(1000):
-                    queries.add_correction(lore.conn, event_id=f"e{i}", session_id=f"s{i % 50}",
-                                           project="/work/shop",
-                                           user_message=f"No, use approach {i} instead",
-                                           proposal="I'll do X", files=[],
-                                           at=f"2026-10-{1 + i % 28:02d}T10:00:00", origin="hook")
+            for i in range(1000):
+                lore.learner.capture(f"No, use approach {i} instead", "I'll do X",
+                                     project="/work/shop", session_id=f"s{i % 50}",
+                                     at=f"2026-10-{1 + i % 28:02d}T10:00:00", origin="hook",
+                                     event_id=f"e{i}")
         (Path(home) / "worker.pid").write_text(str(os.getpid()))  # "running": the hook starts none
         return hook_times("session-start", {"session_id": "s", "cwd": "/work/shop",
                                             "source": "startup"}, runs, home)

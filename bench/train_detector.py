@@ -52,7 +52,7 @@ def prf(truth: np.ndarray, pred: np.ndarray) -> dict[str, float]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("data", type=Path)
-    ap.add_argument("--write", action="store_true", help="write src/lore/learn/detector.json")
+    ap.add_argument("--write", action="store_true", help="write src/lore/extract/detector.json")
     args = ap.parse_args()
     rows = [json.loads(line) for line in args.data.read_text().splitlines() if line.strip()]
     names = D.feature_names()

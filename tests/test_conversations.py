@@ -119,7 +119,7 @@ def test_search_scopes_by_project_and_reads_context(lore, tmp_path):
     assert {h.project for h in hits} == {"/work/shop"}
     everywhere = conv.search("ECONNRESET", project=None)
     assert {h.project for h in everywhere} == {"/work/shop", "/work/blog"}
-    ctx = conv.context(hits[0].chunk_id, before=1, after=1)
+    ctx = conv.turns(hits[0].chunk_id, before=1, after=1)
     assert [m["text"] for m in ctx["messages"]][0].startswith("the payments API")
     with pytest.raises(InvalidInput):
         conv.search("x", limit=0)

@@ -7,7 +7,7 @@ import pytest
 from conftest import FakeEmbedder, make_settings
 from lore.api import Lore, content_hash
 from lore.errors import InvalidInput, NotFound
-from lore.ids import is_id
+from lore.ids import is_id, new_id
 
 FULL = dict(
     kind="preference",
@@ -182,3 +182,14 @@ def test_stats(fake_lore):
     assert st["by_project"] == {"/p": 1, "(global)": 1}
     assert st["embedding_model"] == "fake-bow" and st["embedding_dimensions"] == 64
     assert st["size_bytes"] > 0
+
+
+def test_a_malformed_id_is_bad_input_not_a_missing_lesson(fake_lore):
+    """'abc' cannot name a lesson: the caller is told what an id looks like."""
+    for call in (lambda: fake_lore.get_lesson("abc"), lambda: fake_lore.delete_lesson("abc"),
+                 lambda: fake_lore.update_lesson("abc", title="x"),
+                 lambda: fake_lore.related("abc"), lambda: fake_lore.link("abc", "def")):
+        with pytest.raises(InvalidInput, match="is not a lesson id"):
+            call()
+    with pytest.raises(NotFound, match="no lesson with id"):
+        fake_lore.get_lesson(new_id())

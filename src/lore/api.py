@@ -193,22 +193,23 @@ class Lore:
 
     # ---- graph ------------------------------------------------------------------------
     def link(self, from_id: str, to_id: str, relation: str = "related_to") -> Edge:
-        return self.lessons.link(from_id, to_id, relation)
+        return self.lessons.link(require_id(from_id), require_id(to_id), relation)
 
     def unlink(self, from_id: str, to_id: str, relation: str | None = None) -> int:
-        return self.lessons.unlink(from_id, to_id, relation)
+        return self.lessons.unlink(require_id(from_id), require_id(to_id), relation)
 
     def related(self, lesson_id: str, depth: int = 1, relations: Sequence[str] = (),
                 direction: str = "both") -> list[RelatedLesson]:
-        return graph_ops.related(self.store, lesson_id, depth, relations, direction)
+        return graph_ops.related(self.store, require_id(lesson_id), depth, relations, direction)
 
     def path(self, start: str, goal: str, max_depth: int = 6, relations: Sequence[str] = (),
              directed: bool = False) -> list[graph_ops.PathStep]:
-        return graph_ops.shortest_path(self.store, start, goal, max_depth, relations, directed)
+        return graph_ops.shortest_path(self.store, require_id(start), require_id(goal), max_depth,
+                                       relations, directed)
 
     def subgraph(self, lesson_id: str, depth: int = 1, relations: Sequence[str] = (),
                  direction: str = "both") -> graph_ops.Subgraph:
-        return graph_ops.subgraph(self.store, lesson_id, depth, relations, direction)
+        return graph_ops.subgraph(self.store, require_id(lesson_id), depth, relations, direction)
 
     # ---- reference data and tags ------------------------------------------------------
     def list_confidence_levels(self) -> list[RefItem]:

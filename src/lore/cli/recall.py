@@ -355,7 +355,7 @@ def recall_turns(lore: Any, chunk_id: int, before: int, after: int, json_: bool)
     Example:
       lore recall turns 42 --before 5
     """
-    ctx = lore.conversations.context(chunk_id, before, after)
+    ctx = lore.conversations.turns(chunk_id, before, after)
     if json_:
         emit_json(ctx)
         return

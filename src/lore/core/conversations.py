@@ -72,7 +72,7 @@ class Conversations:
                              decay=cfg.decay if decay is None else decay, mode=mode,
                              at=now_ or datetime.now(UTC))
 
-    def context(self, chunk_id: int, before: int = 3, after: int = 3) -> dict[str, Any]:
+    def turns(self, chunk_id: int, before: int = 3, after: int = 3) -> dict[str, Any]:
         """A chunk's turns with the turns around it, to read a hit in its conversation."""
         return recall.turns(self.store, chunk_id, before, after)
 

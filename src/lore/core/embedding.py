@@ -33,6 +33,10 @@ class Embedding:
             self._embedder = create_embedder(self.config)
         return self._embedder
 
+    def use(self, embedder: Embedder) -> None:
+        """Embed with this model from now on (a benchmark swaps a cached one for the real one)."""
+        self._embedder = embedder
+
     def configured_model(self) -> str:
         if self._embedder is not None:
             return self._embedder.name

@@ -146,9 +146,6 @@ def _parse(line: str) -> LessonRecord:
 
 
 def _fields(rec: LessonRecord) -> LessonFields:
-    data = rec.model_dump(
-        exclude={"id", "created_at", "updated_at", "usage_count", "last_used", "content_hash",
-                 "edges"},
-        exclude_none=True,
-    )
-    return LessonFields.model_validate(data)
+    """The settable fields of an export line (identity, history and edges are handled apart)."""
+    return LessonFields.model_validate(
+        rec.model_dump(include=set(LessonFields.model_fields), exclude_none=True))
