@@ -27,10 +27,9 @@ ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 def _registered(group: str, name: str) -> str:
     from lore import plugins
 
-    known = plugins.available(group)
-    if name not in known:
-        raise ValueError(f"unknown name '{name}'; valid: {', '.join(sorted(known))} "
-                         "(a plugin package adds more)")
+    if not plugins.is_known(group, name):
+        known = ", ".join(sorted(plugins.available(group)))
+        raise ValueError(f"unknown name '{name}'; valid: {known} (a plugin package adds more)")
     return name
 
 

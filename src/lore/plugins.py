@@ -44,9 +44,14 @@ def available(group: str) -> dict[str, str]:
     return found
 
 
+def is_known(group: str, name: str) -> bool:
+    return name in BUILTIN.get(group, {}) or name in available(group)
+
+
 def load(group: str, name: str, what: str) -> Any:
     """The object registered as ``name`` in ``group``; ``what`` names it in the error."""
-    ref = available(group).get(name)
+    # A built-in name needs no scan of the installed packages' metadata.
+    ref = BUILTIN.get(group, {}).get(name) or available(group).get(name)
     if ref is None:
         valid = ", ".join(sorted(available(group)))
         raise ConfigError(f"unknown {what} '{name}'; valid: {valid} (a plugin package adds more)")

@@ -204,10 +204,19 @@ class SessionStore(Protocol):
 class Store(LessonStore, Protocol):
     """One Lore database: lessons plus the table groups below, and its transactions."""
 
-    location: str
-    conversations: ConversationStore
-    corrections: CorrectionStore
-    sessions: SessionStore
+    @property
+    def location(self) -> str:
+        """Where the database is (a path or a URL), for messages."""
+        ...
+
+    @property
+    def conversations(self) -> ConversationStore: ...
+
+    @property
+    def corrections(self) -> CorrectionStore: ...
+
+    @property
+    def sessions(self) -> SessionStore: ...
 
     def atomic(self) -> AbstractContextManager[Any]:
         """One transaction; nested calls are savepoints that roll back on their own."""

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from lore.store.protocol import Store
 from lore.store.sqlite import migrations
 from lore.store.sqlite.conversations import ConversationTables
 from lore.store.sqlite.corrections import CorrectionTables
@@ -66,3 +67,8 @@ class SQLiteStore(LessonTables):
 
 
 __all__ = ["SQLiteStore", "connect", "atomic", "migrate", "SCHEMA_VERSION"]
+
+
+def _check_protocol(store: SQLiteStore) -> Store:
+    """Never called: mypy checks here that SQLiteStore implements the whole Store protocol."""
+    return store
