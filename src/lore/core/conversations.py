@@ -76,5 +76,9 @@ class Conversations:
         """A chunk's turns with the turns around it, to read a hit in its conversation."""
         return recall.turns(self.store, chunk_id, before, after)
 
+    def first_uuids(self, chunk_ids: Sequence[int]) -> dict[int, str]:
+        """The uuid of each chunk's first message (benchmarks map hits back to their turns)."""
+        return self.store.chunk_first_uuids(chunk_ids)
+
     def stats(self) -> dict[str, int]:
         return self.store.stats()

@@ -127,7 +127,7 @@ def _run(lore: Lore, samples: list[dict[str, Any]],
 
 
 def _dia_ids(lore: Lore, chunk_ids: list[int], sid: str) -> list[str]:
-    uuids = lore.conversations.store.chunk_first_uuids(chunk_ids)
+    uuids = lore.conversations.first_uuids(chunk_ids)
     prefix = f"{sid}:"
     return [uuids[c][len(prefix):] for c in chunk_ids if c in uuids]
 
