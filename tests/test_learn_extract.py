@@ -1,4 +1,4 @@
-"""Lesson fields from a correction (lore.extract.shapes) and secret redaction (lore.extract.redact)."""
+"""Lesson fields from a correction (lore.extract.shapes) and secret redaction (lore.redact)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from lore.extract.redact import contains_secret, redact
+from lore.redact import contains_secret, redact
 from lore.extract.shapes import Extracted, extract
 
 # ---- extract: one test per shape ----------------------------------------------------

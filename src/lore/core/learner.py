@@ -30,7 +30,7 @@ from lore.errors import InvalidInput
 from lore.extract import Extractor
 from lore.extract.detect import Detection, detect
 from lore.extract.merge import CHANGE_OF_MIND, contradicts, same_rule
-from lore.extract.redact import redact
+from lore.redact import redact
 from lore.extract.score import confidence, status_for
 from lore.extract.shapes import Extracted
 from lore.ids import new_id, now

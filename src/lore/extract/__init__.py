@@ -1,7 +1,7 @@
 """From a message to the fields of a rule: detect a correction, extract what it teaches.
 
-``features`` and ``detect`` (the detector, weights in ``detector.json``), ``shapes`` (the
-phrasings a rule is read from), ``redact`` (secrets), ``silent`` (fixes the user made without
+``features`` and ``detect`` (the detector, weights in ``detector.json``), ``phrases`` and
+``shapes`` (the phrasings a rule is read from), ``silent`` (fixes the user made without
 a word), ``merge`` (does a new rule restate or contradict a known one) and ``score`` (seed
 004's confidence). Plain functions over text, standard library only; the pipeline that
 stores what they find is :class:`lore.core.learner.Learner`.
