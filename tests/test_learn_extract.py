@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from lore.redact import contains_secret, redact
 from lore.extract.shapes import Extracted, extract
+from lore.redact import contains_secret, redact
 
 # ---- extract: one test per shape ----------------------------------------------------
 

@@ -30,11 +30,11 @@ from lore.errors import InvalidInput
 from lore.extract import Extractor
 from lore.extract.detect import Detection, detect
 from lore.extract.merge import CHANGE_OF_MIND, contradicts, same_rule
-from lore.redact import redact
 from lore.extract.score import confidence, status_for
 from lore.extract.shapes import Extracted
 from lore.ids import new_id, now
 from lore.models import Evidence, Lesson
+from lore.redact import redact
 from lore.store import Store
 
 MAX_MESSAGE = 4000   # stored quotes are cut here (with an ellipsis); the detector reads as much
