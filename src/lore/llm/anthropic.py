@@ -55,9 +55,16 @@ def _completion(name: str, data: dict[str, Any], model: str, latency: float, att
     if not isinstance(blocks, list) or not isinstance(usage, dict):
         raise ProviderError(f"{name}: the reply has no content or usage; is llm.base_url an Anthropic API?")
     text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
-    # Cached prompt tokens are billed too, so they count against the budget.
-    tokens_in = sum(int(usage.get(k) or 0) for k in
-                    ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
-    return Completion(text=text, input_tokens=tokens_in, output_tokens=int(usage.get("output_tokens") or 0),
+    return Completion(text=text, input_tokens=input_tokens(usage),
+                      output_tokens=int(usage.get("output_tokens") or 0),
                       model=str(data.get("model") or model), latency_s=latency,
                       stop_reason=data.get("stop_reason"), attempts=attempts)
+
+
+def input_tokens(usage: dict[str, Any]) -> int:
+    """Prompt tokens of an Anthropic usage object (claude -p prints the same one).
+
+    Cached prompt tokens are billed too, so they count against the budget.
+    """
+    return sum(int(usage.get(k) or 0) for k in
+               ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))

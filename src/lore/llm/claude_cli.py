@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from lore.errors import ConfigError, ProviderError
+from lore.llm.anthropic import input_tokens
 from lore.llm.base import Completion, ProviderSettings, Request
 
 EXECUTABLE = "claude"
@@ -58,12 +59,10 @@ class ClaudeCliProvider:
         data = _envelope(self.name, done)
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         assert isinstance(usage, dict)
-        tokens_in = sum(int(usage.get(k) or 0) for k in
-                        ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
         cost = data.get("total_cost_usd")
         models = data.get("modelUsage")
         model = next(iter(models)) if isinstance(models, dict) and models else self.model
-        return Completion(text=str(data.get("result") or ""), input_tokens=tokens_in,
+        return Completion(text=str(data.get("result") or ""), input_tokens=input_tokens(usage),
                           output_tokens=int(usage.get("output_tokens") or 0), model=model,
                           latency_s=latency, stop_reason=data.get("stop_reason") or data.get("subtype"),
                           cost_usd=float(cost) if isinstance(cost, int | float) else None)
