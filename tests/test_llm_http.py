@@ -257,7 +257,7 @@ def test_unreachable_server_is_retried_then_named(tmp_path: Path) -> None:
                       tmp_path, env={})
     with pytest.raises(ProviderError, match="cannot reach .*llm.base_url") as err:
         p.complete(Request.ask("x"))
-    assert getattr(err.value, "attempts", 0) == 2
+    assert err.value.attempts == 2
 
 
 def test_not_json_reply(server: LoopbackServer, tmp_path: Path) -> None:
@@ -391,10 +391,15 @@ def test_llm_check_and_usage(server: LoopbackServer, lore_home: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "provider openai" in result.output and "model llama3.2:3b" in result.output
     assert "tokens 14 in / 1 out" in result.output and "latency" in result.output
+    checked = json.loads(runner.invoke(cli, ["llm", "check", "--json"]).output)
+    assert checked | {"latency_s": 0} == {"provider": "openai", "model": "llama3.2:3b", "latency_s": 0,
+                                          "input_tokens": 14, "output_tokens": 1, "estimated": False,
+                                          "attempts": 1, "reply": "ok"}
+    assert server.received[0]["body"]["max_tokens"] == 16
     usage = runner.invoke(cli, ["llm", "usage", "--json"])
     data = json.loads(usage.output)
-    assert data["providers"] == [{"provider": "openai", "calls": 1, "failures": 0, "input_tokens": 14,
-                                  "output_tokens": 1, "cost_usd": 0.0}]
+    assert data["providers"] == [{"provider": "openai", "calls": 2, "failures": 0, "input_tokens": 28,
+                                  "output_tokens": 2, "cost_usd": 0.0}]
     assert "openai" in runner.invoke(cli, ["llm", "usage"]).output
 
 

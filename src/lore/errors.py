@@ -46,6 +46,8 @@ class StoreBusy(LoreError):
 class ProviderError(LoreError):
     """A language-model provider that failed, refused or could not be reached."""
 
+    attempts: int = 1  # how many tries were made before giving up (for the call log)
+
 
 class UnusableReply(ProviderError):
     """A model reply that stayed unparseable or invalid after the retries that showed the error."""

@@ -77,8 +77,7 @@ class GuardedProvider:
         try:
             completion = self.inner.complete(request)
         except ProviderError as exc:
-            self._log(request, None, time.monotonic() - started, "error",
-                      int(getattr(exc, "attempts", 1)))
+            self._log(request, None, time.monotonic() - started, "error", exc.attempts)
             raise
         self._log(request, completion, completion.latency_s, "ok", completion.attempts)
         return completion

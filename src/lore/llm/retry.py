@@ -68,7 +68,7 @@ def with_retries(attempt: Callable[[], T], policy: RetryPolicy,
         except Retryable as exc:
             wait = exc.retry_after if exc.retry_after is not None else backoff(tries - 1, policy)
             if tries > policy.max_retries:
-                exc.error.attempts = tries  # type: ignore[attr-defined]
+                exc.error.attempts = tries
                 raise exc.error from None
             if wait > policy.max_wait_s:
                 raise ProviderError(f"{exc.error} (the server asks to wait {wait:.0f} s; try again later)") \
