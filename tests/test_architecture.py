@@ -9,9 +9,10 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "lore"
 
 # Lower number = lower layer. A module may import its own layer and the layers below.
 LAYERS = [
+    # lore.learn.redact is plain text functions (stdlib only) that lower layers may call.
     (0, ("lore", "lore.errors", "lore.models", "lore.ids", "lore.normalize", "lore.config",
-         "lore.schema")),
-    (1, ("lore.store", "lore.embed", "lore.capture")),
+         "lore.schema", "lore.learn.redact")),
+    (1, ("lore.store", "lore.embed", "lore.llm", "lore.capture")),
     (2, ("lore.search", "lore.graph")),
     (3, ("lore.transfer", "lore.conversations", "lore.publish")),
     (4, ("lore.api",)),

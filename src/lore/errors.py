@@ -41,3 +41,17 @@ class EmbeddingMismatch(LoreError):
 
 class StoreBusy(LoreError):
     """The database stayed locked by another writer past the retry budget."""
+
+
+class ProviderError(LoreError):
+    """A language-model provider that failed, refused or could not be reached."""
+
+    attempts: int = 1  # how many tries were made before giving up (for the call log)
+
+
+class UnusableReply(ProviderError):
+    """A model reply that stayed unparseable or invalid after the retries that showed the error."""
+
+
+class BudgetExceeded(LoreError):
+    """Today's language-model token or cost budget would be exceeded by the call."""
