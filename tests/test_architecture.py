@@ -17,6 +17,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "lore"
 
 # Lower number = lower layer. A module may import its own layer and the layers below.
 LAYERS = [
+    # lore.redact is plain text functions (stdlib only) that every door calls.
     (0, ("lore", "lore.errors", "lore.models", "lore.ids", "lore.normalize", "lore.config",
          "lore.schema", "lore.home", "lore.plugins", "lore.redact")),
     (1, ("lore.store", "lore.embed", "lore.llm")),

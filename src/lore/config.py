@@ -145,12 +145,42 @@ class LearningConfig(_Strict):
         return self
 
 
+class LLMCostConfig(_Strict):
+    """Prices in US dollars per million tokens, for the cost budget and the log."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+
+
+class LLMConfig(_Strict):
+    """The optional language model (docs/llm.md). No provider: Lore never calls a model."""
+
+    provider: str | None = None  # anthropic | openai | claude-cli | an installed plugin's name
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None  # the NAME of the variable holding the key, never the key
+    timeout: float = Field(default=60.0, gt=0, le=3600)  # seconds per attempt
+    max_retries: int = Field(default=3, ge=0, le=10)
+    max_input_tokens: int = Field(default=8000, ge=100)  # longer prompts are cut (estimate)
+    daily_token_budget: int | None = Field(default=200_000, ge=0)  # per provider; None: no limit
+    cost_per_mtok: LLMCostConfig | None = None
+    daily_cost_budget: float | None = Field(default=None, ge=0)  # US dollars per provider
+
+    @model_validator(mode="after")
+    def _key_is_a_name(self) -> LLMConfig:
+        if self.api_key_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env):
+            raise ValueError("llm.api_key_env is the NAME of an environment variable holding the key "
+                             "(e.g. ANTHROPIC_API_KEY), not the key itself")
+        return self
+
+
 class Config(_Strict):
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     learning: LearningConfig = Field(default_factory=LearningConfig)
     context: ContextConfig = Field(default_factory=ContextConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
     conversations: ConversationsConfig = Field(default_factory=ConversationsConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
     tag_aliases: dict[str, str] = Field(default_factory=dict)
     known_tags: list[str] = Field(default_factory=list)
     database: str | None = None  # the database file (or a store plugin's URL); default $LORE_HOME/lore.db

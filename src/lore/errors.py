@@ -49,3 +49,17 @@ class DetectorError(BackendUnavailable):
 
 class AlreadyRunning(LoreError):
     """Another worker holds this home's lock."""
+
+
+class ProviderError(LoreError):
+    """A language-model provider that failed, refused or could not be reached."""
+
+    attempts: int = 1  # how many tries were made before giving up (for the call log)
+
+
+class UnusableReply(ProviderError):
+    """A model reply that stayed unparseable or invalid after the retries that showed the error."""
+
+
+class BudgetExceeded(LoreError):
+    """Today's language-model token or cost budget would be exceeded by the call."""

@@ -9,7 +9,8 @@ editing Lore (docs/plugins.md shows how):
 - ``lore.embedders``: a class taking an :class:`lore.config.EmbeddingConfig` and returning
   an :class:`lore.embed.Embedder`; chosen by ``embedding.backend``;
 - ``lore.extractors``: a class with no arguments implementing
-  :class:`lore.extract.Extractor`; chosen by ``learning.extractor``.
+  :class:`lore.extract.Extractor`; chosen by ``learning.extractor``;
+- ``lore.llm_providers``: language-model providers, found by :mod:`lore.llm.registry`.
 
 The built-in backends are registered the same way in Lore's own package metadata; the
 table below is what an installation without that metadata (a source checkout) still finds.
@@ -56,7 +57,13 @@ def load(group: str, name: str, what: str) -> Any:
         valid = ", ".join(sorted(available(group)))
         raise ConfigError(f"unknown {what} '{name}'; valid: {valid} (a plugin package adds more)")
     module, _, attr = ref.partition(":")
-    obj: Any = import_module(module)
-    for part in attr.split(".") if attr else ():
-        obj = getattr(obj, part)
+    try:
+        obj: Any = import_module(module)
+        for part in attr.split(".") if attr else ():
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:  # a plugin's broken install is not a Lore bug
+        if name in BUILTIN.get(group, {}):
+            raise
+        raise ConfigError(f"{what} '{name}' cannot be loaded from {ref}: "
+                          f"{type(exc).__name__}: {exc}") from None
     return obj

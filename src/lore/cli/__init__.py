@@ -18,6 +18,7 @@ from lore.cli.hook_cmd import hook
 from lore.cli.ingest_cmd import ingest
 from lore.cli.install_cmd import install, uninstall
 from lore.cli.learn import learn
+from lore.cli.llm_cmd import llm_group
 from lore.cli.mcp_cmd import mcp
 from lore.cli.recall import recall
 from lore.cli.worker_cmd import worker
@@ -51,6 +52,7 @@ cli.add_command(ingest)
 cli.add_command(eval_group)
 cli.add_command(hook)
 cli.add_command(worker)
+cli.add_command(llm_group)
 cli.add_command(install)
 cli.add_command(uninstall)
 

@@ -1,0 +1,70 @@
+"""Anthropic's Messages API: POST {base_url}/v1/messages with x-api-key."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from lore.errors import ConfigError, ProviderError
+from lore.llm.base import Completion, ProviderSettings, Request
+from lore.llm.http import post_json
+from lore.llm.retry import RetryPolicy
+
+API_VERSION = "2023-06-01"  # the anthropic-version header; the current stable one
+DEFAULT_URL = "https://api.anthropic.com"
+DEFAULT_MODEL = "claude-haiku-4-5"
+DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
+
+
+class AnthropicProvider:
+    def __init__(self, settings: ProviderSettings) -> None:
+        key_env = settings.api_key_env or DEFAULT_KEY_ENV
+        if not settings.api_key:
+            raise ConfigError(f"{settings.name} needs an API key: set ${key_env} "
+                              "(or name another variable in llm.api_key_env)")
+        self.name = settings.name
+        self.model = settings.model or DEFAULT_MODEL
+        self._url = (settings.base_url or DEFAULT_URL).rstrip("/") + "/v1/messages"
+        self._key = settings.api_key
+        self._key_hint = f"${key_env}"
+        self._timeout = settings.timeout
+        self._policy = RetryPolicy(max_retries=settings.max_retries)
+
+    def complete(self, request: Request) -> Completion:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        }
+        if request.system:
+            body["system"] = request.system
+        if request.stop:
+            body["stop_sequences"] = list(request.stop)
+        headers = {"x-api-key": self._key, "anthropic-version": API_VERSION,
+                   "content-type": "application/json"}
+        started = time.monotonic()
+        data, attempts = post_json(self.name, self._url, body, headers=headers, timeout=self._timeout,
+                                   policy=self._policy, key_hint=self._key_hint)
+        return _completion(self.name, data, self.model, time.monotonic() - started, attempts)
+
+
+def _completion(name: str, data: dict[str, Any], model: str, latency: float, attempts: int) -> Completion:
+    blocks = data.get("content")
+    usage = data.get("usage")
+    if not isinstance(blocks, list) or not isinstance(usage, dict):
+        raise ProviderError(f"{name}: the reply has no content or usage; is llm.base_url an Anthropic API?")
+    text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+    return Completion(text=text, input_tokens=input_tokens(usage),
+                      output_tokens=int(usage.get("output_tokens") or 0),
+                      model=str(data.get("model") or model), latency_s=latency,
+                      stop_reason=data.get("stop_reason"), attempts=attempts)
+
+
+def input_tokens(usage: dict[str, Any]) -> int:
+    """Prompt tokens of an Anthropic usage object (claude -p prints the same one).
+
+    Cached prompt tokens are billed too, so they count against the budget.
+    """
+    return sum(int(usage.get(k) or 0) for k in
+               ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))

@@ -1,0 +1,87 @@
+"""The values every provider shares: a request, a completion, and the Provider protocol.
+
+A provider turns one :class:`Request` into one :class:`Completion`. It talks to its
+model and nothing else: redaction, cutting, the budget and the log happen in
+:mod:`lore.llm.guard`, retries in :mod:`lore.llm.retry`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+Role = Literal["user", "assistant"]
+
+# About four characters per token for English prose and code with the tokenizers of
+# current models (Claude, GPT-4-class, Llama 3). It only has to be cheap and rarely low:
+# it sizes the input cut and the budget check, never a bill.
+CHARS_PER_TOKEN = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    messages: tuple[Message, ...]
+    system: str = ""
+    max_tokens: int = 1024
+    temperature: float = 0.0
+    stop: tuple[str, ...] = ()
+    purpose: str = "other"  # written to the log: which feature made the call
+
+    @classmethod
+    def ask(cls, text: str, *, system: str = "", **kwargs: object) -> Request:
+        """A request of one user message."""
+        return cls(messages=(Message("user", text),), system=system, **kwargs)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    text: str
+    input_tokens: int
+    output_tokens: int
+    model: str
+    latency_s: float
+    stop_reason: str | None = None
+    estimated: bool = False  # token counts estimated: the server did not report them
+    cost_usd: float | None = None  # as reported by the provider (claude -p does)
+    attempts: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderSettings:
+    """What a backend's factory receives: resolved values, no config file, no key names."""
+
+    name: str
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    api_key_env: str | None = None  # named in error messages only
+    timeout: float = 60.0
+    max_retries: int = 3
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """A language model behind one call. ``name`` is the provider, ``model`` the model id."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    def complete(self, request: Request) -> Completion: ...
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap upper-leaning token estimate (:data:`CHARS_PER_TOKEN` characters a token)."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def request_tokens(request: Request) -> int:
+    return estimate_tokens(request.system) + sum(estimate_tokens(m.content) for m in request.messages)
