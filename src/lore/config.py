@@ -175,7 +175,12 @@ def load_config(path: Path | None = None) -> Settings:
     home = lore_home()
     path = path or config_file()
     raw: dict[str, Any] = {}
-    if path.exists():
+    try:
+        exists = path.exists()
+    except OSError as exc:  # a home without read permission
+        raise ConfigError(f"cannot read config {path}: {exc.strerror}; check the permissions "
+                          f"of {path.parent} (ls -ld)") from None
+    if exists:
         raw = _read_yaml(path)
     raw = _interpolate(raw, path)
     merged, sources = _merge(raw, path)

@@ -39,11 +39,14 @@ def run_checks(load_settings: Callable[[], Any]) -> list[Check]:
     except LoreError as exc:
         checks.append(Check("config", False, str(exc), "fix the key named above or move the "
                             "file away; `lore config show` prints the effective values"))
-    if settings is not None:
-        checks.append(_model(settings))
-        home = _home(Path(settings.db_path).parent, settings.home)
-        checks += home
-        checks += _database(settings, home_ok=all(c.ok for c in home))
+    if settings is None:
+        from lore.config import lore_home
+
+        return checks + _home(lore_home(), lore_home())
+    checks.append(_model(settings))
+    home = _home(Path(settings.db_path).parent, settings.home)
+    checks += home
+    checks += _database(settings, home_ok=all(c.ok for c in home))
     return checks
 
 
@@ -52,7 +55,7 @@ def _home(folder: Path, home: Path) -> list[Check]:
     name = "home" if folder == home else "database folder"
     try:
         st = folder.stat()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         parent = next(p for p in folder.parents if p.exists() or p == p.parent)
         if not parent.is_dir():
             return [Check(name, False, f"{folder} cannot be created: {parent} is a file",
@@ -62,9 +65,6 @@ def _home(folder: Path, home: Path) -> list[Check]:
                           f"create {folder} yourself, or point LORE_HOME (or --db) elsewhere")]
         return [Check(name, True, f"{folder} does not exist yet (created on first use)"),
                 _free_space(parent)]
-    except NotADirectoryError:
-        return [Check(name, False, f"a part of {folder} is a file, not a folder",
-                      "move that file away, or point LORE_HOME (or --db) at a folder")]
     except OSError as exc:
         return [Check(name, False, f"cannot look at {folder}: {exc.strerror}",
                       "check the permissions of the folders above it")]

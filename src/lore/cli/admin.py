@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -140,14 +141,14 @@ def admin_export(ctx: click.Context, output: str | None, yes: bool) -> None:
     check_output(ctx, output, yes)
     n = 0
     with open_lore(ctx) as lore:
-        stream = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
         try:
-            for record in lore.export():
-                stream.write(json.dumps(record, ensure_ascii=False) + "\n")
-                n += 1
-        finally:
-            if output:
-                stream.close()
+            with open(output, "w", encoding="utf-8") if output else nullcontext(sys.stdout) as out:
+                for record in lore.export():
+                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                    n += 1
+        except OSError as exc:  # a full disk: name the file, not "a file"
+            exc.filename = exc.filename or output or "standard output"
+            raise
     notice(f"exported {n} lessons" + (f" to {output}" if output else ""))
 
 

@@ -48,7 +48,7 @@ def is_utf8(text: str) -> bool:
 def shown(text: str, limit: int = 60) -> str:
     """The text as typed, undecodable bytes as \\xNN, cut to a readable length."""
     raw = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return repr(raw if len(raw) <= limit else raw[:limit] + "…")
+    return "'" + (raw if len(raw) <= limit else raw[:limit] + "…") + "'"
 
 
 class LoreCommand(click.Command):

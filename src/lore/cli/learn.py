@@ -65,7 +65,7 @@ def lesson_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--con", multiple=True, help="A trade-off against (repeatable)."),
         click.option("--evidence", multiple=True, help="A verbatim quote supporting it."),
         click.option("--session-id", help="Session the evidence comes from."),
-        click.option("--from-json", "from_json", type=click.File("r", encoding="utf-8"),
+        click.option("--from-json", "from_json", type=click.File("rb"), callback=_json_object,
                      help="Read all fields from a JSON object (file or '-'), as in docs/json.md."),
         json_option,
     ]
@@ -74,20 +74,29 @@ def lesson_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def _json_object(ctx: click.Context, param: click.Parameter, stream: Any) -> dict[str, Any] | None:
+    """Read --from-json while parsing, before the database is opened."""
+    if stream is None:
+        return None
+    data = stream.read()
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise click.BadParameter(f"not valid UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+                                 f"{exc.start}); save it as UTF-8", ctx, param) from None
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not valid JSON ({exc.msg}, line {exc.lineno})", ctx,
+                                 param) from None
+    if not isinstance(value, dict):
+        raise click.BadParameter("must hold one JSON object", ctx, param)
+    return value
+
+
 def collect_fields(opts: dict[str, Any], *, updating: bool) -> dict[str, Any]:
     """Turn command options into API fields; only the options actually given."""
     fields: dict[str, Any] = {}
     if opts.get("from_json") is not None:
-        try:
-            data = json.load(opts["from_json"])
-        except json.JSONDecodeError as exc:
-            raise click.ClickException(f"--from-json: not valid JSON ({exc.msg})") from None
-        except UnicodeDecodeError as exc:
-            raise click.UsageError(f"--from-json: not valid UTF-8 text (byte 0x{exc.object[exc.start]:02x} "
-                                   f"at offset {exc.start}); save it as UTF-8") from None
-        if not isinstance(data, dict):
-            raise click.ClickException("--from-json must hold one JSON object")
-        fields.update(data)
+        fields.update(opts["from_json"])
     for opt, name in TEXT_OPTIONS.items():
         if opts.get(opt) is not None:
             fields[name] = opts[opt]

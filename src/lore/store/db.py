@@ -161,6 +161,15 @@ def _read_only_uri(path: Path) -> str:
     return uri + "&immutable=1"
 
 
+def _nearly_full(folder: Path) -> bool:
+    """A write that failed on a full disk can surface as an I/O error (the -shm mapping)."""
+    try:
+        vfs = os.statvfs(folder)
+    except OSError:
+        return False
+    return vfs.f_bavail * vfs.f_frsize < 1024 * 1024
+
+
 # SQLite's primary result codes a user can cause through the file system.
 SQLITE_PERM, SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN = 3, 8, 10, 13, 14
 
@@ -176,7 +185,7 @@ def storage_error(exc: Exception, path: Path | str) -> StorageError | None:
         return ReadOnlyDatabase(f"the database {path} is read-only here (its file or folder is "
                                 "not writable), so this command cannot change it",
                                 f"make {path} and {folder} writable, or use read commands only")
-    if code == SQLITE_FULL:
+    if code == SQLITE_FULL or (code == SQLITE_IOERR and _nearly_full(folder)):
         return StorageError(f"no space left on the disk holding {path}",
                             "free some space (df -h shows how much is left) and run it again")
     if code == SQLITE_CANTOPEN or code == SQLITE_PERM:
