@@ -82,7 +82,11 @@ class LoreGroup(click.Group):
             from lore.errors import os_error_message
 
             raise click.ClickException("; ".join(os_error_message(exc))) from None
-        except UnicodeError as exc:
+        except UnicodeDecodeError as exc:  # a file given to the command
+            raise click.ClickException(f"a file is not valid UTF-8 text (byte 0x"
+                                       f"{exc.object[exc.start]:02x} at offset {exc.start}); "
+                                       "save it as UTF-8") from None
+        except UnicodeEncodeError as exc:
             if "surrogates not allowed" not in str(exc):
                 raise
             raise click.UsageError("an argument or standard input is not valid UTF-8 text; "
