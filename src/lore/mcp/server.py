@@ -25,8 +25,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from lore.errors import LoreError, StoreBusy
+from lore.errors import LoreError, StoreBusy, os_error_message
 from lore.models import Filters
+from lore.store.db import storage_error
 
 if TYPE_CHECKING:
     from lore.api import Lore
@@ -117,6 +118,13 @@ class LoreTools:
             raise ToolError(f"{exc} (retried 3 times)") from None
         except LoreError as exc:
             raise ToolError(str(exc)) from None
+        except OSError as exc:  # a home that is a file, unreadable, read-only, full
+            raise ToolError("; ".join(os_error_message(exc))) from None
+        except Exception as exc:
+            found = storage_error(exc, self.settings.db_path)  # SQLite: read-only, full disk
+            if found is None:
+                raise
+            raise ToolError(str(found)) from None
 
     async def project(self, ctx: Context | None, given: str | None) -> str | None:
         """The project a call is about: the argument, else the client's root, else our cwd.
