@@ -8,7 +8,7 @@ NPM_TOOLS := .npm-tools
 # Real MCP clients for the end-to-end tests, pinned; installed from the npm registry.
 NPM_PACKAGES := @modelcontextprotocol/inspector@2.12.0 @anthropic-ai/claude-code@2.1.330
 
-.PHONY: install npm-tools demo test lint bench docs clean
+.PHONY: install npm-tools demo test lint bench docs dist clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,7 @@ npm-tools: ## Install the MCP Inspector and Claude Code CLIs for the e2e tests (
 		npm install --no-audit --no-fund --loglevel=error --prefix $(NPM_TOOLS) $(NPM_PACKAGES); \
 	else echo "npm not found: the e2e tests with the MCP Inspector and Claude Code will be skipped"; fi
 
-test: $(STAMP) npm-tools ## Run the whole test suite
+test: $(STAMP) npm-tools ## Run the whole test suite (tests/e2e/test_wheel.py builds and installs the wheel)
 	$(BIN)/python -m pytest
 
 lint: $(STAMP) ## Ruff and mypy
@@ -37,8 +37,11 @@ lint: $(STAMP) ## Ruff and mypy
 bench: $(STAMP) ## Benchmarks; results go to docs/benchmarks.md by hand
 	$(BIN)/python bench/search_bench.py
 
+dist: $(STAMP) ## Build the sdist and the wheel into dist/
+	$(BIN)/python -m build --outdir dist .
+
 docs: $(STAMP) ## Regenerate the CLI reference from --help
 	$(BIN)/python scripts/cli_reference.py > docs/cli.md
 
 clean:
-	rm -rf $(VENV) $(NPM_TOOLS) build *.egg-info src/*.egg-info .pytest_cache
+	rm -rf $(VENV) $(NPM_TOOLS) build dist *.egg-info src/*.egg-info .pytest_cache

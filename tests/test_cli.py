@@ -178,11 +178,11 @@ def test_admin_commands(run, tmp_path):
     a = add(run, "Alpha", "one", "--tag", "js")  # the template config aliases js
     add(run, "Beta", "two", "--tag", "frontend")
     assert json.loads(run("recall", "show", a, "--json").stdout)["tags"] == ["javascript"]
-    merged = run("admin", "merge-tags", "frontend", "javascript", "--json")
+    merged = run("admin", "merge-tags", "frontend", "javascript", "--yes", "--json")
     assert json.loads(merged.stdout)["lessons"] == 1
     tags = json.loads(run("recall", "tags", "--counts", "--json").stdout)
     assert tags == [{"tag": "javascript", "count": 2}]
-    missing = run("admin", "merge-tags", "nope", "javascript")
+    missing = run("admin", "merge-tags", "nope", "javascript", "--yes")
     assert missing.exit_code == 1 and "no lesson is tagged 'nope'" in missing.stderr
     re = run("admin", "reembed", "--force", "--json")
     assert json.loads(re.stdout) == {"embedded": 2, "model": "all-MiniLM-L6-v2",

@@ -29,14 +29,14 @@ from lore.ids import now
 from lore.models import Edge, Filters, ImportReport, Lesson, RefItem, RelatedLesson, SearchResult
 from lore.recall import MemoryIndex, hybrid
 from lore.recall import graph as graph_ops
-from lore.store import Store, open_store
+from lore.store import Store, open_store, storage_error
 
 if TYPE_CHECKING:
     from lore.capture.transcripts import FileEdit
     from lore.core.conversations import Conversations
     from lore.core.learner import Learner
 
-__all__ = ["Lore", "Progress", "content_hash", "require_id"]
+__all__ = ["Lore", "Progress", "content_hash", "require_id", "storage_error"]
 
 
 class Lore:
@@ -336,6 +336,11 @@ class Lore:
                      max_items or ctx.max_items)
 
     # ---- health -----------------------------------------------------------------------
+    @property
+    def read_only(self) -> bool:
+        """The database was opened read-only: searches answer, nothing is written."""
+        return self.store.read_only
+
     def integrity(self) -> str:
         """The store's own consistency check: 'ok' or what is wrong."""
         return self.store.integrity()

@@ -228,7 +228,12 @@ def load_config(path: Path | None = None) -> Settings:
     home = lore_home()
     path = path or config_file()
     raw: dict[str, Any] = {}
-    if path.exists():
+    try:
+        exists = path.exists()
+    except OSError as exc:  # a home without read permission
+        raise ConfigError(f"cannot read config {path}: {exc.strerror}; check the permissions "
+                          f"of {path.parent} (ls -ld)") from None
+    if exists:
         raw = _read_yaml(path)
     raw = _interpolate(raw, path)
     merged, sources = _merge(raw, path)
@@ -236,7 +241,25 @@ def load_config(path: Path | None = None) -> Settings:
         config = Config.model_validate(merged)
     except ValidationError as exc:
         raise ConfigError(_explain(exc, path)) from None
-    return Settings(config=config, home=home, config_path=path, sources=sources)
+    settings = Settings(config=config, home=home, config_path=path, sources=sources)
+    check_database_path(settings)
+    return settings
+
+
+def check_database_path(settings: Settings) -> None:
+    """A database path that was configured (config file, $LORE_DB, --db) must sit in an
+    existing folder: a typo must not create folders and an empty database somewhere.
+    Only the default home is created on first use."""
+    if not settings.config.database:
+        return
+    folder = settings.db_path.parent
+    if folder.is_dir():
+        return
+    source = settings.sources.get("database", "config")
+    where = source if source.startswith(("$", "--")) else f"config {source}: database"
+    what = "is a file, not a folder" if folder.exists() else "does not exist"
+    raise ConfigError(f"{where} is {settings.config.database!r}, whose folder {folder} {what}; "
+                      "fix the path or create the folder")
 
 
 def default_settings(home: Path | None = None) -> Settings:

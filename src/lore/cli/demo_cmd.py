@@ -11,10 +11,10 @@ from typing import Any
 
 import click
 
-from lore.cli.common import console
+from lore.cli.common import LoreCommand, console
 
 
-@click.command("demo")
+@click.command("demo", cls=LoreCommand)
 @click.option("--home", type=click.Path(file_okay=False),
               help="Folder for the demo database (default: a new temporary folder).")
 def demo(home: str | None) -> None:

@@ -8,16 +8,16 @@ from typing import Any
 
 import click
 
-from lore.cli.common import emit_json, json_option, notice, progress_bar, with_lore
+from lore.cli.common import LoreCommand, emit_json, json_option, notice, progress_bar, with_lore
 
 
-@click.command("ingest")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.command("ingest", cls=LoreCommand)
+@click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--watch", is_flag=True, help="Keep running and import files as they change.")
 @click.option("--no-embed", is_flag=True, help="Store and index keywords only; embed later.")
 @json_option
 @with_lore
-def ingest(lore: Any, paths: tuple[Path, ...], watch: bool, no_embed: bool, json_: bool) -> None:
+def ingest(lore: Any, paths: tuple[str, ...], watch: bool, no_embed: bool, json_: bool) -> None:
     """Import Claude Code transcripts (and Codex CLI rollouts) incrementally.
 
     Each file is read on from where the last import stopped; a rewritten file is read
@@ -31,7 +31,8 @@ def ingest(lore: Any, paths: tuple[Path, ...], watch: bool, no_embed: bool, json
     """
     from lore.capture.ingest import default_roots
 
-    roots = list(paths) or default_roots()
+    # Strings, not Paths, until checked: Path('') would be the cwd.
+    roots = [Path(p) for p in paths] or default_roots()
     if not any(r.exists() for r in roots):
         raise click.ClickException(f"no such file or folder: {', '.join(map(str, roots))}")
     report = _run(lore, roots, no_embed)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from lore.cli.common import notice
+from lore.cli.common import LoreCommand, notice
 
 SCOPE = click.option("--scope", type=click.Choice(["user", "project", "local"]), default="user",
                      show_default=True,
@@ -38,7 +38,7 @@ def _run(scope: str, dry_run: bool, remove: bool) -> None:
         notice(("updated " if c.before is not None else "created ") + str(c.path))
 
 
-@click.command("install")
+@click.command("install", cls=LoreCommand)
 @SCOPE
 @DRY
 def install(scope: str, dry_run: bool) -> None:
@@ -52,7 +52,7 @@ def install(scope: str, dry_run: bool) -> None:
     _run(scope, dry_run, remove=False)
 
 
-@click.command("uninstall")
+@click.command("uninstall", cls=LoreCommand)
 @SCOPE
 @DRY
 def uninstall(scope: str, dry_run: bool) -> None:

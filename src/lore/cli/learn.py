@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -11,13 +10,16 @@ import click
 
 from lore.cli.common import (
     LoreGroup,
+    confirm,
     emit_json,
     json_option,
     notice,
     read_content,
     resolve_project,
     split_multi,
+    stdin_text,
     with_lore,
+    yes_option,
 )
 
 LIST_OPTIONS = {
@@ -63,7 +65,7 @@ def lesson_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--con", multiple=True, help="A trade-off against (repeatable)."),
         click.option("--evidence", multiple=True, help="A verbatim quote supporting it."),
         click.option("--session-id", help="Session the evidence comes from."),
-        click.option("--from-json", "from_json", type=click.File("r", encoding="utf-8"),
+        click.option("--from-json", "from_json", type=click.File("rb"), callback=_json_object,
                      help="Read all fields from a JSON object (file or '-'), as in docs/json.md."),
         json_option,
     ]
@@ -72,17 +74,29 @@ def lesson_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def _json_object(ctx: click.Context, param: click.Parameter, stream: Any) -> dict[str, Any] | None:
+    """Read --from-json while parsing, before the database is opened."""
+    if stream is None:
+        return None
+    data = stream.read()
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise click.BadParameter(f"not valid UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+                                 f"{exc.start}); save it as UTF-8", ctx, param) from None
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not valid JSON ({exc.msg}, line {exc.lineno})", ctx,
+                                 param) from None
+    if not isinstance(value, dict):
+        raise click.BadParameter("must hold one JSON object", ctx, param)
+    return value
+
+
 def collect_fields(opts: dict[str, Any], *, updating: bool) -> dict[str, Any]:
     """Turn command options into API fields; only the options actually given."""
     fields: dict[str, Any] = {}
     if opts.get("from_json") is not None:
-        try:
-            data = json.load(opts["from_json"])
-        except json.JSONDecodeError as exc:
-            raise click.ClickException(f"--from-json: not valid JSON ({exc.msg})") from None
-        if not isinstance(data, dict):
-            raise click.ClickException("--from-json must hold one JSON object")
-        fields.update(data)
+        fields.update(opts["from_json"])
     for opt, name in TEXT_OPTIONS.items():
         if opts.get(opt) is not None:
             fields[name] = opts[opt]
@@ -141,25 +155,32 @@ def learn() -> None:
 
 
 @learn.command("add")
-@click.argument("title")
-@click.argument("content", required=False)
+@click.argument("title", required=False)
+@click.argument("content", required=False, callback=stdin_text)
 @lesson_options
 @with_lore
-def learn_add(lore: Any, title: str, content: str | None, json_: bool, **opts: Any) -> None:
+def learn_add(lore: Any, title: str | None, content: str | None, json_: bool,
+              **opts: Any) -> None:
     """Add a lesson: a title and its content (argument, --content-file, or '-' for stdin).
+
+    With --from-json, TITLE may be left out: the object's "title" is used (and wins over
+    TITLE when both are given).
 
     \b
     Examples:
       lore learn add "Use file sessions, not Redis" "Redis was rejected for auth." \\
           --kind preference --tag auth --context "small deployments"
       git log -1 --format=%B | lore learn add "Why we pin numpy" - --source git
+      lore learn add --from-json lesson.json
     """
     fields = collect_fields(opts, updating=False)
+    fields["title"] = fields.get("title") or title
+    if fields["title"] is None:
+        raise click.UsageError("give a TITLE (or a \"title\" in the --from-json object)")
     text = read_content(content, opts.get("content_file"))
     if text is not None:
         fields["content"] = text
     fields.setdefault("content", "")
-    fields["title"] = fields.get("title") or title
     for tag in lore.unknown_tags(fields.get("tags", [])):
         notice(f"warning: tag '{tag}' is not in known_tags")
     lesson = lore.add_lesson(**fields)
@@ -169,7 +190,8 @@ def learn_add(lore: Any, title: str, content: str | None, json_: bool, **opts: A
 @learn.command("update")
 @click.argument("lesson_id")
 @click.option("--title", help="New title.")
-@click.option("--content", "content_text", help="New content ('-' reads stdin).")
+@click.option("--content", "content_text", callback=stdin_text,
+              help="New content ('-' reads stdin).")
 @click.option("--add-tag", multiple=True, help="Add a tag, keeping the others.")
 @click.option("--remove-tag", multiple=True, help="Remove a tag.")
 @lesson_options
@@ -204,19 +226,20 @@ def learn_update(lore: Any, lesson_id: str, title: str | None, content_text: str
 
 @learn.command("delete")
 @click.argument("lesson_id")
-@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@yes_option("delete the lesson")
 @json_option
 @with_lore
 def learn_delete(lore: Any, lesson_id: str, yes: bool, json_: bool) -> None:
     """Delete a lesson with its tags, evidence and links.
+
+    Asks first on a terminal; in a script or pipe it refuses unless --yes is given.
 
     \b
     Example:
       lore learn delete 01JD… --yes
     """
     lesson = lore.get_lesson(lesson_id)
-    if not yes and sys.stdin.isatty():
-        click.confirm(f"Delete '{lesson.title}'?", abort=True, err=True)
+    confirm(yes, f"Delete '{lesson.title}'?")
     lore.delete_lesson(lesson_id)
     if json_:
         emit_json({"deleted": lesson.id, "title": lesson.title})
@@ -249,15 +272,21 @@ def learn_link(lore: Any, from_id: str, to_id: str, relation: str, json_: bool) 
 @click.argument("from_id")
 @click.argument("to_id")
 @click.option("--relation", "-r", help="Only this relation (default: every relation).")
+@yes_option("remove links")
 @json_option
 @with_lore
-def learn_unlink(lore: Any, from_id: str, to_id: str, relation: str | None, json_: bool) -> None:
+def learn_unlink(lore: Any, from_id: str, to_id: str, relation: str | None, yes: bool,
+                 json_: bool) -> None:
     """Remove the link(s) from one lesson to another.
+
+    Asks first on a terminal; in a script or pipe it refuses unless --yes is given.
 
     \b
     Example:
-      lore learn unlink 01JD…A 01JD…B --relation related_to
+      lore learn unlink 01JD…A 01JD…B --relation related_to --yes
     """
+    which = f"'{relation}' links" if relation else "every link"
+    confirm(yes, f"Remove {which} from {from_id} to {to_id}?")
     removed = lore.unlink(from_id, to_id, relation)
     if json_:
         emit_json({"removed": removed})
@@ -266,7 +295,7 @@ def learn_unlink(lore: Any, from_id: str, to_id: str, relation: str | None, json
 
 
 @learn.command("correction")
-@click.argument("text")
+@click.argument("text", callback=stdin_text)
 @click.option("--previous", help="What the agent said or proposed that the user corrected.")
 @click.option("--project", help="Project it applies to ('.' = current; default: the current one).")
 @click.option("--global", "global_", is_flag=True, help="A rule for every project.")
@@ -290,7 +319,7 @@ def learn_correction(lore: Any, text: str, previous: str | None, project: str | 
           --previous "I'll add Redis for the session store."
       lore learn correction "always run ruff before committing" --global --json
     """
-    body = read_content(text, None) or ""
+    body = text
     scope = None if global_ else resolve_project(project or ".")
     outcome = lore.learner.record(body, previous, project=scope, session_id=session_id,
                                     files=list(files), origin="manual")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import click
 
+from lore.cli.common import LoreCommand
+
 PROFILE_CHOICES = ["canonical", "ai-lessons", "self-learning", "self-reflect", "reinforcement", "all"]
 
 
-@click.command("mcp")
+@click.command("mcp", cls=LoreCommand)
 @click.option("--profile", type=click.Choice(PROFILE_CHOICES), default="canonical",
               show_default=True, envvar="LORE_MCP_PROFILE",
               help="Tool names to expose: Lore's own (lore_*), a design seed's, or all of them.")

@@ -71,7 +71,9 @@ def recall_search(lore: Any, query: str, limit: int | None, tag: tuple[str, ...]
         sources=tuple(split_multi(source)), kinds=tuple(split_multi(kind)), statuses=statuses,
         project=resolve_project(project), file_types=tuple(split_multi(file_type)),
     )
-    results = lore.recall(query, filters, limit, mode=mode, track=not no_track,  # type: ignore[arg-type]
+    # A read-only database (its home is not writable) still answers; usage is not counted.
+    track = not no_track and not lore.read_only
+    results = lore.recall(query, filters, limit, mode=mode, track=track,  # type: ignore[arg-type]
                           interface="cli")
     if json_:
         emit_json({"query": query, "results": [r.to_dict(explain=explain) for r in results]})

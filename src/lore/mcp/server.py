@@ -30,9 +30,6 @@ Search it (lore_search) before choosing an approach the user may have an opinion
 lesson (lore_add) when the user corrects you, states a lasting preference, or when something took
 debugging to learn. Search results are short; fetch a whole lesson with lore_get."""
 
-StrList = list[str] | None
-
-
 
 def build_server(settings: Settings, profile: str = "canonical",
                  lore: Lore | None = None) -> tuple[MCPServer, LoreTools]:

@@ -21,7 +21,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
-from lore.errors import LoreError, StoreBusy
+from lore.errors import LoreError, StoreBusy, os_error_message
 
 if TYPE_CHECKING:
     from lore.api import Lore
@@ -106,6 +106,15 @@ class LoreTools:
             raise ToolError(f"{exc} (retried 3 times)") from None
         except LoreError as exc:
             raise ToolError(str(exc)) from None
+        except OSError as exc:  # a home that is a file, unreadable, read-only, full
+            raise ToolError("; ".join(os_error_message(exc))) from None
+        except Exception as exc:
+            from lore.api import storage_error
+
+            found = storage_error(exc, self.settings.db_location)  # read-only, full disk …
+            if found is None:
+                raise
+            raise ToolError(str(found)) from None
 
     async def project(self, ctx: Context | None, given: str | None) -> str | None:
         """The project a call is about: the argument, else the client's root, else our cwd.

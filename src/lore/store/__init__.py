@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from lore import plugins
+from lore.errors import LoreError, StorageError
 from lore.store.protocol import (
     PREFERENCE_COLUMNS,
     PREFERENCE_KEYS,
@@ -32,6 +33,18 @@ def backend_name(location: str | Path) -> str:
     return m.group(1).lower() if m else "sqlite"
 
 
+def storage_error(exc: Exception, location: str | Path) -> StorageError | None:
+    """A backend's own exception (a read-only file, a full disk …) as the StorageError that says
+    what to do; None when it is something else. A backend offers this as ``storage_error``."""
+    try:
+        cls = plugins.load("lore.stores", backend_name(location), "database backend")
+    except LoreError:
+        return None
+    translate = getattr(cls, "storage_error", None)
+    found: StorageError | None = translate(exc, location) if translate else None
+    return found
+
+
 def open_store(location: str | Path, *, create: bool = True) -> Store:
     """Open (and migrate) the database at ``location`` with the backend it names."""
     cls = plugins.load("lore.stores", backend_name(location), "database backend")
@@ -40,7 +53,8 @@ def open_store(location: str | Path, *, create: bool = True) -> Store:
 
 
 __all__ = [
-    "open_store", "backend_name", "Store", "LessonStore", "ConversationStore", "CorrectionStore",
+    "open_store", "storage_error", "backend_name", "Store", "LessonStore", "ConversationStore",
+    "CorrectionStore",
     "SessionStore", "LessonRow", "fts_query", "fts_terms", "PREFERENCE_COLUMNS", "PREFERENCE_KEYS",
     "TEXT_FIELDS",
 ]

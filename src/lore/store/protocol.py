@@ -210,6 +210,11 @@ class Store(LessonStore, Protocol):
         ...
 
     @property
+    def read_only(self) -> bool:
+        """Opened read-only: searches answer, nothing is written (not even usage statistics)."""
+        ...
+
+    @property
     def conversations(self) -> ConversationStore: ...
 
     @property

@@ -18,7 +18,7 @@ from lore.store.protocol import Store
 from lore.store.sqlite import migrations
 from lore.store.sqlite.conversations import ConversationTables
 from lore.store.sqlite.corrections import CorrectionTables
-from lore.store.sqlite.db import atomic, connect
+from lore.store.sqlite.db import atomic, connect, storage_error
 from lore.store.sqlite.lessons import LessonTables
 from lore.store.sqlite.migrations import SCHEMA_VERSION, migrate
 from lore.store.sqlite.sessions import SessionTables
@@ -44,6 +44,14 @@ class SQLiteStore(LessonTables):
             conn.close()
             raise
         return cls(conn, str(location))
+
+    # A driver exception as the StorageError that says what to do (see lore.store.storage_error).
+    storage_error = staticmethod(storage_error)
+
+    @property
+    def read_only(self) -> bool:
+        """Opened read-only (the file or its folder is not writable): nothing is written."""
+        return bool(getattr(self.conn, "read_only", False))
 
     @contextmanager
     def atomic(self) -> Iterator[Any]:

