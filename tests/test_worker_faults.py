@@ -25,9 +25,37 @@ FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
 TRANSCRIPT = (FIXTURES / "daaain-claude-code-log" / "-Users-dain-workspace-claude-code-log-sample"
               / "0d3a8e6f-290f-4105-a327-a2496e5e2a83.jsonl")
 OTHER_TRANSCRIPT = TRANSCRIPT.with_name("fe869ecb-c176-478f-9734-7e4b8ef12cff.jsonl")
-# A payload the hooks never write but a hand-edited or older queue file can hold: the worker's
-# correction path calls .get on it and fails with AttributeError on every attempt.
-POISON = {"session_id": "s", "lore_signals": ["not", "an", "object"]}
+# An event that meets a bug: the handler raises on it every time (see handler_bug). The real
+# faults (disk full, a locked or corrupt database) are further down.
+POISON = {"session_id": "s", "bug": True}
+HANDLER_BUG = """
+from lore.worker import Worker
+real = Worker.outcome
+def outcome(self, event):
+    if "bug" in event.payload:
+        raise AttributeError("'list' object has no attribute 'get'")
+    return real(self, event)
+Worker.outcome = outcome
+"""
+
+
+@pytest.fixture(autouse=True)
+def handler_bug():
+    """Any event whose payload has "bug" makes the handler raise, as an unforeseen bug would."""
+    from lore import worker as module
+
+    real = module.Worker.outcome
+    exec(HANDLER_BUG, {})
+    yield
+    module.Worker.outcome = real
+
+
+RUN_ONCE = """
+import sys
+from lore.entry import main
+sys.argv = ["lore", "worker", "run", "--once"]
+main()
+"""
 
 
 def env(home: Path) -> dict[str, str]:
@@ -165,7 +193,7 @@ def test_worker_status_shows_retrying_events_errors_and_quarantine(lore_home):
     q = Queue(lore_home / "queue")
     q.append("UserPromptSubmit", POISON)
     (q.pending / "00000000000000000001-1-aaaaaa.json").write_text("[1, 2")
-    run = subprocess.run([LORE, "worker", "run", "--once"], env=env(lore_home),
+    run = subprocess.run([sys.executable, "-c", HANDLER_BUG + RUN_ONCE], env=env(lore_home),
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     out = subprocess.run([LORE, "worker", "status", "--json"], env=env(lore_home),
@@ -219,10 +247,7 @@ def insert(self, *a, **k):
         os._exit(9)  # killed mid-transaction: no clean-up, nothing committed
     return real(self, *a, **k)
 conversations.ConversationStore.insert_message = insert
-from lore.entry import main
-sys.argv = ["lore", "worker", "run", "--once"]
-main()
-"""
+""" + RUN_ONCE
 
 
 def test_worker_killed_during_handle_or_before_the_ack_loses_and_duplicates_nothing(lore_home):
@@ -248,10 +273,7 @@ import resource, signal, sys
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
 limit = int(sys.argv[1])
 resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-from lore.entry import main
-sys.argv = ["lore", "worker", "run", "--once"]
-main()
-"""
+""" + RUN_ONCE
 
 
 def test_disk_full_fails_the_event_not_the_worker(lore_home):

@@ -30,6 +30,9 @@ from lore.errors import ConfigError, LoreError
 POLL_SECONDS = 1.0
 RESCORE_SECONDS = 3600.0  # recency fades: learned rules are rescored this often
 TRANSCRIPT_EVENTS = ("SessionEnd", "Stop", "SubagentStop", "PreCompact")
+# Payload fields the worker reads as text; one of another type (a hand-edited or foreign
+# event) is dropped rather than bound into SQL.
+TEXT_FIELDS = ("session_id", "cwd", "transcript_path", "tool_name", "trigger", "prompt")
 MAX_ATTEMPTS = 5  # failed attempts before an event is quarantined
 RETRY_DELAYS = (5.0, 20.0, 80.0, 320.0)  # seconds before the 2nd, 3rd, … attempt
 
@@ -168,6 +171,7 @@ class Worker:
 
     def outcome(self, event: Event) -> str:
         """What handling ``event`` did, in a few words; raises on failure."""
+        event.payload = typed_payload(event.payload)
         outcome = "kept"
         path = event.payload.get("transcript_path")
         if event.kind in TRANSCRIPT_EVENTS and isinstance(path, str) and os.path.isfile(path):
@@ -321,6 +325,19 @@ def stop_background(settings: Settings, timeout: float = 30.0) -> bool:
     while time.time() < deadline and _alive(pid):
         time.sleep(0.1)
     return not _alive(pid)
+
+
+def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` with every field the worker reads of the type it expects: text fields that
+    are not text are dropped, signals that are not an object are dropped."""
+    p = {k: v for k, v in payload.items() if k not in TEXT_FIELDS or isinstance(v, str)}
+    signals = p.get("lore_signals")
+    if isinstance(signals, dict):
+        p["lore_signals"] = {k: v for k, v in signals.items()
+                             if k not in ("user_message", "assistant_proposal") or isinstance(v, str)}
+    else:
+        p.pop("lore_signals", None)
+    return p
 
 
 def _iso(at: float) -> str:
