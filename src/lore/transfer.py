@@ -124,6 +124,13 @@ def import_records(lore: Lore, lines: Iterable[str], *, skip_invalid: bool,
     return report
 
 
+def read_lines(data: bytes) -> list[str]:
+    """The lines of a JSON Lines file: invalid UTF-8 becomes U+FFFD (the rest of the line is
+    kept), and only a newline ends a line; U+2028 and other separators that ``splitlines``
+    would cut at can stand raw inside a JSON string (an export writes them so)."""
+    return [line.removesuffix("\r") for line in data.decode("utf-8", "replace").split("\n")]
+
+
 def _parse(line: str) -> LessonRecord:
     try:
         data = json_value(line)  # lone surrogates and NULs become U+FFFD

@@ -168,15 +168,15 @@ def admin_import(lore: Any, file: str, skip_invalid: bool, json_: bool) -> None:
 
 
 def _read_lines(file: str) -> list[str]:
+    from lore.transfer import read_lines
+
     if file == "-":
-        return sys.stdin.read().splitlines()
+        return read_lines(sys.stdin.buffer.read())
     path = Path(file)
     try:
-        return path.read_text(encoding="utf-8").splitlines()
+        return read_lines(path.read_bytes())
     except FileNotFoundError:
         raise click.ClickException(f"no such file: {file}") from None
-    except UnicodeDecodeError:
-        raise click.ClickException(f"{file} is not UTF-8 JSON Lines") from None
     except OSError as exc:
         raise click.ClickException(f"cannot read {file}: {exc.strerror or exc}") from None
 
