@@ -359,3 +359,30 @@ def test_an_unwritable_home_fails_open_in_the_hook_and_clearly_in_the_worker(tmp
     run = subprocess.run([LORE, "worker", "run", "--once"], env=env(home), capture_output=True,
                          text=True, timeout=60)
     assert run.returncode != 0 and "Traceback" not in run.stderr
+
+
+def test_a_clock_jump_skews_rule_decay_only_until_the_next_rescore(lore_home, monkeypatch):
+    """Recency compares evidence times with the wall clock; every rescore recomputes from the
+    stored times, so the first rescore after the clock is right again undoes a jump."""
+    from datetime import UTC, datetime, timedelta
+
+    import lore.learn.learner as learner
+    from lore.learn import Learning
+
+    w = worker(lore_home)
+    learning = Learning(w.lore)
+    rule = learning.record("always use type hints", None, project="/p").lesson
+    assert rule is not None
+    before = w.lore.get_lesson(rule.id).score
+
+    class Jumped(datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return datetime.now(tz or UTC) + timedelta(days=365)
+
+    monkeypatch.setattr(learner, "datetime", Jumped)  # the clock jumps a year ahead
+    w.rescore()
+    assert w.lore.get_lesson(rule.id).score < before  # faded early
+    monkeypatch.setattr(learner, "datetime", datetime)  # the clock is right again
+    w.rescore()
+    assert w.lore.get_lesson(rule.id).score == before
