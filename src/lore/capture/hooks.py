@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from lore.capture.queue import Queue
 from lore.capture.signals import might_teach
 from lore.capture.tail import MAX_FIELD, last_assistant, last_exchange
+from lore.normalize import json_value
 
 if TYPE_CHECKING:
     from typing import Any
@@ -35,7 +36,8 @@ def home() -> Path:
 def run(event_name: str, stdin: str, queue_root: Path | None = None) -> str | None:
     """Handle one hook call; return what to print on stdout (None: nothing)."""
     kind = EVENTS.get(event_name, event_name)
-    payload = json.loads(stdin) if stdin.strip() else {}
+    # Lone surrogates and NULs become U+FFFD, so the event can be written and stored.
+    payload = json_value(stdin) if stdin.strip() else {}
     if not isinstance(payload, dict):
         raise ValueError("hook input is not a JSON object")
     payload = _clip(payload)
@@ -146,7 +148,8 @@ def main(event_name: str) -> int:
     if os.environ.get("LORE_DISABLED") == "1":
         return 0
     try:
-        out = run(event_name, sys.stdin.read())
+        # Bytes, not text: invalid UTF-8 becomes U+FFFD instead of losing the event.
+        out = run(event_name, sys.stdin.buffer.read().decode("utf-8", "replace"))
         if out:
             sys.stdout.write(out)
     except Exception:  # noqa: BLE001 - fail open: log, never block the agent

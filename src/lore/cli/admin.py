@@ -20,7 +20,6 @@ from lore.cli.common import (
     open_lore,
     progress_bar,
     settings,
-    stdin_text,
     table,
     with_lore,
     yes_option,
@@ -181,18 +180,19 @@ def admin_import(lore: Any, lines: list[str], skip_invalid: bool, json_: bool) -
 
 
 def _read_lines(ctx: click.Context, param: click.Parameter, file: str) -> list[str]:
-    """Read the whole file (or stdin) while parsing, before the database is opened."""
+    """Read the whole file (or stdin) while parsing, before the database is opened. Bytes
+    that are not UTF-8 become U+FFFD in their line, so one bad byte costs one line at most."""
+    from lore.transfer import read_lines
+
     if file == "-":
-        return str(stdin_text(ctx, param, file)).splitlines()
+        return read_lines(sys.stdin.buffer.read())
     if file == "":
         raise click.BadParameter("an empty path; give a file or '-'", ctx, param)
     path = Path(file)
     try:
-        return path.read_text(encoding="utf-8").splitlines()
+        return read_lines(path.read_bytes())
     except FileNotFoundError:
         raise click.ClickException(f"no such file: {file}") from None
-    except UnicodeDecodeError:
-        raise click.ClickException(f"{file} is not UTF-8 JSON Lines") from None
     except OSError as exc:
         raise click.ClickException(f"cannot read {file}: {exc.strerror or exc}") from None
 
