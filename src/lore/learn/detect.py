@@ -38,15 +38,16 @@ from lore.learn.features import (
 
 WEIGHTS_FILE = Path(__file__).with_name("detector.json")
 
-# Cue groups: membership, not per-cue weights, is what the model learns from.
+# Cue groups: membership, not per-cue weights, is what the model learns from. Cues that
+# fired on the positives of a single development repository only ("rather than", "it's
+# important", "never … from now on") were left out: they fit an author, not the task.
 GROUPS: dict[str, tuple[str, ...]] = {
     "reactive": ("opens_no", "opens_actually", "not_right", "you_did", "you_are", "missed",
                  "undo", "regression", "i_said", "why_did_you", "handoff", "redo", "too_much",
                  "already_exists"),
-    "redirect": ("instead", "use_instead", "instead_of", "rather", "not_but", "no_need",
+    "redirect": ("instead", "use_instead", "instead_of", "not_but", "no_need",
                  "dont_do", "dont_anywhere"),
-    "rule": ("always_never", "from_now_on", "make_rule", "i_prefer", "important", "must_caps",
-             "we_convention", "standing_rule"),
+    "rule": ("always_never", "from_now_on", "make_rule", "i_prefer", "must_caps", "we_convention"),
     "report": ("failure_report", "no_then_symptom"),
     "polite": ("approval", "continue", "greeting", "apology"),
     "request": ("request", "instead_in_request", "additive"),

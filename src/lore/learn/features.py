@@ -16,8 +16,6 @@ import math
 import re
 import zlib
 
-_F = re.IGNORECASE
-
 # ---- the message --------------------------------------------------------------------
 _N = r"(?:n'?t|\s+not)"  # "don't", "dont", "do not"
 MESSAGE_CUES: dict[str, str] = {
@@ -174,8 +172,9 @@ def looks_like_log_or_code(text: str) -> bool:
 
 
 def _compile(cues: dict[str, str]) -> list[tuple[str, re.Pattern[str]]]:
-    return [(name, re.compile(p, _F | re.MULTILINE if name != "must_caps" else re.MULTILINE))
-            for name, p in cues.items()]
+    # The text is lower-cased once instead of matching case-insensitively (much faster);
+    # only must_caps reads the original case.
+    return [(name, re.compile(p, re.MULTILINE)) for name, p in cues.items()]
 
 
 _MESSAGE = _compile(MESSAGE_CUES)
@@ -194,11 +193,12 @@ def clean(text: str) -> str:
 def cues(message: str, previous: str | None = None) -> dict[str, float]:
     """The named cues of one message in the context of the agent turn it answers."""
     t = clean(message)
+    low = t.lower()
     out: dict[str, float] = {}
     for name, rx in _MESSAGE:
-        if rx.search(t):
+        if rx.search(t if name == "must_caps" else low):
             out[name] = 1.0
-    prev = clean(previous or "")[-600:]
+    prev = clean(previous or "")[-600:].lower()
     if prev:
         for name, rx in _CONTEXT:
             if rx.search(prev):
