@@ -239,3 +239,32 @@ def test_hashed_ngrams_are_stable_and_weighed_when_a_model_ships_them():
     assert plain.probability(x) == 0.5
     assert with_grams.probability(x, a) > 0.9
     assert with_grams.probability(x, hashed("thanks, looks good")) < with_grams.probability(x, a)
+
+
+def test_the_prefilter_sees_whatever_part_the_detector_weighs():
+    """A long paste with the user's correction after it: the hook must queue it."""
+    message = (RULES_FOR_ANOTHER_TOOL.replace("Always", "Use").replace("Never", "Skip")
+               .replace("Don't", "Skip").replace("Prefer", "Use") * 60
+               + "\n\nno, you used the wrong file, put these in the rules file instead")
+    assert len(message) > 4000
+    d = detect(message, DONE)
+    assert d.positive and d.text.startswith("no, you used the wrong file"), d
+    assert might_teach(message)
+
+
+def test_eval_corrections_scores_several_files_together(run, tmp_path):
+    first = tmp_path / "first.jsonl"
+    second = tmp_path / "second.jsonl"
+    first.write_text(json.dumps({"text": "No, don't use Redis, use files instead",
+                                 "label": "correction", "durable": True, "prev_agent": DONE}) + "\n")
+    second.write_text("".join(json.dumps(r) + "\n" for r in (
+        {"text": "perfect, thanks!", "label": "none", "durable": False, "prev_agent": DONE},
+        {"text": "<ide_selection>never do this</ide_selection>", "label": "none", "durable": False},
+    )))
+    out = run("eval", "corrections", str(first), str(second), "--json", "--show-errors")
+    assert out.exit_code == 0, out.output
+    result = json.loads(out.stdout)
+    assert result["messages"] == 3 and result["labels"] == {"correction": 1, "none": 2}
+    assert (result["precision"], result["recall"]) == (1.0, 1.0) and result["errors"] == []
+    missing = run("eval", "corrections", str(first), str(tmp_path / "nope.jsonl"))
+    assert missing.exit_code == 1 and "no such file" in missing.stderr

@@ -52,8 +52,12 @@ PREFILTER = (
 _compiled: re.Pattern[str] | None = None
 
 
+MAX_INPUT = 20_000  # what the hooks keep of a payload string; both stages read the same prefix
+
+
 def strip_wrappers(text: str) -> str:
     """The words the user typed: client and IDE wrappers removed ('' if only wrappers)."""
+    text = text[:MAX_INPUT]
     if "<" not in text and "[Request" not in text and "Caveat:" not in text and "#" not in text:
         return text.strip()
     return _WRAPPERS.sub(" ", text).strip()
@@ -64,5 +68,7 @@ def might_teach(text: str) -> bool:
     global _compiled
     if _compiled is None:
         _compiled = re.compile(PREFILTER, re.IGNORECASE)
-    t = strip_wrappers(text[:4000]).replace("\u2019", "'")
+    # The whole stripped text: whatever part of it the detector weighs (the start, or the
+    # note after a paste), the pre-filter has seen.
+    t = strip_wrappers(text).replace("\u2019", "'")
     return bool(t) and _compiled.search(t) is not None
