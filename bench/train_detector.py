@@ -33,7 +33,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 from lore.learn import detect as D  # noqa: E402
-from lore.learn.features import BUCKETS, cues, generic, hashed  # noqa: E402
+from lore.learn.features import BUCKETS, clean, cues, generic, hashed  # noqa: E402
 
 ITERATIONS = 300
 OUTER_FOLDS = 10
@@ -73,7 +73,8 @@ def load(paths: list[Path]) -> Data:
     grams = np.zeros((len(rows), BUCKETS))
     weighed, durable_rule = [], []
     for i, r in enumerate(rows):
-        text, reason = D.words_of(r["text"])
+        said, reason = D.words_of(r["text"])
+        text = clean(said)
         prev = r.get("prev_agent")
         c = cues(text, prev)
         g = generic(text, prev)

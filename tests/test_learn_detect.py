@@ -268,3 +268,16 @@ def test_eval_corrections_scores_several_files_together(run, tmp_path):
     assert (result["precision"], result["recall"]) == (1.0, 1.0) and result["errors"] == []
     missing = run("eval", "corrections", str(first), str(tmp_path / "nope.jsonl"))
     assert missing.exit_code == 1 and "no such file" in missing.stderr
+
+
+def test_a_wrapped_correction_becomes_a_rule_without_the_wrapper(fake_lore):
+    from lore.learn import Learning
+
+    wrapped = ("<ide_opened_file>The user opened the file /work/shop/CHANGELOG.md in the IDE. "
+               "This may or may not be related to the current task.</ide_opened_file>"
+               "from now on, keep the changelog in sync with every change you make")
+    out = Learning(fake_lore).record(wrapped, DONE, project="/work/shop", session_id="s1")
+    assert out.lesson is not None, out
+    text = out.lesson.title + " " + out.lesson.content
+    assert "ide_opened_file" not in text and "may or may not" not in text, text
+    assert "changelog" in text.lower()

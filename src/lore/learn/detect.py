@@ -171,7 +171,7 @@ def words_of(message: str) -> tuple[str, str]:
         if not own:
             return "", "pasted text"
         text = own
-    return clean(text), ""
+    return text, ""
 
 
 def gate(text: str) -> str:
@@ -214,7 +214,8 @@ def explain(c: dict[str, float]) -> str:
 
 def detect(message: str, previous: str | None = None, *, threshold: float | None = None) -> Detection:
     """Classify one user message in the context of the agent turn it answers."""
-    text, reason = words_of(message)
+    said, reason = words_of(message)
+    text = clean(said)
     if not reason:
         reason = gate(text)
     if reason:
