@@ -46,8 +46,8 @@ PREFILTER = (
     r"needs?|has\s+to|have\s+to|unnecessary|why|said|told|asked|meant|thought|remind\w*|"
     r"specified|stated|described|according|but|only|just|still|again|anymore|keep|"
     r"supposed|expect\w*|mean|where|without|remove\w*|delete\w*|same|different|change\w*|"
-    r"fix\w*|mistake\w*|error\w*|bug\w*|problem\w*|issue\w*|wtf|please|"
-    r"you(?:'re|\s+are|'ve|\s+have|\s+just)?\s+\w+ed|you(?:'re|\s+are)\s+\w+ing|you)\b"
+    r"fix\w*|mistake\w*|error\w*|bug\w*|problem\w*|issue\w*|wtf|"
+    r"you(?:'re|\s+are|'ve|\s+have|\s+just)?\s+\w+ed|you(?:'re|\s+are)\s+\w+ing)\b"
 )
 _compiled: re.Pattern[str] | None = None
 
