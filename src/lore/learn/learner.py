@@ -32,7 +32,7 @@ from lore.api import Lore
 from lore.embed import document_text
 from lore.errors import InvalidInput
 from lore.ids import new_id, now
-from lore.learn.detect import Detection, detect
+from lore.learn.detect import Detection, detect, words_of
 from lore.learn.extract import Extracted, extract
 from lore.learn.redact import redact
 from lore.models import Evidence, Lesson
@@ -164,7 +164,9 @@ class Learning:
         if not det.positive or not det.durable:
             return self._settle(row, Outcome("none" if not det.positive else "one-off", det))
         try:
-            ex = extract(row["user_message"], row["assistant_proposal"])
+            # The stored (redacted) message without client wrappers or a pasted block.
+            said = words_of(row["user_message"])[0] or row["user_message"]
+            ex = extract(said, row["assistant_proposal"])
         except ValueError:  # nothing left to read once redacted and cut
             return self._settle(row, Outcome("none", det))
         evidence = Evidence(quote=row["user_message"], session_id=row["session_id"],
