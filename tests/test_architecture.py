@@ -10,7 +10,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "lore"
 # Lower number = lower layer. A module may import its own layer and the layers below.
 LAYERS = [
     (0, ("lore", "lore.errors", "lore.models", "lore.ids", "lore.normalize", "lore.config",
-         "lore.schema")),
+         "lore.schema", "lore.private",
+         "lore.learn.redact")),  # the redactor (stdlib only) serves every door, capture included
     (1, ("lore.store", "lore.embed", "lore.capture")),
     (2, ("lore.search", "lore.graph")),
     (3, ("lore.transfer", "lore.conversations", "lore.publish")),

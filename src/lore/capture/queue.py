@@ -8,6 +8,7 @@ and only then removes it: a crash in between means the event is seen again
 (at-least-once), and handlers are idempotent. An event that cannot be read moves to
 ``queue/quarantine`` with the reason, and the entries behind it go on.
 
+Everything here is private to the user (folders 0700, files 0600): events quote the prompts.
 This module imports only the standard library: it is on the hook path.
 """
 
@@ -18,6 +19,8 @@ import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from lore.private import open_private, private_dir
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -54,14 +57,15 @@ class Queue:
 
     # ---- writers (hooks) ----------------------------------------------------------------
     def append(self, kind: str, payload: dict[str, Any]) -> str:
-        self.pending.mkdir(parents=True, exist_ok=True)
+        if not self.pending.is_dir():
+            private_dir(self.pending)
         event_id = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(3).hex()}"
         record = {"v": VERSION, "id": event_id, "kind": kind, "at": time.time(), "payload": payload}
         tmp = self.pending / f".{event_id}.tmp"
         # No fsync: it would cost milliseconds on every hook. The event survives any crash of
         # the agent or the worker (it is in the page cache); only an OS crash in the next few
         # seconds could lose it.
-        with open(tmp, "w", encoding="utf-8") as fh:
+        with open(open_private(tmp), "w", encoding="utf-8") as fh:
             fh.write(json.dumps(record, ensure_ascii=False))
         os.replace(tmp, self.pending / f"{event_id}.json")
         return event_id
@@ -102,13 +106,15 @@ class Queue:
             pass
 
     def quarantine_file(self, path: Path, reason: str) -> None:
-        self.quarantine.mkdir(parents=True, exist_ok=True)
+        private_dir(self.quarantine)
         target = self.quarantine / path.name
         try:
             os.replace(path, target)
         except FileNotFoundError:
             return
-        (self.quarantine / f"{path.name}.reason").write_text(reason + "\n", encoding="utf-8")
+        with open(open_private(self.quarantine / f"{path.name}.reason"), "w",
+                  encoding="utf-8") as fh:
+            fh.write(reason + "\n")
 
     def quarantined(self) -> list[tuple[str, str]]:
         if not self.quarantine.is_dir():
@@ -134,9 +140,9 @@ class Queue:
         return None
 
     def _append_done(self, record: dict[str, Any]) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
+        private_dir(self.root)
         if self.done.exists() and self.done.stat().st_size > ROTATE_BYTES:
             stamp = time.strftime("%Y%m%dT%H%M%S")
             os.replace(self.done, self.root / f"done-{stamp}-{os.getpid()}.jsonl")
-        with open(self.done, "a", encoding="utf-8") as fh:
+        with open(open_private(self.done, "a"), "a", encoding="utf-8") as fh:
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")

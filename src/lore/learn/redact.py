@@ -16,11 +16,15 @@ docs/architecture.md) because the capture, import and storage paths all call it.
 
 from __future__ import annotations
 
-import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import re
 
 __all__ = ["contains_secret", "redact", "redact_value"]
 
-_I = re.IGNORECASE
+_I = 2  # re.IGNORECASE, spelled out: ``re`` is imported only when a rule first runs
+_DOTALL = 16  # re.DOTALL
 _MARK = "[REDACTED:"
 
 
@@ -50,19 +54,19 @@ _FORMATS: list[tuple[str, tuple[str, ...], str]] = [
     ("token", ("gh",), _b(r"gh[pousr]_[A-Za-z0-9]{30,}")),
     ("token", ("github_pat_",), _b(r"github_pat_[A-Za-z0-9_]{22,}")),
     ("token", ("gl",), _b(r"gl(?:pat|dt|ptt|rt|cbt|ft|imt|agent|oas|soat|wt)-[A-Za-z0-9_-]{20,}")),
-    ("token", ("gr1348941",), _b(r"GR1348941[A-Za-z0-9_-]{20,}")),
-    ("token", ("atbb",), _b(r"ATBB[A-Za-z0-9_=.-]{28,}")),
-    ("token", ("atatt3",), _b(r"ATATT3[A-Za-z0-9_=-]{40,}")),
+    ("token", ("GR1348941",), _b(r"GR1348941[A-Za-z0-9_-]{20,}")),
+    ("token", ("ATBB",), _b(r"ATBB[A-Za-z0-9_=.-]{28,}")),
+    ("token", ("ATATT3",), _b(r"ATATT3[A-Za-z0-9_=-]{40,}")),
     ("token", ("dckr_pat_",), _b(r"dckr_pat_[A-Za-z0-9_-]{20,}")),
-    ("api-key", ("akcp",), _b(r"AKCp[A-Za-z0-9]{60,}")),
+    ("api-key", ("AKCp",), _b(r"AKCp[A-Za-z0-9]{60,}")),
     # AWS, Google, Azure, Alibaba, DigitalOcean, Cloudflare-style origin keys
-    ("aws-key", ("akia", "asia", "abia", "acca", "a3t"),
+    ("aws-key", ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
      r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])"),
-    ("api-key", ("aiza",), _b(r"AIza[0-9A-Za-z_-]{35}")),
-    ("secret", ("gocspx-",), _b(r"GOCSPX-[A-Za-z0-9_-]{24,}")),
+    ("api-key", ("AIza",), _b(r"AIza[0-9A-Za-z_-]{35}")),
+    ("secret", ("GOCSPX-",), _b(r"GOCSPX-[A-Za-z0-9_-]{24,}")),
     ("token", ("ya29.",), _b(r"ya29\.[0-9A-Za-z_-]{20,}")),
-    ("secret", ("q~",), r"(?<![\w~.-])[A-Za-z0-9_.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![\w~-])"),
-    ("api-key", ("ltai",), _b(r"LTAI[A-Za-z0-9]{16,24}")),
+    ("secret", ("Q~",), r"(?<![\w~.-])[A-Za-z0-9_.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![\w~-])"),
+    ("api-key", ("LTAI",), _b(r"LTAI[A-Za-z0-9]{16,24}")),
     ("token", ("dop_v1_", "doo_v1_", "dor_v1_"), _b(r"do[por]_v1_[a-f0-9]{64}")),
     ("api-key", ("v1.0-",), _b(r"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}")),
     # Chat and mail
@@ -71,31 +75,31 @@ _FORMATS: list[tuple[str, tuple[str, ...], str]] = [
     ("token", ("xapp-",), _b(r"xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]{30,}")),
     ("webhook", ("hooks.slack.com",),
      r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+-]{20,}"),
-    ("webhook", ("discord",),
+    ("webhook", ("/api/webhooks/",),
      r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{40,}"),
     ("webhook", ("webhook.office.com",),
      r"https://[a-z0-9-]+\.webhook\.office\.com/webhookb2/[A-Za-z0-9@/_-]{40,}"),
-    ("token", (":aa",), _b(r"\d{8,10}:AA[A-Za-z0-9_-]{33}")),
-    ("api-key", ("sg.",), _b(r"SG\.[A-Za-z0-9_-]{20,24}\.[A-Za-z0-9_-]{40,45}")),
+    ("token", (":AA",), _b(r"\d{8,10}:AA[A-Za-z0-9_-]{33}")),
+    ("api-key", ("SG.",), _b(r"SG\.[A-Za-z0-9_-]{20,24}\.[A-Za-z0-9_-]{40,45}")),
     ("api-key", ("xkeysib-",), _b(r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}")),
     ("api-key", ("key-",), _b(r"key-[0-9a-z]{32}")),
     ("api-key", ("-us",), _b(r"[0-9a-f]{32}-us\d{1,2}")),
-    ("api-key", ("sk",), _b(r"SK[0-9a-fA-F]{32}")),
+    ("api-key", ("SK",), _b(r"SK[0-9a-fA-F]{32}")),
     # Payments and commerce
     ("api-key", ("sk_", "rk_"), _b(r"(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{16,}")),
     ("secret", ("whsec_",), _b(r"whsec_[A-Za-z0-9+/=]{24,}")),
     ("token", ("shp",), _b(r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}")),
     ("token", ("sq0",), _b(r"sq0(?:atp|csp)-[0-9A-Za-z_-]{22,60}")),
-    ("api-key", ("flwseck",), _b(r"FLWSECK(?:_TEST)?-[a-h0-9]{32}-X")),
+    ("api-key", ("FLWSECK",), _b(r"FLWSECK(?:_TEST)?-[a-h0-9]{32}-X")),
     ("api-key", ("shippo_",), _b(r"shippo_(?:live|test)_[a-f0-9]{40}")),
     ("api-key", ("duffel_",), _b(r"duffel_(?:test|live)_[A-Za-z0-9_-]{43}")),
-    ("api-key", ("ezak",), _b(r"EZ[AT]K[a-zA-Z0-9]{54}")),
+    ("api-key", ("EZAK", "EZTK"), _b(r"EZ[AT]K[a-zA-Z0-9]{54}")),
     # Package registries and developer platforms
     ("token", ("npm_",), _b(r"npm_[A-Za-z0-9]{36}")),
-    ("token", ("pypi-",), _b(r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}")),
+    ("token", ("pypi-AgEIcHlwaS5vcmc",), _b(r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}")),
     ("token", ("rubygems_",), _b(r"rubygems_[a-f0-9]{48}")),
     ("api-key", ("oy2",), _b(r"oy2[a-z0-9]{43}")),
-    ("token", ("clojars_",), _b(r"CLOJARS_[a-z0-9]{60}")),
+    ("token", ("CLOJARS_",), _b(r"CLOJARS_[a-z0-9]{60}")),
     ("token", ("pul-",), _b(r"pul-[a-f0-9]{40}")),
     ("token", ("dapi",), _b(r"dapi[a-f0-9]{32}(?:-\d)?")),
     ("token", ("dp.",), _b(r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}")),
@@ -103,8 +107,8 @@ _FORMATS: list[tuple[str, tuple[str, ...], str]] = [
     ("token", ("hvs.", "hvb."), _b(r"hv[sb]\.[A-Za-z0-9_-]{24,}")),
     ("token", (".atlasv1.",), _b(r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,70}")),
     ("token", ("lin_api_",), _b(r"lin_api_[A-Za-z0-9]{40}")),
-    ("api-key", ("pmak-",), _b(r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}")),
-    ("api-key", ("nrak-",), _b(r"NRAK-[A-Z0-9]{27}")),
+    ("api-key", ("PMAK-",), _b(r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}")),
+    ("api-key", ("NRAK-",), _b(r"NRAK-[A-Z0-9]{27}")),
     ("token", ("sntrys_", "sntryu_"), _b(r"sntry[su]_[A-Za-z0-9+/=_]{40,}")),
     ("token", ("glc_", "glsa_"), _b(r"(?:glc_[A-Za-z0-9+/]{32,}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})")),
     ("token", ("sbp_",), _b(r"sbp_[a-f0-9]{40}")),
@@ -116,16 +120,16 @@ _FORMATS: list[tuple[str, tuple[str, ...], str]] = [
     ("token", ("ntn_", "secret_"), _b(r"(?:ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43})")),
     ("token", ("pat",), _b(r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}")),
     ("token", ("tskey-",), _b(r"tskey-(?:api|auth|client|webhook)-[A-Za-z0-9]{6,}-[A-Za-z0-9]{20,}")),
-    ("token", ("ops_eyj",), _b(r"ops_eyJ[A-Za-z0-9+/=_-]{100,}")),
+    ("token", ("ops_eyJ",), _b(r"ops_eyJ[A-Za-z0-9+/=_-]{100,}")),
     ("token", ("tfp_",), _b(r"tfp_[A-Za-z0-9_.=-]{40,59}")),
     ("token", ("aio_",), _b(r"aio_[A-Za-z0-9]{28}")),
-    ("token", ("mapbox", "sk.eyj"), _b(r"sk\.eyJ[A-Za-z0-9_-]{50,}\.[A-Za-z0-9_-]{20,}")),
-    ("token", ("eaa",), _b(r"EAA[A-Za-z0-9]{100,}")),
+    ("token", ("sk.eyJ",), _b(r"sk\.eyJ[A-Za-z0-9_-]{50,}\.[A-Za-z0-9_-]{20,}")),
+    ("token", ("EAA",), _b(r"EAA[A-Za-z0-9]{100,}")),
     # Keys that carry their own label
-    ("private-key", ("age-secret-key-",), _b(r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}")),
-    ("private-key", ("putty-user-key-file",),
+    ("private-key", ("AGE-SECRET-KEY-",), _b(r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}")),
+    ("private-key", ("PuTTY-User-Key-File",),
      r"PuTTY-User-Key-File-\d:.*?(?:Private-MAC: [0-9a-f]+|\Z)"),
-    ("jwt", ("eyj",), _b(r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}")),
+    ("jwt", ("eyJ",), _b(r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}")),
 ]
 
 _PEM = (r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
@@ -182,11 +186,10 @@ _NEAR_KEYWORD = (
 )
 
 # Values that name where a secret lives rather than being one.
-_REFERENCE = re.compile(
+_REFERENCE_SOURCE = (
     r"(?:\$|%\(|\{\{|\{%|<|\*{3}|x{4}|\.\.\.|…|os\.environ|os\.getenv|getenv|process\.env|env\(|env\[|"
     r"ENV\[|secrets\.|settings\.|config\.|vault:|none\b|null\b|nil\b|true\b|false\b|undefined\b|"
-    r"self\.|this\.|args\.|request\.|input\(|getpass|\w+\(\)?$)",
-    _I,
+    r"self\.|this\.|args\.|request\.|input\(|getpass|\w+\(\)?$)"
 )
 _PROSE = frozenset(
     "a an the is are was were be been being it its it's this that these those not no yes and or "
@@ -224,6 +227,8 @@ def _plain_word(value: str) -> bool:
 def _password_shaped(value: str) -> bool:
     """A word that reads as a password on its own: a digit or a symbol with letters, or
     mixed case inside the word (Tr0ub4dor&3, Hunter2Staging!, correctHorse)."""
+    import re  # loaded by the rule that called this
+
     v = value.rstrip(".,!?;:)]}")
     if len(v) < 4 or not any(c.isalpha() for c in v):
         return False
@@ -262,6 +267,8 @@ def _assign_kind(key: str) -> str:
 
 
 def _assignment(m: re.Match[str]) -> str:
+    import re  # loaded by the rule that called this
+
     key, sep, value = m.group("key"), m.group("sep"), m.group("value")
     quote = value[0] if value[0] in "\"'`" else ""
     inner = value[1:-1] if quote else value
@@ -277,7 +284,7 @@ def _assignment(m: re.Match[str]) -> str:
         # "password: the one in the vault" is prose; "password=hunter2" is not.
         if "=" not in sep and _plain_word(inner):
             return m.group(0)
-    if _MARK in inner or _REFERENCE.match(inner):
+    if _MARK in inner or _reference(inner):
         return m.group(0)
     kl = key.lower()
     # password=password, api_key=api_key, token=new_token: a variable passed on, not a value
@@ -295,10 +302,12 @@ def _assignment(m: re.Match[str]) -> str:
 
 
 def _prose_password(m: re.Match[str]) -> str:
+    import re  # loaded by the rule that called this
+
     value = m.group("value")
     quote = value[0] if value[0] in "\"'`" else ""
     inner = value[1:-1] if quote else value
-    if not inner.strip() or _MARK in inner or _REFERENCE.match(inner):
+    if not inner.strip() or _MARK in inner or _reference(inner):
         return m.group(0)
     if not quote:
         if m.group("c1") is not None or m.group("c2") is not None:
@@ -334,19 +343,21 @@ def _bearer(m: re.Match[str]) -> str:
 
 def _auth_header(m: re.Match[str]) -> str:
     value = m.group("value")
-    if _MARK in value or _REFERENCE.match(value) or len(value) < 6:
+    if _MARK in value or _reference(value) or len(value) < 6:
         return m.group(0)
     return m.group("head") + _tag("token")
 
 
 def _url(m: re.Match[str]) -> str:
     pw = m.group("pw")
-    if _MARK in pw or _REFERENCE.match(pw):
+    if _MARK in pw or _reference(pw):
         return m.group(0)
     return f"{m.group('head')}:{_tag('credentials-url')}@"
 
 
 def _near_keyword(m: re.Match[str]) -> str:
+    import re  # loaded by the rule that called this
+
     value = m.group("value")
     is_hex = re.fullmatch(r"[0-9a-fA-F]+", value) is not None
     if not is_hex:
@@ -381,15 +392,17 @@ class _Rule:
 
     def pattern(self) -> re.Pattern[str]:
         if self._compiled is None:
+            import re
+
             self._compiled = re.compile(self.source, self.flags)
         return self._compiled
 
 
 _PASSWORD_TRIGGERS = ("pass", "pwd", "pw ", "pw:", "pw=", "pw'")
 _RULES: list[_Rule] = [
-    _Rule(("-----begin",), _PEM, re.DOTALL, _fixed("private-key")),
+    _Rule(("-----BEGIN",), _PEM, _DOTALL, _fixed("private-key")),
     _Rule(("://",), _URL_CREDENTIALS, 0, _url),
-    *(_Rule(t, p, 0 if "putty" not in t[0] else re.DOTALL, _fixed(k)) for k, t, p in _FORMATS),
+    *(_Rule(t, p, _DOTALL if t[0].startswith("PuTTY") else 0, _fixed(k)) for k, t, p in _FORMATS),
     _Rule(("aws",), _AWS_SECRET, _I, _head("aws-key")),
     _Rule(("authorization",), _AUTH_HEADER, _I, _auth_header),
     _Rule(("x-",), _KEY_HEADER, _I, _auth_header),
@@ -400,14 +413,23 @@ _RULES: list[_Rule] = [
 ]
 
 
+_REFERENCE = _Rule((), _REFERENCE_SOURCE, _I, None)
+
+
+def _reference(value: str) -> bool:
+    return _REFERENCE.pattern().match(value) is not None
+
+
 def redact(text: str) -> str:
     """Replace secrets in ``text`` with ``[REDACTED:<kind>]``; everything else is kept."""
     if not text:
         return text
     low = text.lower()
     for rule in _RULES:
+        # Case-insensitive rules look for their triggers in the lower-cased text.
+        seen = low if rule.flags & _I else text
         for t in rule.triggers:
-            if t in low:
+            if t in seen:
                 text = rule.pattern().sub(rule.replace, text)
                 break
     return text

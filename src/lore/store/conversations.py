@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lore.learn.redact import redact_value
 from lore.store.db import atomic
 from lore.store.lessons import _chunks, prune_terms
 
@@ -282,5 +283,6 @@ class ConversationStore:
 
 
 def tool_calls_json(calls: Sequence[Any]) -> str:
-    return json.dumps([{"id": c.id, "name": c.name, "input": c.input} for c in calls],
+    """The calls as stored: their inputs (commands, file contents) with secrets redacted."""
+    return json.dumps(redact_value([{"id": c.id, "name": c.name, "input": c.input} for c in calls]),
                       ensure_ascii=False, default=str)

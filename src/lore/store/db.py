@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from lore.errors import BackendUnavailable, NotALoreDatabase, StoreBusy
+from lore.private import make_private, private_dir
 
 BUSY_TIMEOUT_MS = 5000
 LOCK_RETRIES = 5
@@ -42,11 +43,17 @@ def connect(path: Path | str, *, create: bool = True) -> Any:
         if not path.exists():
             if not create:
                 raise NotALoreDatabase(f"no database at {path}; run `lore admin init`")
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.parent.is_dir():
+                private_dir(path.parent)
             # Lessons quote what the user typed: private by default (0600).
             os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
         elif path.is_dir():
             raise NotALoreDatabase(f"{path} is a folder, not a Lore database")
+        else:
+            # A database made by an older Lore: SQLite gives -wal/-shm the file's own mode.
+            for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+                if p.exists():
+                    make_private(p)
     try:
         conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
     except sqlite3.Error as exc:
