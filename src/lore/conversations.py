@@ -30,7 +30,13 @@ from lore.learn.redact import redact
 from lore.search.snippet import snippet
 from lore.search.vectors import MemoryIndex
 from lore.store import atomic
-from lore.store.conversations import ConversationStore, FileState, tool_calls_json
+from lore.store.conversations import (
+    ConversationStore,
+    FileState,
+    date_words,
+    embed_text,
+    tool_calls_json,
+)
 
 if TYPE_CHECKING:
     from lore.api import Lore, Progress
@@ -449,23 +455,6 @@ def strip_names(query: str, speakers: Sequence[str]) -> str:
     if not names:
         return query
     return " ".join(t for t in _TOKENS.findall(query) if t.lower().split("'")[0] not in names)
-
-
-def embed_text(text: str, before: Sequence[str], after: Sequence[str]) -> str:
-    """The turn(s) first, so truncation never cuts them, then the nearest turn on each side."""
-    parts = [text, before[-1] if before else "", after[0] if after else ""]
-    return " ".join(p for p in parts if p)
-
-
-def date_words(stamp: str | None) -> str:
-    """'2023-05-08T13:56:00Z' -> '8 May, 2023': questions say dates the way people do."""
-    if not stamp:
-        return ""
-    try:
-        d = parse_time(stamp)
-    except ValueError:
-        return ""
-    return f"{d.day} {d.strftime('%B')}, {d.year}"
 
 
 def _groups(rows: Iterable[tuple[int, str, str, str | None]],

@@ -20,7 +20,8 @@ UMASK = 0o077
 
 
 def private_dir(path: Path) -> Path:
-    """Create ``path`` (and missing parents) as 0700; an existing folder is tightened."""
+    """Create ``path`` and its missing parents as 0700. An existing folder is left as it is
+    (it may be the user's own; :func:`tighten_home` handles Lore's home)."""
     missing = []
     p = path
     while not p.is_dir() and p != p.parent:
@@ -28,7 +29,6 @@ def private_dir(path: Path) -> Path:
         p = p.parent
     for p in reversed(missing):  # mkdir(parents=True) would give the parents the default mode
         p.mkdir(mode=DIR_MODE, exist_ok=True)
-    _tighten(path, DIR_MODE)
     return path
 
 

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lore.private import open_private, private_dir
+from lore.private import make_private, open_private, private_dir
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -112,6 +112,7 @@ class Queue:
             os.replace(path, target)
         except FileNotFoundError:
             return
+        make_private(target)  # whoever wrote it, it holds a prompt
         with open(open_private(self.quarantine / f"{path.name}.reason"), "w",
                   encoding="utf-8") as fh:
             fh.write(reason + "\n")

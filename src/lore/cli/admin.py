@@ -19,6 +19,7 @@ from lore.cli.common import (
     table,
     with_lore,
 )
+from lore.private import open_private, private_dir
 
 CONFIG_TEMPLATE = """\
 # Lore configuration. Every key is optional; `lore config show` prints the effective values.
@@ -68,8 +69,9 @@ def admin_init(ctx: click.Context, json_: bool) -> None:
     existed = s.db_path.exists()
     wrote_config = False
     if not s.config_path.exists():
-        s.config_path.parent.mkdir(parents=True, exist_ok=True)
-        s.config_path.write_text(CONFIG_TEMPLATE, encoding="utf-8")
+        private_dir(s.config_path.parent)
+        with open(open_private(s.config_path), "w", encoding="utf-8") as fh:
+            fh.write(CONFIG_TEMPLATE)
         wrote_config = True
     with Lore.open(s) as lore:
         count = lore.store.count()
@@ -127,7 +129,9 @@ def admin_export(lore: Any, output: str | None) -> None:
     Example:
       lore admin export -o lessons.jsonl
     """
-    stream = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
+    # An export quotes every lesson: private (0600) like the database it comes from.
+    stream = (open(open_private(Path(output)), "w", encoding="utf-8")  # noqa: SIM115
+              if output else sys.stdout)
     n = 0
     try:
         for record in lore.export():
