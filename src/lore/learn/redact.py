@@ -33,8 +33,19 @@ def _tag(kind: str) -> str:
 
 
 def _b(body: str) -> str:
-    """A token that is a whole run: no word character, dash or dot glued to either side."""
-    return r"(?<![\w.-])" + body + r"(?![\w-])"
+    """A token that is a whole run: no word character, dash or dot glued to either side.
+
+    A leading literal goes first and the boundary is checked behind it, so the regular
+    expression engine can search for the literal quickly instead of trying every position."""
+    n = 0
+    while n < len(body) and (body[n].isalnum() or body[n] in "_-"):
+        n += 1
+    if n < len(body) and body[n] in "?*+{":
+        n -= 1  # the last character is quantified: not part of the fixed prefix
+    if n < 2:
+        return r"(?<![\w.-])" + body + r"(?![\w-])"
+    literal = body[:n]
+    return literal + r"(?<![\w.-]" + literal + r")" + body[n:] + r"(?![\w-])"
 
 
 # ---- fixed formats ------------------------------------------------------------------
@@ -83,7 +94,8 @@ _FORMATS: list[tuple[str, tuple[str, ...], str]] = [
     ("api-key", ("SG.",), _b(r"SG\.[A-Za-z0-9_-]{20,24}\.[A-Za-z0-9_-]{40,45}")),
     ("api-key", ("xkeysib-",), _b(r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}")),
     ("api-key", ("key-",), _b(r"key-[0-9a-z]{32}")),
-    ("api-key", ("-us",), _b(r"[0-9a-f]{32}-us\d{1,2}")),
+    # the boundary behind the hex run, not before it: a leading assertion slows every position
+    ("api-key", ("-us",), r"[0-9a-f]{32}(?<![\w.-][0-9a-f]{32})-us\d{1,2}(?![\w-])"),
     ("api-key", ("SK",), _b(r"SK[0-9a-fA-F]{32}")),
     # Payments and commerce
     ("api-key", ("sk_", "rk_"), _b(r"(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{16,}")),
@@ -161,8 +173,11 @@ _WORDS = (r"password|passwd|passphrase|passcode|pwd|pass|secret|token|api[_-]?ke
           r"accountkey|sharedaccesskey|sas[_-]?token|signing[_-]?key|encryption[_-]?key|"
           r"master[_-]?key|auth[_-]?key|session[_-]?key|webhook[_-]?secret")
 _KEY = r"[A-Za-z0-9_.-]{0,40}?(?:" + _WORDS + r")"
+# The match starts at the key's last word; the callback reads the rest of the key backwards
+# (a leading run of any length before each keyword would make the scan quadratic-ish).
 _ASSIGN = (
-    r"(?P<key>(?<![\w.-])" + _KEY + r")(?![A-Za-z0-9])(?P<sep>[\"']?[ \t]*(?:=>|:=|=(?!=)|:(?!:))[ \t]*"
+    r"(?P<key>pass(?:word|wd|phrase|code)?|pwd|secret|token|key|credentials?)"
+    r"(?![A-Za-z0-9])(?P<sep>[\"']?[ \t]*(?:=>|:=|=(?!=)|:(?!:))[ \t]*"
     r"|[ \t]+(?=[\"']))"
     r"(?P<value>\"[^\"\n]{1,300}\"|'[^'\n]{1,300}'|`[^`\n]{1,300}`|[^\s,;'\"`]{1,300})"
 )
@@ -266,10 +281,19 @@ def _assign_kind(key: str) -> str:
     return "secret"
 
 
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
 def _assignment(m: re.Match[str]) -> str:
     import re  # loaded by the rule that called this
 
-    key, sep, value = m.group("key"), m.group("sep"), m.group("value")
+    word, sep, value = m.group("key"), m.group("sep"), m.group("value")
+    start = m.start()
+    while start > 0 and m.string[start - 1] in _KEY_CHARS and m.start() - start < 41:
+        start -= 1
+    key = m.string[start:m.start()] + word
+    if not _KEY_RULE.pattern().fullmatch(key):
+        return m.group(0)  # cache_key=..., tokenizer=...: not a secret's name
     quote = value[0] if value[0] in "\"'`" else ""
     inner = value[1:-1] if quote else value
     if quote:
@@ -298,7 +322,7 @@ def _assignment(m: re.Match[str]) -> str:
     if "=" not in sep and not quote and inner.isalpha() and inner.islower() and len(inner) < 5:
         return m.group(0)
     tail = value[len(quote) + len(inner):] if not quote else quote
-    return f"{key}{sep}{quote}{_tag(_assign_kind(key))}{tail}"
+    return f"{word}{sep}{quote}{_tag(_assign_kind(key))}{tail}"
 
 
 def _prose_password(m: re.Match[str]) -> str:
@@ -379,15 +403,20 @@ def _fixed(kind: str):  # type: ignore[no-untyped-def]
 
 
 class _Rule:
-    """One pattern, compiled on first use, run only when one of its triggers is in the text."""
+    """One pattern, compiled on first use, run only when one of its triggers is in the text.
 
-    __slots__ = ("triggers", "source", "flags", "replace", "_compiled")
+    An anchored rule's matches start where one of its ``anchors`` occurs: it is tried only
+    there (``str.find`` is much faster than a case-insensitive scan of every position)."""
 
-    def __init__(self, triggers: tuple[str, ...], source: str, flags: int, replace) -> None:  # type: ignore[no-untyped-def]
+    __slots__ = ("triggers", "source", "flags", "replace", "anchors", "_compiled")
+
+    def __init__(self, triggers: tuple[str, ...], source: str, flags: int, replace,  # type: ignore[no-untyped-def]
+                 anchors: tuple[str, ...] = ()) -> None:
         self.triggers = triggers
         self.source = source
         self.flags = flags
         self.replace = replace
+        self.anchors = anchors
         self._compiled: re.Pattern[str] | None = None
 
     def pattern(self) -> re.Pattern[str]:
@@ -397,6 +426,32 @@ class _Rule:
             self._compiled = re.compile(self.source, self.flags)
         return self._compiled
 
+    def apply(self, text: str, seen: str) -> str:
+        """Run the rule over ``text``; ``seen`` is the text as the triggers are looked up."""
+        pattern = self.pattern()
+        if not self.anchors or len(seen) != len(text):
+            return pattern.sub(self.replace, text)
+        starts = set()
+        for a in self.anchors:
+            i = seen.find(a)
+            while i >= 0:
+                starts.add(i)
+                i = seen.find(a, i + 1)
+        out: list[str] = []
+        last = 0
+        for i in sorted(starts):
+            if i < last:
+                continue
+            m = pattern.match(text, i)
+            if m is None or m.end() == i:
+                continue
+            out += (text[last:i], self.replace(m))
+            last = m.end()
+        if not out:
+            return text
+        out.append(text[last:])
+        return "".join(out)
+
 
 _PASSWORD_TRIGGERS = ("pass", "pwd", "pw ", "pw:", "pw=", "pw'")
 _RULES: list[_Rule] = [
@@ -405,15 +460,18 @@ _RULES: list[_Rule] = [
     *(_Rule(t, p, _DOTALL if t[0].startswith("PuTTY") else 0, _fixed(k)) for k, t, p in _FORMATS),
     _Rule(("aws",), _AWS_SECRET, _I, _head("aws-key")),
     _Rule(("authorization",), _AUTH_HEADER, _I, _auth_header),
-    _Rule(("x-",), _KEY_HEADER, _I, _auth_header),
+    _Rule(("x-",), _KEY_HEADER, _I, _auth_header, anchors=("x-",)),
     _Rule(("bearer",), _BEARER, _I, _bearer),
-    _Rule(("pass", "pwd", "secret", "token", "key", "credential"), _ASSIGN, _I, _assignment),
-    _Rule(_PASSWORD_TRIGGERS, _PROSE_PASSWORD, _I, _prose_password),
-    _Rule(("key", "token", "secret", "passw", "credential"), _NEAR_KEYWORD, _I, _near_keyword),
+    _Rule(("pass", "pwd", "secret", "token", "key", "credential"), _ASSIGN, _I, _assignment,
+          anchors=("pass", "pwd", "secret", "token", "key", "credential")),
+    _Rule(_PASSWORD_TRIGGERS, _PROSE_PASSWORD, _I, _prose_password, anchors=("pass", "pwd", "pw")),
+    _Rule(("key", "token", "secret", "passw", "credential"), _NEAR_KEYWORD, _I, _near_keyword,
+          anchors=("key", "token", "secret", "passw", "credential", "api")),
 ]
 
 
 _REFERENCE = _Rule((), _REFERENCE_SOURCE, _I, None)
+_KEY_RULE = _Rule((), _KEY, _I, None)
 
 
 def _reference(value: str) -> bool:
@@ -425,12 +483,18 @@ def redact(text: str) -> str:
     if not text:
         return text
     low = text.lower()
+    low_of = text
     for rule in _RULES:
         # Case-insensitive rules look for their triggers in the lower-cased text.
-        seen = low if rule.flags & _I else text
+        if rule.flags & _I:
+            if low_of is not text:  # an earlier rule changed the text
+                low, low_of = text.lower(), text
+            seen = low
+        else:
+            seen = text
         for t in rule.triggers:
             if t in seen:
-                text = rule.pattern().sub(rule.replace, text)
+                text = rule.apply(text, seen)
                 break
     return text
 
