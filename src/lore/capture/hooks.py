@@ -42,6 +42,8 @@ def run(event_name: str, stdin: str, queue_root: Path | None = None) -> str | No
     payload = json.loads(stdin) if stdin.strip() else {}
     if not isinstance(payload, dict):
         raise ValueError("hook input is not a JSON object")
+    # What a tool returned (file contents, command output) is never used: not kept, not redacted.
+    payload.pop("tool_response", None)
     payload = _clip(payload)
     if kind in ("Stop", "SubagentStop"):
         payload["lore_signals"] = stop_signals(payload)

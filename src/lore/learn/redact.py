@@ -311,6 +311,9 @@ def _assignment(m: re.Match[str]) -> str:
     if _MARK in inner or _reference(inner):
         return m.group(0)
     kl = key.lower()
+    # token: tokens[index], csrfToken = document.querySelector(...): code, not a value
+    if not quote and any(c in inner for c in "([{"):
+        return m.group(0)
     # password=password, api_key=api_key, token=new_token: a variable passed on, not a value
     if (not quote and not any(c.isdigit() for c in inner)
             and re.fullmatch(r"[A-Za-z_][\w.]*", inner) and _identifier_word(kl) in inner.lower()):
@@ -334,6 +337,8 @@ def _prose_password(m: re.Match[str]) -> str:
     if not inner.strip() or _MARK in inner or _reference(inner):
         return m.group(0)
     if not quote:
+        if any(c in inner for c in "([{"):  # password: form.get(...) is code
+            return m.group(0)
         if m.group("c1") is not None or m.group("c2") is not None:
             # "the password is swordfish" — any word but prose.
             if _plain_word(inner) or not any(c.isalnum() for c in inner):
