@@ -16,6 +16,7 @@ docs/architecture.md) because the capture, import and storage paths all call it.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -413,15 +414,16 @@ class _Rule:
     An anchored rule's matches start where one of its ``anchors`` occurs: it is tried only
     there (``str.find`` is much faster than a case-insensitive scan of every position)."""
 
-    __slots__ = ("triggers", "source", "flags", "replace", "anchors", "_compiled")
+    __slots__ = ("triggers", "source", "flags", "replace", "anchors", "in_runs", "_compiled")
 
     def __init__(self, triggers: tuple[str, ...], source: str, flags: int, replace,  # type: ignore[no-untyped-def]
-                 anchors: tuple[str, ...] = ()) -> None:
+                 anchors: tuple[str, ...] = (), in_runs: bool = False) -> None:
         self.triggers = triggers
         self.source = source
         self.flags = flags
         self.replace = replace
         self.anchors = anchors
+        self.in_runs = in_runs  # a fixed format: only inside a run of _RUNS
         self._compiled: re.Pattern[str] | None = None
 
     def pattern(self) -> re.Pattern[str]:
@@ -462,7 +464,8 @@ _PASSWORD_TRIGGERS = ("pass", "pwd", "pw ", "pw:", "pw=", "pw'")
 _RULES: list[_Rule] = [
     _Rule(("-----BEGIN",), _PEM, _DOTALL, _fixed("private-key")),
     _Rule(("://",), _URL_CREDENTIALS, 0, _url),
-    *(_Rule(t, p, _DOTALL if t[0].startswith("PuTTY") else 0, _fixed(k)) for k, t, p in _FORMATS),
+    *(_Rule(t, p, _DOTALL if t[0].startswith("PuTTY") else 0, _fixed(k), in_runs=True)
+      for k, t, p in _FORMATS),
     _Rule(("aws",), _AWS_SECRET, _I, _head("aws-key")),
     _Rule(("authorization",), _AUTH_HEADER, _I, _auth_header),
     _Rule(("x-",), _KEY_HEADER, _I, _auth_header, anchors=("x-",)),
@@ -476,6 +479,10 @@ _RULES: list[_Rule] = [
 
 
 _REFERENCE = _Rule((), _REFERENCE_SOURCE, _I, None)
+# Every fixed format is a run of at least 15 of these characters (the shortest, a Slack token,
+# is 15): their triggers are looked up in those runs only, and a text without one (a path, a
+# short command, a sentence) skips all of them at the cost of one scan.
+_RUNS = _Rule((), r"[\w.~+/=:-]{15,}", 0, None)
 _KEY_RULE = _Rule((), _KEY, _I, None)
 
 
@@ -487,9 +494,27 @@ def redact(text: str) -> str:
     """Replace secrets in ``text`` with ``[REDACTED:<kind>]``; everything else is kept."""
     if not text:
         return text
+    if len(text) < 64:
+        return _redact(text)
+    # Ingest meets the same long text twice (an edit's tool call and its file_edits row).
+    return _redact_cached(text)
+
+
+def _redact(text: str) -> str:
     low = text.lower()
     low_of = text
+    runs: str | None = None
     for rule in _RULES:
+        if rule.in_runs:
+            if runs is None:
+                runs = " ".join(_RUNS.pattern().findall(text))
+            if not runs:
+                continue
+            for t in rule.triggers:
+                if t in runs:
+                    text = rule.apply(text, text)
+                    break
+            continue
         # Case-insensitive rules look for their triggers in the lower-cased text.
         if rule.flags & _I:
             if low_of is not text:  # an earlier rule changed the text
@@ -502,6 +527,9 @@ def redact(text: str) -> str:
                 text = rule.apply(text, seen)
                 break
     return text
+
+
+_redact_cached = lru_cache(maxsize=64)(_redact)
 
 
 def contains_secret(text: str) -> bool:
