@@ -51,7 +51,9 @@ def tighten_home(home: Path) -> int:
     try:
         if not home.is_dir() or not stat.S_IMODE(home.stat().st_mode) & 0o077:
             return 0
-    except OSError:
+        if home.resolve() in (Path.home().resolve(), Path(home.anchor)):
+            return 0  # LORE_HOME pointed at the user's own home: not Lore's to change
+    except (OSError, RuntimeError):
         return 0
     changed = int(_tighten(home, DIR_MODE))
     for root, dirs, files in os.walk(home):
