@@ -233,3 +233,16 @@ def test_entry_point_sets_a_private_umask(umask: int, lore_home: Path, monkeypat
         assert os.umask(0o077) == 0o077
     finally:
         os.umask(old)
+
+
+def test_a_redacted_edit_is_no_silent_fix_when_the_file_kept_it():
+    """The agent's text is stored redacted; the file still holds the secret as written."""
+    from lore.learn.redact import redact
+    from lore.learn.silent import AgentWrite, check_write
+
+    written = f'DATABASE_URL = "postgres://app:{DB_PASSWORD}@db/app"\nTIMEOUT = 30\n'
+    write = AgentWrite("/p/settings.py", "Write", None, redact(written))
+    assert "[REDACTED:" in (write.new_text or "")
+    assert check_write(write, written) is None
+    fix = check_write(write, written.replace("TIMEOUT = 30", "TIMEOUT = 90"))
+    assert fix is not None and DB_PASSWORD not in fix.user_text

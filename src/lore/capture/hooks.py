@@ -1,8 +1,8 @@
 """`lore hook <event>`: read the hook's stdin JSON, append one event to the queue, return.
 
 Standard library only, no database, no model: this runs on Claude Code's critical path.
-Secrets in the payload (the prompt, tool input and output, the quoted exchange) are redacted
-before the event is written: nothing in the queue holds them in clear.
+Secrets in the payload (the prompt, tool input, the quoted exchange) are redacted before the
+event is written, and a tool's response is not kept: nothing in the queue holds them in clear.
 Hooks fail open: any error is written to ``$LORE_HOME/logs/hooks.log`` and the hook
 exits 0 without output, so the agent is never blocked or shown an error.
 ``LORE_DISABLED=1`` turns every hook into a no-op.
@@ -144,8 +144,8 @@ _NAMES = frozenset({"session_id", "transcript_path", "cwd", "hook_event_name", "
 
 
 def redact_payload(payload: dict[str, Any]) -> dict[str, Any]:
-    """The payload with every quoted text redacted (prompt, tool input and response,
-    lore_signals, messages); the rules compile only for texts that hold their trigger words."""
+    """The payload with every quoted text redacted (prompt, tool input, lore_signals,
+    messages); the rules compile only for texts that hold their trigger words."""
     return {k: (v if k in _NAMES else redact_value(v)) for k, v in payload.items()}
 
 
