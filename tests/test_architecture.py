@@ -11,7 +11,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "lore"
 LAYERS = [
     # lore.learn.redact is plain text functions (stdlib only) that lower layers may call.
     (0, ("lore", "lore.errors", "lore.models", "lore.ids", "lore.normalize", "lore.config",
-         "lore.schema", "lore.learn.redact")),
+         "lore.schema", "lore.private",
+         "lore.learn.redact")),  # the redactor (stdlib only) serves every door, capture and llm included
     (1, ("lore.store", "lore.embed", "lore.llm", "lore.capture")),
     (2, ("lore.search", "lore.graph")),
     (3, ("lore.transfer", "lore.conversations", "lore.publish")),

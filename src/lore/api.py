@@ -16,7 +16,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from lore import graph as graph_ops
 from lore import normalize
@@ -24,6 +24,7 @@ from lore.config import Settings
 from lore.embed import Embedder, canonical_model, create_embedder, document_text
 from lore.errors import EmbeddingMismatch, InvalidInput, NotFound, StoreBusy
 from lore.ids import is_id, new_id, now
+from lore.learn.redact import redact_value
 from lore.models import (
     CodeExample,
     Edge,
@@ -36,6 +37,7 @@ from lore.models import (
     SearchResult,
     TradeOff,
 )
+from lore.private import tighten_home
 from lore.schema import LessonFields, validate_fields
 from lore.search import MemoryIndex, hybrid
 from lore.store import SCHEMA_VERSION, LessonRow, SQLiteStore, atomic, connect, migrate
@@ -78,6 +80,7 @@ class Lore:
     def open(cls, settings: Settings, *, embedder: Embedder | None = None,
              create: bool = True) -> Lore:
         path = settings.db_path
+        tighten_home(settings.home)  # a home made by an older Lore becomes private
         conn = connect(path, create=create)
         try:
             migrate(conn, str(path))
@@ -208,7 +211,9 @@ class Lore:
     def _row(self, lesson_id: str, data: LessonFields, existing: Lesson | None,
              times: tuple[str, str] | None = None) -> LessonRow:
         base = existing.to_dict() if existing else {}
-        given = data.model_dump(exclude_none=True)
+        # The one door for lesson text (CLI, MCP, import, learning): secrets never reach the
+        # lessons, their evidence or the embedding model.
+        given = cast("dict[str, Any]", redact_value(data.model_dump(exclude_none=True)))
 
         def pick(name: str, default: Any = None) -> Any:
             if name in given:

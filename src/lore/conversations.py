@@ -26,10 +26,17 @@ import numpy as np
 from lore import normalize
 from lore.errors import InvalidInput
 from lore.ids import now, parse_time
+from lore.learn.redact import redact
 from lore.search.snippet import snippet
 from lore.search.vectors import MemoryIndex
 from lore.store import atomic
-from lore.store.conversations import ConversationStore, FileState, tool_calls_json
+from lore.store.conversations import (
+    ConversationStore,
+    FileState,
+    date_words,
+    embed_text,
+    tool_calls_json,
+)
 
 if TYPE_CHECKING:
     from lore.api import Lore, Progress
@@ -198,7 +205,8 @@ class Conversations:
         with atomic(self.lore.conn):
             self.store.upsert_session(session_id, agent, project, device_id(), None, None, title)
             rows = []
-            for uuid, speaker, text, ts in turns:
+            for uuid, speaker, raw, ts in turns:
+                text = redact(raw)
                 seq = self.store.insert_message({
                     "uuid": uuid, "session_id": session_id, "parent_uuid": None, "role": "user",
                     "speaker": speaker, "text": text, "tool_calls": "[]", "timestamp": ts,
@@ -345,24 +353,29 @@ class _Batch:
 
         store = self.conv.store
         if isinstance(item, FileEdit):
+            # The file edits feed silent-fix learning: redacted like every message.
+            old_text = redact(item.old_text) if item.old_text else item.old_text
+            new_text = redact(item.new_text) if item.new_text else item.new_text
             store.upsert_session(item.session_id, self.agent, None, device_id(), None, self.path, None)
             store.insert_edit({
                 "session_id": item.session_id, "message_uuid": item.message_uuid, "tool": item.tool,
                 "file_path": item.file_path, "file_type": normalize.file_type(Path(item.file_path).suffix)
-                or None, "old_text": item.old_text, "new_text": item.new_text,
+                or None, "old_text": old_text, "new_text": new_text,
                 "timestamp": item.timestamp,
                 "succeeded": None if item.succeeded is None else int(item.succeeded)})
             report.edits += 1
             return
         t = item
+        # The door for transcripts: messages, tool calls, titles and chunks hold no secret.
+        text = redact(t.text)
         if t.session_id not in self.projects:
-            title = t.text[:120] if t.role == "user" and not t.is_meta else None
+            title = text[:120] if t.role == "user" and not t.is_meta else None
             store.upsert_session(t.session_id, self.agent, t.cwd, device_id(), t.git_branch,
                                  self.path, title)
             self.projects[t.session_id] = t.cwd
         seq = store.insert_message({
             "uuid": t.uuid, "session_id": t.session_id, "parent_uuid": t.parent_uuid,
-            "role": t.role, "speaker": t.role, "text": t.text,
+            "role": t.role, "speaker": t.role, "text": text,
             "tool_calls": tool_calls_json(t.tool_calls), "timestamp": t.timestamp,
             "is_sidechain": int(t.is_sidechain), "agent_id": t.agent_id, "is_meta": int(t.is_meta),
             "injected": int(t.injected)})
@@ -373,8 +386,8 @@ class _Batch:
         report.sessions.add(t.session_id)
         self.messages += 1
         self.pending += 1
-        if t.text.strip() and not t.is_meta and not t.injected:
-            self.rows.setdefault(t.session_id, []).append((seq, t.role, t.text, t.timestamp))
+        if text.strip() and not t.is_meta and not t.injected:
+            self.rows.setdefault(t.session_id, []).append((seq, t.role, text, t.timestamp))
 
     def commit(self, stats: ParseStats, size: int, report: IngestReport) -> None:
         conv = self.conv
@@ -442,23 +455,6 @@ def strip_names(query: str, speakers: Sequence[str]) -> str:
     if not names:
         return query
     return " ".join(t for t in _TOKENS.findall(query) if t.lower().split("'")[0] not in names)
-
-
-def embed_text(text: str, before: Sequence[str], after: Sequence[str]) -> str:
-    """The turn(s) first, so truncation never cuts them, then the nearest turn on each side."""
-    parts = [text, before[-1] if before else "", after[0] if after else ""]
-    return " ".join(p for p in parts if p)
-
-
-def date_words(stamp: str | None) -> str:
-    """'2023-05-08T13:56:00Z' -> '8 May, 2023': questions say dates the way people do."""
-    if not stamp:
-        return ""
-    try:
-        d = parse_time(stamp)
-    except ValueError:
-        return ""
-    return f"{d.day} {d.strftime('%B')}, {d.year}"
 
 
 def _groups(rows: Iterable[tuple[int, str, str, str | None]],

@@ -15,6 +15,8 @@ reason. ``queue/errors.json`` counts the failures. ``requeue`` puts quarantined 
 
 This module imports only the standard library (and Lore's stdlib-only ``normalize``): it is on
 the hook path.
+
+Everything here is private to the user (folders 0700, files 0600): events quote the prompts.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lore.normalize import json_value, storable_json
+from lore.private import make_private, open_private, private_dir
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -73,7 +76,8 @@ class Queue:
 
     # ---- writers (hooks) ----------------------------------------------------------------
     def append(self, kind: str, payload: dict[str, Any]) -> str:
-        self.pending.mkdir(parents=True, exist_ok=True)
+        if not self.pending.is_dir():
+            private_dir(self.pending)
         event_id = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(3).hex()}"
         record = {"v": VERSION, "id": event_id, "kind": kind, "at": time.time(), "payload": payload}
         tmp = self.pending / f".{event_id}.tmp"
@@ -84,7 +88,7 @@ class Queue:
             text = json.dumps(record, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate from a caller: U+FFFD instead
             text = json.dumps(storable_json(record), ensure_ascii=False).encode("utf-8")
-        with open(tmp, "wb") as fh:
+        with open(open_private(tmp), "wb") as fh:
             fh.write(text)
         os.replace(tmp, self.pending / f"{event_id}.json")
         return event_id
@@ -201,13 +205,16 @@ class Queue:
             pass
 
     def quarantine_file(self, path: Path, reason: str) -> None:
-        self.quarantine.mkdir(parents=True, exist_ok=True)
+        private_dir(self.quarantine)
         target = self.quarantine / path.name
         try:
             os.replace(path, target)
         except FileNotFoundError:
             return
-        (self.quarantine / f"{path.name}.reason").write_text(reason + "\n", encoding="utf-8")
+        make_private(target)  # whoever wrote it, it holds a prompt
+        with open(open_private(self.quarantine / f"{path.name}.reason"), "w",
+                  encoding="utf-8") as fh:
+            fh.write(reason + "\n")
 
     def quarantined(self) -> list[tuple[str, str]]:
         if not self.quarantine.is_dir():
@@ -233,16 +240,16 @@ class Queue:
         return None
 
     def _append_done(self, record: dict[str, Any]) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
+        private_dir(self.root)
         if self.done.exists() and self.done.stat().st_size > ROTATE_BYTES:
             stamp = time.strftime("%Y%m%dT%H%M%S")
             os.replace(self.done, self.root / f"done-{stamp}-{os.getpid()}.jsonl")
-        with open(self.done, "a", encoding="utf-8", errors="replace") as fh:
+        with open(open_private(self.done, "a"), "a", encoding="utf-8", errors="replace") as fh:
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
 def _write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8", errors="replace") as fh:
+    with open(open_private(tmp), "w", encoding="utf-8", errors="replace") as fh:
         fh.write(text)
     os.replace(tmp, path)

@@ -24,6 +24,7 @@ from lore.cli.common import (
     with_lore,
     yes_option,
 )
+from lore.private import open_private, private_dir
 
 CONFIG_TEMPLATE = """\
 # Lore configuration. Every key is optional; `lore config show` prints the effective values.
@@ -73,8 +74,9 @@ def admin_init(ctx: click.Context, json_: bool) -> None:
     existed = s.db_path.exists()
     wrote_config = False
     if not s.config_path.exists():
-        s.config_path.parent.mkdir(parents=True, exist_ok=True)
-        s.config_path.write_text(CONFIG_TEMPLATE, encoding="utf-8")
+        private_dir(s.config_path.parent)
+        with open(open_private(s.config_path), "w", encoding="utf-8") as fh:
+            fh.write(CONFIG_TEMPLATE)
         wrote_config = True
     with Lore.open(s) as lore:
         count = lore.store.count()
@@ -141,7 +143,9 @@ def admin_export(ctx: click.Context, output: str | None, yes: bool) -> None:
     n = 0
     with open_lore(ctx) as lore:
         try:
-            with open(output, "w", encoding="utf-8") if output else nullcontext(sys.stdout) as out:
+            # An export quotes every lesson: private (0600) like the database it comes from.
+            with (open(open_private(Path(output)), "w", encoding="utf-8") if output
+                  else nullcontext(sys.stdout)) as out:
                 for record in lore.export():
                     out.write(json.dumps(record, ensure_ascii=False) + "\n")
                     n += 1

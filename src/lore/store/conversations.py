@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lore.ids import parse_time
+from lore.learn.redact import redact_value
 from lore.store.db import atomic
 from lore.store.lessons import _chunks, prune_terms
 
@@ -282,5 +284,23 @@ class ConversationStore:
 
 
 def tool_calls_json(calls: Sequence[Any]) -> str:
-    return json.dumps([{"id": c.id, "name": c.name, "input": c.input} for c in calls],
+    """The calls as stored: their inputs (commands, file contents) with secrets redacted."""
+    return json.dumps(redact_value([{"id": c.id, "name": c.name, "input": c.input} for c in calls]),
                       ensure_ascii=False, default=str)
+
+
+def embed_text(text: str, before: Sequence[str], after: Sequence[str]) -> str:
+    """The turn(s) first, so truncation never cuts them, then the nearest turn on each side."""
+    parts = [text, before[-1] if before else "", after[0] if after else ""]
+    return " ".join(p for p in parts if p)
+
+
+def date_words(stamp: str | None) -> str:
+    """'2023-05-08T13:56:00Z' -> '8 May, 2023': questions say dates the way people do."""
+    if not stamp:
+        return ""
+    try:
+        d = parse_time(stamp)
+    except ValueError:
+        return ""
+    return f"{d.day} {d.strftime('%B')}, {d.year}"
