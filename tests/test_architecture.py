@@ -19,7 +19,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "lore"
 LAYERS = [
     # lore.redact is plain text functions (stdlib only) that every door calls.
     (0, ("lore", "lore.errors", "lore.models", "lore.ids", "lore.normalize", "lore.config",
-         "lore.schema", "lore.home", "lore.plugins", "lore.redact")),
+         "lore.schema", "lore.home", "lore.plugins", "lore.redact", "lore.private")),
     (1, ("lore.store", "lore.embed", "lore.llm")),
     (2, ("lore.capture", "lore.extract", "lore.recall")),
     (3, ("lore.apply",)),
@@ -33,7 +33,7 @@ FACES = ("lore.cli", "lore.mcp", "lore.capture.hooks", "lore.web", "lore.entry",
 INTERFACE_ONLY = {"click": ("lore.cli",), "mcp": ("lore.mcp",), "fastapi": ("lore.web",)}
 # SQL and transaction statements, and the WHERE fragments that carry a filter.
 SQL = re.compile(r"\b(?:SELECT|INSERT\s+(?:OR\s+\w+\s+)?INTO|UPDATE\s+(?:OR\s+\w+\s+)?\w+\s+SET|"
-                 r"DELETE\s+FROM|BEGIN(?:\s+(?:IMMEDIATE|DEFERRED|EXCLUSIVE|TRANSACTION)\b|\s*;|\s*$)|"
+                 r"DELETE\s+FROM|(?<!-)BEGIN(?:\s+(?:IMMEDIATE|DEFERRED|EXCLUSIVE|TRANSACTION)\b|\s*;|\s*$)|"
                  r"(?:COMMIT|ROLLBACK)(?:\s+TO\b|\s*;|\s*$)|PRAGMA|SAVEPOINT|RELEASE\s+\w+|"
                  r"CREATE\s+(?:VIRTUAL\s+)?(?:TABLE|INDEX)|DROP\s+TABLE|WHERE|JOIN|GROUP\s+BY|"
                  r"ORDER\s+BY)\b")
@@ -194,3 +194,4 @@ def test_the_checks_catch_what_they_claim():
     assert SQL.search("UPDATE lessons SET x = 1") and SQL.search("c.project = ? WHERE 1")
     assert SQL.search("BEGIN IMMEDIATE") and SQL.search("PRAGMA quick_check")
     assert not SQL.search("Select a lesson where the user begins")
+    assert not SQL.search("-----BEGIN")  # a PEM header is not a transaction

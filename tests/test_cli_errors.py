@@ -74,7 +74,6 @@ def test_undecodable_argument_is_a_usage_error_naming_it(run, lore_home, args, n
     ["learn", "add", "T", "-"],
     ["learn", "correction", "-"],
     ["learn", "update", "01JD8X3Q5M0000000000000000", "--content", "-"],
-    ["admin", "import", "-"],
     ["learn", "add", "--from-json", "-"],
 ])
 def test_undecodable_stdin_is_a_usage_error(run, lore_home, args):

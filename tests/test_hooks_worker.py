@@ -305,7 +305,7 @@ def test_eval_corrections_on_a_small_labelled_file(run, tmp_path):
         {"id": "a", "text": "No, don't use Redis, use files instead", "label": "correction",
          "durable": True},
         {"id": "b", "text": "I prefer tabs over spaces in this repo", "label": "preference",
-         "durable": True},
+         "durable": True, "prev_agent": "I've set up the session store with Redis."},
         {"id": "c", "text": "No bugs found, thanks", "label": "none", "durable": False},
         {"id": "d", "text": "run the tests", "label": "none", "durable": False},
         {"id": "e", "text": "that is wrong, the port is 8080", "label": "none", "durable": False},

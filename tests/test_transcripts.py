@@ -471,8 +471,9 @@ def test_garbage_lines_are_counted_as_malformed(tmp_path: Path):
         later,
     ]) + b"\n")
     turns, _, stats = read(path)
-    assert [t.text for t in turns] == ["first", "second"]
-    assert stats.malformed == 7 and stats.records == 2 and stats.lines == 11
+    # Invalid UTF-8 inside an otherwise good record is replaced (U+FFFD), the record kept.
+    assert [t.text for t in turns] == ["first", "invalid utf-8 \ufffd\ufffd", "second"]
+    assert stats.malformed == 6 and stats.records == 3 and stats.lines == 11
     assert stats.end_offset == path.stat().st_size
 
 

@@ -27,6 +27,7 @@ from lore.embed import Embedder, document_text
 from lore.errors import InvalidInput, NotFound, StoreBusy
 from lore.ids import now
 from lore.models import Edge, Filters, ImportReport, Lesson, RefItem, RelatedLesson, SearchResult
+from lore.private import tighten_home
 from lore.recall import MemoryIndex, hybrid
 from lore.recall import graph as graph_ops
 from lore.store import Store, open_store, storage_error
@@ -55,6 +56,7 @@ class Lore:
     @classmethod
     def open(cls, settings: Settings, *, embedder: Embedder | None = None,
              create: bool = True) -> Lore:
+        tighten_home(settings.home)  # a home made by an older Lore becomes private
         return cls(settings, open_store(settings.db_location, create=create), embedder)
 
     def close(self) -> None:

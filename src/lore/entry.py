@@ -3,10 +3,14 @@ anything else heavy: hooks run on the agent's critical path (p90 budget 60 ms)."
 
 from __future__ import annotations
 
+import os
 import sys
 
 
 def main() -> None:
+    # Everything Lore writes (database, queue, logs, pid file, config, exports) is for the
+    # user only: files 0600 and folders 0700 even where the code names no mode.
+    os.umask(0o077)
     if len(sys.argv) >= 2 and sys.argv[1] == "hook":
         from lore.capture.hooks import EVENTS
         from lore.capture.hooks import main as hook_main

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from lore.private import open_private, private_dir
+
 
 def lore_home() -> Path:
     """``$LORE_HOME``, else ``~/.lore``."""
@@ -38,9 +40,8 @@ def alive(pid: int) -> bool:
 
 def spawn_worker(home: Path) -> int:
     """Start `lore worker run` detached, logging to the home's worker log; return its pid."""
-    logs = home / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    with open(logs / "worker.log", "a") as out:
+    logs = private_dir(home / "logs")
+    with open(open_private(logs / "worker.log", "a"), "a") as out:
         proc = subprocess.Popen([sys.executable, "-m", "lore", "worker", "run"],
                                 stdout=out, stderr=out, stdin=subprocess.DEVNULL,
                                 start_new_session=True, env=dict(os.environ))

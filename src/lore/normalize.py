@@ -1,9 +1,21 @@
-"""Canonical forms of the free-text keys people type: tags, contexts, file types."""
+"""Canonical forms of the free-text keys people type (tags, contexts, file types), and text made
+storable: what arrives from outside (transcripts, hook payloads, import lines, MCP arguments) may
+hold lone UTF-16 surrogates, NULs or invalid UTF-8, which UTF-8 and SQLite cannot hold.
+
+Standard library only: the hooks use it.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
+
+REPLACEMENT = "\ufffd"
+# A lone surrogate (JavaScript writes one when it cuts a string inside an emoji; a JSON "\ud83d"
+# escape decodes to it) cannot be encoded as UTF-8; a NUL cuts C strings short.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 _SPACES = re.compile(r"\s+")
 
@@ -46,3 +58,48 @@ def unique(values: Iterable[str], norm) -> tuple[str, ...]:
         if v:
             out[v] = None
     return tuple(out)
+
+
+def storable(text: str) -> str:
+    """``text`` with each lone surrogate and NUL replaced by U+FFFD; everything else kept."""
+    return _UNSTORABLE.sub(REPLACEMENT, text) if _UNSTORABLE.search(text) else text
+
+
+def storable_json(value: Any) -> Any:
+    """A JSON value with every string in it, keys included, made ``storable``."""
+    if isinstance(value, str):
+        return storable(value)
+    if isinstance(value, dict):
+        return {storable(k) if isinstance(k, str) else k: storable_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [storable_json(v) for v in value]
+    return value
+
+
+def json_value(raw: str | bytes) -> Any:
+    """Parse one JSON text into storable values: invalid UTF-8 bytes become U+FFFD, raw control
+    characters inside strings are accepted, lone surrogates and NULs become U+FFFD.
+
+    Raises ValueError for anything that is not JSON, including nesting too deep to parse.
+    """
+    text = raw.decode("utf-8-sig", "replace") if isinstance(raw, bytes) else raw
+    try:
+        value = json.loads(text, strict=False)
+        if "\\u" in text or _UNSTORABLE.search(text):
+            value = storable_json(value)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    return value
+
+
+def date_words(stamp: str | None) -> str:
+    """'2023-05-08T13:56:00Z' -> '8 May, 2023': questions say dates the way people do."""
+    if not stamp:
+        return ""
+    from lore.ids import parse_time
+
+    try:
+        d = parse_time(stamp)
+    except ValueError:
+        return ""
+    return f"{d.day} {d.strftime('%B')}, {d.year}"

@@ -1,20 +1,31 @@
-"""Secret redaction for quotes kept as evidence (stdlib only).
+"""Secret redaction: every text that enters Lore passes :func:`redact` before it is stored.
 
 :func:`redact` replaces keys, tokens, passwords and private keys with ``[REDACTED:<kind>]``.
 Names stay readable: an assignment keeps its key (``password=[REDACTED:password]``), a URL
-keeps its scheme, user and host. Every pattern is anchored on a literal prefix or a run
-boundary, so the cost stays linear in the text's length, and a redacted text is left as it
-is by a second pass.
+keeps its scheme, user and host, a sentence keeps its words ("the password is
+[REDACTED:password]"). Every pattern is anchored on a literal prefix or a run boundary, so
+the cost stays linear in the text's length, and a redacted text is left as it is by a second
+pass.
+
+Standard library only, and cheap to import: the hooks call it on every event. Each rule
+names the lower-case substrings it cannot match without (its triggers) and is compiled on
+first use, so a hook whose text holds no trigger compiles nothing, and a text is scanned
+only by the rules whose triggers it contains. It sits below every layer (see
+docs/architecture.md) because the capture, import and storage paths all call it.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
+from functools import lru_cache
+from typing import TYPE_CHECKING
 
-__all__ = ["contains_secret", "redact"]
+if TYPE_CHECKING:
+    import re
 
-_I = re.IGNORECASE
+__all__ = ["contains_secret", "redact", "redact_value"]
+
+_I = 2  # re.IGNORECASE, spelled out: ``re`` is imported only when a rule first runs
+_DOTALL = 16  # re.DOTALL
 _MARK = "[REDACTED:"
 
 
@@ -22,77 +33,238 @@ def _tag(kind: str) -> str:
     return f"{_MARK}{kind}]"
 
 
+def _b(body: str) -> str:
+    """A token that is a whole run: no word character, dash or dot glued to either side.
+
+    A leading literal goes first and the boundary is checked behind it, so the regular
+    expression engine can search for the literal quickly instead of trying every position."""
+    n = 0
+    while n < len(body) and (body[n].isalnum() or body[n] in "_-"):
+        n += 1
+    if n < len(body) and body[n] in "?*+{":
+        n -= 1  # the last character is quantified: not part of the fixed prefix
+    if n < 2:
+        return r"(?<![\w.-])" + body + r"(?![\w-])"
+    literal = body[:n]
+    return literal + r"(?<![\w.-]" + literal + r")" + body[n:] + r"(?![\w-])"
+
+
 # ---- fixed formats ------------------------------------------------------------------
-# (kind, pattern): the whole match is replaced.
-_FORMATS: list[tuple[str, re.Pattern[str]]] = [
+# (kind, triggers, pattern): the whole match is replaced. Shapes as published by the
+# providers and by secret scanners; order matters only where prefixes overlap.
+_FORMATS: list[tuple[str, tuple[str, ...], str]] = [
     # Anthropic before OpenAI: both start with "sk-".
-    ("api-key", re.compile(r"(?<![\w-])sk-ant-[A-Za-z0-9_-]{20,}")),
-    ("api-key", re.compile(r"(?<![\w-])sk-(?:proj-|svcacct-)?(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}")),
-    ("token", re.compile(r"(?<![\w-])gh[pousr]_[A-Za-z0-9]{30,}")),
-    ("token", re.compile(r"(?<![\w-])github_pat_[A-Za-z0-9_]{22,}")),
-    ("aws-key", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])")),
-    ("api-key", re.compile(r"(?<![\w-])AIza[0-9A-Za-z_-]{35}(?![\w-])")),
-    ("token", re.compile(r"(?<![\w-])xox[abposr]-[A-Za-z0-9-]{10,}")),
-    ("api-key", re.compile(r"(?<![\w-])(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}")),
-    ("jwt", re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}")),
+    ("api-key", ("sk-ant-",), _b(r"sk-ant-(?:api|admin|sid)?\d{0,2}-?[A-Za-z0-9_-]{20,}")),
+    ("api-key", ("sk-",), _b(r"sk-(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z0-9_-]*\d)"
+                             r"[A-Za-z0-9_-]{20,}")),
+    ("api-key", ("xai-",), _b(r"xai-[A-Za-z0-9]{60,}")),
+    ("api-key", ("gsk_",), _b(r"gsk_[A-Za-z0-9]{40,}")),
+    ("api-key", ("pplx-",), _b(r"pplx-[A-Za-z0-9]{40,}")),
+    ("api-key", ("r8_",), _b(r"r8_[A-Za-z0-9]{30,}")),
+    ("token", ("hf_",), _b(r"hf_[A-Za-z]{30,}")),
+    # GitHub, GitLab, Bitbucket, Atlassian, Docker, JFrog
+    ("token", ("gh",), _b(r"gh[pousr]_[A-Za-z0-9]{30,}")),
+    ("token", ("github_pat_",), _b(r"github_pat_[A-Za-z0-9_]{22,}")),
+    ("token", ("gl",), _b(r"gl(?:pat|dt|ptt|rt|cbt|ft|imt|agent|oas|soat|wt)-[A-Za-z0-9_-]{20,}")),
+    ("token", ("GR1348941",), _b(r"GR1348941[A-Za-z0-9_-]{20,}")),
+    ("token", ("ATBB",), _b(r"ATBB[A-Za-z0-9_=.-]{28,}")),
+    ("token", ("ATATT3",), _b(r"ATATT3[A-Za-z0-9_=-]{40,}")),
+    ("token", ("dckr_pat_",), _b(r"dckr_pat_[A-Za-z0-9_-]{20,}")),
+    ("api-key", ("AKCp",), _b(r"AKCp[A-Za-z0-9]{60,}")),
+    # AWS, Google, Azure, Alibaba, DigitalOcean, Cloudflare-style origin keys
+    ("aws-key", ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
+     r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    ("api-key", ("AIza",), _b(r"AIza[0-9A-Za-z_-]{35}")),
+    ("secret", ("GOCSPX-",), _b(r"GOCSPX-[A-Za-z0-9_-]{24,}")),
+    ("token", ("ya29.",), _b(r"ya29\.[0-9A-Za-z_-]{20,}")),
+    ("secret", ("Q~",), r"(?<![\w~.-])[A-Za-z0-9_.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![\w~-])"),
+    ("api-key", ("LTAI",), _b(r"LTAI[A-Za-z0-9]{16,24}")),
+    ("token", ("dop_v1_", "doo_v1_", "dor_v1_"), _b(r"do[por]_v1_[a-f0-9]{64}")),
+    ("api-key", ("v1.0-",), _b(r"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}")),
+    # Chat and mail
+    ("token", ("xox",), _b(r"xox[abposre]-[A-Za-z0-9-]{10,}")),
+    ("token", ("xoxe.",), _b(r"xoxe\.xox[bp]-\d-[A-Za-z0-9]{100,}")),
+    ("token", ("xapp-",), _b(r"xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]{30,}")),
+    ("webhook", ("hooks.slack.com",),
+     r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+-]{20,}"),
+    ("webhook", ("/api/webhooks/",),
+     r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{40,}"),
+    ("webhook", ("webhook.office.com",),
+     r"https://[a-z0-9-]+\.webhook\.office\.com/webhookb2/[A-Za-z0-9@/_-]{40,}"),
+    ("token", (":AA",), _b(r"\d{8,10}:AA[A-Za-z0-9_-]{33}")),
+    ("api-key", ("SG.",), _b(r"SG\.[A-Za-z0-9_-]{20,24}\.[A-Za-z0-9_-]{40,45}")),
+    ("api-key", ("xkeysib-",), _b(r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}")),
+    ("api-key", ("key-",), _b(r"key-[0-9a-z]{32}")),
+    # the boundary behind the hex run, not before it: a leading assertion slows every position
+    ("api-key", ("-us",), r"[0-9a-f]{32}(?<![\w.-][0-9a-f]{32})-us\d{1,2}(?![\w-])"),
+    ("api-key", ("SK",), _b(r"SK[0-9a-fA-F]{32}")),
+    # Payments and commerce
+    ("api-key", ("sk_", "rk_"), _b(r"(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{16,}")),
+    ("secret", ("whsec_",), _b(r"whsec_[A-Za-z0-9+/=]{24,}")),
+    ("token", ("shp",), _b(r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}")),
+    ("token", ("sq0",), _b(r"sq0(?:atp|csp)-[0-9A-Za-z_-]{22,60}")),
+    ("api-key", ("FLWSECK",), _b(r"FLWSECK(?:_TEST)?-[a-h0-9]{32}-X")),
+    ("api-key", ("shippo_",), _b(r"shippo_(?:live|test)_[a-f0-9]{40}")),
+    ("api-key", ("duffel_",), _b(r"duffel_(?:test|live)_[A-Za-z0-9_-]{43}")),
+    ("api-key", ("EZAK", "EZTK"), _b(r"EZ[AT]K[a-zA-Z0-9]{54}")),
+    # Package registries and developer platforms
+    ("token", ("npm_",), _b(r"npm_[A-Za-z0-9]{36}")),
+    ("token", ("pypi-AgEIcHlwaS5vcmc",), _b(r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}")),
+    ("token", ("rubygems_",), _b(r"rubygems_[a-f0-9]{48}")),
+    ("api-key", ("oy2",), _b(r"oy2[a-z0-9]{43}")),
+    ("token", ("CLOJARS_",), _b(r"CLOJARS_[a-z0-9]{60}")),
+    ("token", ("pul-",), _b(r"pul-[a-f0-9]{40}")),
+    ("token", ("dapi",), _b(r"dapi[a-f0-9]{32}(?:-\d)?")),
+    ("token", ("dp.",), _b(r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}")),
+    ("token", ("dt0c01.",), _b(r"dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}")),
+    ("token", ("hvs.", "hvb."), _b(r"hv[sb]\.[A-Za-z0-9_-]{24,}")),
+    ("token", (".atlasv1.",), _b(r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,70}")),
+    ("token", ("lin_api_",), _b(r"lin_api_[A-Za-z0-9]{40}")),
+    ("api-key", ("PMAK-",), _b(r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}")),
+    ("api-key", ("NRAK-",), _b(r"NRAK-[A-Z0-9]{27}")),
+    ("token", ("sntrys_", "sntryu_"), _b(r"sntry[su]_[A-Za-z0-9+/=_]{40,}")),
+    ("token", ("glc_", "glsa_"), _b(r"(?:glc_[A-Za-z0-9+/]{32,}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})")),
+    ("token", ("sbp_",), _b(r"sbp_[a-f0-9]{40}")),
+    ("token", ("pscale_",), _b(r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.-]{32,64}")),
+    ("token", ("fo1_",), _b(r"fo1_[A-Za-z0-9_-]{43}")),
+    ("token", ("pnu_",), _b(r"pnu_[A-Za-z0-9]{36}")),
+    ("token", ("rdme_",), _b(r"rdme_[a-z0-9]{70}")),
+    ("token", ("figd_",), _b(r"figd_[A-Za-z0-9_-]{40,}")),
+    ("token", ("ntn_", "secret_"), _b(r"(?:ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43})")),
+    ("token", ("pat",), _b(r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}")),
+    ("token", ("tskey-",), _b(r"tskey-(?:api|auth|client|webhook)-[A-Za-z0-9]{6,}-[A-Za-z0-9]{20,}")),
+    ("token", ("ops_eyJ",), _b(r"ops_eyJ[A-Za-z0-9+/=_-]{100,}")),
+    ("token", ("tfp_",), _b(r"tfp_[A-Za-z0-9_.=-]{40,59}")),
+    ("token", ("aio_",), _b(r"aio_[A-Za-z0-9]{28}")),
+    ("token", ("sk.eyJ",), _b(r"sk\.eyJ[A-Za-z0-9_-]{50,}\.[A-Za-z0-9_-]{20,}")),
+    ("token", ("EAA",), _b(r"EAA[A-Za-z0-9]{100,}")),
+    # Keys that carry their own label
+    ("private-key", ("AGE-SECRET-KEY-",), _b(r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}")),
+    ("private-key", ("PuTTY-User-Key-File",),
+     r"PuTTY-User-Key-File-\d:.*?(?:Private-MAC: [0-9a-f]+|\Z)"),
+    ("jwt", ("eyJ",), _b(r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}")),
 ]
 
-_PEM = re.compile(
-    r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-    r"(?:.*?-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|.*\Z)",
-    re.DOTALL,
-)
+_PEM = (r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:.*?-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|.*\Z)")
 
 # user:password@host — the scheme and user stay, the password goes.
-_URL_CREDENTIALS = re.compile(
+_URL_CREDENTIALS = (
     r"(?<![A-Za-z0-9+.-])(?P<head>[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:/@?#]*):(?P<pw>[^\s@/?#]+)@"
 )
 
-_AWS_SECRET = re.compile(
-    r"(?P<head>\baws_secret_access_key[\"']?\s*[:=]\s*[\"']?)(?P<value>[A-Za-z0-9/+=]{30,})", _I
-)
+_AWS_SECRET = (r"(?P<head>\baws_?secret_?(?:access_?)?key[\"']?\s*[:=]\s*[\"']?)"
+               r"(?P<value>[A-Za-z0-9/+=]{30,})")
 
-# "Authorization: Bearer <token>", "Authorization: Basic <b64>"
-_AUTH_HEADER = re.compile(
-    r"(?P<head>\bAuthorization[\"']?\s*[:=]\s*[\"']?(?:(?:Bearer|Basic|Token|Bot)\s+)?)"
-    r"(?P<value>[^\s\"',;]+)",
-    _I,
+# "Authorization: Bearer <token>", "Authorization: Basic <b64>", "X-Api-Key: <key>"
+_AUTH_HEADER = (
+    r"(?P<head>\b(?:Proxy-)?Authorization[\"']?\s*[:=]\s*[\"']?"
+    r"(?:(?:Bearer|Basic|Token|Bot|Digest|Negotiate|AWS4-HMAC-SHA256|ApiKey|SSWS)\s+)?)"
+    r"(?P<value>[^\s\"',;]+)"
 )
-_BEARER = re.compile(r"(?P<head>\bBearer\s+)(?P<value>[A-Za-z0-9._~+/=-]{8,})", _I)
+_KEY_HEADER = (r"(?P<head>\bX-(?:Api-Key|Auth-Token|Access-Token|Secret|Vault-Token|"
+               r"Shopify-Access-Token|Figma-Token|Dropbox-Token)[\"']?\s*:\s*[\"']?)"
+               r"(?P<value>[^\s\"',;]+)")
+_BEARER = r"(?P<head>\bBearer\s+)(?P<value>[A-Za-z0-9._~+/=-]{8,})"
 
 # key = value: the key stays, the value goes. The key may carry a prefix (DB_PASSWORD,
-# github_token, client_secret) and be quoted ("password": "...").
-_KEY = (
-    r"(?:[A-Za-z0-9]{1,30}[_-]){0,4}"
-    r"(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|"
-    r"secret[_-]?key|private[_-]?key|client[_-]?secret)"
+# github_token, client_secret, _authToken) and be quoted ("password": "...").
+_WORDS = (r"password|passwd|passphrase|passcode|pwd|pass|secret|token|api[_-]?key|apikey|"
+          r"access[_-]?key|secret[_-]?key|private[_-]?key|client[_-]?secret|credentials?|"
+          r"accountkey|sharedaccesskey|sas[_-]?token|signing[_-]?key|encryption[_-]?key|"
+          r"master[_-]?key|auth[_-]?key|session[_-]?key|webhook[_-]?secret")
+_KEY = r"[A-Za-z0-9_.-]{0,40}?(?:" + _WORDS + r")"
+# The match starts at the key's last word; the callback reads the rest of the key backwards
+# (a leading run of any length before each keyword would make the scan quadratic-ish).
+_ASSIGN = (
+    r"(?P<key>pass(?:word|wd|phrase|code)?|pwd|secret|token|key|credentials?)"
+    r"(?![A-Za-z0-9])(?P<sep>[\"']?[ \t]*(?:=>|:=|=(?!=)|:(?!:))[ \t]*"
+    r"|[ \t]+(?=[\"']))"
+    r"(?P<value>\"[^\"\n]{1,300}\"|'[^'\n]{1,300}'|`[^`\n]{1,300}`|[^\s,;'\"`]{1,300})"
 )
-_ASSIGN = re.compile(
-    r"(?P<key>\b" + _KEY + r")\b(?P<sep>[\"']?[ \t]*(?:=>|:=|=(?!=)|:(?!:))[ \t]*|[ \t]+(?=[\"']))"
-    r"(?P<value>\"[^\"\n]{1,300}\"|'[^'\n]{1,300}'|[^\s,;'\"]{1,300})",
-    _I,
+
+# Passwords in sentences: "the password is X", "use password X", "the staging db password
+# is X", "password for the staging box: X", "my pwd's X".
+_COPULA = (r"[ \t]*(?::|=|->)[ \t]*|[ \t]+(?:is|was|will[ \t]+be|should[ \t]+be|would[ \t]+be|"
+           r"becomes|reads|remains)[ \t]+(?:now[ \t]+|still[ \t]+|just[ \t]+|set[ \t]+to[ \t]+)?")
+_PROSE_PASSWORD = (
+    r"(?P<head>\b(?:password|passwd|passphrase|passcode|pwd|pw)(?:'s)?"
+    r"(?:[ \t]+(?:for|of|on|to|at|in)[ \t]+(?:[\w.@/-]+[ \t]+){0,3}?[\w.@/-]+(?P<c1>" + _COPULA + r")"
+    r"|(?P<c2>" + _COPULA + r")|[ \t]+(?:to|as)[ \t]+|[ \t]+))"
+    r"(?P<value>\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|`[^`\n]{1,200}`|[^\s\"'`]{1,200})"
 )
 
 # A long hex or base64 string right after a key/token/secret word ("my API key is 3f9a...").
-_NEAR_KEYWORD = re.compile(
+_NEAR_KEYWORD = (
     r"(?P<head>\b(?:api[ _-]?)?(?:keys?|tokens?|secrets?|passwords?|passwd|credentials?)\b"
     r"[ \t]*(?:(?:is|was|=|:|->|here|value)[ \t]*){0,2}[\"'`]?)"
-    r"(?P<value>(?<![A-Za-z0-9+/_=-])(?:[0-9a-fA-F]{32,}(?![A-Za-z0-9+/_-])|[A-Za-z0-9+/_-]{40,}={0,2}))",
-    _I,
+    r"(?P<value>(?<![A-Za-z0-9+/_=-])(?:[0-9a-fA-F]{32,}(?![A-Za-z0-9+/_-])|[A-Za-z0-9+/_-]{40,}={0,2}))"
 )
 
 # Values that name where a secret lives rather than being one.
-_REFERENCE = re.compile(
-    r"(?:\$|%\(|\{\{|<|\*{3}|x{4}|\.\.\.|os\.environ|os\.getenv|getenv|process\.env|env\(|env\[|"
-    r"ENV\[|secrets\.|settings\.|config\.|vault:|none\b|null\b|nil\b|true\b|false\b|undefined\b)",
-    _I,
+_REFERENCE_SOURCE = (
+    r"(?:\$|%\(|\{\{|\{%|<|\*{3}|x{4}|\.\.\.|…|os\.environ|os\.getenv|getenv|process\.env|env\(|env\[|"
+    r"ENV\[|secrets\.|settings\.|config\.|vault:|none\b|null\b|nil\b|true\b|false\b|undefined\b|"
+    r"self\.|this\.|args\.|request\.|input\(|getpass|\w+\(\)?$)"
 )
 _PROSE = frozenset(
-    "a an the is are was were be been it its it's this that these those not no yes and or "
+    "a an the is are was were be been being it its it's this that these those not no yes and or "
     "in on for to of from with by as at if so see use set same your my our their his her "
     "required optional empty missing string str int field value should must will can "
-    "hashed encrypted stored never always only here there below above".split()
+    "hashed encrypted stored never always only here there below above "
+    "wrong right correct incorrect invalid valid expired too very still now then also just "
+    "changed reset rotated saved sent shown hidden masked weak strong long short ok okay fine "
+    "good bad different generated managed kept used needed checked validated verified entered "
+    "typed provided given known unknown available unavailable ignored accepted rejected "
+    "updated removed deleted cleared blank case-sensitive mandatory manager managers "
+    "protected policy policies prompt prompts dialog form field fields box input inputs "
+    "reset flow flows hash hashes hashing length rules rule change changes changing "
+    "expiry expiration strength complexity requirements requirement check checks "
+    "validation confirmation recovery login logins storage store handling auth "
+    "authentication protection less free based only what which who how where when why "
+    "something anything nothing everything somewhere elsewhere mine yours ours theirs "
+    "there's isn't wasn't won't can't doesn't didn't".split()
 )
+_PLAIN_SUFFIXES = ("ed", "ing", "ly", "able", "ible", "tion", "ment", "ness", "less")
+
+
+def _plain_word(value: str) -> bool:
+    """Prose, not a password: a lower-case dictionary-shaped word, or a code reference."""
+    v = value.rstrip(".,!?;:)]}")
+    if not v:
+        return True
+    if v.lower() in _PROSE:
+        return True
+    if v.isalpha() and v.islower() and v.endswith(_PLAIN_SUFFIXES):
+        return True
+    return False
+
+
+def _password_shaped(value: str) -> bool:
+    """A word that reads as a password on its own: a digit or a symbol with letters, or
+    mixed case inside the word (Tr0ub4dor&3, Hunter2Staging!, correctHorse)."""
+    import re  # loaded by the rule that called this
+
+    v = value.rstrip(".,!?;:)]}")
+    if len(v) < 4 or not any(c.isalpha() for c in v):
+        return False
+    has_digit = any(c.isdigit() for c in v)
+    has_symbol = any(not c.isalnum() for c in v)
+    inner_upper = any(c.isupper() for c in v[1:]) and any(c.islower() for c in v)
+    # "v1.2", "3.12", "/etc/passwd", "password_hash" (an identifier), a file name
+    if re.fullmatch(r"v?\d+(?:\.\d+)+\w*", v) or "/" in v or re.fullmatch(r"[a-z]+(?:_[a-z]+)+", v):
+        return False
+    if re.fullmatch(r"[\w-]+\.(?:py|js|ts|md|txt|json|yaml|yml|toml|cfg|ini|sh|go|rs|rb|java)", v):
+        return False
+    return has_digit or has_symbol or inner_upper
+
+
+def _identifier_word(key: str) -> str:
+    """The secret word a key ends with: db_password -> password, apiKey -> key."""
+    for word in ("password", "passwd", "secret", "token", "key", "pwd", "pass", "credential"):
+        if key.endswith(word) or key.endswith(word + "s"):
+            return word
+    return key
 
 
 def _assign_kind(key: str) -> str:
@@ -105,14 +277,25 @@ def _assign_kind(key: str) -> str:
         return "password"
     if "token" in k:
         return "token"
-    if "api" in k or "access" in k:
+    if "api" in k or "access" in k or "accountkey" in k:
         return "api-key"
     return "secret"
 
 
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
 def _assignment(m: re.Match[str]) -> str:
-    key, sep, value = m.group("key"), m.group("sep"), m.group("value")
-    quote = value[0] if value[0] in "\"'" else ""
+    import re  # loaded by the rule that called this
+
+    word, sep, value = m.group("key"), m.group("sep"), m.group("value")
+    start = m.start()
+    while start > 0 and m.string[start - 1] in _KEY_CHARS and m.start() - start < 41:
+        start -= 1
+    key = m.string[start:m.start()] + word
+    if not _KEY_RULE.pattern().fullmatch(key):
+        return m.group(0)  # cache_key=..., tokenizer=...: not a secret's name
+    quote = value[0] if value[0] in "\"'`" else ""
     inner = value[1:-1] if quote else value
     if quote:
         if not inner.strip():
@@ -124,16 +307,62 @@ def _assignment(m: re.Match[str]) -> str:
             return m.group(0)
         inner = stripped
         # "password: the one in the vault" is prose; "password=hunter2" is not.
-        if "=" not in sep and inner.lower() in _PROSE:
+        if "=" not in sep and _plain_word(inner):
             return m.group(0)
-    if inner.startswith(_MARK) or _REFERENCE.match(inner):
+    if _MARK in inner or _reference(inner):
+        return m.group(0)
+    kl = key.lower()
+    # token: tokens[index], csrfToken = document.querySelector(...): code, not a value
+    if not quote and any(c in inner for c in "([{"):
+        return m.group(0)
+    # password=password, api_key=api_key, token=new_token: a variable passed on, not a value
+    if (not quote and not any(c.isdigit() for c in inner)
+            and re.fullmatch(r"[A-Za-z_][\w.]*", inner) and _identifier_word(kl) in inner.lower()):
+        return m.group(0)
+    # "pass"/"credential" alone are common words: only as a named setting (db_pass=, PASS=)
+    if kl in ("pass", "credential", "credentials") and ("=" not in sep or not inner.strip()):
+        return m.group(0)
+    # A bare word after "token:" or "secret:" in prose ("token: none", "secret: yes")
+    if "=" not in sep and not quote and inner.isalpha() and inner.islower() and len(inner) < 5:
         return m.group(0)
     tail = value[len(quote) + len(inner):] if not quote else quote
-    return f"{key}{sep}{quote}{_tag(_assign_kind(key))}{tail}"
+    return f"{word}{sep}{quote}{_tag(_assign_kind(key))}{tail}"
+
+
+def _prose_password(m: re.Match[str]) -> str:
+    import re  # loaded by the rule that called this
+
+    value = m.group("value")
+    quote = value[0] if value[0] in "\"'`" else ""
+    inner = value[1:-1] if quote else value
+    if not inner.strip() or _MARK in inner or _reference(inner):
+        return m.group(0)
+    if not quote:
+        if any(c in inner for c in "([{"):  # password: form.get(...) is code
+            return m.group(0)
+        if m.group("c1") is not None or m.group("c2") is not None:
+            # "the password is swordfish" — any word but prose.
+            if _plain_word(inner) or not any(c.isalnum() for c in inner):
+                return m.group(0)
+            if re.fullmatch(r"[a-z]+(?:_[a-z]+)+", inner):  # an identifier: password_hash
+                return m.group(0)
+            low = inner.lower()
+            if (re.fullmatch(r"[A-Za-z_][\w.]*", inner) and not any(c.isdigit() for c in inner)
+                    and ("pass" in low or "pwd" in low)):  # password = password: a variable
+                return m.group(0)
+        elif not _password_shaped(inner):
+            # "use password X" with no "is": only a word shaped like a password.
+            return m.group(0)
+        stripped = inner.rstrip(".,;:)]}")
+        tail = inner[len(stripped):]
+        return m.group("head") + _tag("password") + tail
+    return m.group("head") + quote + _tag("password") + quote
 
 
 def _bearer(m: re.Match[str]) -> str:
     value = m.group("value")
+    if _MARK in value:
+        return m.group(0)
     # A token has digits, or mixed case at length; "Bearer authentication" is prose.
     has_digit = any(c.isdigit() for c in value)
     mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
@@ -144,19 +373,21 @@ def _bearer(m: re.Match[str]) -> str:
 
 def _auth_header(m: re.Match[str]) -> str:
     value = m.group("value")
-    if value.startswith(_MARK) or _REFERENCE.match(value):
+    if _MARK in value or _reference(value) or len(value) < 6:
         return m.group(0)
     return m.group("head") + _tag("token")
 
 
 def _url(m: re.Match[str]) -> str:
     pw = m.group("pw")
-    if pw.startswith(_MARK) or _REFERENCE.match(pw):
+    if _MARK in pw or _reference(pw):
         return m.group(0)
     return f"{m.group('head')}:{_tag('credentials-url')}@"
 
 
 def _near_keyword(m: re.Match[str]) -> str:
+    import re  # loaded by the rule that called this
+
     value = m.group("value")
     is_hex = re.fullmatch(r"[0-9a-fA-F]+", value) is not None
     if not is_hex:
@@ -169,35 +400,149 @@ def _near_keyword(m: re.Match[str]) -> str:
     return m.group("head") + _tag("token")
 
 
-def _fixed(kind: str) -> Callable[[re.Match[str]], str]:
+def _head(kind: str):  # type: ignore[no-untyped-def]
+    return lambda m: m.group("head") + _tag(kind)
+
+
+def _fixed(kind: str):  # type: ignore[no-untyped-def]
     return lambda m: _tag(kind)
 
 
-def _aws_secret(m: re.Match[str]) -> str:
-    return m.group("head") + _tag("aws-key")
+class _Rule:
+    """One pattern, compiled on first use, run only when one of its triggers is in the text.
+
+    An anchored rule's matches start where one of its ``anchors`` occurs: it is tried only
+    there (``str.find`` is much faster than a case-insensitive scan of every position)."""
+
+    __slots__ = ("triggers", "source", "flags", "replace", "anchors", "in_runs", "_compiled")
+
+    def __init__(self, triggers: tuple[str, ...], source: str, flags: int, replace,  # type: ignore[no-untyped-def]
+                 anchors: tuple[str, ...] = (), in_runs: bool = False) -> None:
+        self.triggers = triggers
+        self.source = source
+        self.flags = flags
+        self.replace = replace
+        self.anchors = anchors
+        self.in_runs = in_runs  # a fixed format: only inside a run of _RUNS
+        self._compiled: re.Pattern[str] | None = None
+
+    def pattern(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            import re
+
+            self._compiled = re.compile(self.source, self.flags)
+        return self._compiled
+
+    def apply(self, text: str, seen: str) -> str:
+        """Run the rule over ``text``; ``seen`` is the text as the triggers are looked up."""
+        pattern = self.pattern()
+        if not self.anchors or len(seen) != len(text):
+            return pattern.sub(self.replace, text)
+        starts = set()
+        for a in self.anchors:
+            i = seen.find(a)
+            while i >= 0:
+                starts.add(i)
+                i = seen.find(a, i + 1)
+        out: list[str] = []
+        last = 0
+        for i in sorted(starts):
+            if i < last:
+                continue
+            m = pattern.match(text, i)
+            if m is None or m.end() == i:
+                continue
+            out += (text[last:i], self.replace(m))
+            last = m.end()
+        if not out:
+            return text
+        out.append(text[last:])
+        return "".join(out)
 
 
-_STEPS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
-    (_PEM, _fixed("private-key")),
-    (_URL_CREDENTIALS, _url),
-    *((p, _fixed(k)) for k, p in _FORMATS),
-    (_AWS_SECRET, _aws_secret),
-    (_AUTH_HEADER, _auth_header),
-    (_BEARER, _bearer),
-    (_ASSIGN, _assignment),
-    (_NEAR_KEYWORD, _near_keyword),
+_PASSWORD_TRIGGERS = ("pass", "pwd", "pw ", "pw:", "pw=", "pw'")
+_RULES: list[_Rule] = [
+    _Rule(("-----BEGIN",), _PEM, _DOTALL, _fixed("private-key")),
+    _Rule(("://",), _URL_CREDENTIALS, 0, _url),
+    *(_Rule(t, p, _DOTALL if t[0].startswith("PuTTY") else 0, _fixed(k), in_runs=True)
+      for k, t, p in _FORMATS),
+    _Rule(("aws",), _AWS_SECRET, _I, _head("aws-key")),
+    _Rule(("authorization",), _AUTH_HEADER, _I, _auth_header),
+    _Rule(("x-",), _KEY_HEADER, _I, _auth_header, anchors=("x-",)),
+    _Rule(("bearer",), _BEARER, _I, _bearer),
+    _Rule(("pass", "pwd", "secret", "token", "key", "credential"), _ASSIGN, _I, _assignment,
+          anchors=("pass", "pwd", "secret", "token", "key", "credential")),
+    _Rule(_PASSWORD_TRIGGERS, _PROSE_PASSWORD, _I, _prose_password, anchors=("pass", "pwd", "pw")),
+    _Rule(("key", "token", "secret", "passw", "credential"), _NEAR_KEYWORD, _I, _near_keyword,
+          anchors=("key", "token", "secret", "passw", "credential", "api")),
 ]
+
+
+_REFERENCE = _Rule((), _REFERENCE_SOURCE, _I, None)
+# Every fixed format is a run of at least 15 of these characters (the shortest, a Slack token,
+# is 15): their triggers are looked up in those runs only, and a text without one (a path, a
+# short command, a sentence) skips all of them at the cost of one scan.
+_RUNS = _Rule((), r"[\w.~+/=:-]{15,}", 0, None)
+_KEY_RULE = _Rule((), _KEY, _I, None)
+
+
+def _reference(value: str) -> bool:
+    return _REFERENCE.pattern().match(value) is not None
 
 
 def redact(text: str) -> str:
     """Replace secrets in ``text`` with ``[REDACTED:<kind>]``; everything else is kept."""
     if not text:
         return text
-    for pattern, replace in _STEPS:
-        text = pattern.sub(replace, text)
+    if len(text) < 64:
+        return _redact(text)
+    # Ingest meets the same long text twice (an edit's tool call and its file_edits row).
+    return _redact_cached(text)
+
+
+def _redact(text: str) -> str:
+    low = text.lower()
+    low_of = text
+    runs: str | None = None
+    for rule in _RULES:
+        if rule.in_runs:
+            if runs is None:
+                runs = " ".join(_RUNS.pattern().findall(text))
+            if not runs:
+                continue
+            for t in rule.triggers:
+                if t in runs:
+                    text = rule.apply(text, text)
+                    break
+            continue
+        # Case-insensitive rules look for their triggers in the lower-cased text.
+        if rule.flags & _I:
+            if low_of is not text:  # an earlier rule changed the text
+                low, low_of = text.lower(), text
+            seen = low
+        else:
+            seen = text
+        for t in rule.triggers:
+            if t in seen:
+                text = rule.apply(text, seen)
+                break
     return text
+
+
+_redact_cached = lru_cache(maxsize=64)(_redact)
 
 
 def contains_secret(text: str) -> bool:
     """Whether :func:`redact` would change ``text``."""
     return bool(text) and redact(text) != text
+
+
+def redact_value(value: object) -> object:
+    """:func:`redact` every string inside a JSON-like value (dicts, lists); keys are kept."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: redact_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_value(v) for v in value]
+    return value

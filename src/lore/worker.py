@@ -4,6 +4,11 @@ One instance per home, enforced by an exclusive lock on ``worker.pid``. SIGTERM 
 the event in hand finish. An event leaves the queue only after it was handled, so a
 ``kill -9`` means it is handled again on restart; handlers are idempotent (transcript
 import is incremental and dedups by uuid).
+
+No event can stop the worker: any exception while handling one is logged with its
+traceback, and the event is tried again later (backoff ``RETRY_DELAYS``, the attempt count
+kept in the event's file) until ``MAX_ATTEMPTS``, then quarantined with the reason. The
+events behind it go on meanwhile. KeyboardInterrupt and SystemExit are not caught.
 """
 
 from __future__ import annotations
@@ -18,12 +23,17 @@ from typing import Any
 from lore.api import Lore
 from lore.capture.queue import Event, Queue
 from lore.config import Settings
-from lore.errors import AlreadyRunning, LoreError
+from lore.errors import AlreadyRunning, ConfigError
 from lore.home import alive, read_pid, spawn_worker
 
 POLL_SECONDS = 1.0
 RESCORE_SECONDS = 3600.0  # recency fades: learned rules are rescored this often
 TRANSCRIPT_EVENTS = ("SessionEnd", "Stop", "SubagentStop", "PreCompact")
+# Payload fields the worker reads as text; one of another type (a hand-edited or foreign
+# event) is dropped rather than bound into SQL.
+TEXT_FIELDS = ("session_id", "cwd", "transcript_path", "tool_name", "trigger", "prompt")
+MAX_ATTEMPTS = 5  # failed attempts before an event is quarantined
+RETRY_DELAYS = (5.0, 20.0, 80.0, 320.0)  # seconds before the 2nd, 3rd, … attempt
 
 
 class Worker:
@@ -36,7 +46,13 @@ class Worker:
         self._owns_lore = lore is None
         self._stop = False
         self._lock_fd: int | None = None
-        self.log = _logger(self.home / "logs" / "worker.log")
+        try:
+            self.log = _logger(self.home / "logs" / "worker.log")
+        except OSError as exc:
+            raise ConfigError(f"cannot write to Lore's home {self.home} ({exc.strerror or exc}); "
+                              "set LORE_HOME to a writable folder") from None
+        self.max_attempts = MAX_ATTEMPTS
+        self.retry_delays = RETRY_DELAYS
 
     @property
     def lore(self) -> Lore:
@@ -70,7 +86,8 @@ class Worker:
             self._lore = None
 
     def run(self, *, once: bool = False) -> int:
-        """Process events until SIGTERM (or, with ``once``, until the queue is empty)."""
+        """Process events until SIGTERM (or, with ``once``, until no event is due); return how
+        many were handled (failed attempts are not counted)."""
         self.acquire()
         signal.signal(signal.SIGTERM, self._on_term)
         handled = 0
@@ -82,12 +99,16 @@ class Worker:
                     last_rescore = time.monotonic()
                     self.rescore()
                 batch = 0
-                for event in self.queue.take():
-                    self.handle(event)
-                    handled += 1
-                    batch += 1
-                    if self._stop:
-                        break
+                try:
+                    for event in self.queue.take():
+                        handled += self.handle(event)
+                        batch += 1
+                        if self._stop:
+                            break
+                except Exception:  # noqa: BLE001 - the queue itself failed (disk full, read-only home)
+                    self.log.exception("queue bookkeeping failed; trying again in %.0f s",
+                                       POLL_SECONDS)
+                    batch = 0
                 if once and batch == 0:
                     break
                 if batch == 0:
@@ -102,34 +123,62 @@ class Worker:
             changed = self.lore.learner.rescore()
             if changed:
                 self.log.info("rescored %d learned rules", changed)
-        except LoreError as exc:
-            self.log.warning("rescoring failed: %s", exc)
+        except Exception:  # noqa: BLE001 - tried again at the next interval
+            self.log.exception("rescoring failed")
 
     def _on_term(self, *_: Any) -> None:
         self._stop = True  # the loop finishes the event in hand, then exits
 
     # ---- events -----------------------------------------------------------------------
-    def handle(self, event: Event) -> None:
-        outcome = "kept"
+    def handle(self, event: Event) -> bool:
+        """Handle one event and acknowledge it; on any exception count a failed attempt
+        (retried later, quarantined after the last). Returns whether it was handled."""
         try:
-            path = event.payload.get("transcript_path")
-            if event.kind in TRANSCRIPT_EVENTS and isinstance(path, str) and os.path.isfile(path):
-                report = self.lore.conversations.ingest([Path(path)])
-                outcome = f"imported {report.messages} messages"
-            signals = event.payload.get("lore_signals") or {}
-            if signals.get("correction") and signals.get("user_message"):
-                outcome += "; " + self.record_correction(event, signals)
-            if event.kind == "PostToolUse":
-                outcome = self.record_edits(event)
-            if event.kind == "PreCompact":
-                outcome += "; " + self.record_snapshot(event)
-            if event.kind in ("SessionStart", "SessionEnd") and self.settings.config.learning.silent_fixes:
-                outcome += "; " + self.check_silent_fixes(event)
-        except LoreError as exc:
-            outcome = f"error: {exc}"
-            self.log.warning("event %s (%s): %s", event.id, event.kind, exc)
+            outcome = self.outcome(event)
+        except Exception as exc:  # noqa: BLE001 - nothing an event holds may stop the worker
+            reason = f"{type(exc).__name__}: {exc}"
+            delay = self.retry_delays[min(event.attempts, len(self.retry_delays) - 1)]
+            if self.queue.fail(event, reason, max_attempts=self.max_attempts, delay=delay):
+                self.log.error("event %s (%s) quarantined after %d attempts: %s", event.id,
+                               event.kind, event.attempts, reason, exc_info=True)
+            else:
+                self.log.error("event %s (%s) failed (attempt %d of %d), retrying in %.0f s: %s",
+                               event.id, event.kind, event.attempts, self.max_attempts, delay,
+                               reason, exc_info=True)
+            self._reset()
+            return False
         self.queue.ack(event, outcome)
         self.log.info("event %s %s: %s", event.id, event.kind, outcome)
+        return True
+
+    def _reset(self) -> None:
+        """Drop the connection after a failure: the next event opens a fresh one, so a
+        database that was replaced, unlocked or repaired meanwhile is seen."""
+        if self._lore is not None and self._owns_lore:
+            try:
+                self._lore.close()
+            except Exception:  # noqa: BLE001 - a broken connection may fail to close
+                self.log.exception("closing the database after a failure")
+            self._lore = None
+
+    def outcome(self, event: Event) -> str:
+        """What handling ``event`` did, in a few words; raises on failure."""
+        event.payload = typed_payload(event.payload)
+        outcome = "kept"
+        path = event.payload.get("transcript_path")
+        if event.kind in TRANSCRIPT_EVENTS and isinstance(path, str) and os.path.isfile(path):
+            report = self.lore.conversations.ingest([Path(path)])
+            outcome = f"imported {report.messages} messages"
+        signals = event.payload.get("lore_signals") or {}
+        if signals.get("correction") and signals.get("user_message"):
+            outcome += "; " + self.record_correction(event, signals)
+        if event.kind == "PostToolUse":
+            outcome = self.record_edits(event)
+        if event.kind == "PreCompact":
+            outcome += "; " + self.record_snapshot(event)
+        if event.kind in ("SessionStart", "SessionEnd") and self.settings.config.learning.silent_fixes:
+            outcome += "; " + self.check_silent_fixes(event)
+        return outcome
 
     def record_correction(self, event: Event, signals: dict[str, Any]) -> str:
         """Store the message with the proposal it answers, its session, project and files
@@ -196,6 +245,10 @@ class Worker:
             "queue_depth": self.queue.depth(),
             "last_processed": self.queue.last_done(),
             "quarantined": [{"file": f, "reason": r} for f, r in self.queue.quarantined()],
+            "retrying": [{"id": e.id, "kind": e.kind, "attempts": e.attempts,
+                          "retry_at": e.retry_at, "last_error": e.last_error}
+                         for e in self.queue.retrying()],
+            "errors": self.queue.error_count(),
             "log": str(self.home / "logs" / "worker.log"),
         }
 
@@ -232,6 +285,19 @@ def stop_background(settings: Settings, timeout: float = 30.0) -> bool:
     while time.time() < deadline and alive(pid):
         time.sleep(0.1)
     return not alive(pid)
+
+
+def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` with every field the worker reads of the type it expects: text fields that
+    are not text are dropped, signals that are not an object are dropped."""
+    p = {k: v for k, v in payload.items() if k not in TEXT_FIELDS or isinstance(v, str)}
+    signals = p.get("lore_signals")
+    if isinstance(signals, dict):
+        p["lore_signals"] = {k: v for k, v in signals.items()
+                             if k not in ("user_message", "assistant_proposal") or isinstance(v, str)}
+    else:
+        p.pop("lore_signals", None)
+    return p
 
 
 def _iso(at: float) -> str:

@@ -33,6 +33,7 @@ from lore.capture.transcripts import (
     readable,
     session_id_for,
 )
+from lore.normalize import json_value
 
 KNOWN_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
 # response_item payloads that carry nothing to learn from (reasoning is the model's scratch work).
@@ -196,7 +197,7 @@ def _tool_call(payload: dict[str, Any]) -> ToolCall:
     if kind == "function_call":
         raw = as_str(payload.get("arguments")) or ""
         try:
-            args = json.loads(raw)
+            args = json_value(raw)
         except ValueError:
             args = None
         tool_input = args if isinstance(args, dict) else {"arguments": raw}
@@ -214,7 +215,7 @@ def _patch_text(name: str, payload: dict[str, Any]) -> str:
     if payload.get("type") == "custom_tool_call":
         return (as_str(payload.get("input")) or "") if name == "apply_patch" else ""
     try:
-        args = json.loads(as_str(payload.get("arguments")) or "")
+        args = json_value(as_str(payload.get("arguments")) or "")
     except ValueError:
         return ""
     if not isinstance(args, dict):
@@ -294,7 +295,7 @@ def _outcome(output: Any) -> tuple[str, bool | None]:
     text = as_str(output) or ""
     if text.startswith("{"):  # shell and apply_patch outputs: {"output": …, "metadata": {"exit_code": …}}
         try:
-            wrapped = json.loads(text)
+            wrapped = json_value(text)
         except ValueError:
             wrapped = None
         if isinstance(wrapped, dict) and "output" in wrapped:

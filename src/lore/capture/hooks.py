@@ -1,6 +1,8 @@
 """`lore hook <event>`: read the hook's stdin JSON, append one event to the queue, return.
 
 Standard library only, no database, no model: this runs on Claude Code's critical path.
+Secrets in the payload (the prompt, tool input, the quoted exchange) are redacted before the
+event is written, and a tool's response is not kept: nothing in the queue holds them in clear.
 Hooks fail open: any error is written to ``$LORE_HOME/logs/hooks.log`` and the hook
 exits 0 without output, so the agent is never blocked or shown an error.
 ``LORE_DISABLED=1`` turns every hook into a no-op.
@@ -19,6 +21,9 @@ from lore.capture.queue import Queue
 from lore.capture.signals import might_teach
 from lore.capture.tail import MAX_FIELD, last_assistant, last_exchange
 from lore.home import alive, lore_home, read_pid, spawn_worker
+from lore.normalize import json_value
+from lore.private import open_private, private_dir, tighten_home
+from lore.redact import redact, redact_value
 
 if TYPE_CHECKING:
     from typing import Any
@@ -32,15 +37,20 @@ EVENTS = {
 def run(event_name: str, stdin: str, queue_root: Path | None = None) -> str | None:
     """Handle one hook call; return what to print on stdout (None: nothing)."""
     kind = EVENTS.get(event_name, event_name)
-    payload = json.loads(stdin) if stdin.strip() else {}
+    # Lone surrogates and NULs become U+FFFD, so the event can be written and stored.
+    payload = json_value(stdin) if stdin.strip() else {}
     if not isinstance(payload, dict):
         raise ValueError("hook input is not a JSON object")
+    # What a tool returned (file contents, command output) is never used: not kept, not redacted.
+    payload.pop("tool_response", None)
     payload = _clip(payload)
     if kind in ("Stop", "SubagentStop"):
         payload["lore_signals"] = stop_signals(payload)
     elif kind == "UserPromptSubmit":
         payload["lore_signals"] = prompt_signals(payload)
-    Queue(queue_root or lore_home() / "queue").append(kind, payload)
+    if queue_root is None:
+        tighten_home(lore_home())  # a home made by an older Lore: one stat when already private
+    Queue(queue_root or lore_home() / "queue").append(kind, redact_payload(payload))
     if kind == "SessionStart":
         ensure_worker()
         return session_context(payload.get("cwd"))
@@ -109,6 +119,17 @@ def prompt_signals(payload: dict[str, Any]) -> dict[str, Any]:
     return {"correction": True, "user_message": prompt, "assistant_proposal": proposal}
 
 
+# Fields that name things (ids, paths) rather than quote text: kept as they are.
+_NAMES = frozenset({"session_id", "transcript_path", "cwd", "hook_event_name", "tool_name",
+                    "tool_use_id", "agent_transcript_path", "permission_mode"})
+
+
+def redact_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """The payload with every quoted text redacted (prompt, tool input, lore_signals,
+    messages); the rules compile only for texts that hold their trigger words."""
+    return {k: (v if k in _NAMES else redact_value(v)) for k, v in payload.items()}
+
+
 def _clip(value: Any) -> Any:
     if isinstance(value, str):
         return value if len(value) <= MAX_FIELD else value[:MAX_FIELD] + "…"
@@ -124,7 +145,8 @@ def main(event_name: str) -> int:
     if os.environ.get("LORE_DISABLED") == "1":
         return 0
     try:
-        out = run(event_name, sys.stdin.read())
+        # Bytes, not text: invalid UTF-8 becomes U+FFFD instead of losing the event.
+        out = run(event_name, sys.stdin.buffer.read().decode("utf-8", "replace"))
         if out:
             sys.stdout.write(out)
     except Exception:  # noqa: BLE001 - fail open: log, never block the agent
@@ -136,10 +158,9 @@ def _log(event_name: str) -> None:
     import traceback
 
     try:
-        logs = lore_home() / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        with open(logs / "hooks.log", "a", encoding="utf-8") as fh:
+        logs = private_dir(lore_home() / "logs")
+        with open(open_private(logs / "hooks.log", "a"), "a", encoding="utf-8") as fh:
             fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} hook {event_name} failed\n")
-            fh.write(traceback.format_exc() + "\n")
+            fh.write(redact(traceback.format_exc()) + "\n")
     except Exception:  # noqa: BLE001 - even logging may fail (unwritable home): stay silent
         pass

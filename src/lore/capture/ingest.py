@@ -19,7 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lore import normalize
-from lore.ids import now, parse_time
+from lore.embed import embed_text
+from lore.ids import now
+from lore.normalize import date_words
+from lore.redact import redact, redact_value
 from lore.store import Store
 from lore.store.protocol import FileState
 
@@ -153,7 +156,8 @@ class Ingest:
         with self.store.atomic():
             self.tables.upsert_session(session_id, agent, project, device_id(), None, None, title)
             rows = []
-            for uuid, speaker, text, ts in turns:
+            for uuid, speaker, raw, ts in turns:
+                text = redact(raw)
                 seq = self.tables.insert_message({
                     "uuid": uuid, "session_id": session_id, "parent_uuid": None, "role": "user",
                     "speaker": speaker, "text": text, "tool_calls": "[]", "timestamp": ts,
@@ -254,14 +258,16 @@ class _Batch:
     def _message(self, t: Turn, rows: dict[str, list[tuple[int, str, str, str | None]]],
                  report: IngestReport) -> int:
         tables = self.ingest.tables
+        # The door for transcripts: messages, tool calls, titles and chunks hold no secret.
+        text = redact(t.text)
         if t.session_id not in self.projects:
-            title = t.text[:120] if t.role == "user" and not t.is_meta else None
+            title = text[:120] if t.role == "user" and not t.is_meta else None
             tables.upsert_session(t.session_id, self.agent, t.cwd, device_id(), t.git_branch,
                                   self.path, title)
             self.projects[t.session_id] = t.cwd
         seq = tables.insert_message({
             "uuid": t.uuid, "session_id": t.session_id, "parent_uuid": t.parent_uuid,
-            "role": t.role, "speaker": t.role, "text": t.text,
+            "role": t.role, "speaker": t.role, "text": text,
             "tool_calls": tool_calls_json(t.tool_calls), "timestamp": t.timestamp,
             "is_sidechain": int(t.is_sidechain), "agent_id": t.agent_id, "is_meta": int(t.is_meta),
             "injected": int(t.injected)})
@@ -270,35 +276,21 @@ class _Batch:
             return 0
         report.messages += 1
         report.sessions.add(t.session_id)
-        if t.text.strip() and not t.is_meta and not t.injected:
-            rows.setdefault(t.session_id, []).append((seq, t.role, t.text, t.timestamp))
+        if text.strip() and not t.is_meta and not t.injected:
+            rows.setdefault(t.session_id, []).append((seq, t.role, text, t.timestamp))
         return 1
 
 
 def _edit_row(e: FileEdit, succeeded: int | None = None) -> dict[str, Any]:
+    """An edit as stored; its texts feed silent-fix learning, so they are redacted like every
+    message."""
     ok = e.succeeded if succeeded is None else bool(succeeded)
     return {"session_id": e.session_id, "message_uuid": e.message_uuid, "tool": e.tool,
             "file_path": e.file_path,
             "file_type": normalize.file_type(Path(e.file_path).suffix) or None,
-            "old_text": e.old_text, "new_text": e.new_text, "timestamp": e.timestamp,
-            "succeeded": None if ok is None else int(ok)}
-
-
-def embed_text(text: str, before: Sequence[str], after: Sequence[str]) -> str:
-    """The turn(s) first, so truncation never cuts them, then the nearest turn on each side."""
-    parts = [text, before[-1] if before else "", after[0] if after else ""]
-    return " ".join(p for p in parts if p)
-
-
-def date_words(stamp: str | None) -> str:
-    """'2023-05-08T13:56:00Z' -> '8 May, 2023': questions say dates the way people do."""
-    if not stamp:
-        return ""
-    try:
-        d = parse_time(stamp)
-    except ValueError:
-        return ""
-    return f"{d.day} {d.strftime('%B')}, {d.year}"
+            "old_text": redact(e.old_text) if e.old_text else e.old_text,
+            "new_text": redact(e.new_text) if e.new_text else e.new_text,
+            "timestamp": e.timestamp, "succeeded": None if ok is None else int(ok)}
 
 
 def _groups(rows: Iterable[tuple[int, str, str, str | None]],
@@ -323,5 +315,6 @@ def _hash_at(path: Path, start: int, length: int) -> str:
 
 
 def tool_calls_json(calls: Sequence[Any]) -> str:
-    return json.dumps([{"id": c.id, "name": c.name, "input": c.input} for c in calls],
+    """The calls as stored: their inputs (commands, file contents) with secrets redacted."""
+    return json.dumps(redact_value([{"id": c.id, "name": c.name, "input": c.input} for c in calls]),
                       ensure_ascii=False, default=str)

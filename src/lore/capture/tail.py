@@ -5,10 +5,11 @@ Standard library only (the Stop hook uses it); reads at most the last 256 KiB.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from lore.normalize import json_value
 
 TAIL_BYTES = 256 * 1024  # the end of the transcript is enough to find the last exchange
 MAX_FIELD = 20_000  # payload strings are cut here: the queue holds signals, not files
@@ -22,7 +23,7 @@ def records_from_end(path: Path, nbytes: int = TAIL_BYTES) -> Iterator[dict[str,
         lines = fh.read().splitlines()
     for raw in reversed(lines):
         try:
-            rec = json.loads(raw)
+            rec = json_value(raw)  # invalid UTF-8, lone surrogates, NULs: U+FFFD
         except ValueError:
             continue  # the cut first line, or a malformed one
         if isinstance(rec, dict):

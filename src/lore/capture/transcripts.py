@@ -5,18 +5,19 @@ append-only and may be read while the agent is still writing them, so reading is
 a byte offset, stop before a line that has no newline yet, and report in ``ParseStats.end_offset``
 where the next read should start. Agents change their formats without notice, so nothing here is
 fatal: a line that is not a JSON object is counted and skipped, a record type nobody knows is counted
-and skipped.
+and skipped. Text is made storable as it is read: invalid UTF-8, lone surrogates and NULs become U+FFFD.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import IO, Any, Generic, Protocol, TypeVar
+
+from lore.normalize import json_value
 
 # Lore wraps the context it injects in this tag; such text is never learned from.
 LORE_CONTEXT_MARKER = "<lore-context>"
@@ -145,9 +146,9 @@ def _skip_line(f: IO[bytes]) -> int | None:
 
 def _parse(line: bytes) -> dict[str, Any] | None:
     try:
-        # utf-8-sig: a file written with a byte-order mark still parses on its first line.
-        value = json.loads(line.decode("utf-8-sig"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
+        # Invalid UTF-8, lone surrogates and NULs become U+FFFD: the rest of the line is kept.
+        value = json_value(line)
+    except ValueError:
         return None
     return value if isinstance(value, dict) else None
 

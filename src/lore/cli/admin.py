@@ -20,11 +20,11 @@ from lore.cli.common import (
     open_lore,
     progress_bar,
     settings,
-    stdin_text,
     table,
     with_lore,
     yes_option,
 )
+from lore.private import open_private, private_dir
 
 CONFIG_TEMPLATE = """\
 # Lore configuration. Every key is optional; `lore config show` prints the effective values.
@@ -74,8 +74,9 @@ def admin_init(ctx: click.Context, json_: bool) -> None:
     existed = s.db_path.exists()
     wrote_config = False
     if not s.config_path.exists():
-        s.config_path.parent.mkdir(parents=True, exist_ok=True)
-        s.config_path.write_text(CONFIG_TEMPLATE, encoding="utf-8")
+        private_dir(s.config_path.parent)
+        with open(open_private(s.config_path), "w", encoding="utf-8") as fh:
+            fh.write(CONFIG_TEMPLATE)
         wrote_config = True
     with Lore.open(s) as lore:
         count = lore.lesson_count()
@@ -142,7 +143,9 @@ def admin_export(ctx: click.Context, output: str | None, yes: bool) -> None:
     n = 0
     with open_lore(ctx) as lore:
         try:
-            with open(output, "w", encoding="utf-8") if output else nullcontext(sys.stdout) as out:
+            # An export quotes every lesson: private (0600) like the database it comes from.
+            with (open(open_private(Path(output)), "w", encoding="utf-8") if output
+                  else nullcontext(sys.stdout)) as out:
                 for record in lore.export():
                     out.write(json.dumps(record, ensure_ascii=False) + "\n")
                     n += 1
@@ -181,18 +184,19 @@ def admin_import(lore: Any, lines: list[str], skip_invalid: bool, json_: bool) -
 
 
 def _read_lines(ctx: click.Context, param: click.Parameter, file: str) -> list[str]:
-    """Read the whole file (or stdin) while parsing, before the database is opened."""
+    """Read the whole file (or stdin) while parsing, before the database is opened. Bytes
+    that are not UTF-8 become U+FFFD in their line, so one bad byte costs one line at most."""
+    from lore.core.transfer import read_lines
+
     if file == "-":
-        return str(stdin_text(ctx, param, file)).splitlines()
+        return read_lines(sys.stdin.buffer.read())
     if file == "":
         raise click.BadParameter("an empty path; give a file or '-'", ctx, param)
     path = Path(file)
     try:
-        return path.read_text(encoding="utf-8").splitlines()
+        return read_lines(path.read_bytes())
     except FileNotFoundError:
         raise click.ClickException(f"no such file: {file}") from None
-    except UnicodeDecodeError:
-        raise click.ClickException(f"{file} is not UTF-8 JSON Lines") from None
     except OSError as exc:
         raise click.ClickException(f"cannot read {file}: {exc.strerror or exc}") from None
 

@@ -24,7 +24,7 @@ def check_params(ctx: click.Context) -> None:
     hands them over as lone surrogates) and an empty path (which would mean the cwd)."""
     for param in ctx.command.params:
         value = ctx.params.get(param.name or "")
-        for text in value if isinstance(value, (tuple, list)) else (value,):
+        for text in value if isinstance(value, tuple) else (value,):  # click gives nargs as tuples
             if isinstance(text, Path):
                 text = str(text)
             if not isinstance(text, str):

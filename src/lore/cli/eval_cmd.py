@@ -55,28 +55,30 @@ def eval_locomo(ctx: click.Context, file: Path, as_of_last_session: bool, json_:
 
 
 @eval_group.command("corrections")
-@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--show-errors", is_flag=True, help="List the misclassified messages.")
 @click.option("--detector", type=click.Choice(["full", "prefilter"]), default="full",
               show_default=True, help="The worker's detector or the hooks' pre-filter.")
 @click.option("--threshold", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               help="Probability above which a message counts (default: the trained one).")
 @json_option
-def eval_corrections(file: Path, show_errors: bool, detector: str, threshold: float | None,
+def eval_corrections(files: tuple[Path, ...], show_errors: bool, detector: str, threshold: float | None,
                      json_: bool) -> None:
-    """Precision, recall and F1 of correction detection on a labelled JSON Lines file.
+    """Precision, recall and F1 of correction detection on labelled JSON Lines files.
 
-    Each line: {"text": ..., "label": "correction|preference|none", "durable": bool,
-    "prev_agent": "the agent's turn before, or null"}. Positive = correction or preference.
+    Several files are scored together. Each line: {"text": ..., "label":
+    "correction|preference|none", "durable": bool, "prev_agent": "the agent's turn before,
+    or null"}. Positive = correction or preference.
 
     \b
     Examples:
       lore eval corrections corrections-dev.jsonl --show-errors
       lore eval corrections corrections-dev.jsonl --detector prefilter --json
+      lore eval corrections first.jsonl second.jsonl
     """
     from lore.measure.corrections import evaluate
 
-    result = evaluate(file, detector, threshold)
+    result = evaluate(list(files), detector, threshold)
     if not show_errors:
         errors = result.pop("errors")
         result["error_count"] = len(errors)
@@ -90,4 +92,6 @@ def eval_corrections(file: Path, show_errors: bool, detector: str, threshold: fl
             result["durable"]["f1"]]])
     table(None, ["true label -> predicted", "messages"], list(result["confusion"].items()))
     for e in result.get("errors", []):
-        click.echo(f"[{e['label']} predicted {e['predicted']} p={e['probability']}] {e['text']}")
+        why = f" ({e['reason']})" if e.get("reason") else ""
+        click.echo(f"[{e['label']} predicted {e['predicted']} p={e['probability']}{why}] "
+                   f"{e['text']}")

@@ -66,7 +66,10 @@ def worker_stop(ctx: click.Context) -> None:
 @json_option
 @click.pass_context
 def worker_status(ctx: click.Context, json_: bool) -> None:
-    """Whether the worker runs, the queue depth, the last event handled, quarantined entries.
+    """Whether the worker runs, the queue depth, the last event handled, failures.
+
+    Failed events are retried with backoff, then quarantined with the reason;
+    `lore worker requeue` puts quarantined events back in the queue.
 
     \b
     Example:
@@ -83,8 +86,30 @@ def worker_status(ctx: click.Context, json_: bool) -> None:
         ["running", f"yes (pid {st['pid']})" if st["running"] else "no"],
         ["queue depth", st["queue_depth"]],
         ["last event", f"{last.get('kind', '-')} {last.get('outcome', '')}".strip()],
+        ["errors", st["errors"]["count"]],
+        ["retrying", len(st["retrying"])],
         ["quarantined", len(st["quarantined"])],
         ["log", st["log"]],
     ])
+    for r in st["retrying"]:
+        notice(f"retrying {r['id']} ({r['kind']}, {r['attempts']} failed attempts): "
+               f"{r['last_error']}")
     for q in st["quarantined"]:
         notice(f"quarantined {q['file']}: {q['reason']}")
+
+
+@worker.command("requeue")
+@click.pass_context
+def worker_requeue(ctx: click.Context) -> None:
+    """Put quarantined events back in the queue with a fresh attempt count.
+
+    Use it once the cause is fixed (see `lore worker status` and the worker log).
+
+    \b
+    Example:
+      lore worker requeue
+    """
+    from lore.capture.queue import Queue
+
+    n = Queue(settings(ctx).home / "queue").requeue()
+    notice(f"requeued {n} events")

@@ -28,7 +28,7 @@ from lore.core.lessons import Lessons
 from lore.embed import document_text
 from lore.errors import InvalidInput
 from lore.extract import Extractor
-from lore.extract.detect import Detection, detect
+from lore.extract.detect import Detection, detect, words_of
 from lore.extract.merge import CHANGE_OF_MIND, contradicts, same_rule
 from lore.extract.score import confidence, status_for
 from lore.extract.shapes import Extracted
@@ -124,7 +124,9 @@ class Learner:
             det = Detection(det.label, True, det.type, det.probability, det.cues, det.reason)
         if not det.positive or not det.durable:
             return self._settle(row, Outcome("none" if not det.positive else "one-off", det))
-        ex = self.extractor.extract(row["user_message"], row["assistant_proposal"])
+        # The stored (redacted) message without client wrappers or a pasted block.
+        said = words_of(row["user_message"])[0] or row["user_message"]
+        ex = self.extractor.extract(said, row["assistant_proposal"])
         if ex is None:  # nothing left to read once redacted and cut
             return self._settle(row, Outcome("none", det))
         evidence = Evidence(quote=row["user_message"], session_id=row["session_id"],

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, cast
 
 from lore import normalize
 from lore.config import Config
@@ -17,6 +17,7 @@ from lore.embed import document_text
 from lore.errors import InvalidInput, NotFound
 from lore.ids import is_id, new_id, now
 from lore.models import CodeExample, Edge, Evidence, Lesson, TradeOff
+from lore.redact import redact_value
 from lore.schema import LessonFields, validate_fields
 from lore.store import PREFERENCE_COLUMNS, PREFERENCE_KEYS, TEXT_FIELDS, LessonRow, Store
 
@@ -85,7 +86,9 @@ class Lessons:
             times: tuple[str, str] | None = None) -> LessonRow:
         """The row to store for validated fields over an existing lesson (or None: a new one)."""
         base = existing.to_dict() if existing else {}
-        given = data.model_dump(exclude_none=True)
+        # The one door for lesson text (CLI, MCP, import, learning): secrets never reach the
+        # lessons, their evidence or the embedding model.
+        given = cast("dict[str, Any]", redact_value(data.model_dump(exclude_none=True)))
 
         def pick(name: str, default: Any = None) -> Any:
             if name in given:

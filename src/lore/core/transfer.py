@@ -18,6 +18,7 @@ from lore.embed import document_text
 from lore.errors import InvalidInput
 from lore.ids import is_id, now
 from lore.models import Edge, ImportReport
+from lore.normalize import json_value
 from lore.schema import LessonFields, LessonRecord, describe
 from lore.store import LessonRow
 
@@ -122,11 +123,20 @@ def import_records(lessons: Lessons, embedding: Embedding, lines: Iterable[str],
     return report
 
 
+def read_lines(data: bytes) -> list[str]:
+    """The lines of a JSON Lines file: invalid UTF-8 becomes U+FFFD (the rest of the line is
+    kept), and only a newline ends a line; U+2028 and other separators that ``splitlines``
+    would cut at can stand raw inside a JSON string (an export writes them so)."""
+    return [line.removesuffix("\r") for line in data.decode("utf-8", "replace").split("\n")]
+
+
 def _parse(line: str) -> LessonRecord:
     try:
-        data = json.loads(line)
+        data = json_value(line)  # lone surrogates and NULs become U+FFFD
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except ValueError as exc:
+        raise InvalidInput(f"not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise InvalidInput("each line must be a JSON object (one lesson)")
     try:

@@ -47,6 +47,13 @@ def document_text(title: str, content: str) -> str:
     return f"{title}\n\n{content}"
 
 
+def embed_text(text: str, before: Sequence[str], after: Sequence[str]) -> str:
+    """What is embedded for a conversation chunk: the turn(s) first, so truncation never cuts
+    them, then the nearest turn on each side."""
+    parts = [text, before[-1] if before else "", after[0] if after else ""]
+    return " ".join(p for p in parts if p)
+
+
 def create_embedder(cfg: EmbeddingConfig) -> Embedder:
     """The backend ``embedding.backend`` names, from the ``lore.embedders`` entry points
     (the built-in ones included); its module, and its heavy libraries, load only now."""

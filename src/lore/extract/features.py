@@ -12,9 +12,9 @@ like me to …?"), task requests that say "instead", approvals that start with "
 
 from __future__ import annotations
 
+import math
 import re
-
-_F = re.IGNORECASE
+import zlib
 
 # ---- the message --------------------------------------------------------------------
 _N = r"(?:n'?t|\s+not)"  # "don't", "dont", "do not"
@@ -172,8 +172,9 @@ def looks_like_log_or_code(text: str) -> bool:
 
 
 def _compile(cues: dict[str, str]) -> list[tuple[str, re.Pattern[str]]]:
-    return [(name, re.compile(p, _F | re.MULTILINE if name != "must_caps" else re.MULTILINE))
-            for name, p in cues.items()]
+    # The text is lower-cased once instead of matching case-insensitively (much faster);
+    # only must_caps reads the original case.
+    return [(name, re.compile(p, re.MULTILINE)) for name, p in cues.items()]
 
 
 _MESSAGE = _compile(MESSAGE_CUES)
@@ -192,11 +193,12 @@ def clean(text: str) -> str:
 def cues(message: str, previous: str | None = None) -> dict[str, float]:
     """The named cues of one message in the context of the agent turn it answers."""
     t = clean(message)
+    low = t.lower()
     out: dict[str, float] = {}
     for name, rx in _MESSAGE:
-        if rx.search(t):
+        if rx.search(t if name == "must_caps" else low):
             out[name] = 1.0
-    prev = clean(previous or "")[-600:]
+    prev = clean(previous or "")[-600:].lower()
     if prev:
         for name, rx in _CONTEXT:
             if rx.search(prev):
@@ -222,3 +224,109 @@ def cues(message: str, previous: str | None = None) -> dict[str, float]:
                                       & set(out)):
         out["redirect_after_interrupt"] = 1.0
     return {k: v for k, v in out.items() if v}
+
+
+# ---- pasted text ------------------------------------------------------------------------
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+\S", re.MULTILINE)
+_LIST_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+\S", re.MULTILINE)
+_QUOTE = re.compile(r"^\s*>", re.MULTILINE)
+_PROMPT_OPENING = re.compile(
+    r"^\W*(?:you\s+are\s+(?:an?|the)\s+|act\s+as\s+|your\s+(?:role|task)\s+is\b|rules?\s*:|"
+    r"role\s*:|system\s+prompt\b|instructions?\s*:)", re.IGNORECASE)
+OWN_WORDS = 300  # a short note the user wrote around a paste is weighed on its own
+
+
+def _structured(block: str) -> bool:
+    """Reads as a document, a configuration, a rule list or a prompt for another tool."""
+    lines = [ln for ln in block.splitlines() if ln.strip()]
+    if not lines:
+        return False
+    headings = len(_HEADING.findall(block))
+    items = len(_LIST_ITEM.findall(block))
+    quoted = len(_QUOTE.findall(block))
+    fences = block.count("```")
+    document = (headings >= 2 or (headings and items >= 3) or fences >= 2
+                or quoted >= 3 and quoted * 2 >= len(lines)
+                or bool(_PROMPT_OPENING.match(block)) and len(lines) >= 4)
+    if document:
+        return len(block) >= 500 or len(lines) >= 12
+    # A plain list may be the user's own (suggestions, steps): only a long one reads as pasted.
+    return items >= 6 and len(block) >= 1500
+
+
+def pasted(text: str) -> tuple[bool, str]:
+    """Whether the message is mostly text the user pasted (a document, configuration, rule
+    list written for another tool, prompt for another agent, log) rather than words to the
+    agent; and, if so, the short part the user wrote around it ('' when there is none)."""
+    if len(text) < 500 and text.count("\n") < 11:
+        return False, text
+    if not _structured(text) and not looks_like_log_or_code(text):
+        return False, text
+    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
+    own: list[str] = []
+    for part in (paragraphs[:1], paragraphs[-1:]) if len(paragraphs) > 1 else ():
+        p = part[0]
+        if (len(p) <= OWN_WORDS and not _HEADING.match(p) and not _LIST_ITEM.match(p)
+                and "```" not in p and not _QUOTE.match(p) and p not in own):
+            own.append(p)
+    return True, "\n".join(own)
+
+
+# ---- generic features of the words and of the exchange --------------------------------------
+_TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?|[?!]|\[code\]")
+BUCKETS = 1 << 11
+_NEGATION = frozenset("no nope nah not don't dont never didn't doesn't isn't wasn't won't "
+                      "shouldn't can't stop wrong".split())
+_CONTRAST = frozenset("but instead rather actually however though although yet".split())
+_IMPERATIVE = frozenset(
+    "use add remove delete make put move change fix revert undo keep stop don't dont never "
+    "always do run write rename replace update go switch try check show let's lets please "
+    "set create drop avoid follow read look".split())
+_PAST_AFTER_YOU = re.compile(r"\byou(?:'ve|\s+have|\s+just|\s+also|\s+still)?\s+(?:\w+ed|did|"
+                             r"didn't|made|put|wrote|broke|forgot|left|took|set|got|gave)\b")
+_CONTENT = re.compile(r"[a-z_][a-z0-9_.-]{3,}")
+_STOPWORDS = frozenset("this that with from have will would should could there their them "
+                       "they then than what when where which while your into about just also "
+                       "like want need make sure some more only here it's don't can't".split())
+
+
+def tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+def hashed(text: str) -> list[int]:
+    """Bucket indices of the message's words, word pairs and opening (no vocabulary ships)."""
+    toks = tokens(text)[:120]
+    grams = [*toks, *(a + " " + b for a, b in zip(toks, toks[1:], strict=False))]
+    grams += ["^" + " ".join(toks[:1]), "^^" + " ".join(toks[:2])]
+    return sorted({zlib.crc32(g.encode()) % BUCKETS for g in grams})
+
+
+def generic(text: str, previous: str | None) -> dict[str, float]:
+    """Author-independent shapes: negation or contrast near the start, imperative mood,
+    "you" + past tense, length; the agent turn it answers: claimed done, proposed, asked,
+    and how many of its words the message repeats."""
+    toks = tokens(text)
+    head = toks[:4]
+    out: dict[str, float] = {}
+    if _NEGATION & set(head):
+        out["g_negation_start"] = 1.0
+    if _NEGATION & set(toks):
+        out["g_negation"] = 1.0
+    if _CONTRAST & set(toks):
+        out["g_contrast"] = 1.0
+    if head and head[0] in _IMPERATIVE:
+        out["g_imperative"] = 1.0
+    if _PAST_AFTER_YOU.search(text.lower()):
+        out["g_you_past"] = 1.0
+    if toks and toks[-1] == "?":
+        out["g_question"] = 1.0
+    n = len(toks)
+    out["g_words"] = min(math.log1p(n) / 5.0, 1.5)
+    if previous:
+        prev = previous.lower()
+        mine = set(_CONTENT.findall(text.lower())) - _STOPWORDS
+        theirs = set(_CONTENT.findall(prev)) - _STOPWORDS
+        if mine:
+            out["g_overlap"] = len(mine & theirs) / len(mine)
+    return out

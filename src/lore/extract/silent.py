@@ -33,6 +33,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from lore.redact import redact
+
 MIN_CHARS = 8  # an agent text shorter than this (stripped) is not judged
 SIMILAR = 0.5  # token similarity from which a region counts as the agent's text rewritten
 TEXT_CAP = 4000  # agent_text / user_text are cut to this many characters
@@ -284,6 +286,7 @@ def check_write(write: AgentWrite, current: str | None) -> SilentFix | None:
     """
     if current is None:
         return None
+    current = redact(current)  # the agent's text was stored redacted: compare like with like
     new = write.new_text or ""
     if write.whole_file:
         return _check_whole_file(write, new, current) if _substantial(new) else None

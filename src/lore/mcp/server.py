@@ -6,17 +6,31 @@ of each design seed as thin aliases over the same functions (:mod:`lore.mcp.alia
 ``ai-lessons`` seed 001, ``self-learning`` seed 000, ``reinforcement`` seed 004;
 :mod:`lore.mcp.conversations`: ``self-reflect`` seed 003). :mod:`lore.mcp.tools` holds what
 every tool shares: one connection under a lock, project scope, error translation.
+
+A request holding a lone UTF-16 surrogate escape ("\\ud800", written by JavaScript
+clients that cut a string inside an emoji) is valid JSON to Python but not to the SDK's
+stdio reader, which drops it without a reply. ``LoreMCPServer`` reads stdin itself and
+turns such escapes into U+FFFD before the SDK parses the line; every tool's string
+arguments are made storable (no lone surrogates, no NULs) before the tool runs.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
 
 from lore.errors import LoreError
 from lore.mcp import aliases, conversations, learning, lessons
 from lore.mcp.tools import LoreTools
+from lore.normalize import storable_json
 
 if TYPE_CHECKING:
     from lore.api import Lore
@@ -36,7 +50,7 @@ def build_server(settings: Settings, profile: str = "canonical",
     if profile not in PROFILES:
         raise LoreError(f"unknown profile '{profile}'; valid: {', '.join(PROFILES)}")
     tools = LoreTools(settings, lore)
-    server = MCPServer("lore", instructions=INSTRUCTIONS)
+    server = LoreMCPServer("lore", instructions=INSTRUCTIONS)
     warm_after_handshake(server, tools)
     if profile in ("canonical", "all"):
         lessons.register(server, tools)
@@ -52,6 +66,66 @@ def build_server(settings: Settings, profile: str = "canonical",
         aliases.register_reinforcement(server, tools, with_conversations=profile != "all")
     return server, tools
 
+
+class LoreMCPServer(MCPServer):
+    """The SDK's server, reading stdin through ``_storable_stdin``."""
+
+    async def run_stdio_async(self) -> None:
+        async with _storable_stdin() as stdin, stdio_server(stdin=stdin) as (read, write):
+            lowlevel = self._lowlevel_server
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+
+# A JSON escape of a UTF-16 surrogate: a line with one may hold a lone surrogate.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def storable_line(line: str) -> str:
+    """A JSON-RPC line with every lone surrogate escape turned into U+FFFD (others untouched)."""
+    if not _SURROGATE_ESCAPE.search(line):
+        return line
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return line  # not JSON: the SDK answers it as a parse error
+    return json.dumps(storable_json(value), ensure_ascii=False) + "\n"
+
+
+class _StorableLines:
+    """stdin as the SDK's reader iterates it: text lines, each through ``storable_line``."""
+
+    def __init__(self, binary: Any) -> None:
+        import anyio
+
+        self._file = anyio.wrap_file(binary)
+
+    def __aiter__(self) -> _StorableLines:
+        return self
+
+    async def __anext__(self) -> str:
+        raw = await self._file.readline()
+        if not raw:
+            raise StopAsyncIteration
+        return storable_line(raw.decode("utf-8", "replace"))
+
+
+@asynccontextmanager
+async def _storable_stdin() -> AsyncIterator[Any]:
+    """The wire's stdin, read through ``_StorableLines``. While serving, fd 0 points at the
+    null device (as the SDK does), so a child process cannot read the client's requests."""
+    try:
+        wire = os.dup(sys.stdin.fileno())
+        null = os.open(os.devnull, os.O_RDONLY)
+    except (OSError, ValueError, AttributeError):  # no real stdin (embedded, tests): in place
+        yield _StorableLines(sys.stdin.buffer)
+        return
+    os.dup2(null, 0)
+    os.close(null)
+    try:
+        # closefd=False: a reader thread may still block on it after the server stops.
+        yield _StorableLines(os.fdopen(wire, "rb", buffering=0, closefd=False))
+    finally:
+        os.dup2(wire, 0)
 
 
 def warm_after_handshake(server: MCPServer, tools: LoreTools) -> None:

@@ -8,6 +8,7 @@ errors become tool errors (``is_error``) whose text tells the model what to do.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import threading
@@ -22,6 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from lore.errors import LoreError, StoreBusy, os_error_message
+from lore.normalize import storable_json
 
 if TYPE_CHECKING:
     from lore.api import Lore
@@ -164,11 +166,16 @@ def lesson_fields(**kw: Any) -> dict[str, Any]:
 
 
 def tool(server: MCPServer, name: str, annotations: ToolAnnotations) -> Callable[[Any], Any]:
-    """Register a tool whose description is its docstring, dedented."""
+    """Register a tool whose description is its docstring, dedented, and whose string
+    arguments are made storable (lone surrogates and NULs become U+FFFD) before it runs."""
 
     def register(fn: Any) -> Any:
+        @functools.wraps(fn)
+        async def storable_call(*args: Any, **kwargs: Any) -> Any:
+            return await fn(*args, **{k: storable_json(v) for k, v in kwargs.items()})
+
         return server.tool(name=name, annotations=annotations,
-                           description=inspect.cleandoc(fn.__doc__ or ""))(fn)
+                           description=inspect.cleandoc(fn.__doc__ or ""))(storable_call)
 
     return register
 

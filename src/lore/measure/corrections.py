@@ -1,5 +1,7 @@
 """Correction detection scored on labelled messages (JSON Lines: text, label, durable, prev_agent).
 
+Several files may be given; they are scored together.
+
 Positive = ``correction`` or ``preference``. The full detector (:mod:`lore.extract.detect`, the
 worker's) is scored by default; ``prefilter`` scores the hooks' pre-filter instead, which
 should over-fire but miss nothing the detector catches. The data stays where it is: the file
@@ -62,10 +64,11 @@ def scores(truth: list[bool], predicted: list[bool]) -> dict[str, float]:
     return {"precision": round(precision, 3), "recall": round(recall, 3), "f1": round(f1, 3)}
 
 
-def evaluate(path: Path, detector: str = "full", threshold: float | None = None) -> dict[str, Any]:
+def evaluate(paths: Path | list[Path], detector: str = "full",
+             threshold: float | None = None) -> dict[str, Any]:
     if detector not in DETECTORS:
         raise InvalidInput(f"unknown detector '{detector}' (choose from {', '.join(DETECTORS)})")
-    rows = load(path)
+    rows = [row for path in ([paths] if isinstance(paths, Path) else paths) for row in load(path)]
     started = time.perf_counter()
     if detector == "full":
         found = [detect(r["text"], r.get("prev_agent"), threshold=threshold) for r in rows]
@@ -79,10 +82,11 @@ def evaluate(path: Path, detector: str = "full", threshold: float | None = None)
     durable_pred = [d.positive and d.durable for d in found]
     confusion = Counter((r["label"], d.label) for r, d in zip(rows, found, strict=True))
     errors = [{"id": r.get("id"), "label": r["label"], "predicted": d.label,
-               "probability": round(d.probability, 3), "cues": list(d.cues), "text": r["text"][:300]}
+               "probability": round(d.probability, 3), "cues": list(d.cues), "reason": d.reason,
+               "text": r["text"][:300]}
               for r, d in zip(rows, found, strict=True) if d.positive != (r["label"] != "none")]
     m = model()
-    name = ("the worker's detector (cue groups + logistic model, threshold "
+    name = (f"the worker's detector ({m.meta.get('configuration', 'cue groups')}, threshold "
             f"{threshold if threshold is not None else m.threshold})" if detector == "full"
             else "the hooks' pre-filter")
     return {

@@ -27,6 +27,7 @@ from lore.errors import (
     StoreBusy,
     os_error_message,
 )
+from lore.private import make_private, private_dir
 
 BUSY_TIMEOUT_MS = 5000
 LOCK_RETRIES = 5
@@ -120,6 +121,10 @@ def _prepare(path: Path, create: bool) -> bool:
     if not os.access(path, os.R_OK):
         raise StorageError(f"cannot read the database {path}: permission denied",
                            "check its owner and mode (ls -l), e.g. chmod 600 it as its owner")
+    # A database made by an older Lore: SQLite gives -wal/-shm the file's own mode.
+    for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        if p.exists():
+            make_private(p)
     return not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK))
 
 
@@ -131,7 +136,7 @@ def _create(path: Path) -> None:
                 raise _file_in_the_way(path)
             break
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        private_dir(folder)
         # Lessons quote what the user typed: private by default (0600).
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
     except OSError as exc:

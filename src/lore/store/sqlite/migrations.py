@@ -6,7 +6,7 @@ appended to ``MIGRATIONS``. docs/storage.md describes the resulting schema.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -437,8 +437,80 @@ def m005_learning(conn: Any) -> None:
         [("silent_fix", "the user rewrote or reverted what the agent wrote", "medium")])
 
 
+def m006_redact_stored(conn: Any) -> None:
+    """Secrets stored before every door redacted: the text of lessons, their children and
+    evidence, corrections, conversations, edits, snapshots and search queries passes the
+    redactor once. Changed lessons and chunks are re-indexed for keywords; their vectors become
+    stale (a new content hash), so `lore admin reembed` / `lore ingest` embed the redacted text."""
+    import hashlib
+    import json
+
+    from lore.embed import document_text, embed_text
+    from lore.normalize import date_words
+    from lore.redact import redact, redact_value
+    from lore.store.sqlite.conversations import ConversationTables
+    from lore.store.sqlite.search import KeywordIndex
+
+    def texts(table: str, key: str, cols: Sequence[str], json_cols: Sequence[str] = ()) -> list[Any]:
+        """Redact ``cols`` (and the strings inside ``json_cols``) of every row; the keys changed."""
+        changed = []
+        names = ", ".join([key, *cols, *json_cols])
+        for row in conn.execute(f"SELECT {names} FROM {table}").fetchall():
+            new: dict[str, Any] = {}
+            for i, col in enumerate(cols, start=1):
+                if isinstance(row[i], str) and (r := redact(row[i])) != row[i]:
+                    new[col] = r
+            for i, col in enumerate(json_cols, start=1 + len(cols)):
+                if isinstance(row[i], str):
+                    value = json.loads(row[i])
+                    if (redacted := redact_value(value)) != value:
+                        new[col] = json.dumps(redacted, ensure_ascii=False)
+            if not new:
+                continue
+            sets = ", ".join(f"{c} = ?" for c in new)
+            try:
+                conn.execute(f"UPDATE {table} SET {sets} WHERE {key} = ?", [*new.values(), row[0]])
+            except driver().IntegrityError:  # the same text, once redacted, is already stored
+                conn.execute(f"DELETE FROM {table} WHERE {key} = ?", (row[0],))
+            changed.append(row[0])
+        return changed
+
+    lesson_cols = ("title", "content", "source_notes", "summary", "problem_solved",
+                   "when_to_apply", "when_not_to_apply", "pref_context", "pref_rejected",
+                   "pref_preferred", "pref_reasoning")
+    changed = set(texts("lessons", "seq", lesson_cols, ("metadata",)))
+    for table, cols in (("code_examples", ("code", "context")), ("trade_offs", ("description",)),
+                        ("evidence", ("quote", "context"))):
+        for rowid in texts(table, "rowid", cols):
+            seq = conn.execute(f"SELECT l.seq FROM {table} t JOIN lessons l ON l.id = t.lesson_id "
+                               "WHERE t.rowid = ?", (rowid,)).fetchone()
+            if seq:
+                changed.add(seq[0])
+    keywords = KeywordIndex(conn)
+    for seq in sorted(changed):
+        r = conn.execute("SELECT id, title, content FROM lessons WHERE seq = ?", (seq,)).fetchone()
+        conn.execute("UPDATE lessons SET content_hash = ? WHERE seq = ?", (
+            hashlib.sha256(document_text(r[1], r[2]).encode("utf-8")).hexdigest(), seq))
+        keywords.index_keywords(seq, r[0])
+
+    texts("corrections", "id", ("user_message", "assistant_proposal", "diff"))
+    texts("messages", "seq", ("text",), ("tool_calls",))
+    texts("sessions", "id", ("title",))
+    texts("file_edits", "id", ("old_text", "new_text"))
+    texts("snapshots", "id", (), ("data",))
+    texts("search_log", "id", ("query",))
+    chunks = ConversationTables(conn)
+    for chunk_id in texts("chunks", "id", ("text",), ("ctx_before", "ctx_after")):
+        c = conn.execute("SELECT text, ctx_before, ctx_after, started_at FROM chunks WHERE id = ?",
+                         (chunk_id,)).fetchone()
+        before, after = json.loads(c[1]), json.loads(c[2])
+        chunks.set_context(chunk_id, before, after, date_words(c[3]), hashlib.sha256(
+            embed_text(c[0], before, after).encode()).hexdigest())
+
+
 MIGRATIONS: list[Callable[[Any], None]] = [
     m001_core, m002_conversations, m003_corrections, m004_filter_index, m005_learning,
+    m006_redact_stored,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -1,0 +1,128 @@
+"""Secret redaction: the corpus figures, the cost on real transcripts and on the hook path.
+
+    python bench/redact_bench.py [--transcripts DIR] [--runs 15]
+
+1. tests/data/secrets_corpus.jsonl: secrets caught, look-alikes kept.
+2. Every text of the transcripts in DIR (default ../shared/data/transcripts): how many the
+   redactor changes (each one is printed for review: on real work a change is more often a
+   false positive than a secret) and its throughput, rules compiled beforehand.
+3. What the hook path pays, in CPU time of fresh processes (robust on a busy machine):
+   importing the redactor, and redacting four payloads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+HOOK_CODE = r"""
+import json, sys, time
+t0 = time.process_time()
+from lore.capture.hooks import redact_payload
+t1 = time.process_time()
+redact_payload(json.loads(sys.argv[1]))
+t2 = time.process_time()
+print(json.dumps([(t1 - t0) * 1000, (t2 - t1) * 1000]))
+"""
+
+
+def corpus() -> None:
+    from lore.redact import redact
+
+    rows = [json.loads(line) for line in
+            (ROOT / "tests" / "data" / "secrets_corpus.jsonl").read_text().splitlines()]
+    secrets = [r for r in rows if r["expect"] == "redacted"]
+    kept = [r for r in rows if r["expect"] == "kept"]
+    caught = sum(r["secret"] not in redact(r["text"]) for r in secrets)
+    survived = sum(redact(r["text"]) == r["text"] for r in kept)
+    formats = len({r["format"] for r in secrets})
+    print(f"- corpus: {caught}/{len(secrets)} secrets caught ({formats} formats), "
+          f"{survived}/{len(kept)} look-alikes kept")
+
+
+def texts_of(folder: Path) -> list[str]:
+    out: list[str] = []
+    for path in sorted(folder.rglob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                message = json.loads(line).get("message")
+            except (ValueError, AttributeError):
+                continue
+            content = message.get("content") if isinstance(message, dict) else None
+            if isinstance(content, str):
+                out.append(content)
+            elif isinstance(content, list):
+                for block in content:
+                    if not isinstance(block, dict):
+                        continue
+                    out += [block[k] for k in ("text", "content") if isinstance(block.get(k), str)]
+                    if "input" in block:
+                        out.append(json.dumps(block["input"]))
+    return out
+
+
+def real(folder: Path) -> None:
+    from lore import redact as r
+
+    texts = texts_of(folder)
+    for rule in r._RULES:  # compile everything first: throughput, not start-up
+        rule.pattern()
+    t0 = time.process_time()
+    changed = [(t, r.redact(t)) for t in texts]
+    cpu = time.process_time() - t0
+    size = sum(map(len, texts)) / 1e6
+    diffs = [(a, b) for a, b in changed if a != b]
+    print(f"- {len(texts):,} texts ({size:.1f} MB) from {folder.name}: {len(diffs)} changed; "
+          f"{cpu:.2f} s CPU, {size / cpu:.1f} MB/s")
+    for _, b in diffs:
+        for m in re.finditer(r"\[REDACTED:[a-z-]+\]", b):
+            print("    …" + b[max(0, m.start() - 60):m.end() + 20].replace("\n", " ") + "…")
+
+
+def hook(runs: int) -> None:
+    prompt = ("No, use the password Tr0ub4dor&3 for the staging box, not the default; "
+              "AWS key AKIA" + "Z7Q2M4XK9TBR3WPL")
+    source = (ROOT / "src" / "lore" / "api.py").read_text()[:20000]
+    payloads = {
+        "post-tool-use (Edit)": {"session_id": "s1", "tool_name": "Edit", "tool_input": {
+            "file_path": "/tmp/a.py", "old_string": "a", "new_string": "b"}},
+        "prompt 'add a test'": {"session_id": "s1", "prompt": "add a test"},
+        "prompt with a password and an AWS key": {"session_id": "s1", "prompt": prompt,
+                                                  "lore_signals": {"user_message": prompt}},
+        "post-tool-use (Write of 20 KB of Python)": {"session_id": "s1", "tool_name": "Write",
+                                                     "tool_input": {"file_path": "/x/api.py",
+                                                                    "content": source}},
+    }
+    for name, payload in payloads.items():
+        imports, work = [], []
+        for _ in range(runs):
+            out = subprocess.run([sys.executable, "-c", HOOK_CODE, json.dumps(payload)],
+                                 capture_output=True, text=True, check=True).stdout
+            a, b = json.loads(out)
+            imports.append(a)
+            work.append(b)
+        print(f"- hook, {name}: import {statistics.median(imports):.1f} ms, redaction "
+              f"{statistics.median(work):.2f} ms (CPU, median of {runs} processes)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--transcripts", type=Path, default=ROOT.parent / "shared" / "data" / "transcripts")
+    ap.add_argument("--runs", type=int, default=15)
+    args = ap.parse_args()
+    corpus()
+    if args.transcripts.is_dir():
+        real(args.transcripts)
+    hook(args.runs)
+
+
+if __name__ == "__main__":
+    main()
