@@ -31,14 +31,14 @@ OLD_BLOCK = (
 # Files people keep, each with the quirk that would trip a careless writer.
 FILES: dict[str, bytes] = {
     "sections": (
-        "# Acme billing service\n\n"
-        "## Build\n\n- `make build` compiles the Go services.\n- `make test` runs everything.\n\n"
-        "## Conventions\n\n- Errors are wrapped with `fmt.Errorf(\"...: %w\", err)`.\n"
-        "- Never commit generated protobuf code by hand.\n"
-    ).encode(),
+        b"# Acme billing service\n\n"
+        b"## Build\n\n- `make build` compiles the Go services.\n- `make test` runs everything.\n\n"
+        b"## Conventions\n\n- Errors are wrapped with `fmt.Errorf(\"...: %w\", err)`.\n"
+        b"- Never commit generated protobuf code by hand.\n"
+    ),
     "crlf": (
-        "# Windows shop\r\n\r\n## Setup\r\n\r\n1. Install .NET 8\r\n2. Run `dotnet restore`\r\n"
-    ).encode(),
+        b"# Windows shop\r\n\r\n## Setup\r\n\r\n1. Install .NET 8\r\n2. Run `dotnet restore`\r\n"
+    ),
     "bom": "\ufeff# Projet Écureuil\n\nLe code est commenté en français.\n".encode(),
     "no-final-newline": b"# Tiny\n\nSee README for everything else.",
     "unicode": (
@@ -47,28 +47,28 @@ FILES: dict[str, bytes] = {
         "- Line separator inside a line: a\u2028b\n"
     ).encode(),
     "tabs-trailing-spaces": (
-        "# Makefile notes   \n\n\tRecipes need tabs.\t\n    Four-space code block  \n\n"
-        "Trailing spaces are a markdown line break:  \nnext line\n"
-    ).encode(),
+        b"# Makefile notes   \n\n\tRecipes need tabs.\t\n    Four-space code block  \n\n"
+        b"Trailing spaces are a markdown line break:  \nnext line\n"
+    ),
     "same-heading": (
-        "# Team rules\n\n## Rules learned by Lore\n\nWe wrote this section ourselves; "
-        "Lore must not touch it.\n\n- Review every PR within a day.\n"
-    ).encode(),
+        b"# Team rules\n\n## Rules learned by Lore\n\nWe wrote this section ourselves; "
+        b"Lore must not touch it.\n\n- Review every PR within a day.\n"
+    ),
     "marker-in-fence": (
-        "# Docs about Lore\n\nLore writes a block like this:\n\n```markdown\n"
-        "<!-- lore:begin -->\n- a rule\n<!-- lore:end -->\n```\n\n~~~\n<!-- lore:begin created -->\n~~~\n"
-    ).encode(),
+        b"# Docs about Lore\n\nLore writes a block like this:\n\n```markdown\n"
+        b"<!-- lore:begin -->\n- a rule\n<!-- lore:end -->\n```\n\n~~~\n<!-- lore:begin created -->\n~~~\n"
+    ),
     "older-lore-block": ("# Service\n\nOwn text above.\n\n" + OLD_BLOCK + "\n## Own text below\n").encode(),
     "imports-and-comments": (
-        "# Monorepo\n\n@docs/architecture.md\n@~/.claude/my-prefs.md\n\n"
-        "<!-- reviewers: keep this file short -->\n\n- Use conventional commits.\n"
-    ).encode(),
+        b"# Monorepo\n\n@docs/architecture.md\n@~/.claude/my-prefs.md\n\n"
+        b"<!-- reviewers: keep this file short -->\n\n- Use conventional commits.\n"
+    ),
     "mixed-newlines": b"# Mixed\r\n\r\nline with LF\nline with CRLF\r\nlast\n",
     "spec-kit": (
-        "# demo Development Guidelines\n\nAuto-generated from all feature plans.\n\n"
-        "## Active Technologies\n- Python 3.12\n\n<!-- MANUAL ADDITIONS START -->\n"
-        "Keep PRs small.\n<!-- MANUAL ADDITIONS END -->\n"
-    ).encode(),
+        b"# demo Development Guidelines\n\nAuto-generated from all feature plans.\n\n"
+        b"## Active Technologies\n- Python 3.12\n\n<!-- MANUAL ADDITIONS START -->\n"
+        b"Keep PRs small.\n<!-- MANUAL ADDITIONS END -->\n"
+    ),
     "frontmatter": b"---\ntitle: ignored by Claude Code\n---\n\n# With frontmatter\n\nBody.\n",
     "empty": b"",
     "only-newlines": b"\n\n\n",

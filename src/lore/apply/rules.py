@@ -9,6 +9,8 @@ markdown bullets, or nearly so by word overlap, is left out and reported.
 
 from __future__ import annotations
 
+import difflib
+import os
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -17,7 +19,11 @@ from typing import Literal
 
 HEADING = "## Rules learned by Lore"
 GENERAL = "General"
-NEAR_DUPLICATE = 0.8  # word-set overlap (Jaccard) at or above which a rule repeats a line
+NEAR_DUPLICATE = 0.8  # word-sequence similarity at or above which a rule may repeat a line
+# Words whose presence or absence does not change what a line asks for. Negations and
+# "always"/"never" are not among them: they turn a rule around.
+_MINOR = frozenset("a an the this that these those to of in on at for with by from and or "
+                   "be is are it its your you when every each all any please".split())
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)]|#{1,6}|>)\s+(?:\[[ xX]\]\s+)?")
 _WORD = re.compile(r"\w+")
 _PROHIBITION = re.compile(r"^(?:don'?t|do not|never|avoid|stop)\s+(?:using\s+|use\s+)?", re.I)
@@ -66,7 +72,7 @@ def phrase(rule: AppliedRule) -> str:
         text = f"Use {rule.preferred.strip()}, not {rejected.strip()}"
     if text and text[0].islower():
         text = text[0].upper() + text[1:]
-    if text and text[-1] not in ".!?:;)`\"'":
+    if text and text[-1] not in ".!?":
         text += "."
     return text
 
@@ -102,13 +108,49 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b)
 
 
+def near_duplicate(a: str, b: str, near: float = NEAR_DUPLICATE) -> bool:
+    """Two normalised lines that ask for the same thing: the same words in nearly the same
+    order, differing only in minor words or word endings ("commit" / "committing").
+
+    Word order counts ("use pnpm not npm" is the opposite of "use npm not pnpm"), and one
+    different content word ("tabs" / "spaces") is never minor.
+    """
+    wa = [w for w in a.split() if w not in _MINOR]
+    wb = [w for w in b.split() if w not in _MINOR]
+    if len(wa) < 3 or len(wb) < 3:
+        return False
+    sm = difflib.SequenceMatcher(None, wa, wb, autojunk=False)
+    if sm.ratio() < near:
+        return False
+    for op, i1, i2, j1, j2 in sm.get_opcodes():
+        if op == "equal":
+            continue
+        left, right = wa[i1:i2], wb[j1:j2]
+        if not all(any(_same_stem(x, y) for y in right) for x in left):
+            return False
+        if not all(any(_same_stem(y, x) for x in left) for y in right):
+            return False
+    return True
+
+
+def _same_stem(a: str, b: str) -> bool:
+    n = len(os.path.commonprefix([a, b]))
+    return n >= 4 and n >= min(len(a), len(b)) - 1
+
+
+def _candidates(norm: str, seen: list[tuple[frozenset[str], str]]) -> list[str]:
+    """Existing lines sharing at least half their words with ``norm`` (a cheap first pass)."""
+    w = frozenset(norm.split())
+    return [line for s, line in seen if jaccard(w, s) >= 0.5]
+
+
 def select(rules: Iterable[AppliedRule], existing: str,
            near: float = NEAR_DUPLICATE) -> Selection:
     """The rules to write, without repeats of each other or of ``existing`` (the file outside
     Lore's block). Repeats are reported as skips."""
     seen_lines = [line for line in existing.splitlines() if normalise(line)]
     seen_norm = {normalise(line) for line in seen_lines}
-    seen_words = [words(line) for line in seen_lines]
+    seen_words = [(frozenset(n.split()), n) for n in seen_norm]
     kept: list[AppliedRule] = []
     kept_norm: set[str] = set()
     skipped: list[Skip] = []
@@ -120,7 +162,7 @@ def select(rules: Iterable[AppliedRule], existing: str,
             skipped.append(Skip(rule.id, "the file already says this outside Lore's block"))
         elif norm in kept_norm:
             skipped.append(Skip(rule.id, "same text as another rule"))
-        elif len(w := words(phrase(rule))) >= 3 and any(jaccard(w, s) >= near for s in seen_words):
+        elif any(near_duplicate(norm, line, near) for line in _candidates(norm, seen_words)):
             skipped.append(Skip(rule.id, "the file says nearly the same outside Lore's block"))
         else:
             kept.append(rule)
