@@ -21,6 +21,7 @@ too. A file that cannot be read is skipped with the reason; nothing is ever writ
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,34 +120,39 @@ def _transcript_cwd(path: Path) -> str | None:
     return None
 
 
-def _on_disk(key: str, budget: int = 5000) -> str | None:
-    """An existing path that encodes to ``key``: each "-" is a "/" (only into an existing
-    folder) or one of "-", ".", "_", " "; searched depth first, a bounded number of steps."""
+def _on_disk(key: str) -> str | None:
+    """An existing path that encodes to ``key``: each "-" is a "/" or one of "-", ".", "_",
+    " "; only names that some entry of the folder starts with are followed."""
     if not key.startswith("-"):
         return None
     pieces = key[1:].split("-")
-    steps = 0
+    listings: dict[str, list[str]] = {}
 
-    def walk(prefix: str, i: int, current: str) -> str | None:
-        nonlocal steps
-        steps += 1
-        if steps > budget:
+    def names(folder: str) -> list[str]:
+        if folder not in listings:
+            try:
+                listings[folder] = os.listdir(folder)
+            except OSError:
+                listings[folder] = []
+        return listings[folder]
+
+    def walk(folder: str, i: int, current: str) -> str | None:
+        if not any(n.startswith(current) for n in names(folder)):
             return None
+        path = os.path.join(folder, current)
         if i == len(pieces):
-            path = prefix + current
-            return path if Path(path).exists() else None
-        if current and Path(prefix + current).is_dir():
-            found = walk(prefix + current + "/", i + 1, pieces[i])
+            return path if current in names(folder) else None
+        if current in names(folder) and os.path.isdir(path):
+            found = walk(path, i + 1, pieces[i])
             if found:
                 return found
         for joiner in ("-", ".", "_", " "):
-            if current or joiner == ".":  # "/.claude" encodes as "--claude"
-                found = walk(prefix, i + 1, current + joiner + pieces[i])
-                if found:
-                    return found
+            found = walk(folder, i + 1, current + joiner + pieces[i])
+            if found:
+                return found
         return None
 
-    return walk("/", 1, pieces[0]) if pieces else None
+    return walk("/", 1, pieces[0])
 
 
 def _read_text(path: Path, skipped: list[Skipped]) -> tuple[str, float] | None:
