@@ -13,6 +13,7 @@ import difflib
 import os
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -138,19 +139,30 @@ def _same_stem(a: str, b: str) -> bool:
     return n >= 4 and n >= min(len(a), len(b)) - 1
 
 
-def _candidates(norm: str, seen: list[tuple[frozenset[str], str]]) -> list[str]:
-    """Existing lines sharing at least half their words with ``norm`` (a cheap first pass)."""
-    w = frozenset(norm.split())
-    return [line for s, line in seen if jaccard(w, s) >= 0.5]
+class _Lines:
+    """The file's normalised lines, indexed by content word to find near repeats quickly."""
+
+    def __init__(self, norms: Iterable[str]) -> None:
+        self.lines = sorted(set(norms))
+        self.index: dict[str, list[int]] = {}
+        for i, line in enumerate(self.lines):
+            for w in set(line.split()) - _MINOR:
+                self.index.setdefault(w, []).append(i)
+
+    def candidates(self, norm: str) -> list[str]:
+        """Lines sharing at least half of ``norm``'s content words (a cheap first pass)."""
+        content = set(norm.split()) - _MINOR
+        counts = Counter(i for w in content for i in self.index.get(w, ()))
+        need = max(1, len(content) // 2)
+        return [self.lines[i] for i, n in counts.items() if n >= need]
 
 
 def select(rules: Iterable[AppliedRule], existing: str,
            near: float = NEAR_DUPLICATE) -> Selection:
     """The rules to write, without repeats of each other or of ``existing`` (the file outside
     Lore's block). Repeats are reported as skips."""
-    seen_lines = [line for line in existing.splitlines() if normalise(line)]
-    seen_norm = {normalise(line) for line in seen_lines}
-    seen_words = [(frozenset(n.split()), n) for n in seen_norm]
+    seen_norm = {n for line in existing.splitlines() if (n := normalise(line))}
+    seen = _Lines(seen_norm)
     kept: list[AppliedRule] = []
     kept_norm: set[str] = set()
     skipped: list[Skip] = []
@@ -162,7 +174,7 @@ def select(rules: Iterable[AppliedRule], existing: str,
             skipped.append(Skip(rule.id, "the file already says this outside Lore's block"))
         elif norm in kept_norm:
             skipped.append(Skip(rule.id, "same text as another rule"))
-        elif any(near_duplicate(norm, line, near) for line in _candidates(norm, seen_words)):
+        elif any(near_duplicate(norm, line, near) for line in seen.candidates(norm)):
             skipped.append(Skip(rule.id, "the file says nearly the same outside Lore's block"))
         else:
             kept.append(rule)
