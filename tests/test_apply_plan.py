@@ -263,3 +263,14 @@ def test_stable_order_keeps_diffs_minimal(where):
     assert added == ["+- A brand new rule to follow."] and removed == []
     text = (where.project / "CLAUDE.md").read_text()
     assert find_block(text, "CLAUDE.md") is not None
+
+
+def test_text_a_user_adds_to_lores_rules_file_stays(where):
+    rules = [rule(1, "Use ruff.", topic="python", globs=("py",))]
+    plan(rules, where).write()
+    path = where.project / ".claude" / "rules" / "python.md"
+    path.write_text(path.read_text() + "\nMy own note about Python.\n")
+    plan([*rules, rule(2, "Use mypy.", topic="python", globs=("py",))], where).write()
+    assert path.read_text().endswith("- Use mypy.\n<!-- lore:end -->\n\nMy own note about Python.\n")
+    plan([], where).write()
+    assert path.read_text() == '---\npaths:\n  - "**/*.py"\n---\n\nMy own note about Python.\n'

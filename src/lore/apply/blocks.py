@@ -66,6 +66,12 @@ def lines(text: str) -> Iterator[tuple[int, str, str]]:
         pos = m.end()
 
 
+def split_lines(text: str) -> list[str]:
+    """The lines of ``text`` with their newlines (unlike ``str.splitlines``, only \\r\\n, \\n
+    and \\r end a line: a U+2028 inside a line stays inside it)."""
+    return [text[offset: offset + len(body) + len(nl)] for offset, body, nl in lines(text)]
+
+
 def newline_of(text: str) -> str:
     """The file's newline: the most common of CRLF, LF and CR; LF for a file without one."""
     crlf = text.count("\r\n")
@@ -175,12 +181,21 @@ def remove(text: str, block: Block) -> str:
         stripped = before[: -len(nl)] if before.endswith(nl) else before
         if stripped != before and _trailing_newline(stripped):
             before = stripped
+        elif before in ("", "\ufeff"):  # the block opened the file: drop the blank line after it
+            after = after[len(_leading_newline(after)):]
     return before + after
 
 
 def outside(text: str, block: Block | None) -> str:
     """The text of the file that is not Lore's block."""
     return text if block is None else text[:block.start] + text[block.end:]
+
+
+def _leading_newline(text: str) -> str:
+    for nl in _NEWLINES:
+        if text.startswith(nl):
+            return nl
+    return ""
 
 
 def _trailing_newline(text: str) -> str:

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lore.apply.blocks import split_lines
 from lore.apply.rules import Skip
 from lore.errors import InvalidInput
 
@@ -53,8 +54,8 @@ class FileChange:
     def diff(self) -> str:
         if not self.changed:
             return ""
-        old = (self.old or b"").decode("utf-8").splitlines(keepends=True)
-        new = (self.new or b"").decode("utf-8").splitlines(keepends=True)
+        old = split_lines((self.old or b"").decode("utf-8"))
+        new = split_lines((self.new or b"").decode("utf-8"))
         head_old = str(self.path) if self.old is not None else "/dev/null"
         head_new = str(self.path) if self.new is not None else "/dev/null"
         lines = list(difflib.unified_diff(old, new, head_old, head_new))
@@ -92,9 +93,6 @@ class Plan:
             else:
                 atomic_write(c.real, c.new)
         return tuple(c.path for c in self.changed)
-
-    def __add__(self, other: Plan) -> Plan:
-        return Plan(self.changes + other.changes)
 
 
 def resolve(path: Path, root: Path, allow_outside: bool = False) -> Path:

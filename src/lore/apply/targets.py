@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lore.apply import blocks, files
-from lore.apply.rules import HEADING, AppliedRule, body_lines, claude_glob, select
+from lore.apply.rules import AppliedRule, body_lines, claude_glob, select
 from lore.errors import InvalidInput
 
 RULES_DIR = Path(".claude") / "rules"
@@ -175,8 +175,7 @@ def _rules_file_change(f: _File, real: Path, old: str | None, rules: tuple[Appli
     fm, rest = _split_frontmatter(text)
     block = blocks.find_block(rest, where)
     chosen = select(rules, blocks.outside(rest, block))
-    heading = f"{HEADING}: {rules[0].topic.strip() or 'general'}" if rules else HEADING
-    lines = body_lines(chosen.rules, heading=heading)
+    lines = body_lines(chosen.rules)
     if not lines:
         new_rest = blocks.set_block(rest, [], where)
         new = None if not new_rest.strip() else (fm + new_rest if old is not None else None)
