@@ -1,0 +1,1 @@
+"""Apply: what Lore gives back to agents (session context; later CLAUDE.md rules and skills)."""
