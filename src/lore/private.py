@@ -75,11 +75,13 @@ def make_private(path: Path) -> bool:
 
 
 def _tighten(path: Path, mode: int) -> bool:
+    """Take group and other access away; never add any (a home the user made read-only,
+    0555, becomes 0500, not 0700)."""
     try:
         st = path.lstat()
         if stat.S_ISLNK(st.st_mode) or not stat.S_IMODE(st.st_mode) & 0o077:
             return False
-        os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o077 & 0o7777 | (mode & 0o700))
+        os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o077 & (mode | 0o7700))
         return True
     except OSError:
         return False
