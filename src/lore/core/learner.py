@@ -503,6 +503,41 @@ class Learner:
         return self._settle(row, self.merge(ex, det, evidence, row["project"], _file_types([path]),
                                             ""))
 
+    # ---- past transcripts --------------------------------------------------------------
+    def backfill(self, paths: Sequence[Path], progress: Any = None) -> dict[str, Any]:
+        """Run every message the user typed in past transcripts (with the agent turn it
+        answers) through the pipeline, so history becomes candidates for review. A message
+        seen before (by its transcript uuid) is skipped: a second run adds nothing."""
+        from collections import Counter
+
+        from lore.capture import backfill
+
+        files, skipped = backfill.transcripts(paths)
+        actions: Counter[str] = Counter()
+        lessons: set[str] = set()
+        seen = 0
+        for i, path in enumerate(files):
+            for past in backfill.read(path):
+                seen += 1
+                cid = self.capture(past.text, past.previous, project=past.project,
+                                   session_id=past.session_id, message_uuid=past.uuid,
+                                   files=past.files, at=past.at, origin="backfill",
+                                   event_id=f"backfill:{past.session_id}:{past.uuid}")
+                if cid is None:
+                    actions["already seen"] += 1
+                    continue
+                row = self.captured.correction(cid)
+                assert row is not None
+                outcome = self.learn(row, raw_message=past.text, raw_previous=past.previous)
+                actions[outcome.action] += 1
+                if outcome.lesson is not None and outcome.learned:
+                    lessons.add(outcome.lesson.id)
+            if progress:
+                progress(i + 1, len(files))
+        statuses = Counter(self.lessons.get(lid).status for lid in lessons)
+        return {"files": len(files), "skipped": skipped, "messages": seen,
+                "actions": dict(actions), "rules": len(lessons), "statuses": dict(statuses)}
+
     # ---- review ---------------------------------------------------------------------------
     def waiting(self, project: str | None = None, *, all_projects: bool = True,
                 limit: int = 100) -> list[dict[str, Any]]:
