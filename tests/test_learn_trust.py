@@ -355,3 +355,64 @@ def test_backfill_reads_only_what_the_user_typed(fake_lore):
     seen = [m for f in files for m in backfill.read(f)]
     assert seen and not any(m.text.lstrip().startswith("[tool_result") for m in seen)
     assert any(m.previous for m in seen)  # the agent turn each answers
+
+
+# ---- the faces ----------------------------------------------------------------------------------
+
+def test_cli_learn_correction_says_why_and_force_overrides(run, lore_home):
+    thanks = run("learn", "correction", "thanks, looks great!", "--global")
+    assert thanks.exit_code == 0 and thanks.stdout == ""
+    assert thanks.stderr.strip() == "not learned: reads as thanks or approval"
+    vague = run("learn", "correction", "don't do that again", "--global")
+    assert vague.exit_code == 0
+    assert "not learned: not specific enough to be a rule — kept as a candidate" in vague.stderr
+    as_json = run("learn", "correction", "What time is it?", "--global", "--json")
+    payload = json.loads(as_json.stdout)
+    assert payload["action"] == "not-learned" and payload["lesson"] is None
+    assert payload["notice"] == "not learned: reads as a question, not a rule"
+    forced = run("learn", "correction", "What time is it?", "--global", "--force")
+    assert forced.exit_code == 0 and "[proposed" in forced.stderr
+
+
+def test_cli_quick_start_keeps_the_hand_added_rule_active(run, lore_home):
+    added = run("learn", "add", "Use local file sessions, not Redis",
+                "For auth the user rejected Redis.", "--kind", "preference",
+                "--rejected", "Redis sessions", "--preferred", "file sessions")
+    lesson_id = added.stdout.strip()
+    out = run("learn", "correction", "No, don't use Redis, use local file sessions instead",
+              "--previous", "I'll add Redis for the session store.", "--json")
+    payload = json.loads(out.stdout)
+    assert payload["action"] == "reinforced" and payload["lesson"]["id"] == lesson_id
+    assert payload["lesson"]["status"] == "active"
+    shown = json.loads(run("recall", "show", lesson_id, "--json").stdout)
+    assert shown["status"] == "active"
+
+
+def test_cli_review_lists_and_decides(run, lore_home):
+    run("learn", "correction", "don't do that again", "--global",
+        "--previous", "I rewrote the whole module.")
+    listed = run("review", "--json")
+    assert listed.exit_code == 0
+    [item] = json.loads(listed.stdout)["waiting"]
+    assert item["status"] == "candidate" and item["evidence"][0]["said"] == "don't do that again"
+    assert item["evidence"][0]["agent_turn"] == "I rewrote the whole module."
+    text = run("review")
+    assert item["id"] in text.stdout and "said (" in text.stdout and "answering:" in text.stdout
+    rejected = run("review", "reject", item["id"], "--reason", "a one-off", "--json")
+    assert json.loads(rejected.stdout)["status"] == "rejected"
+    assert "nothing waits for review" in run("review").stderr
+    again = run("learn", "correction", "Don't do that again!", "--global", "--json")
+    assert json.loads(again.stdout)["action"] == "recorrection"
+    missing = run("review", "approve", "01JD0000000000000000000000")
+    assert missing.exit_code == 1 and len(missing.stderr.strip().splitlines()) == 1
+    assert run("review", "edit", item["id"]).exit_code == 2
+
+
+def test_cli_ingest_learn_is_idempotent(run, lore_home):
+    first = run("ingest", "--learn", "--no-embed", str(FIXTURES), "--json")
+    assert first.exit_code == 0
+    learned = json.loads(first.stdout)["learned"]
+    assert learned["messages"] > 10 and "learning" in first.stderr
+    second = json.loads(run("ingest", "--learn", "--no-embed", str(FIXTURES), "--json").stdout)
+    assert second["learned"]["rules"] == 0
+    assert second["learned"]["actions"] == {"already seen": learned["messages"]}
