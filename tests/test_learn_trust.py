@@ -416,3 +416,16 @@ def test_cli_ingest_learn_is_idempotent(run, lore_home):
     second = json.loads(run("ingest", "--learn", "--no-embed", str(FIXTURES), "--json").stdout)
     assert second["learned"]["rules"] == 0
     assert second["learned"]["actions"] == {"already seen": learned["messages"]}
+
+
+def test_a_conflicting_correction_leaves_a_hand_added_rule_alone(fake_lore):
+    lesson = fake_lore.add_lesson("Use Redis for sessions, not local files",
+                                  "Sessions live in Redis.", kind="preference", status="active",
+                                  project="/p",
+                                  preference={"rejected": "local file sessions", "preferred": "Redis"})
+    out = fake_lore.learner.record("No, don't use Redis, use local file sessions", None,
+                                   project="/p", session_id="s1")
+    assert out.action == "conflict" and out.related == [lesson.id]
+    assert fake_lore.get_lesson(lesson.id).status == "active"
+    fake_lore.learner.rescore()
+    assert fake_lore.get_lesson(lesson.id).status == "active"

@@ -72,7 +72,9 @@ class Outcome:
 
     @property
     def learned(self) -> bool:
-        return self.lesson is not None and self.action not in ("duplicate", "not-learned")
+        """A rule came of it that may reach a session (proposed or active)."""
+        return (self.lesson is not None and self.lesson.status in ("proposed", "active")
+                and self.action in ("created", "reinforced", "conflict", "superseded"))
 
     def notice(self) -> str:
         """One line for a person: what was learned, or why not."""
@@ -351,7 +353,8 @@ class Learner:
         old = self.lessons.get(old_id)
         meta = dict(old.metadata.get("learning") or {"occurrences": max(len(old.evidence), 1),
                                                        "explicit": True,
-                                                       "last_seen": old.updated_at})
+                                                       "last_seen": old.updated_at,
+                                                       "by_hand": True})
         meta["conflicts"] = sorted({*meta.get("conflicts", []), new_id_})
         self.lessons.update(old_id, metadata={**old.metadata, "learning": meta},
                                 **self._scored(old, meta))
@@ -530,7 +533,8 @@ class Learner:
                 assert row is not None
                 outcome = self.learn(row, raw_message=past.text, raw_previous=past.previous)
                 actions[outcome.action] += 1
-                if outcome.lesson is not None and outcome.learned:
+                if outcome.lesson is not None and outcome.action not in ("duplicate",
+                                                                         "not-learned"):
                     lessons.add(outcome.lesson.id)
             if progress:
                 progress(i + 1, len(files))

@@ -64,7 +64,7 @@ def outcome_payload(outcome: Any) -> dict[str, Any]:
     lesson = outcome.lesson
     return {"action": outcome.action, "detected": outcome.detection.label,
             "type": outcome.detection.type, "related": outcome.related,
-            "learned": outcome.learned and outcome.lesson.status != "candidate",
+            "learned": outcome.learned,
             "notice": outcome.notice() or None,
             "rule": None if lesson is None else {
                 "id": lesson.id, "title": lesson.title, "status": lesson.status,
