@@ -429,3 +429,34 @@ def test_a_conflicting_correction_leaves_a_hand_added_rule_alone(fake_lore):
     assert fake_lore.get_lesson(lesson.id).status == "active"
     fake_lore.learner.rescore()
     assert fake_lore.get_lesson(lesson.id).status == "active"
+
+
+def _stop_event(home: Path, message: str, previous: str, session: str) -> None:
+    from lore.capture.queue import Queue
+
+    Queue(home / "queue").append("Stop", {
+        "session_id": session, "cwd": "/p",
+        "lore_signals": {"correction": True, "user_message": message,
+                         "assistant_proposal": previous}})
+
+
+def test_the_worker_asks_the_second_opinion_and_logs_a_failure(lore_home, server,  # noqa: F811
+                                                                monkeypatch):
+    from lore.worker import Worker
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-1234")
+    server.replies = [_opinion("preference", "Always format Python files with black."),
+                      Reply({"type": "error", "error": {"type": "api_error", "message": "down"}},
+                            status=500)]
+    with _llm_lore(lore_home, server) as lore:
+        worker = Worker(lore.settings, lore)
+        _stop_event(lore_home, UNSURE, PREVIOUS, "s1")
+        assert worker.run(once=True) == 1
+        [rule] = lore.learner.preferences(None, all_projects=True)
+        assert "black" in rule.title.lower() and rule.status == "proposed"
+        _stop_event(lore_home, "from now on please lint with black", PREVIOUS, "s2")
+        assert worker.run(once=True) == 1  # the provider fails: handled, not quarantined
+    assert len(server.received) == 2
+    log = (lore_home / "logs" / "worker.log").read_text()
+    assert "second opinion unavailable, the detector decides: anthropic: HTTP 500" in log
+    assert "quarantined" not in log

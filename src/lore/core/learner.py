@@ -104,6 +104,7 @@ class Learner:
                  cfg: LearningConfig, opinion: Opinion | None = None) -> None:
         self.store = store
         self.opinion = opinion  # the second opinion (a language model), when one is configured
+        self.log: logging.Logger = log  # the worker passes its own
         self.captured = store.corrections  # the captured messages
         self.lessons = lessons
         self.embedding = embedding
@@ -209,7 +210,7 @@ class Learner:
         try:
             verdict = self.opinion(said, previous)
         except Exception as exc:  # noqa: BLE001 - a model's failure never stops learning
-            log.warning("second opinion unavailable, the detector decides: %s", exc)
+            self.log.warning("second opinion unavailable, the detector decides: %s", exc)
             return det, False, None
         if verdict.label == "none":
             return Detection("none", False, None, det.probability, det.cues,
