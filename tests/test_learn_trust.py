@@ -460,3 +460,14 @@ def test_the_worker_asks_the_second_opinion_and_logs_a_failure(lore_home, server
     log = (lore_home / "logs" / "worker.log").read_text()
     assert "second opinion unavailable, the detector decides: anthropic: HTTP 500" in log
     assert "quarantined" not in log
+
+
+def test_the_session_start_hook_reads_the_injection_threshold(fake_lore, lore_home):
+    from lore.capture.hooks import session_context
+
+    fake_lore.learner.record("No, don't use Redis, use local file sessions instead", None,
+                             project="/p", session_id="s1")
+    assert session_context("/p") is None  # proposed, seen once: not told
+    (lore_home / "config.yaml").write_text("learning:\n  inject_proposed_min_seen: 1\n")
+    told = session_context("/p")
+    assert told is not None and "Use local file sessions, not Redis (unconfirmed)" in told

@@ -343,6 +343,7 @@ def learn_correction(lore: Any, text: str, previous: str | None, project: str | 
                                                                                 outcome.action)
     verb = "learned again (rejected before, stays rejected)" if outcome.action == "recorrection" \
         else verb
+    if outcome.notice():  # kept as a candidate, and why
+        notice(f"{outcome.notice()} ({lesson.title}, score {lesson.score:.2f}; see `lore review`)")
+        return
     notice(f"{verb}: {lesson.title} [{lesson.status}, score {lesson.score:.2f}]")
-    if outcome.notice():
-        notice(outcome.notice())
