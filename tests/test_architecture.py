@@ -13,7 +13,7 @@ LAYERS = [
     (0, ("lore", "lore.errors", "lore.models", "lore.ids", "lore.normalize", "lore.config",
          "lore.schema", "lore.learn.redact")),
     (1, ("lore.store", "lore.embed", "lore.llm", "lore.capture")),
-    (2, ("lore.search", "lore.graph")),
+    (2, ("lore.search", "lore.graph", "lore.extract")),
     (3, ("lore.transfer", "lore.conversations", "lore.publish")),
     (4, ("lore.api",)),
     (5, ("lore.demo", "lore.doctor", "lore.eval", "lore.worker", "lore.install", "lore.learn")),
