@@ -92,6 +92,17 @@ def test_lockfiles_vendored_minified_never_count(repo: Repo) -> None:
     assert "secret_marker" not in got.patch and "vendored_marker" not in got.patch
 
 
+def test_skipped_files_stay_out_when_most_files_count(repo: Repo) -> None:
+    # With more files to read than to skip, git is told what to leave out instead.
+    repo.commit("Feature and deps", ("yarn.lock", "secret_marker\n" * 50),
+                ("node_modules/x/index.js", "vendored_marker\n"),
+                *[(f"src/m{i}.py", lines(i + 1)) for i in range(6)])
+    got = changes_in_commit(repo.path, "HEAD")
+    assert {f.path: f.added for f in got.files} == {f"src/m{i}.py": i + 1 for i in range(6)}
+    assert "secret_marker" not in got.patch and "vendored_marker" not in got.patch
+    assert got.patch.count("diff --git") == 6
+
+
 def test_linguist_attributes_and_generated_headers(repo: Repo) -> None:
     repo.commit("Mark generated code", (".gitattributes", "api/*.pb.go linguist-generated=true\n"
                                                           "ext/** linguist-vendored\n"))

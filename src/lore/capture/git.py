@@ -167,14 +167,12 @@ class _Git:
     def __post_init__(self) -> None:
         self.deadline = time.monotonic() + self.timeout
 
-    def call(self, *args: str, stdin: bytes | None = None,
-             extra_env: dict[str, str] | None = None) -> _Result:
+    def call(self, *args: str, stdin: bytes | None = None) -> _Result:
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise self._slow()
         env = {k: v for k, v in os.environ.items() if k not in _REDIRECTS}
-        env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", LC_ALL="C", GIT_PAGER="cat",
-                   **(extra_env or {}))
+        env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", LC_ALL="C", GIT_PAGER="cat")
         cmd = [self.git, "-c", "core.quotepath=off", "-c", "core.fsmonitor=false",
                "-C", str(self.folder), *args]
         try:
@@ -194,9 +192,8 @@ class _Git:
             raise self._slow() from None
         return _Result(done.returncode, done.stdout, done.stderr.decode("utf-8", "replace").strip())
 
-    def out(self, *args: str, stdin: bytes | None = None, ok: tuple[int, ...] = (0,),
-            extra_env: dict[str, str] | None = None) -> bytes:
-        result = self.call(*args, stdin=stdin, extra_env=extra_env)
+    def out(self, *args: str, stdin: bytes | None = None, ok: tuple[int, ...] = (0,)) -> bytes:
+        result = self.call(*args, stdin=stdin)
         if result.code not in ok:
             first = result.err.splitlines()[0] if result.err else f"exit status {result.code}"
             raise GitError(f"git {args[0]} failed in {self.folder}: {first}")
@@ -338,13 +335,15 @@ def _read(r: _Repo, base: str, head: str | None, *, commits_from: str | None,
           only: str | None = None) -> GitChanges:
     commits = _commits(r, commits_from, only or head or r.head, single=only is not None)
     ends = [base] if head is None else [base, head]
-    raw = r.git.out("diff", "--raw", "--no-abbrev", "--numstat", "-z", "-M", "--no-ext-diff", "--no-textconv",
+    # The raw listing is cheap (no file is read but for rename detection): the filters run on
+    # it, and only what passes is diffed for its line counts and patch.
+    raw = r.git.out("diff", "--raw", "--no-abbrev", "-z", "-M", "--no-ext-diff", "--no-textconv",
                     "--ignore-submodules=none", *ends, "--")
-    files, submodules = _parse_raw_numstat(_fields(raw))
+    files, submodules = _parse_raw(_fields(raw))
     if head is None:
         files += _untracked(r)
     files, skipped = _filter(r, files)
-    files, more_skipped, patch, truncated = _scan_patch(r, ends, files)
+    files, more_skipped, patch, truncated = _scan_patch(r, ends, files, skipped)
     files, untracked_skipped = _read_untracked(r, files)
     skipped += more_skipped + untracked_skipped
     return GitChanges(
@@ -372,47 +371,44 @@ def _commits(r: _Repo, start: str | None, end: str | None, *, single: bool) -> t
     return tuple(commits)
 
 
-def _parse_raw_numstat(tokens: Sequence[str]) -> tuple[list[FileChange], list[SubmoduleChange]]:
-    """``git diff --raw --numstat -z``: the raw records (``:mode mode sha sha status``, then one
-    path, two for renames and copies), then the numstat ones (``added\\tremoved\\tpath``, or
-    ``added\\tremoved\\t`` then the old and new path)."""
-    raw: list[tuple[str, bool, str, str, str, str | None]] = []  # status, submodule, path, shas, old path
-    counts: dict[str, tuple[int, int, bool]] = {}
+def _parse_raw(tokens: Sequence[str]) -> tuple[list[FileChange], list[SubmoduleChange]]:
+    """``git diff --raw -z``: ``:mode mode sha sha status``, then one path (two for renames)."""
+    files: list[FileChange] = []
+    submodules: list[SubmoduleChange] = []
     i = 0
     while i < len(tokens):
-        token = tokens[i]
-        if token.startswith(":"):
-            meta = token[1:].split()
-            if len(meta) < 5:
-                raise GitError(f"git diff --raw printed an unexpected line: {token[:80]!r}")
-            status, submodule = meta[4][:1], "160000" in (meta[0], meta[1])
-            if status in "RC":
-                raw.append((status, submodule, tokens[i + 2], meta[2], meta[3], tokens[i + 1]))
-                i += 3
-            else:
-                raw.append((status, submodule, tokens[i + 1], meta[2], meta[3], None))
-                i += 2
+        meta = tokens[i][1:].split()
+        if not tokens[i].startswith(":") or len(meta) < 5:
+            raise GitError(f"git diff --raw printed an unexpected line: {tokens[i][:80]!r}")
+        status = meta[4][:1]
+        old_path = tokens[i + 1] if status in "RC" else None
+        path = tokens[i + 2] if status in "RC" else tokens[i + 1]
+        i += 3 if status in "RC" else 2
+        if "160000" in (meta[0], meta[1]):
+            # A working-tree side shows zeros for the commit: not known without entering the submodule.
+            submodules.append(SubmoduleChange(path, None if status == "A" else _sha(meta[2]),
+                                              None if status == "D" else _sha(meta[3])))
             continue
-        plus, minus, path = (token.split("\t", 2) + ["", ""])[:3]
-        if path == "" and i + 2 < len(tokens):
-            path = tokens[i + 2]
+        files.append(FileChange(path=path, status=_STATUS.get(status, "modified"),  # type: ignore[arg-type]
+                                old_path=old_path))
+    return files, submodules
+
+
+def _parse_numstat(tokens: Sequence[str]) -> tuple[list[tuple[str, int, int, bool]], int]:
+    """``--numstat -z`` records up to the empty one that ends them: (path, added, removed,
+    binary) in diff order, and how many tokens were used."""
+    out: list[tuple[str, int, int, bool]] = []
+    i = 0
+    while i < len(tokens) and tokens[i] != "":
+        plus, minus, path = (tokens[i].split("\t", 2) + ["", ""])[:3]
+        if path == "":  # a rename: the old and the new path follow
+            path = tokens[i + 2] if i + 2 < len(tokens) else ""
             i += 3
         else:
             i += 1
         binary = plus == "-"
-        counts[path] = (0 if binary else int(plus or 0), 0 if binary else int(minus or 0), binary)
-    files: list[FileChange] = []
-    submodules: list[SubmoduleChange] = []
-    for status, submodule, path, old_sha, new_sha, old_path in raw:
-        if submodule:
-            # A working-tree side shows zeros for the commit: not known without entering the submodule.
-            submodules.append(SubmoduleChange(path, None if status == "A" else _sha(old_sha),
-                                              None if status == "D" else _sha(new_sha)))
-            continue
-        added, removed, binary = counts.get(path, (0, 0, False))
-        files.append(FileChange(path=path, status=_STATUS.get(status, "modified"),  # type: ignore[arg-type]
-                                added=added, removed=removed, binary=binary, old_path=old_path))
-    return files, submodules
+        out.append((path, 0 if binary else int(plus or 0), 0 if binary else int(minus or 0), binary))
+    return out, i + 1
 
 
 def _sha(value: str) -> str | None:
@@ -493,77 +489,67 @@ def _ignored(r: _Repo, paths: list[str]) -> set[str]:
 
 
 # ---- the patch: generated headers, minified lines, the text kept ---------------------------------
-def _scan_patch(r: _Repo, ends: list[str], files: list[FileChange]
+def _scan_patch(r: _Repo, ends: list[str], files: list[FileChange], skipped: Sequence[SkippedFile]
                 ) -> tuple[list[FileChange], list[SkippedFile], str, bool]:
-    wanted = [f for f in files if not f.binary and not f.untracked and f.lines > 0]
-    if not wanted:
+    """Line counts, binary flags and the patch of the files that passed the filters, in one
+    ``git diff --numstat -p -z`` (numstat records, an empty one, then the patch in the same
+    order); files whose first hunk lines say they are generated or minified are dropped."""
+    tracked = [f for f in files if not f.untracked]
+    if not tracked:
         return files, [], "", False
-    paths: list[str] = []
-    for f in wanted:
-        paths.append(f.path)
-        if f.old_path:
-            paths.append(f.old_path)
-    raw = r.git.out("diff", "-p", "-U3", "--no-color", "--no-ext-diff", "--no-textconv", "-M",
-                    "--ignore-submodules=all", *ends, "--", *paths, extra_env={"GIT_LITERAL_PATHSPECS": "1"})
-    sections = _split_patch(_text(raw))
-    dropped: dict[str, SkipReason] = {}
-    for path, section in sections.items():
-        reason = _content_reason(section)
+    raw = r.git.out("diff", "-z", "--numstat", "-p", "-U3", "--no-color", "--no-ext-diff", "--no-textconv",
+                    "-M", "--ignore-submodules=all", *ends, "--", *_pathspecs(tracked, skipped))
+    tokens = _text(raw).split("\0")
+    counts, used = _parse_numstat(tokens)
+    patch = "\0".join(tokens[used:])
+    sections = [s for s in re.split(r"(?m)^(?=diff --git )", patch) if s.startswith("diff --git ")]
+    # One section per numstat record, in the same order. Should they ever differ in number, the
+    # counts still hold; only the header check and the kept patch are lost.
+    aligned = len(sections) == len(counts)
+    by_path = {path: (added, removed, binary, sections[n] if aligned else "")
+               for n, (path, added, removed, binary) in enumerate(counts)}
+    kept: list[FileChange] = []
+    dropped: list[SkippedFile] = []
+    text: list[str] = []
+    size, truncated = 0, False
+    for f in files:
+        if f.untracked:
+            kept.append(f)
+            continue
+        added, removed, binary, section = by_path.get(f.path, (0, 0, False, ""))
+        reason = None if binary else _content_reason(section)
         if reason:
-            dropped[path] = reason
-    kept_text: list[str] = []
-    size = 0
-    truncated = False
-    for path, section in sections.items():
-        if path in dropped:
+            dropped.append(SkippedFile(f.path, reason))
+            continue
+        kept.append(replace(f, added=added, removed=removed, binary=binary))
+        if binary or not section:
             continue
         if size + len(section) > PATCH_CHARS:
             truncated = True
             continue
-        kept_text.append(section)
+        text.append(section)
         size += len(section)
-    files = [f for f in files if f.path not in dropped]
-    return files, [SkippedFile(p, reason) for p, reason in dropped.items()], "".join(kept_text), truncated
+    return kept, dropped, "".join(text), truncated
 
 
-def _split_patch(text: str) -> dict[str, str]:
-    """The patch cut into per-file sections, keyed by the new path (the old one for deletions)."""
-    sections: dict[str, str] = {}
-    starts = [m.start() for m in re.finditer(r"^diff --git ", text, re.MULTILINE)]
-    for n, start in enumerate(starts):
-        end = starts[n + 1] if n + 1 < len(starts) else len(text)
-        section = text[start:end]
-        new = re.search(r"^\+\+\+ (.*)$", section, re.MULTILINE)
-        old = re.search(r"^--- (.*)$", section, re.MULTILINE)
-        name = new.group(1) if new and new.group(1) != "/dev/null" else (old.group(1) if old else None)
-        if name is None:
-            continue
-        sections[_unquote(name)[2:]] = section
-    return sections
+def _pathspecs(files: Sequence[FileChange], skipped: Sequence[SkippedFile]) -> list[str]:
+    """Literal pathspecs that keep the skipped files out of the diff: the shorter of the two
+    lists, the files to read or everything but the skipped ones. git matches every pathspec
+    against every path, so 2,000 names cost it more than the diff itself."""
+    excluded = sorted({_vendored_root(s.path) if s.reason == "vendored" else s.path for s in skipped})
+    included = [f.path for f in files] + [f.old_path for f in files if f.old_path]
+    if len(excluded) < len(included):
+        return ["."] + [f":(exclude,literal){p}" for p in excluded]
+    return [f":(literal){p}" for p in included]
 
 
-_ESCAPES = {"a": "\a", "b": "\b", "t": "\t", "n": "\n", "v": "\v", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
-
-
-def _unquote(name: str) -> str:
-    """A path as git prints it in a patch header: C-quoted when it holds quotes, tabs or newlines."""
-    if not (name.startswith('"') and name.endswith('"')):
-        return name
-    body, out, i = name[1:-1], bytearray(), 0
-    while i < len(body):
-        ch = body[i]
-        if ch == "\\" and i + 1 < len(body):
-            nxt = body[i + 1]
-            if nxt in "01234567" and re.fullmatch(r"[0-7]{3}", body[i + 1:i + 4]):
-                out.append(int(body[i + 1:i + 4], 8))
-                i += 4
-                continue
-            out += _ESCAPES.get(nxt, nxt).encode()
-            i += 2
-            continue
-        out += ch.encode("utf-8", "surrogateescape")
-        i += 1
-    return out.decode("utf-8", "surrogateescape")
+def _vendored_root(path: str) -> str:
+    """The vendored folder a path lies in (``web/node_modules``), or the path itself."""
+    parts = path.split("/")
+    for i, part in enumerate(parts[:-1]):
+        if part in VENDORED_DIRS:
+            return "/".join(parts[:i + 1])
+    return path
 
 
 def _content_reason(section: str) -> SkipReason | None:

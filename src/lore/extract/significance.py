@@ -11,11 +11,11 @@ deterministic summary is all there is, and it says so (``analysed=False``).
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 from typing import Any
 
 from lore.capture.git import FileChange, GitChanges
@@ -123,14 +123,22 @@ def _lines_part(changes: GitChanges) -> ScorePart:
                  f"{n} lines changed, +{changes.added} −{changes.removed} ({MIN_LINES} or more count)")
 
 
+# Paths are split as strings, not PurePosixPath: the score reads every file of a large diff
+# several times, and pathlib objects made it four times slower on 2,000 files.
+def _split(path: str) -> tuple[list[str], str, str, str]:
+    """(folders, name, stem, suffix) of a repository path."""
+    *folders, name = path.split("/")
+    stem, suffix = posixpath.splitext(name)
+    return folders, name, stem, suffix
+
+
 def is_code(path: str) -> bool:
-    return PurePosixPath(path).suffix.lower() in CODE_EXTENSIONS
+    return posixpath.splitext(path)[1].lower() in CODE_EXTENSIONS
 
 
 def is_test(path: str) -> bool:
-    parts = PurePosixPath(path).parts
-    name = parts[-1].lower() if parts else ""
-    return (any(p.lower() in TEST_FOLDERS for p in parts[:-1]) or name.startswith("test_")
+    folders, name, _, _ = _split(path.lower())
+    return (any(p in TEST_FOLDERS for p in folders) or name.startswith("test_")
             or re.search(r"[._-](test|spec)\.\w+$", name) is not None)
 
 
@@ -158,6 +166,9 @@ def _keywords_part(changes: GitChanges) -> ScorePart:
                                     f"{'s' * (n != 1)}")
 
 
+_REQUIREMENTS = re.compile(r"requirements[\w.-]*\.txt")
+
+
 def architecture_reasons(files: Sequence[FileChange]) -> list[str]:
     """Why the change touches the architecture: manifests, CI, schemas, interfaces, moves."""
     reasons: list[str] = []
@@ -169,15 +180,16 @@ def architecture_reasons(files: Sequence[FileChange]) -> list[str]:
             reasons.append(f"{kind} ({path})")
 
     for f in files:
-        p = PurePosixPath(f.path)
-        folders = {part.lower() for part in p.parts[:-1]}
-        if p.name in MANIFESTS or re.fullmatch(r"requirements[\w.-]*\.txt", p.name):
+        folders, name, stem, suffix = _split(f.path)
+        stem, suffix = stem.lower(), suffix.lower()
+        if name in MANIFESTS or _REQUIREMENTS.fullmatch(name):
             add("build or dependency manifest", f.path)
         elif f.path.startswith((".github/workflows/", ".circleci/")):
             add("CI configuration", f.path)
-        elif folders & MIGRATION_FOLDERS or p.stem.lower() in ("schema", "schemas") or p.suffix == ".sql":
+        elif MIGRATION_FOLDERS.intersection(p.lower() for p in folders) or stem in ("schema", "schemas") \
+                or suffix == ".sql":
             add("database schema or migration", f.path)
-        elif p.suffix.lower() in INTERFACE_EXTENSIONS or p.stem.lower() in ("openapi", "swagger"):
+        elif suffix in INTERFACE_EXTENSIONS or stem in ("openapi", "swagger"):
             add("interface definition", f.path)
     renames = sum(1 for f in files if f.status == "renamed")
     if renames >= MIN_RENAMES:
@@ -258,7 +270,7 @@ def _what(changes: GitChanges) -> list[str]:
 
 
 def _folder(path: str, depth: int = 3) -> str:
-    parts = PurePosixPath(path).parts[:-1]
+    parts = path.split("/")[:-1]
     return "/".join(parts[:depth]) or "(top level)"
 
 
@@ -338,6 +350,6 @@ def _kind(changes: GitChanges, significance: Significance) -> str:
 
 
 def _tags(changes: GitChanges) -> tuple[str, ...]:
-    languages = Counter(PurePosixPath(f.path).suffix.lower().lstrip(".")
+    languages = Counter(posixpath.splitext(f.path)[1].lower().lstrip(".")
                         for f in changes.files if is_code(f.path))
     return tuple(["git"] + [lang for lang, _ in languages.most_common(3)])
