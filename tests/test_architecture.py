@@ -14,7 +14,7 @@ LAYERS = [
          "lore.schema", "lore.private",
          "lore.learn.redact")),  # the redactor (stdlib only) serves every door, capture and llm included
     (1, ("lore.store", "lore.embed", "lore.llm", "lore.capture")),
-    (2, ("lore.search", "lore.graph")),
+    (2, ("lore.search", "lore.graph", "lore.extract")),
     (3, ("lore.transfer", "lore.conversations", "lore.publish")),
     (4, ("lore.api",)),
     (5, ("lore.demo", "lore.doctor", "lore.eval", "lore.worker", "lore.install", "lore.learn")),

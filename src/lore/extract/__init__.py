@@ -1,0 +1,1 @@
+"""Extract: turning captured material (git changes, transcripts) into lesson candidates."""
