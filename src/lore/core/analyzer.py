@@ -267,7 +267,7 @@ class Analyzer:
         if not rows:
             return None
         self.embedding.check_model()
-        vec = self.embedding.embed([document_text(cand.title, cand.content)])[0]
+        vec = self.embedding.embedder.embed_documents([document_text(cand.title, cand.content)])[0]
         matrix = np.stack([np.frombuffer(b, dtype=np.float32) for _, b in rows])
         sims = matrix @ np.asarray(vec, dtype=np.float32)
         best = int(np.argmax(sims))
