@@ -127,7 +127,7 @@ def test_since_and_range_together_is_a_usage_error(run, repo: Repo) -> None:
 
 
 # ---- SessionEnd in the worker -------------------------------------------------------------------
-def worker(home: Path, lore: Lore) -> Worker:  # noqa: ARG001 - the home the settings name
+def worker(lore: Lore) -> Worker:
     w = Worker(lore.settings, lore=lore)
     w.retry_delays = (0.0,)
     return w
@@ -143,12 +143,12 @@ def test_session_end_without_a_model(lore_home: Path, repo: Repo, real_embedder:
     settings = make_settings(lore_home)
     with Lore.open(settings, embedder=real_embedder) as lore:
         q = session(lore_home, repo.path)
-        assert worker(lore_home, lore).run(once=True) == 1
+        assert worker(lore).run(once=True) == 1
         repo.clock = int(time.time()) + 60  # commits made during the session
         big_change(repo, "Refactor the storage layer")
         q.append("SessionEnd", {"session_id": "s-1", "cwd": str(repo.path),
                                 "transcript_path": str(TRANSCRIPT)})
-        w = worker(lore_home, lore)
+        w = worker(lore)
         assert w.run(once=True) == 1 and w.status()["errors"]["count"] == 0
         st = lore.analyzer.status()
         assert st["sessions_seen"] == 1 and st["summarised"] == 1
@@ -169,7 +169,7 @@ def test_session_without_git_is_skipped_with_the_reason(lore_home: Path, tmp_pat
     with Lore.open(make_settings(lore_home), embedder=real_embedder) as lore:
         q = session(lore_home, plain, "s-2")
         q.append("SessionEnd", {"session_id": "s-2", "cwd": str(plain)})
-        assert worker(lore_home, lore).run(once=True) == 2
+        assert worker(lore).run(once=True) == 2
         st = lore.analyzer.status()
     assert st["skipped_by_reason"] == {"no git repository": 1} and st["sessions_seen"] == 1
     assert st["last_error"] is None
@@ -186,12 +186,12 @@ def test_session_end_with_a_model_on_loopback(server: LoopbackServer, lore_home:
     settings = make_settings(lore_home, llm=LLM | {"base_url": server.url})
     with Lore.open(settings, embedder=real_embedder) as lore:
         q = session(lore_home, repo.path, "s-3")
-        worker(lore_home, lore).run(once=True)
+        worker(lore).run(once=True)
         repo.clock = int(time.time()) + 60
         repo.commit("Fix flaky calls with retries", ("src/client.py", lines(200, "retry")),
                     *((f"src/m{i}.py", lines(3)) for i in range(5)))
         q.append("SessionEnd", {"session_id": "s-3", "cwd": str(repo.path)})
-        worker(lore_home, lore).run(once=True)
+        worker(lore).run(once=True)
         st = lore.analyzer.status()
         assert st["analysed"] == 1 and st["llm"]["calls_today"] == 4 and st["llm"]["tokens_today"] > 0
         entry = lore.get_lesson(st["last_run"]["lesson_ids"][0])
