@@ -251,3 +251,31 @@ def test_mcp_trigger_and_status(lore_home: Path, repo: Repo, real_embedder: Any,
         assert st["summarised"] == 2 and st["lessons_created"] == 1
     finally:
         tools.close()
+
+
+def test_a_session_end_handled_twice_runs_once(lore_home: Path, tmp_path: Path, real_embedder: Any) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with Lore.open(make_settings(lore_home), embedder=real_embedder) as lore:
+        at = "2026-01-01T10:00:00+00:00"
+        first = lore.analyzer.session_ended("s-9", str(plain), None, at, event_id="e-1")
+        again = lore.analyzer.session_ended("s-9", str(plain), None, at, event_id="e-1")
+        assert (first.reason, again.reason) == ("no git repository", "already handled")
+        assert lore.analyzer.status()["skipped"] == 1
+
+
+def test_the_closest_project_threshold_wins(tmp_path: Path) -> None:
+    from lore.config import AnalysisConfig
+    from lore.errors import ConfigError
+
+    cfg = AnalysisConfig(threshold=5, projects={str(tmp_path): 8, str(tmp_path / "app"): 3})
+    assert cfg.threshold_for(str(tmp_path / "app")) == 3
+    assert cfg.threshold_for(str(tmp_path / "app-two")) == 8  # a sibling, not a subfolder
+    assert cfg.threshold_for(str(tmp_path / "other" / "x")) == 8
+    assert cfg.threshold_for("/elsewhere") == 5 and cfg.threshold_for(None) == 5
+    bad = tmp_path / "config.yaml"
+    bad.write_text("analysis:\n  projects:\n    /src/app: 500\n")
+    from lore.config import load_config
+
+    with pytest.raises(ConfigError, match="analysis"):
+        load_config(bad)
