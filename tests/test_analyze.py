@@ -221,6 +221,17 @@ def test_a_failing_model_falls_back_to_the_summary(server: LoopbackServer, lore_
         assert lore.analyzer.status()["last_error"]["error"] == report.error
 
 
+def test_a_model_without_its_key_falls_back_too(lore_home: Path, repo: Repo, real_embedder: Any,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    settings = make_settings(lore_home, llm={"provider": "anthropic", "base_url": "http://127.0.0.1:9"})
+    with Lore.open(settings, embedder=real_embedder) as lore:
+        big_change(repo, "Refactor the modules")
+        report = lore.analyzer.analyze(repo.path)
+    assert report.outcome == "summarised" and report.error and report.error.startswith("ConfigError")
+    assert report.lessons[0].action == "created"
+
+
 # ---- MCP ----------------------------------------------------------------------------------------
 def test_mcp_trigger_and_status(lore_home: Path, repo: Repo, real_embedder: Any,
                                 monkeypatch: pytest.MonkeyPatch) -> None:

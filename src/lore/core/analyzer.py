@@ -33,7 +33,7 @@ from lore.config import Settings
 from lore.core.embedding import Embedding
 from lore.core.lessons import Lessons
 from lore.embed import document_text
-from lore.errors import BudgetExceeded, InvalidInput, MissingRef, ProviderError
+from lore.errors import BudgetExceeded, ConfigError, InvalidInput, MissingRef, ProviderError
 from lore.extract.analysis import KnowledgeEntry, analyze_changes
 from lore.extract.session_learnings import SessionLearning, messages_from_turns, session_learnings
 from lore.extract.significance import Correction, ProposedLesson, Significance, score, summarize
@@ -218,7 +218,8 @@ class Analyzer:
                     return ([_from_entry(e, changes, sig, session_id, project, self._levels())
                              for e in analysis.entries], "analysed", None)
                 error = "the model proposed no knowledge entry"
-            except (ProviderError, BudgetExceeded) as exc:  # UnusableReply is a ProviderError
+            # UnusableReply is a ProviderError; ConfigError: a key or provider that is missing
+            except (ProviderError, BudgetExceeded, ConfigError) as exc:
                 error = f"{type(exc).__name__}: {exc}"
         lesson = summarize(changes, sig, corrections=corrections, session_id=session_id)
         return [_from_summary(lesson, project)], "summarised", error
