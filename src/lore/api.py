@@ -34,6 +34,7 @@ from lore.store import Store, open_store, storage_error
 
 if TYPE_CHECKING:
     from lore.capture.transcripts import FileEdit
+    from lore.core.analyzer import Analyzer
     from lore.core.conversations import Conversations
     from lore.core.learner import Learner
 
@@ -52,6 +53,7 @@ class Lore:
         self.vectors = MemoryIndex()  # loaded on first use, refreshed incrementally
         self._conversations: Conversations | None = None
         self._learner: Learner | None = None
+        self._analyzer: Analyzer | None = None
 
     @classmethod
     def open(cls, settings: Settings, *, embedder: Embedder | None = None,
@@ -89,6 +91,15 @@ class Lore:
 
             self._learner = Learner(self.store, self.lessons, self.embedding, self.config.learning)
         return self._learner
+
+    @property
+    def analyzer(self) -> Analyzer:
+        """Learning from the work itself: git changes and session transcripts to proposed lessons."""
+        if self._analyzer is None:
+            from lore.core.analyzer import Analyzer
+
+            self._analyzer = Analyzer(self.store, self.lessons, self.embedding, self.settings)
+        return self._analyzer
 
     # ---- embeddings -------------------------------------------------------------------
     @property

@@ -10,6 +10,7 @@ import click
 
 from lore import __version__
 from lore.cli.admin import admin
+from lore.cli.analyze_cmd import analyze
 from lore.cli.common import LoreGroup
 from lore.cli.config_cmd import config_group
 from lore.cli.demo_cmd import demo
@@ -53,6 +54,7 @@ cli.add_command(eval_group)
 cli.add_command(hook)
 cli.add_command(worker)
 cli.add_command(llm_group)
+cli.add_command(analyze)
 cli.add_command(install)
 cli.add_command(uninstall)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from lore.store.protocol import Store
 from lore.store.sqlite import migrations
+from lore.store.sqlite.analysis import AnalysisTables
 from lore.store.sqlite.conversations import ConversationTables
 from lore.store.sqlite.corrections import CorrectionTables
 from lore.store.sqlite.db import atomic, connect, storage_error
@@ -33,6 +34,7 @@ class SQLiteStore(LessonTables):
         self.conversations = ConversationTables(conn)
         self.corrections = CorrectionTables(conn)
         self.sessions = SessionTables(conn)
+        self.analysis = AnalysisTables(conn)
 
     @classmethod
     def open(cls, location: str | Path, *, create: bool = True) -> SQLiteStore:
