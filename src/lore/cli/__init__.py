@@ -21,6 +21,7 @@ from lore.cli.learn import learn
 from lore.cli.llm_cmd import llm_group
 from lore.cli.mcp_cmd import mcp
 from lore.cli.recall import recall
+from lore.cli.serve_cmd import serve
 from lore.cli.worker_cmd import worker
 
 
@@ -55,6 +56,7 @@ cli.add_command(worker)
 cli.add_command(llm_group)
 cli.add_command(install)
 cli.add_command(uninstall)
+cli.add_command(serve)
 
 
 def main() -> None:
