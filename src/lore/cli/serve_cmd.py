@@ -48,7 +48,12 @@ def serve(ctx: click.Context, host: str, port: int, require_token: bool) -> None
 
 @serve.group("token", cls=LoreGroup)
 def serve_token() -> None:
-    """Make, list and revoke the tokens that open the server beyond loopback."""
+    """Make, list and revoke the tokens that open the server beyond loopback.
+
+    \b
+    Example:
+      lore serve token create --scope read --name phone
+    """
 
 
 @serve_token.command("create")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
@@ -41,7 +42,10 @@ def create_app(lore: Lore, *, require_token: bool = False) -> FastAPI:
             check_host(app.state.lore, request.headers.get("host"))
         except HTTPProblem as exc:
             return problem(request, exc.status, exc.code, exc.message)
+        started = time.perf_counter()
         response: Response = await call_next(request)
+        # How long the server took, for browsers' developer tools and bench/serve_bench.py.
+        response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("X-Frame-Options", "DENY")
         response.headers.setdefault("Referrer-Policy", "same-origin")

@@ -140,7 +140,8 @@ def lesson_page(request: Request, lesson_id: str) -> Response:
     lesson, sub, near = state.call(load)
     history = sorted(
         [(lesson.created_at, "created"), (lesson.updated_at, "last changed")]
-        + ([(lesson.last_used, f"last recalled ({lesson.usage_count} times in all)")]
+        + ([(lesson.last_used, f"last recalled ({lesson.usage_count} time"
+                                f"{'' if lesson.usage_count == 1 else 's'} in all)")]
            if lesson.last_used else [])
         + [(e.observed_at, f"evidence: “{e.quote[:80]}”") for e in lesson.evidence if e.observed_at],
         key=lambda item: item[0])
