@@ -278,3 +278,38 @@ def test_serve_cli_tokens_and_refusal(run):
     assert bad.exit_code == 2
     refused = run("serve", "--host", "0.0.0.0", "--port", "9")
     assert refused.exit_code == 1 and "needs a token" in refused.output
+
+
+def test_lore_serve_runs_until_stopped(lore_home):
+    """The command itself: a subprocess serving on a free port, stopped with SIGINT."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from server_util import free_port
+
+    port = free_port()
+    lore_bin = Path(sys.executable).with_name("lore")
+    proc = subprocess.Popen([str(lore_bin), "serve", "--port", str(port)], stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "LORE_HOME": str(lore_home)})
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                health = httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=5)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None and time.monotonic() < deadline, "lore serve did not start"
+                time.sleep(0.2)
+        assert health.json()["status"] == "ok"
+        made = httpx.post(f"http://127.0.0.1:{port}/api/v1/lessons", json={"title": "Served"},
+                          timeout=60)
+        assert made.status_code == 201
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert f"serving Lore on http://127.0.0.1:{port}/" in err and "Traceback" not in err
