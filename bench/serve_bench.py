@@ -74,6 +74,18 @@ def main() -> None:
                 server, total = zip(*(timed(client, "/api/v1/search", q=q, explain="true")
                                       for q in queries), strict=True)
                 lines = [row("API search (hybrid, explain)", list(server), list(total))]
+                # Baselines in the same run: the facade's search in-process, and the query
+                # embedding alone (the machine's load moves every figure together).
+                inproc, embed = [], []
+                for q in queries:
+                    t0 = time.perf_counter()
+                    lore.recall(q)
+                    inproc.append((time.perf_counter() - t0) * 1000)
+                    t0 = time.perf_counter()
+                    real.embed_query(q)
+                    embed.append((time.perf_counter() - t0) * 1000)
+                lines.append(row("baseline: Lore.recall in-process", inproc, inproc))
+                lines.append(row("baseline: query embedding alone", embed, embed))
                 pages = {"search page": ("/", {"q": "connection pool timeout"}),
                          "lessons list": ("/lessons", {}),
                          "lesson page (graph, depth 2)": (f"/lessons/{ids[10]}", {}),
