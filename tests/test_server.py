@@ -313,3 +313,22 @@ def test_lore_serve_runs_until_stopped(lore_home):
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert f"serving Lore on http://127.0.0.1:{port}/" in err and "Traceback" not in err
+
+
+def test_a_database_of_the_previous_release_gains_the_token_table(settings, monkeypatch):
+    from conftest import FakeEmbedder
+    from lore.api import Lore
+    from lore.store.sqlite.migrations import MIGRATIONS
+
+    released = MIGRATIONS.index(next(m for m in MIGRATIONS if m.__name__ == "m007_server_tokens"))
+    with monkeypatch.context() as m:
+        m.setattr("lore.store.sqlite.migrations.MIGRATIONS", MIGRATIONS[:released])
+        m.setattr("lore.store.sqlite.migrations.SCHEMA_VERSION", released)
+        with Lore.open(settings, embedder=FakeEmbedder()) as old:
+            kept = old.add_lesson("Made before the server existed").id
+            with pytest.raises(Exception, match="server_tokens"):
+                old.tokens.list()
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:
+        assert lore.get_lesson(kept).title == "Made before the server existed"
+        _, secret = lore.tokens.create("read")
+        assert lore.tokens.verify(secret) is not None
