@@ -214,6 +214,16 @@ class AnalysisStore(Protocol):
                         ) -> dict[str, dict[str, int]]: ...
 
 
+class TokenStore(Protocol):
+    """Access tokens of the web server: salted hashes, never the secrets."""
+
+    def insert_token(self, row: dict[str, Any]) -> None: ...
+    def token(self, token_id: str) -> dict[str, Any] | None: ...
+    def list_tokens(self) -> list[dict[str, Any]]: ...
+    def revoke_token(self, token_id: str, at: str) -> bool: ...
+    def touch_token(self, token_id: str, at: str) -> None: ...
+
+
 class Store(LessonStore, Protocol):
     """One Lore database: lessons plus the table groups below, and its transactions."""
 
@@ -238,6 +248,9 @@ class Store(LessonStore, Protocol):
 
     @property
     def analysis(self) -> AnalysisStore: ...
+
+    @property
+    def tokens(self) -> TokenStore: ...
 
     def atomic(self) -> AbstractContextManager[Any]:
         """One transaction; nested calls are savepoints that roll back on their own."""

@@ -543,9 +543,29 @@ def m007_analysis(conn: Any) -> None:
     )
 
 
+def m008_server_tokens(conn: Any) -> None:
+    """Access tokens for `lore serve` beyond loopback. Only a salted SHA-256 of each secret is
+    stored; the secret is shown once when the token is made."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE server_tokens (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            scope TEXT NOT NULL CHECK (scope IN ('read', 'write')),
+            salt TEXT NOT NULL,
+            secret_hash TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            last_used_at TEXT,
+            revoked_at TEXT
+        );
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[Any], None]] = [
     m001_core, m002_conversations, m003_corrections, m004_filter_index, m005_learning,
-    m006_redact_stored, m007_analysis,
+    m006_redact_stored, m007_analysis, m008_server_tokens,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
