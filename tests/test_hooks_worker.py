@@ -169,13 +169,19 @@ def test_session_start_context_is_scoped_budgeted_and_marked(lore_home, tmp_path
             lore.add_lesson(f"Lesson number {i} about something", "z", project="/work/shop")
         lore.add_lesson("Use pnpm, not npm", "Use pnpm instead of npm.", kind="preference",
                         status="proposed", project="/work/shop",
-                        preference={"rejected": "npm", "preferred": "pnpm"})
+                        preference={"rejected": "npm", "preferred": "pnpm"},
+                        metadata={"learning": {"occurrences": 2}})
+        # A proposed rule seen once waits for review instead of reaching the session.
+        lore.add_lesson("Use yarn, not npm", "Use yarn instead of npm.", kind="preference",
+                        status="proposed", project="/work/shop",
+                        preference={"rejected": "npm", "preferred": "yarn"},
+                        metadata={"learning": {"occurrences": 1}})
         text = lore.session_context("/work/shop", max_chars=900)
         assert text.startswith("<lore-context>") and text.endswith("</lore-context>")
         assert len(text) <= 900
         assert "- Use file sessions [context: auth]" in text and "Run ruff" in text
         assert "Other project rule" not in text
-        assert "Use pnpm, not npm (unconfirmed)" in text
+        assert "Use pnpm, not npm (unconfirmed)" in text and "Use yarn" not in text
         assert (text.index("Use file sessions") < text.index("Use pnpm, not npm (unconfirmed)")
                 < text.index("Lesson number"))
         assert "more item(s) not shown" in text and "lore_search" in text

@@ -91,8 +91,26 @@ class Lore:
         if self._learner is None:
             from lore.core.learner import Learner
 
-            self._learner = Learner(self.store, self.lessons, self.embedding, self.config.learning)
+            self._learner = Learner(self.store, self.lessons, self.embedding, self.config.learning,
+                                    self._opinion())
         return self._learner
+
+    def _opinion(self) -> Any:
+        """The second opinion on unsure messages, when a language model is configured."""
+        if not self.config.llm.provider:
+            return None
+        from lore.llm import open_provider, second_opinion
+
+        cfg, home = self.config.llm, self.settings.home
+        provider: Any = None
+
+        def ask(message: str, agent_turn: str | None) -> Any:
+            nonlocal provider
+            if provider is None:
+                provider = open_provider(cfg, home)
+            return second_opinion(provider, message, agent_turn)
+
+        return ask
 
     @property
     def analyzer(self) -> Analyzer:
@@ -142,8 +160,13 @@ class Lore:
         return self.store.get(require_id(lesson_id))
 
     def update_lesson(self, lesson_id: str, **changes: Any) -> Lesson:
-        """Change the given fields; lists replace the old list. Re-embeds only changed text."""
-        return self.lessons.update(require_id(lesson_id), **changes)
+        """Change the given fields; lists replace the old list. Re-embeds only changed text.
+        A status set here is a person's decision: rescoring never changes it afterwards."""
+        lesson = self.lessons.update(require_id(lesson_id), **changes)
+        if changes.get("status") is not None and "learning" in lesson.metadata:
+            self.learner.decided_by_hand(lesson.id)
+            lesson = self.get_lesson(lesson.id)
+        return lesson
 
     def delete_lesson(self, lesson_id: str) -> Lesson:
         return self.lessons.delete(require_id(lesson_id))
@@ -372,7 +395,7 @@ class Lore:
 
         ctx = self.config.context
         return build(self.store.sessions, project, max_chars or ctx.max_chars,
-                     max_items or ctx.max_items)
+                     max_items or ctx.max_items, self.config.learning.inject_proposed_min_seen)
 
     # ---- health -----------------------------------------------------------------------
     @property

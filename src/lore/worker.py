@@ -48,6 +48,8 @@ class Worker:
         self._lock_fd: int | None = None
         try:
             self.log = _logger(self.home / "logs" / "worker.log")
+            if lore is not None:
+                lore.learner.log = self.log  # a second opinion that fails is logged here
         except OSError as exc:
             raise ConfigError(f"cannot write to Lore's home {self.home} ({exc.strerror or exc}); "
                               "set LORE_HOME to a writable folder") from None
@@ -58,6 +60,7 @@ class Worker:
     def lore(self) -> Lore:
         if self._lore is None:
             self._lore = Lore.open(self.settings)
+            self._lore.learner.log = self.log  # a second opinion that fails is logged here
         return self._lore
 
     # ---- lifecycle --------------------------------------------------------------------

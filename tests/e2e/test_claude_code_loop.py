@@ -137,11 +137,20 @@ def test_a_correction_reaches_the_next_session(tmp_path, api):
     assert recorded[0][2] == str(shop.resolve())
     assert recorded[0][3], "the correction did not become a preference"
 
-    # The next session is told the learned preference (not yet confirmed), not the raw quote.
+    # Seen once, the rule waits for review; approved, the next session is told it as a rule,
+    # not the raw quote.
+    listed = subprocess.run([LORE, "review", "--json"], env=env, capture_output=True, text=True,
+                            check=True)
+    [waiting] = json.loads(listed.stdout)["waiting"]
+    assert waiting["id"] == recorded[0][3] and waiting["status"] == "proposed"
+    assert waiting["evidence"][0]["said"] == CORRECTION
+    subprocess.run([LORE, "review", "approve", waiting["id"]], env=env, check=True,
+                   capture_output=True)
     Scripted.requests = []
     ask(shop, "Add user profiles")
     sent = "\n".join(r["body"] for r in Scripted.requests)
-    assert "<lore-context>" in sent and "Use local file sessions, not Redis (unconfirmed)" in sent
+    assert "<lore-context>" in sent and "Use local file sessions, not Redis" in sent
+    assert "(unconfirmed)" not in sent and CORRECTION not in sent
 
     Scripted.requests = []
     ask(blog, "Add user profiles")

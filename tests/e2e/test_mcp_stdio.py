@@ -19,6 +19,8 @@ CANONICAL = {
     "lore_search", "lore_get", "lore_add", "lore_update", "lore_delete", "lore_related",
     "lore_link", "lore_unlink", "lore_tags", "lore_sources", "lore_confidence_levels",
     "lore_kinds", "lore_status", "lore_record_correction", "lore_suggest_rule", "lore_preferences",
+    "lore_review_list", "lore_review_approve", "lore_review_edit", "lore_review_reject",
+    "lore_review_defer",
     "lore_analyze", "lore_analysis_status",
 }
 AI_LESSONS = {"learn", "recall", "get_lesson", "update_lesson", "delete_lesson", "related", "link",
@@ -414,3 +416,42 @@ def test_corrections_through_mcp_become_scored_rules(lore_home, tmp_path):
 
     listed = session(lore_home, canonical, cwd=project)
     assert listed[1]["count"] == 2
+
+
+def test_review_through_mcp(lore_home, tmp_path):
+    """lore_record_correction says why it did not learn; the review tools list and decide."""
+    project = tmp_path / "shop"
+    project.mkdir()
+
+    async def steps(client):
+        out = {}
+        out["thanks"] = await call(client, "lore_record_correction", {"text": "thanks, looks great!"})
+        out["vague"] = await call(client, "lore_record_correction", {
+            "text": "don't do that again", "previous": "I rewrote the whole module."})
+        out["forced"] = await call(client, "lore_record_correction", {
+            "text": "be more careful", "force": True})
+        out["list"] = await call(client, "lore_review_list", {})
+        vague_id = out["vague"][1]["rule"]["id"]
+        out["approve"] = await call(client, "lore_review_approve", {"lesson_id": vague_id})
+        out["reject"] = await call(client, "lore_review_reject", {
+            "lesson_id": out["forced"][1]["rule"]["id"], "reason": "too vague"})
+        out["after"] = await call(client, "lore_review_list", {})
+        out["missing"] = await call(client, "lore_review_defer", {"lesson_id": "01JD0000000000000000000000"})
+        return out
+
+    out = session(lore_home, steps, cwd=project)
+    thanks = out["thanks"][1]
+    assert thanks["action"] == "not-learned" and thanks["learned"] is False
+    assert thanks["notice"] == "not learned: reads as thanks or approval"
+    vague = out["vague"][1]
+    assert vague["rule"]["status"] == "candidate" and vague["learned"] is False
+    assert vague["notice"] == "not learned: not specific enough to be a rule — kept as a candidate"
+    assert out["forced"][1]["rule"]["status"] == "proposed" and out["forced"][1]["learned"]
+    waiting = out["list"][1]["waiting"]
+    assert {w["id"] for w in waiting} == {vague["rule"]["id"], out["forced"][1]["rule"]["id"]}
+    ev = next(w for w in waiting if w["id"] == vague["rule"]["id"])["evidence"][0]
+    assert ev["said"] == "don't do that again" and ev["agent_turn"] == "I rewrote the whole module."
+    assert out["approve"][1]["status"] == "active" and out["approve"][1]["reviewed"] is True
+    assert out["reject"][1]["status"] == "rejected" and out["reject"][1]["review"]["reason"] == "too vague"
+    assert out["after"][1]["count"] == 0
+    assert out["missing"][0]

@@ -1,7 +1,8 @@
 """The context printed at SessionStart: what Lore knows that applies here, as plain facts.
 
 Order: this project's and the user's active preferences and rules, then the ones learned
-from corrections but not confirmed yet (marked so), then other lessons. Everything fits a
+from corrections but not confirmed yet (marked so; only those seen at least
+``learning.inject_proposed_min_seen`` times), then other lessons. Everything fits a
 character budget (Claude Code caps hook context at 10,000 characters); a last line says
 how many items were left out and how to see them. Nothing is printed when there is
 nothing to say. Ranking uses what the database holds: no model on this path.
@@ -19,7 +20,8 @@ CLOSE = LORE_CONTEXT_MARKER.replace("<", "</")
 HARD_LIMIT = 10_000
 
 
-def from_file(db: Path, project: str | None, max_chars: int, max_items: int) -> str:
+def from_file(db: Path, project: str | None, max_chars: int, max_items: int,
+              proposed_min_seen: int = 2) -> str:
     """The context straight from a database file, for the SessionStart hook: the SQLite
     tables only, no migration, no model, no numpy (the hook runs on the agent's critical path)."""
     from lore.store.sqlite.db import connect
@@ -27,20 +29,23 @@ def from_file(db: Path, project: str | None, max_chars: int, max_items: int) -> 
 
     conn = connect(db, create=False)
     try:
-        return build(SessionTables(conn), project, max_chars, max_items)
+        return build(SessionTables(conn), project, max_chars, max_items, proposed_min_seen)
     finally:
         conn.close()
 
 
 def build(queries: SessionStore, project: str | None, max_chars: int = 4000,
-          max_items: int = 60) -> str:
+          max_items: int = 60, proposed_min_seen: int = 2) -> str:
+    """``proposed_min_seen``: a proposed rule is told only once learned that many times
+    (``learning.inject_proposed_min_seen``); active ones always are."""
     max_chars = min(max_chars, HARD_LIMIT)
     sections = [
         ("Preferences and rules (follow them unless the user says otherwise):",
          [_rule(r) for r in queries.rules_and_preferences(project, max_items)]),
         ("Learned from the user's corrections, not confirmed yet (follow unless told otherwise):",
          [_rule(r, unconfirmed=True)
-          for r in queries.rules_and_preferences(project, max_items, "proposed")]),
+          for r in queries.rules_and_preferences(project, max_items, "proposed",
+                                                  proposed_min_seen)]),
         ("Lessons learned here before:",
          [f"- {r['title']}" for r in queries.other_lessons(project, max_items)]),
     ]

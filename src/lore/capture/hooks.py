@@ -66,8 +66,10 @@ def session_context(cwd: Any) -> str | None:
     from lore.apply.session_context import from_file  # no model, no numpy
 
     ctx = settings.get("context") or {}
+    learning = settings.get("learning") or {}
     text = from_file(db, cwd if isinstance(cwd, str) else None,
-                     int(ctx.get("max_chars", 4000)), int(ctx.get("max_items", 60)))
+                     int(ctx.get("max_chars", 4000)), int(ctx.get("max_items", 60)),
+                     int(learning.get("inject_proposed_min_seen", 2)))
     if not text:
         return None
     return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart",

@@ -22,6 +22,7 @@ from lore.cli.learn import learn
 from lore.cli.llm_cmd import llm_group
 from lore.cli.mcp_cmd import mcp
 from lore.cli.recall import recall
+from lore.cli.review import review
 from lore.cli.serve_cmd import serve
 from lore.cli.worker_cmd import worker
 
@@ -56,6 +57,7 @@ cli.add_command(hook)
 cli.add_command(worker)
 cli.add_command(llm_group)
 cli.add_command(analyze)
+cli.add_command(review)
 cli.add_command(install)
 cli.add_command(uninstall)
 cli.add_command(serve)

@@ -15,9 +15,13 @@ from lore.cli.common import LoreCommand, emit_json, json_option, notice, progres
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--watch", is_flag=True, help="Keep running and import files as they change.")
 @click.option("--no-embed", is_flag=True, help="Store and index keywords only; embed later.")
+@click.option("--learn", "learn_", is_flag=True,
+              help="Also learn from the messages the user typed: corrections become candidates "
+                   "for `lore review` (a message seen before is skipped).")
 @json_option
 @with_lore
-def ingest(lore: Any, paths: tuple[str, ...], watch: bool, no_embed: bool, json_: bool) -> None:
+def ingest(lore: Any, paths: tuple[str, ...], watch: bool, no_embed: bool, learn_: bool,
+           json_: bool) -> None:
     """Import Claude Code transcripts (and Codex CLI rollouts) incrementally.
 
     Each file is read on from where the last import stopped; a rewritten file is read
@@ -28,6 +32,7 @@ def ingest(lore: Any, paths: tuple[str, ...], watch: bool, no_embed: bool, json_
       lore ingest                                 # ~/.claude/projects
       lore ingest ~/.codex/sessions --json
       lore ingest --watch
+      lore ingest --learn ~/.claude/projects      # history into rules to review
     """
     from lore.capture.ingest import default_roots
 
@@ -36,10 +41,13 @@ def ingest(lore: Any, paths: tuple[str, ...], watch: bool, no_embed: bool, json_
     if not any(r.exists() for r in roots):
         raise click.ClickException(f"no such file or folder: {', '.join(map(str, roots))}")
     report = _run(lore, roots, no_embed)
+    learned = _learn(lore, roots) if learn_ else None
     if json_:
-        emit_json(report.to_dict())
+        emit_json({**report.to_dict(), **({"learned": learned} if learned else {})})
     else:
         _summary(report)
+        if learned:
+            _learned(learned)
     if watch:
         _watch(lore, [r for r in roots if r.exists()], no_embed)
 
@@ -53,6 +61,19 @@ def _run(lore: Any, roots: list[Path], no_embed: bool) -> Any:
         with bar:
             report.embedded = lore.conversations.embed_pending(update)
     return report
+
+
+def _learn(lore: Any, roots: list[Path]) -> dict[str, Any]:
+    bar, update = progress_bar("learning")
+    with bar:
+        return dict(lore.learner.backfill(roots, update))
+
+
+def _learned(learned: dict[str, Any]) -> None:
+    statuses = ", ".join(f"{n} {s}" for s, n in sorted(learned["statuses"].items())) or "none"
+    actions = ", ".join(f"{n} {a}" for a, n in sorted(learned["actions"].items()))
+    notice(f"learning: {learned['messages']} typed messages ({actions}); {learned['rules']} rules "
+           f"({statuses}); see them with `lore review`")
 
 
 def _summary(report: Any) -> None:

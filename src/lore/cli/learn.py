@@ -301,10 +301,12 @@ def learn_unlink(lore: Any, from_id: str, to_id: str, relation: str | None, yes:
 @click.option("--global", "global_", is_flag=True, help="A rule for every project.")
 @click.option("--session-id", help="The session it was said in.")
 @click.option("--file", "files", multiple=True, help="A file the exchange touched (repeatable).")
+@click.option("--force", is_flag=True,
+              help="Learn it even if it does not read as a rule (the user's explicit wish).")
 @json_option
 @with_lore
 def learn_correction(lore: Any, text: str, previous: str | None, project: str | None,
-                     global_: bool, session_id: str | None, files: tuple[str, ...],
+                     global_: bool, session_id: str | None, files: tuple[str, ...], force: bool,
                      json_: bool) -> None:
     """Record a correction the user made (for agents without Lore's hooks).
 
@@ -312,6 +314,10 @@ def learn_correction(lore: Any, text: str, previous: str | None, project: str | 
     rejected, what is preferred, why), merges it with what it knows — a restatement
     reinforces the known rule, a contradiction is flagged — and scores it. Secrets in the
     text are redacted before anything is stored.
+
+    Thanks, questions, pasted text or a statement teach nothing ("not learned: …", exit
+    status 0); a rule that names no tool, file type, command, path or concrete practice is
+    kept as a candidate for `lore review`. --force learns and proposes it anyway.
 
     \b
     Examples:
@@ -322,17 +328,22 @@ def learn_correction(lore: Any, text: str, previous: str | None, project: str | 
     body = text
     scope = None if global_ else resolve_project(project or ".")
     outcome = lore.learner.record(body, previous, project=scope, session_id=session_id,
-                                    files=list(files), origin="manual")
+                                    files=list(files), origin="manual", force=force)
     if json_:
         emit_json(outcome.to_dict())
         return
     lesson = outcome.lesson
     if lesson is None:
-        notice(f"nothing learned ({outcome.action})")
+        notice(outcome.notice())
         return
     click.echo(lesson.id)
     verb = {"created": "learned", "reinforced": "reinforced", "conflict": "learned (conflicts with "
             f"{', '.join(outcome.related)})", "superseded": f"learned (supersedes "
             f"{', '.join(outcome.related)})", "duplicate": "already known"}.get(outcome.action,
                                                                                 outcome.action)
+    verb = "learned again (rejected before, stays rejected)" if outcome.action == "recorrection" \
+        else verb
+    if outcome.notice():  # kept as a candidate, and why
+        notice(f"{outcome.notice()} ({lesson.title}, score {lesson.score:.2f}; see `lore review`)")
+        return
     notice(f"{verb}: {lesson.title} [{lesson.status}, score {lesson.score:.2f}]")

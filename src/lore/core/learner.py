@@ -2,19 +2,29 @@
 
     outcome = lore.learner.record("no, don't use Redis, use local file sessions instead",
                                   previous="I'll add Redis for the session store.", project="/repo")
-    outcome.action      # created | reinforced | conflict | superseded | duplicate | one-off | none
+    outcome.action      # created | reinforced | recorrection | conflict | superseded | duplicate
+                        # | one-off | none | not-learned
     outcome.lesson      # the preference lesson, with evidence
+    outcome.reason      # why nothing was learned, or why the rule stays a candidate
+
+A rule is proposed only when it may be trusted (:mod:`lore.extract.worthy`): durable and
+specific, seen in two sessions, confirmed by the second opinion (an optional language model,
+asked only when the detector is unsure), or recorded with ``force``. Anything else is a
+candidate, kept as evidence for review (:meth:`Learner.waiting`, :meth:`Learner.review`).
 
 The text work is in :mod:`lore.extract` (detector, rule shapes, redaction, silent fixes,
 merge rules, seed 004's score); this module stores what it finds through the store's
-correction tables and the core's lesson writes. Rules a person reviewed (rejected,
-superseded, archived, or marked reviewed) keep their status.
+correction tables and the core's lesson writes. Rules a person decided on keep their status:
+reviewed ones (``lore review``), rejected, superseded or archived ones, lessons added by hand
+and ones whose status was set by hand. A correction that restates a rejected rule stays
+rejected and counts as a re-correction.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +42,7 @@ from lore.extract.detect import Detection, detect, words_of
 from lore.extract.merge import CHANGE_OF_MIND, contradicts, same_rule
 from lore.extract.score import confidence, status_for
 from lore.extract.shapes import Extracted
+from lore.extract.worthy import refusal, worthiness
 from lore.ids import new_id, now
 from lore.models import Evidence, Lesson
 from lore.redact import redact
@@ -39,6 +50,13 @@ from lore.store import Store
 
 MAX_MESSAGE = 4000   # stored quotes are cut here (with an ellipsis); the detector reads as much
 MAX_EVIDENCE = 20    # quotes kept per rule: the oldest go first
+LIVE = ("candidate", "proposed", "active")
+REVIEW_ACTIONS = ("approve", "edit", "reject", "defer")
+
+log = logging.getLogger("lore.learner")
+
+# (message, the agent turn) -> a verdict with label, durable, confidence, rule, reason
+Opinion = Callable[[str, str | None], Any]
 
 
 @dataclass(slots=True)
@@ -50,11 +68,29 @@ class Outcome:
     correction_id: int | None = None
     lesson: Lesson | None = None
     related: list[str] = field(default_factory=list)  # the rule it conflicts with or supersedes
+    reason: str = ""                  # why not learned, or why kept as a candidate
+
+    @property
+    def learned(self) -> bool:
+        """A rule came of it that may reach a session (proposed or active)."""
+        return (self.lesson is not None and self.lesson.status in ("proposed", "active")
+                and self.action in ("created", "reinforced", "conflict", "superseded"))
+
+    def notice(self) -> str:
+        """One line for a person: what was learned, or why not."""
+        if self.action == "not-learned":
+            return f"not learned: {self.reason}"
+        if self.lesson is not None and self.lesson.status == "candidate" and self.reason:
+            return f"not learned: {self.reason} — kept as a candidate"
+        if self.lesson is None:
+            return f"not learned: {self.reason or self.detection.reason or self.action}"
+        return ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"action": self.action, "correction_id": self.correction_id,
                 "detection": self.detection.to_dict(),
-                "lesson": self.lesson.to_dict() if self.lesson else None, "related": self.related}
+                "lesson": self.lesson.to_dict() if self.lesson else None, "related": self.related,
+                "reason": self.reason, "notice": self.notice()}
 
 
 def cut(text: str, limit: int = MAX_MESSAGE) -> str:
@@ -65,8 +101,10 @@ class Learner:
     """The learning pipeline of one store (the ``learner`` part of :class:`lore.api.Lore`)."""
 
     def __init__(self, store: Store, lessons: Lessons, embedding: Embedding,
-                 cfg: LearningConfig) -> None:
+                 cfg: LearningConfig, opinion: Opinion | None = None) -> None:
         self.store = store
+        self.opinion = opinion  # the second opinion (a language model), when one is configured
+        self.log: logging.Logger = log  # the worker passes its own
         self.captured = store.corrections  # the captured messages
         self.lessons = lessons
         self.embedding = embedding
@@ -91,9 +129,11 @@ class Learner:
     def record(self, message: str, previous: str | None = None, *, project: str | None = None,
                session_id: str | None = None, message_uuid: str | None = None,
                proposal_uuid: str | None = None, files: Sequence[str] = (), at: str | None = None,
-               origin: str = "manual", asserted: bool = True) -> Outcome:
+               origin: str = "manual", asserted: bool = True, force: bool = False) -> Outcome:
         """Record one message and learn from it now. ``asserted``: the caller says it is a
-        correction (an agent calling the CLI or MCP tool), so the detector only types it."""
+        correction (an agent calling the CLI or MCP tool), so the detector only types it, but
+        thanks, questions, pasted text or a statement still teach nothing and a vague rule
+        stays a candidate. ``force``: the user's explicit wish, learned and proposed anyway."""
         if not message or not message.strip():
             raise InvalidInput("the correction text is empty")
         cid = self.capture(message, previous, project=project, session_id=session_id,
@@ -103,7 +143,8 @@ class Learner:
             return Outcome("duplicate", detect(message, previous))
         row = self.captured.correction(cid)
         assert row is not None
-        return self.learn(row, asserted=asserted, raw_message=message, raw_previous=previous)
+        return self.learn(row, asserted=asserted, raw_message=message, raw_previous=previous,
+                          force=force)
 
     def process_pending(self, limit: int = 200) -> list[Outcome]:
         """Learn from the messages the hooks captured (status 'new')."""
@@ -111,36 +152,79 @@ class Learner:
 
     # ---- one message ---------------------------------------------------------------------
     def learn(self, row: dict[str, Any], *, asserted: bool = False, raw_message: str | None = None,
-              raw_previous: str | None = None) -> Outcome:
+              raw_previous: str | None = None, force: bool = False) -> Outcome:
         message = raw_message if raw_message is not None else row["user_message"]
         previous = raw_previous if raw_previous is not None else row["assistant_proposal"]
         det = detect(message, previous, threshold=self.cfg.detector_threshold)
+        confirmed = False
+        rule_text: str | None = None
         if row.get("correction_type") == "silent_fix":
             det = Detection("correction", True, "silent_fix", 1.0, det.cues, "")
-        elif asserted and not det.positive:
-            det = Detection("correction", True, "explicit", det.probability, det.cues,
-                            "recorded as a correction by the caller")
         elif asserted:
-            det = Detection(det.label, True, det.type, det.probability, det.cues, det.reason)
+            why = "" if force else refusal(message, det)
+            if why:
+                return self._settle(row, Outcome("not-learned", det, reason=why))
+            det = Detection(det.label if det.positive else "correction", True,
+                            det.type or "explicit", det.probability, det.cues,
+                            det.reason or "recorded as a correction by the caller")
+        else:
+            det, confirmed, rule_text = self._second_opinion(message, previous, det)
+            why = refusal(message, det) if det.positive else ""
+            if why:  # the words hold no rule, whatever the detector's cues
+                det = Detection("none", False, None, det.probability, det.cues, why, det.text)
         if not det.positive or not det.durable:
-            return self._settle(row, Outcome("none" if not det.positive else "one-off", det))
+            return self._settle(row, Outcome("none" if not det.positive else "one-off", det,
+                                             reason=det.reason))
         # The stored (redacted) message without client wrappers or a pasted block.
         said = words_of(row["user_message"])[0] or row["user_message"]
-        ex = self.extractor.extract(said, row["assistant_proposal"])
+        ex = None
+        if rule_text:
+            ex = self.extractor.extract(redact(cut(rule_text, 1000)), row["assistant_proposal"])
+        if ex is None:
+            ex = self.extractor.extract(said, row["assistant_proposal"])
         if ex is None:  # nothing left to read once redacted and cut
-            return self._settle(row, Outcome("none", det))
+            return self._settle(row, Outcome("none", det, reason="no rule could be read from it"))
+        worth = worthiness(said, det)
+        gate = {"gate": worth.reason, "forced": force, "confirmed": confirmed}
         evidence = Evidence(quote=row["user_message"], session_id=row["session_id"],
                             message_id=row.get("message_uuid"), observed_at=row["at"],
                             source=row.get("origin") or "hook",
                             context=row["assistant_proposal"] or row.get("diff"))
         files = json.loads(row["files"] or "[]")
         return self._settle(row, self.merge(ex, det, evidence, row["project"], _file_types(files),
-                                            message))
+                                            message, gate))
+
+    def _second_opinion(self, message: str, previous: str | None,
+                        det: Detection) -> tuple[Detection, bool, str | None]:
+        """Ask the language model when the detector is unsure (its probability within
+        ``second_opinion_band`` of the threshold); its label and rule win. No model, a budget
+        spent or a provider error: the detector's verdict stands (logged, never fatal)."""
+        if self.opinion is None or (det.reason and det.probability == 0.0):
+            return det, False, None
+        from lore.extract.detect import model
+
+        threshold = self.cfg.detector_threshold or model().threshold
+        if abs(det.probability - threshold) > self.cfg.second_opinion_band:
+            return det, False, None
+        said = words_of(message)[0]
+        try:
+            verdict = self.opinion(said, previous)
+        except Exception as exc:  # noqa: BLE001 - a model's failure never stops learning
+            self.log.warning("second opinion unavailable, the detector decides: %s", exc)
+            return det, False, None
+        if verdict.label == "none":
+            return Detection("none", False, None, det.probability, det.cues,
+                             f"second opinion: {verdict.reason or 'not a correction'}",
+                             det.text), False, None
+        kind = det.type or ("explicit" if verdict.label == "preference" else "refinement")
+        return Detection(verdict.label, bool(verdict.durable), kind, det.probability, det.cues,
+                         "", det.text), bool(verdict.durable), verdict.rule
 
     def _settle(self, row: dict[str, Any], outcome: Outcome) -> Outcome:
         """Write the detector's verdict and what came of it on the captured message."""
         det = outcome.detection
-        status = outcome.action if outcome.action in ("none", "one-off") else "learned"
+        status = {"none": "none", "one-off": "one-off", "not-learned": "none"}.get(
+            outcome.action, "learned")
         with self.store.atomic():
             self.captured.set_verdict(row["id"], status=status, label=det.label,
                           correction_type=det.type, durable=det.durable,
@@ -152,33 +236,42 @@ class Learner:
 
     # ---- merge ---------------------------------------------------------------------------
     def merge(self, ex: Extracted, det: Detection, evidence: Evidence, project: str | None,
-              file_types: Sequence[str], message: str) -> Outcome:
+              file_types: Sequence[str], message: str,
+              gate: dict[str, Any] | None = None) -> Outcome:
+        """``gate``: what :mod:`lore.extract.worthy` said (``gate`` — why it may not be proposed
+        on its own, ``forced``, ``confirmed``); None: no gate (suggested rules, silent fixes)."""
+        gate = gate or {}
         scope = None if ex.scope_hint == "global" else project
-        candidates = self.captured.rule_candidates(scope)
+        everything = self.captured.rule_candidates(scope, (*LIVE, "rejected"))
+        rejected = [c for c in everything if c["status"] == "rejected"]
+        candidates = [c for c in everything if c["status"] != "rejected"]
         explicit = det.type == "explicit" or det.label == "preference"
         # A rule that prefers what a known one rejects (or the reverse) is a conflict.
         for c in candidates:
             if contradicts(ex, c):
                 if CHANGE_OF_MIND.search(message):
-                    lesson = self._create(ex, det, evidence, scope, file_types, explicit)
+                    lesson = self._create(ex, det, evidence, scope, file_types, explicit, gate)
                     self._supersede(lesson.id, c["id"])
                     return Outcome("superseded", det, lesson=self.lessons.get(lesson.id),
                                    related=[c["id"]])
-                lesson = self._create(ex, det, evidence, scope, file_types, explicit,
+                lesson = self._create(ex, det, evidence, scope, file_types, explicit, gate,
                                       conflicts=[c["id"]])
                 self._conflict(lesson.id, c["id"])
                 return Outcome("conflict", det, lesson=self.lessons.get(lesson.id),
                                related=[c["id"]])
-        same = self._restated(ex, candidates)
+        same = self._restated(ex, candidates) or self._restated(ex, rejected)
         if same is not None:
             existing = self.lessons.get(same)
             if any(e.quote == evidence.quote and e.session_id == evidence.session_id
                    for e in existing.evidence):
                 return Outcome("duplicate", det, lesson=existing)
-            return Outcome("reinforced", det,
-                           lesson=self._reinforce(existing, evidence, file_types, explicit, det))
-        return Outcome("created", det,
-                       lesson=self._create(ex, det, evidence, scope, file_types, explicit))
+            action = "recorrection" if existing.status == "rejected" else "reinforced"
+            lesson = self._reinforce(existing, evidence, file_types, explicit, det, gate)
+            return Outcome(action, det, lesson=lesson,
+                           reason=_why_candidate(lesson) or (
+                               "rejected before: kept rejected" if action == "recorrection" else ""))
+        lesson = self._create(ex, det, evidence, scope, file_types, explicit, gate)
+        return Outcome("created", det, lesson=lesson, reason=_why_candidate(lesson))
 
     def _restated(self, ex: Extracted, candidates: list[dict[str, Any]]) -> str | None:
         if not candidates:
@@ -204,10 +297,13 @@ class Learner:
         return None
 
     def _create(self, ex: Extracted, det: Detection, evidence: Evidence, project: str | None,
-                file_types: Sequence[str], explicit: bool, conflicts: Sequence[str] = ()) -> Lesson:
+                file_types: Sequence[str], explicit: bool, gate: dict[str, Any],
+                conflicts: Sequence[str] = ()) -> Lesson:
         seen = evidence.observed_at or now()
         meta = {"occurrences": 1, "first_seen": seen, "last_seen": seen, "explicit": explicit,
-                "conflicts": list(conflicts), "types": [det.type or "explicit"], "reviewed": False}
+                "conflicts": list(conflicts), "types": [det.type or "explicit"], "reviewed": False,
+                "sessions": [_session_key(evidence)], "gate": gate.get("gate", ""),
+                "forced": bool(gate.get("forced")), "confirmed": bool(gate.get("confirmed"))}
         score = confidence(1, explicit, seen, bool(conflicts), self.cfg.recent_days)
         content = ex.rule
         if ex.reasoning and ex.reasoning.lower() not in ex.rule.lower():
@@ -216,7 +312,7 @@ class Learner:
         if det.type == "silent_fix":
             source = "silent_fix"
         return self.lessons.add(
-            ex.title, content, kind=ex.kind, status=self.status_for(score), score=score,
+            ex.title, content, kind=ex.kind, status=self.gated_status(score, meta), score=score,
             source=source, project=project,
             preference={"context": ex.context or "", "rejected": ex.rejected or "",
                         "preferred": ex.preferred or "", "reasoning": ex.reasoning or ""},
@@ -225,8 +321,21 @@ class Learner:
             source_notes=f"learned from a {det.type or 'correction'} ({det.label})")
 
     def _reinforce(self, lesson: Lesson, evidence: Evidence, file_types: Sequence[str],
-                   explicit: bool, det: Detection) -> Lesson:
+                   explicit: bool, det: Detection, gate: dict[str, Any]) -> Lesson:
         meta = dict(lesson.metadata.get("learning") or {})
+        if "learning" not in lesson.metadata:
+            meta["by_hand"] = True  # added by a person (or imported): their status stands
+        if lesson.status == "rejected":
+            meta["recorrections"] = int(meta.get("recorrections", 0)) + 1
+        sessions = list(meta.get("sessions") or [])
+        key = _session_key(evidence)
+        if key not in sessions:
+            sessions.append(key)
+        meta["sessions"] = sessions[-MAX_EVIDENCE:]
+        if "gate" in meta and not gate.get("gate"):
+            meta["gate"] = ""  # a restatement that is specific enough lifts the gate
+        meta["forced"] = bool(meta.get("forced")) or bool(gate.get("forced"))
+        meta["confirmed"] = bool(meta.get("confirmed")) or bool(gate.get("confirmed"))
         meta["occurrences"] = int(meta.get("occurrences", len(lesson.evidence) or 1)) + 1
         meta["last_seen"] = max(meta.get("last_seen") or "", evidence.observed_at or now())
         meta.setdefault("first_seen", lesson.created_at)
@@ -245,7 +354,8 @@ class Learner:
         old = self.lessons.get(old_id)
         meta = dict(old.metadata.get("learning") or {"occurrences": max(len(old.evidence), 1),
                                                        "explicit": True,
-                                                       "last_seen": old.updated_at})
+                                                       "last_seen": old.updated_at,
+                                                       "by_hand": True})
         meta["conflicts"] = sorted({*meta.get("conflicts", []), new_id_})
         self.lessons.update(old_id, metadata={**old.metadata, "learning": meta},
                                 **self._scored(old, meta))
@@ -258,13 +368,21 @@ class Learner:
     def status_for(self, score: float) -> str:
         return status_for(score, self.cfg)
 
+    def gated_status(self, score: float, meta: dict[str, Any]) -> str:
+        """The score's status, held at candidate until the rule may be trusted: specific and
+        durable, seen in two sessions, confirmed by the second opinion, or forced."""
+        status = self.status_for(score)
+        if status != "candidate" and not proposable(meta):
+            return "candidate"
+        return status
+
     def _scored(self, lesson: Lesson, meta: dict[str, Any]) -> dict[str, Any]:
         score = confidence(int(meta.get("occurrences", 1)), bool(meta.get("explicit")),
                            meta.get("last_seen"), bool(meta.get("conflicts")), self.cfg.recent_days)
         out: dict[str, Any] = {"score": score,
                                "confidence": self.store.confidence_for_score(score)}
-        if lesson.status in ("candidate", "proposed", "active") and not meta.get("reviewed"):
-            out["status"] = self.status_for(score)
+        if lesson.status in LIVE and not decided(meta):
+            out["status"] = self.gated_status(score, meta)
         return out
 
     def rescore(self) -> int:
@@ -389,6 +507,117 @@ class Learner:
         return self._settle(row, self.merge(ex, det, evidence, row["project"], _file_types([path]),
                                             ""))
 
+    # ---- past transcripts --------------------------------------------------------------
+    def backfill(self, paths: Sequence[Path], progress: Any = None) -> dict[str, Any]:
+        """Run every message the user typed in past transcripts (with the agent turn it
+        answers) through the pipeline, so history becomes candidates for review. A message
+        seen before (by its transcript uuid) is skipped: a second run adds nothing."""
+        from collections import Counter
+
+        from lore.capture import backfill
+
+        files, skipped = backfill.transcripts(paths)
+        actions: Counter[str] = Counter()
+        lessons: set[str] = set()
+        seen = 0
+        for i, path in enumerate(files):
+            for past in backfill.read(path):
+                seen += 1
+                cid = self.capture(past.text, past.previous, project=past.project,
+                                   session_id=past.session_id, message_uuid=past.uuid,
+                                   files=past.files, at=past.at, origin="backfill",
+                                   event_id=f"backfill:{past.session_id}:{past.uuid}")
+                if cid is None:
+                    actions["already seen"] += 1
+                    continue
+                row = self.captured.correction(cid)
+                assert row is not None
+                outcome = self.learn(row, raw_message=past.text, raw_previous=past.previous)
+                actions[outcome.action] += 1
+                if outcome.lesson is not None and outcome.action not in ("duplicate",
+                                                                         "not-learned"):
+                    lessons.add(outcome.lesson.id)
+            if progress:
+                progress(i + 1, len(files))
+        statuses = Counter(self.lessons.get(lid).status for lid in lessons)
+        return {"files": len(files), "skipped": skipped, "messages": seen,
+                "actions": dict(actions), "rules": len(lessons), "statuses": dict(statuses)}
+
+    # ---- review ---------------------------------------------------------------------------
+    def waiting(self, project: str | None = None, *, all_projects: bool = True,
+                limit: int = 100) -> list[dict[str, Any]]:
+        """What waits for a person: candidates, proposed rules and rules in conflict that
+        nobody reviewed (deferred ones return when seen again), with their evidence."""
+        ids = self.captured.preferences(project, all_projects=all_projects, file_type=None,
+                                        statuses=LIVE, limit=max(limit * 5, 500))
+        out: list[dict[str, Any]] = []
+        for lid in ids:
+            lesson = self.lessons.get(lid)
+            meta = lesson.metadata.get("learning")
+            if meta is None or decided(meta):
+                continue
+            conflicts = [c for c in meta.get("conflicts", []) if self._is_live(c)]
+            if lesson.status == "active" and not conflicts:
+                continue
+            occurrences = int(meta.get("occurrences", 1))
+            if meta.get("deferred_at") and occurrences <= int(meta.get("deferred_seen", 0)):
+                continue
+            out.append(review_item(lesson, meta, conflicts))
+            if len(out) >= limit:
+                break
+        order = {"proposed": 0, "active": 1, "candidate": 2}
+        return sorted(out, key=lambda r: (not r["conflicts"], order.get(r["status"], 3),
+                                          -(r["score"] or 0)))
+
+    def review(self, lesson_id: str, action: str, *, reason: str | None = None,
+               title: str | None = None, content: str | None = None,
+               status: str | None = None) -> Lesson:
+        """A person's decision on a learned rule; it sticks (rescoring and reinforcement never
+        change it). approve: active. edit: new title/content, then active (or ``status``).
+        reject: rejected, with the reason; the same correction later stays rejected.
+        defer: not now; it waits again once the rule is seen once more."""
+        if action not in REVIEW_ACTIONS:
+            raise InvalidInput(f"unknown review action '{action}'; use one of "
+                               f"{', '.join(REVIEW_ACTIONS)}")
+        lesson = self.lessons.get(lesson_id)
+        meta = dict(lesson.metadata.get("learning") or {})
+        meta["review"] = {"action": action, "at": now(), **({"reason": reason} if reason else {})}
+        changes: dict[str, Any] = {}
+        if action == "defer":
+            meta["deferred_at"] = now()
+            meta["deferred_seen"] = int(meta.get("occurrences", 1))
+        else:
+            meta["reviewed"] = True
+            meta.pop("deferred_at", None)
+        if action == "approve":
+            changes["status"] = status or "active"
+        elif action == "edit":
+            if title is None and content is None:
+                raise InvalidInput("nothing to edit: give a new title or content")
+            if title is not None:
+                changes["title"] = title
+            if content is not None:
+                changes["content"] = content
+            changes["status"] = status or "active"
+        elif action == "reject":
+            changes["status"] = "rejected"
+            if reason:
+                meta["rejected_reason"] = redact(cut(" ".join(reason.split()), 500))
+        if changes.get("status"):
+            self.store.check_reference("status", changes["status"])
+        with self.store.atomic():
+            return self.lessons.update(lesson.id, metadata={**lesson.metadata, "learning": meta},
+                                       **changes)
+
+    def decided_by_hand(self, lesson_id: str) -> None:
+        """A person set this learned rule's status (``lore learn update --status``): it sticks."""
+        lesson = self.lessons.get(lesson_id)
+        meta = lesson.metadata.get("learning")
+        if meta is None or meta.get("reviewed"):
+            return
+        meta = {**meta, "reviewed": True, "review": {"action": "status", "at": now()}}
+        self.lessons.update(lesson.id, metadata={**lesson.metadata, "learning": meta})
+
     # ---- a rule suggested by an agent ----------------------------------------------------
     def suggest_rule(self, rule: str, reason: str | None = None, *, project: str | None = None,
                      file_types: Sequence[str] = ()) -> Outcome:
@@ -412,6 +641,42 @@ class Learner:
                 and outcome.lesson.status == "candidate":
             outcome.lesson = self.lessons.update(outcome.lesson.id, status="proposed")
         return outcome
+
+
+def proposable(meta: dict[str, Any]) -> bool:
+    """May a learned rule leave the candidates? (A rule stored before the gate existed may.)"""
+    return (not meta.get("gate") or len(set(meta.get("sessions") or [])) >= 2
+            or bool(meta.get("confirmed")) or bool(meta.get("forced")))
+
+
+def decided(meta: dict[str, Any]) -> bool:
+    """A person decided this rule's status: reviewed, added by hand or set by hand."""
+    return bool(meta.get("reviewed") or meta.get("by_hand"))
+
+
+def _session_key(e: Evidence) -> str:
+    # Evidence without a session (recorded by hand) counts as its own sighting.
+    return e.session_id or f"at:{e.observed_at}"
+
+
+def _why_candidate(lesson: Lesson) -> str:
+    meta = lesson.metadata.get("learning") or {}
+    if lesson.status == "candidate" and meta.get("gate") and not proposable(meta):
+        return str(meta["gate"])
+    return ""
+
+
+def review_item(lesson: Lesson, meta: dict[str, Any], conflicts: Sequence[str]) -> dict[str, Any]:
+    """One rule waiting for review, with its evidence verbatim."""
+    return {"id": lesson.id, "title": lesson.title, "rule": lesson.content, "status": lesson.status,
+            "score": lesson.score, "occurrences": int(meta.get("occurrences", 1)),
+            "sessions": len(set(meta.get("sessions") or [])),
+            "scope": "global" if lesson.project is None else lesson.project,
+            "file_types": list(lesson.file_types), "conflicts": list(conflicts),
+            "why_candidate": _why_candidate(lesson), "recorrections": meta.get("recorrections", 0),
+            "evidence": [{"said": e.quote, "agent_turn": e.context, "session": e.session_id,
+                          "date": e.observed_at, "project": lesson.project, "source": e.source}
+                         for e in lesson.evidence]}
 
 
 def _evidence_dict(e: Evidence) -> dict[str, Any]:

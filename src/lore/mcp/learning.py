@@ -1,4 +1,5 @@
-"""Learning from corrections as MCP tools: record a correction, suggest a rule, read the rules.
+"""Learning from corrections as MCP tools: record a correction, suggest a rule, read the rules,
+review what was learned (list, approve, edit, reject, defer).
 
 The seed 004 names (``record_correction``, ``suggest_rule``, ``get_preferences`` …) in
 :mod:`lore.mcp.aliases` call the same functions.
@@ -13,6 +14,7 @@ from pydantic import Field
 
 from lore.mcp.tools import (
     READ,
+    UPDATE,
     WRITE,
     LoreTools,
     StrList,
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
 # ---- learning from corrections -------------------------------------------------------------
 async def record(t: LoreTools, ctx: Context | None, text: str, previous: str | None,
                   assistant_msg_id: str | None, project: str | None,
-                  files: list[str] | None) -> dict[str, Any]:
+                  files: list[str] | None, force: bool = False) -> dict[str, Any]:
     proj = await t.project(ctx, project)
 
     def call(lore: Lore) -> dict[str, Any]:
@@ -41,7 +43,7 @@ async def record(t: LoreTools, ctx: Context | None, text: str, previous: str | N
             prev, session_id = prev or msg["text"], msg["session_id"]
         outcome = lore.learner.record(text, prev, project=proj or None, session_id=session_id,
                                         proposal_uuid=assistant_msg_id, files=files or [],
-                                        origin="mcp")
+                                        origin="mcp", force=force)
         return outcome_payload(outcome)
 
     return dict(await t.run(call))
@@ -62,6 +64,8 @@ def outcome_payload(outcome: Any) -> dict[str, Any]:
     lesson = outcome.lesson
     return {"action": outcome.action, "detected": outcome.detection.label,
             "type": outcome.detection.type, "related": outcome.related,
+            "learned": outcome.learned,
+            "notice": outcome.notice() or None,
             "rule": None if lesson is None else {
                 "id": lesson.id, "title": lesson.title, "status": lesson.status,
                 "score": lesson.score, "kind": lesson.kind,
@@ -88,9 +92,34 @@ async def preferences(t: LoreTools, ctx: Context | None, project: str | None,
     return dict(await t.run(call))
 
 
+async def review_list(t: LoreTools, ctx: Context | None, project: str | None,
+                      limit: int) -> dict[str, Any]:
+    proj = await t.project(ctx, project)
+
+    def call(lore: Lore) -> dict[str, Any]:
+        items = lore.learner.waiting(proj or None, all_projects=proj is None, limit=limit)
+        return {"project": proj, "count": len(items), "waiting": items}
+
+    return dict(await t.run(call))
+
+
+async def review_action(t: LoreTools, lesson_id: str, action: str, **kw: Any) -> dict[str, Any]:
+    def call(lore: Lore) -> dict[str, Any]:
+        from lore.api import require_id
+
+        lesson = lore.learner.review(require_id(lesson_id), action, **kw)
+        meta = lesson.metadata.get("learning") or {}
+        return {"id": lesson.id, "title": lesson.title, "rule": lesson.content,
+                "status": lesson.status, "reviewed": bool(meta.get("reviewed")),
+                "review": meta.get("review")}
+
+    return dict(await t.run(call))
+
+
 TEXT = Annotated[str, Field(description="The user's words, verbatim (secrets are redacted).")]
 PREVIOUS = Annotated[str | None, Field(description="What you (the agent) said or proposed "
                                         "that the user corrected.")]
+RULE_ID = Annotated[str, Field(description="The rule's id (from lore_review_list).")]
 PROJECT = Annotated[str | None, Field(description="Default: the current project; 'global' for "
                                        "a rule that holds everywhere.")]
 
@@ -142,6 +171,8 @@ def register(server: MCPServer, t: LoreTools) -> None:
     async def lore_record_correction(
         text: TEXT, previous: PREVIOUS = None, project: PROJECT = None,
         files: Annotated[StrList, Field(description="Files the exchange touched.")] = None,
+        force: Annotated[bool, Field(description="Learn it even if it does not read as a rule: "
+                                     "only when the user explicitly asked you to.")] = False,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Record that the user corrected you, so the next session does not repeat the mistake.
@@ -150,10 +181,12 @@ def register(server: MCPServer, t: LoreTools) -> None:
         or states a lasting preference ("always…", "never…", "from now on…"). Lore extracts the
         rule (rejected / preferred / why), reinforces it if already known, flags a conflict
         with a known rule, and scores it; active rules are injected into later sessions.
+        Thanks, questions and pasted text teach nothing, and a rule naming no tool, file type,
+        command, path or concrete practice stays a candidate: "notice" says why.
         Example: {"text": "No, don't use Redis, use local file sessions instead",
         "previous": "I'll add Redis for the session store."}
         """
-        return await record(t, ctx, text, previous, None, project, files)
+        return await record(t, ctx, text, previous, None, project, files, force)
 
     @tool(server, "lore_suggest_rule", WRITE)
     async def lore_suggest_rule(
@@ -186,4 +219,54 @@ def register(server: MCPServer, t: LoreTools) -> None:
         Example: {"file_type": "py"}
         """
         return await preferences(t, ctx, project, file_type, statuses)
+
+    @tool(server, "lore_review_list", READ)
+    async def lore_review_list(
+        project: Annotated[str | None, Field(description="Default: every project; a path for "
+                                             "one project and global rules.")] = "all",
+        limit: Annotated[int, Field(ge=1, le=1000)] = 50,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """What Lore learned and waits for the user's review: candidates, proposed rules and
+        rules in conflict, each with the user's words verbatim, the agent turn they answered,
+        session, date, project, occurrences, score and scope. Show them to the user and act
+        only on their answer (lore_review_approve / _edit / _reject / _defer).
+        Example: {}
+        """
+        return await review_list(t, ctx, project, limit)
+
+    @tool(server, "lore_review_approve", UPDATE)
+    async def lore_review_approve(lesson_id: RULE_ID) -> dict[str, Any]:
+        """The user approved a learned rule: it becomes active and stays so (rescoring never
+        demotes it). Only on the user's word. Example: {"lesson_id": "01JD…"}
+        """
+        return await review_action(t, lesson_id, "approve")
+
+    @tool(server, "lore_review_edit", UPDATE)
+    async def lore_review_edit(
+        lesson_id: RULE_ID,
+        title: Annotated[str | None, Field(description="The new title.")] = None,
+        content: Annotated[str | None, Field(description="The new rule text.")] = None,
+    ) -> dict[str, Any]:
+        """The user reworded a learned rule: new title and/or text, then active.
+        Example: {"lesson_id": "01JD…", "title": "Use httpx, not requests"}
+        """
+        return await review_action(t, lesson_id, "edit", title=title, content=content)
+
+    @tool(server, "lore_review_reject", UPDATE)
+    async def lore_review_reject(
+        lesson_id: RULE_ID,
+        reason: Annotated[str | None, Field(description="Why it is not a rule.")] = None,
+    ) -> dict[str, Any]:
+        """The user rejected a learned rule; the same correction later stays rejected.
+        Example: {"lesson_id": "01JD…", "reason": "a one-off, not a rule"}
+        """
+        return await review_action(t, lesson_id, "reject", reason=reason)
+
+    @tool(server, "lore_review_defer", UPDATE)
+    async def lore_review_defer(lesson_id: RULE_ID) -> dict[str, Any]:
+        """Not now: the rule leaves the review list until it is seen again.
+        Example: {"lesson_id": "01JD…"}
+        """
+        return await review_action(t, lesson_id, "defer")
 

@@ -65,15 +65,16 @@ class CorrectionTables(Tables):
             (*params, limit))]
 
 
-    def rule_candidates(self, project: str | None) -> list[dict[str, Any]]:
-        """Learned rules a new one may restate or contradict: this project's and global ones."""
+    def rule_candidates(self, project: str | None,
+                        statuses: Sequence[str] = LEARNING_STATUSES) -> list[dict[str, Any]]:
+        """Rules a new one may restate or contradict: this project's and global ones."""
         marks_k = ",".join("?" * len(RULE_KINDS))
-        marks_s = ",".join("?" * len(LEARNING_STATUSES))
+        marks_s = ",".join("?" * len(statuses))
         return [dict(r) for r in self.conn.execute(
             f"SELECT seq, id, title, content, kind, status, project, pref_rejected, pref_preferred, "
             f"metadata FROM lessons WHERE kind IN ({marks_k}) AND status IN ({marks_s}) "
             f"AND (project IS NULL OR project IS ?)",
-            (*RULE_KINDS, *LEARNING_STATUSES, project))]
+            (*RULE_KINDS, *statuses, project))]
 
 
     def learned_rule_ids(self) -> list[str]:

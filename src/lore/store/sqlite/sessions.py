@@ -14,18 +14,20 @@ _RULE_KINDS = "(" + ", ".join(f"'{k}'" for k in RULE_KINDS) + ")"
 class SessionTables(Tables):
     """What the SessionStart context reads, and what the worker keeps per session."""
 
-    def rules_and_preferences(self, project: str | None, limit: int,
-                              status: str = "active") -> list[dict[str, Any]]:
-        """Preferences and rules of this project and global ones in one status, most confident first."""
+    def rules_and_preferences(self, project: str | None, limit: int, status: str = "active",
+                              min_seen: int = 1) -> list[dict[str, Any]]:
+        """Preferences and rules of this project and global ones in one status, most confident
+        first; ``min_seen``: only rules learned that many times (a lesson added by hand counts once)."""
         return [dict(r) for r in self.conn.execute(
             "SELECT l.id, l.title, l.content, l.kind, l.project, l.pref_context, l.pref_rejected, "
             "l.pref_preferred, l.pref_reasoning, l.score, c.ordinal FROM lessons l "
             "JOIN confidence_levels c ON c.name = l.confidence "
             f"WHERE l.status = ? AND l.kind IN {_RULE_KINDS} "
             "AND (l.project IS NULL OR l.project = ?) "
+            "AND coalesce(json_extract(l.metadata, '$.learning.occurrences'), 1) >= ? "
             "ORDER BY (l.project IS NOT NULL) DESC, coalesce(l.score, c.ordinal / 5.0) DESC, "
             "c.ordinal DESC, l.usage_count DESC, l.updated_at DESC "
-            "LIMIT ?", (status, project, limit))]
+            "LIMIT ?", (status, project, min_seen, limit))]
 
 
     def other_lessons(self, project: str | None, limit: int) -> list[dict[str, Any]]:
