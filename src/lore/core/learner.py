@@ -29,7 +29,7 @@ from lore.embed import document_text
 from lore.errors import InvalidInput
 from lore.extract import Extractor
 from lore.extract.detect import Detection, detect, words_of
-from lore.extract.merge import CHANGE_OF_MIND, contradicts, same_rule
+from lore.extract.merge import CHANGE_OF_MIND, contradicts, may_restate, same_rule
 from lore.extract.score import confidence, status_for
 from lore.extract.shapes import Extracted
 from lore.ids import new_id, now
@@ -181,6 +181,7 @@ class Learner:
                        lesson=self._create(ex, det, evidence, scope, file_types, explicit))
 
     def _restated(self, ex: Extracted, candidates: list[dict[str, Any]]) -> str | None:
+        candidates = [c for c in candidates if may_restate(ex, c)]  # other names: another rule
         if not candidates:
             return None
         title = normalize.context(ex.title)
