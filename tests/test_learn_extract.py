@@ -486,7 +486,7 @@ def test_huge_input_is_cut_and_fast():
     assert len(message) > 100_000
     start = time.perf_counter()
     e = extract(message, "Let me add Redis. " * 6000)
-    assert time.perf_counter() - start < 0.5
+    assert time.perf_counter() - start < 10  # only backtracking would come near (see below)
     assert e.rejected == "Redis"
 
 
@@ -497,7 +497,9 @@ def test_repetitive_input_is_fast(chunk: str):
     message = chunk * (100_000 // len(chunk) + 1)
     start = time.perf_counter()
     extract(message, message)
-    assert time.perf_counter() - start < 0.5
+    # Not a timing claim: a linear pass takes milliseconds, catastrophic backtracking on
+    # 100,000 characters takes minutes. 10 s separates the two on any machine, however busy.
+    assert time.perf_counter() - start < 10
 
 
 @pytest.mark.parametrize("message", ["", "   ", "\n\t \n"])

@@ -133,7 +133,7 @@ class Learner:
                             message_id=row.get("message_uuid"), observed_at=row["at"],
                             source=row.get("origin") or "hook",
                             context=row["assistant_proposal"] or row.get("diff"))
-        files = json.loads(row["files"] or "[]")
+        files = [*json.loads(row["files"] or "[]"), *ex.globs]  # "in Python files": *.py
         return self._settle(row, self.merge(ex, det, evidence, row["project"], _file_types(files),
                                             message))
 

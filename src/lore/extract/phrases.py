@@ -10,6 +10,7 @@ from dataclasses import dataclass
 MAX_CHARS = 4000
 TITLE_MAX = 90
 RULE_MAX = 300
+LINE_MAX = 160  # a rule line as a user would write it in CLAUDE.md
 PHRASE_MAX = 80
 REASON_MAX = 200
 CONTEXT_MAX = 160
@@ -30,6 +31,7 @@ class Extracted:
     shape: str            # which phrasing matched
     kind: str             # preference | anti_pattern | project_rule
     scope_hint: str | None  # global | project | None
+    globs: tuple[str, ...] = ()  # the files the rule is for ("in Python files" -> *.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,8 +282,9 @@ def pair(shape: str, pref: str, pform: str, rej: str, rform: str) -> Core:
         rule = f"Use {pref} instead of {rej}."
     else:
         title = f"{left}, not {rej}"
-        rule = f"{left}, not {rej}."
-    return Core(shape, "preference", as_title(title), as_sentence(rule), rej, pref)
+        rule = f"{left} instead of {rej}."
+    return Core(shape, "preference", as_title(title), as_sentence(rule), rej,
+                pref if pform == "noun" else lower_first(pref))
 
 
 def single(shape: str, kind: str, head: str, *, rejected: str | None = None,

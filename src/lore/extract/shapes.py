@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from lore.extract.phrases import (
     CONTEXT_MAX,
+    LINE_MAX,
     MAX_CHARS,
     PRONOUNS,
     QUOTES,
@@ -190,8 +191,25 @@ def _dont_use_instead(t: str, ctx: _Ctx) -> Core | None:
         x, xform = term(x_raw, "verb")
         y, yform = term(y_raw, "noun")
         if x and y:
+            x, y = _resolve(x, xform, y)
             return pair("dont_use_instead", y, yform, x, "noun" if xform == "noun" else "verb")
     return None
+
+
+_PRONOUN = re.compile(r"\b(?:them|it|those|these|that|this|they)\b", _I)
+_FOR_WHAT = re.compile(
+    r"^(?P<thing>.+?)\s+(?:for|in|to|with|on)\s+(?:the\s+|our\s+)?(?P<what>[\w.@/ -]{2,40})$", _I)
+
+
+def _resolve(x: str, xform: str, y: str) -> tuple[str, str]:
+    """"don't use Redis for sessions, keep them in local files": the pronoun in ``y`` is what
+    ``x`` was for, and the rejected thing is what ``x`` named ("Redis")."""
+    if xform != "noun" or not _PRONOUN.search(y):
+        return x, y
+    m = _FOR_WHAT.match(x)
+    if not m:
+        return x, _PRONOUN.sub(x, y, count=1)
+    return m.group("thing"), _PRONOUN.sub(m.group("what"), y, count=1)
 
 
 def _use_instead_of(t: str, ctx: _Ctx) -> Core | None:
@@ -293,6 +311,14 @@ def _rather_than(t: str, ctx: _Ctx) -> Core | None:
         y, yform = term(first_clause(m2.group("y")), "noun")
         if x and y:
             return pair("rather_than", y, yform, x, "noun")
+    for m in re.finditer(r"\s+(?:and\s+)?not\s+" + _NOT_STARTS, t, _I):  # "use Y not X"
+        before = text_before(last_clause(t[: m.start()]))
+        if not USE_VERB.match(before) or len(before.split()) > 6:
+            continue
+        y, yform = term(before, "noun")
+        x, xform = term(first_clause(t[m.end():]), "noun")
+        if x and y and not vague(x):
+            return pair("rather_than", y, yform, x, "gerund" if xform == "gerund" else "noun")
     for m in re.finditer(r",\s*(?:and\s+)?not\s+" + _NOT_STARTS, t, _I):
         y_raw = text_before(last_clause(t[: m.start()]))
         x_raw = first_clause(t[m.end():])
@@ -463,21 +489,114 @@ def _dont(t: str, ctx: _Ctx) -> Core | None:
     return None
 
 
+_WRONG = re.compile(
+    r"^(?:(?P<x>[^,;.!?\n]{1,60}?)\s+(?:is|are|was|were)\s+(?:wrong|incorrect|not\s+right)|"
+    r"(?:that'?s|this\s+is|it'?s|that\s+is|it\s+is)\s+(?:wrong|incorrect|not\s+right))\b"
+    r"[\s,;.:!\-\u2013\u2014]*(?:(?:it|this|that|they|these|the\s+[\w ]{1,30}?)\s+)?"
+    r"(?:should|must|needs\s+to|has\s+to|ought\s+to)\s+(?P<verb>be|use|go|live|say|return|call)\s+",
+    _I,
+)
+
+
+def _wrong_should_be(t: str, ctx: _Ctx) -> Core | None:
+    """"X is wrong, it should be Y" / "that's wrong, it should be Y" (X from the proposal)."""
+    m = _WRONG.match(t)
+    if not m:
+        return None
+    y = as_phrase(first_clause(t[m.end():]))
+    if vague(y):
+        return None
+    x = as_phrase(m.group("x") or "")
+    if vague(x) or x.lower() in PRONOUNS:
+        x = _proposal_noun(ctx.proposal, y) or ""
+    verb = m.group("verb").lower()
+    head = f"Use {y}" if verb in ("be", "use") else f"{verb.capitalize()} {y}"
+    if x:
+        return Core("wrong_should_be", "preference", as_title(f"{head}, not {x}"),
+                    as_sentence(f"{head} instead of {x}"), x, y)
+    return single("wrong_should_be", "preference", head, preferred=y)
+
+
 # Tried in order, the first match wins.
 _PAIRS: tuple[Callable[[str, _Ctx], Core | None], ...] = (
-    _dont_use_instead, _we_use, _use_instead_of, _prefer_over, _rather_than, _use_instead,
+    _wrong_should_be, _dont_use_instead, _we_use, _use_instead_of, _prefer_over, _rather_than,
+    _use_instead,
 )
 # One-sided rules: the one that comes first in the message wins.
 _SINGLES: tuple[Callable[[str, _Ctx], Core | None], ...] = (_stop_doing, _never, _always, _dont)
+_NEGATIVE = (_stop_doing, _never, _dont)
+
+# "pnpm is our package manager", "the source of truth is the schema file"
+_IS_OURS = re.compile(
+    r"(?:^|(?<=[.!?;,:\n])\s*|\s[-\u2013\u2014]\s)(?P<y>`[^`\n]{1,60}`|[\w.@/+-]{2,40}(?:\s+[\w.@/+-]{2,40})?)"
+    r"\s+is\s+(?:our|the|what\s+we\s+use\s+(?:as|for))\s+(?P<what>[\w -]{2,40}?)\s*(?:[.!?;,\n]|$)",
+    _I,
+)
+# A sentence that says what to use: "Use a real SQLite file."
+_USE_SENTENCE = re.compile(
+    r"(?:^|[.!?;]\s+|\n|\s[-\u2013\u2014]\s)(?:(?:just|instead|please|rather)[\s,]+)?"
+    r"(?P<v>use|switch\s+to|go\s+with|stick\s+(?:to|with))\s+", _I)
+
+
+def _positive(t: str, ctx: _Ctx, negative: Core) -> Core | None:
+    """What to do, said beside a "never"/"don't"/"stop": "always Y", "Y is our Z", "use Y"."""
+    always = _always(t, ctx)
+    if always is not None and always.pos != negative.pos:
+        return always
+    m = _IS_OURS.search(t)
+    if m:
+        y = as_phrase(m.group("y"))
+        if y and not vague(y) and first_word(y) not in PRONOUNS | {"this", "that", "it"}:
+            return single("is_ours", "preference", f"Use {y}", preferred=y)
+    for m in _USE_SENTENCE.finditer(t):
+        if m.start() <= negative.pos <= m.end():
+            continue
+        y = as_phrase(first_clause(t[m.end():]))
+        if y and not vague(y):
+            return single("use", "preference", f"Use {y}", preferred=y, pos=m.start())
+    return None
+
+
+def _both(pos: Core, neg: Core) -> Core:
+    """One rule from what to do and what never to do: "Open a PR; never commit to main."."""
+    if pos.rejected:
+        return pos
+    rejected = neg.rejected
+    plain_use = ("avoid using", "never use", "don't use", "avoid " + (rejected or "").lower())
+    if pos.title.startswith("Use ") and rejected and " " not in rejected.strip() and \
+            neg.title.lower().startswith(plain_use):
+        return pair("both", pos.preferred or pos.title[4:], "noun", rejected, "noun")
+    neg_head = neg.title if neg.title.startswith(("Never", "Avoid", "Don't")) else neg.rule.rstrip(".")
+    title = f"{pos.title}; {lower_first(neg_head)}"
+    rule = as_sentence(title) if len(title) <= LINE_MAX else pos.rule
+    return Core("both", "preference", as_title(title if len(title) <= TITLE_MAX else pos.title), rule,
+                rejected, pos.preferred, pos.scope, min(pos.pos, neg.pos))
+
+
+def _negatives(t: str, ctx: _Ctx) -> Core | None:
+    found = [c for c in (shape(t, ctx) for shape in _NEGATIVE) if c is not None]
+    return min(found, key=lambda c: c.pos) if found else None
 
 
 def _match(t: str, ctx: _Ctx) -> Core | None:
     for shape in _PAIRS:
         core = shape(t, ctx)
         if core is not None:
+            if core.shape == "use_instead":  # "never X, Y instead": X is in the message
+                neg = _negatives(t, ctx)
+                if neg is not None and neg.rejected:
+                    plain = _use_instead(t, _Ctx("", ctx.opened_no))
+                    return _both(plain or core, neg)
             return core
     found = [c for c in (shape(t, ctx) for shape in _SINGLES) if c is not None]
-    return min(found, key=lambda c: c.pos) if found else None
+    if not found:
+        return None
+    first = min(found, key=lambda c: c.pos)
+    if first.shape != "always" and first.kind == "anti_pattern":
+        pos = _positive(t, ctx, first)
+        if pos is not None:
+            return _both(pos, first)
+    return first
 
 
 _FROM_NOW_ON = re.compile(
@@ -628,6 +747,63 @@ def _scope(t: str, core: Core) -> str | None:
     return None
 
 
+# ---- conditions and files ---------------------------------------------------------------
+
+_LANG_GLOBS = {
+    "python": ("*.py",), "typescript": ("*.ts", "*.tsx"), "javascript": ("*.js", "*.jsx"),
+    "go": ("*.go",), "rust": ("*.rs",), "ruby": ("*.rb",), "java": ("*.java",),
+    "shell": ("*.sh",), "bash": ("*.sh",), "markdown": ("*.md",), "yaml": ("*.yaml", "*.yml"),
+    "json": ("*.json",), "toml": ("*.toml",), "css": ("*.css",), "html": ("*.html",),
+    "sql": ("*.sql",), "react": ("*.jsx", "*.tsx"), "c": ("*.c", "*.h"), "kotlin": ("*.kt",),
+    "swift": ("*.swift",), "php": ("*.php",), "terraform": ("*.tf",), "vue": ("*.vue",),
+}
+_FILES = re.compile(
+    r"\b(?:in|for|inside|within)\s+(?:all\s+|any\s+|the\s+|our\s+)?"
+    r"(?P<what>" + "|".join(_LANG_GLOBS) + r"|\*?\.[a-z0-9]{1,8})\s+files?\b", _I)
+_WHEN = re.compile(
+    r"^(?P<lead>(?:when(?:ever)?|if|while|before|after|for)\s+(?P<z>[^,;.!?\n]{3,80}?)),\s*(?=\S)", _I)
+
+
+def _file_scope(t: str) -> tuple[str, tuple[str, ...], str]:
+    """The text without "in Python files", the globs it names, and the words to put back."""
+    m = _FILES.search(t)
+    if not m:
+        return t, (), ""
+    what = m.group("what").lower()
+    globs = _LANG_GLOBS.get(what) or (f"*.{what.lstrip('*.')}",)
+    rest = (t[: m.start()].rstrip(" ,") + " " + t[m.end():].lstrip(" ,")).strip()
+    label = m.group("what") if what in _LANG_GLOBS else "*." + what.lstrip("*.")
+    if what in _LANG_GLOBS and label.islower() and what not in ("c",):
+        label = {"javascript": "JavaScript", "typescript": "TypeScript", "html": "HTML", "css": "CSS",
+                 "sql": "SQL", "json": "JSON", "yaml": "YAML", "toml": "TOML", "php": "PHP"}.get(
+                     what, label.capitalize())
+    return rest, globs, f"In {label} files"
+
+
+def _condition(t: str) -> tuple[str, str]:
+    """ "When writing tests, use X" -> ("use X", "When writing tests")."""
+    m = _WHEN.match(t)
+    if not m or not t[m.end():].strip():
+        return t, ""
+    return t[m.end():], cap(m.group("lead").strip())
+
+
+def _framed(text: str, frame: str, limit: int) -> str:
+    if not frame:
+        return text
+    out = f"{frame}, {lower_first(text)}"
+    return out if len(out) <= limit else text
+
+
+def _line(rule: str, bare: str) -> str:
+    """The rule as one line of at most :data:`LINE_MAX` characters."""
+    if len(rule) <= LINE_MAX:
+        return rule
+    if len(bare) <= LINE_MAX:
+        return bare
+    return as_sentence(cut_at(bare, LINE_MAX - 1))
+
+
 # ---- entry point -------------------------------------------------------------------------
 
 def extract(message: str, proposal: str | None = None) -> Extracted | None:
@@ -641,18 +817,25 @@ def extract(message: str, proposal: str | None = None) -> Extracted | None:
         body = normal.strip(" .!?") or normal or " ".join(message[:MAX_CHARS].split())
     prop = _proposal_text(proposal)
     ctx = _Ctx(prop, opened_no)
-    core = _from_now_on(body, ctx) or _match(body, ctx) or _generic(body)
-    reason = _reasoning(body, core)
+    text, globs, where = _file_scope(body)
+    text, when = _condition(text)
+    text = text or body
+    core = _from_now_on(text, ctx) or _match(text, ctx) or _generic(text)
+    reason = _reasoning(text, core)
+    frame = ", ".join(f for f in (where, lower_first(when) if where else when) if f)
+    bare = _framed(core.rule, frame, LINE_MAX)
+    context = cut_at(when.split(" ", 1)[1], CONTEXT_MAX) if when else (_context(prop) if prop else None)
     return Extracted(
-        title=core.title,
-        rule=_with_reason(core.rule, reason),
+        title=_framed(core.title, frame, TITLE_MAX),
+        rule=_line(_with_reason(bare, reason), bare),
         rejected=core.rejected or None,
         preferred=core.preferred or None,
         reasoning=reason[0] if reason else None,
-        context=_context(prop) if prop else None,
+        context=context,
         shape=core.shape,
         kind=core.kind,
         scope_hint=_scope(normal, core),
+        globs=globs,
     )
 
 
