@@ -90,7 +90,7 @@ _FILLER = re.compile(
     _I,
 )
 _TAIL_NOISE = re.compile(
-    r"(?:\s+(?:(?:in|for|across|within|on)\s+(?:this|the|all|every|any|our|my)\s+(?:\w+\s+)?"
+    r"(?:\s+(?:(?:in|for|across|within|on)\s+(?:this|all|every|any|our|my)\s+(?:\w+\s+)?"
     r"(?:project|repo|repository|codebase|code\s*base|package|app|service|file)s?|globally|"
     r"in\s+general|any\s*more|again|here|for\s+now|ever|from\s+now\s+on|going\s+forward|instead|"
     r"too|as\s+well|please|then|at\s+all|ok(?:ay)?|thanks|pls|now))+$",
@@ -104,7 +104,7 @@ USE_VERB = re.compile(
     r"mov(?:e|ing)\s+to|try|trying|pick|prefer|rely(?:ing)?\s+on|opt\s+for)\s+",
     _I,
 )
-_VERBS = frozenset(
+VERBS = frozenset(
     "add run call write put keep make create return raise throw log store read pass check move split "
     "rename delete remove test mock spin hit import install switch go stick ask wait let set update edit "
     "fix commit push send open print show handle wrap inline extract inject rely stay leave skip avoid "
@@ -217,7 +217,7 @@ def term(raw: str, default: str) -> tuple[str, str]:
     first = s.split(" ", 1)[0].lower() if s else ""
     if first.endswith("ing") and len(first) > 4 and first not in _NOUN_ING:
         return s, "gerund"
-    if first in _VERBS:
+    if first in VERBS and (default != "noun" or " " in s):  # "fetch" alone is a name
         return s, "verb"
     if default == "noun" and _FINITE.search(s):
         return s, "statement"

@@ -74,6 +74,7 @@ _CANDIDATE = re.compile(
     r"first|if|when|because|since)\b)[A-Za-z][\w.@/+-]{0,40}){0,2})",
     _I,
 )
+_LIBRARY = re.compile(r"^[a-z][\w-]*\.js$", _I)  # moment.js, chart.js: a library, not a file
 _LOOSE_VERBS = ("use", "using", "install", "installing", "add", "adding", "switch", "via", "run", "running")
 _FILE = re.compile(r"\.(?:py|js|ts|tsx|jsx|md|json|toml|ya?ml|txt|rs|go|rb|java|cfg|ini|lock|sh)$", _I)
 
@@ -127,7 +128,7 @@ def _proposal_noun(proposal: str, preferred: str) -> str | None:
             low = name.lower()
             if not name or low in PRONOUNS or low.split(" ", 1)[0] in PRONOUNS:
                 continue
-            if _overlaps(low, pref) or _FILE.search(name):
+            if _overlaps(low, pref) or (_FILE.search(name) and not _LIBRARY.match(name)):
                 continue
             named = raw.startswith("`") or any(c.isupper() or c.isdigit() or c in "@/._-" for c in name)
             if named or m.group("verb").lower().split()[0] in _LOOSE_VERBS:
@@ -198,7 +199,7 @@ def _dont_use_instead(t: str, ctx: _Ctx) -> Core | None:
 
 _PRONOUN = re.compile(r"\b(?:them|it|those|these|that|this|they)\b", _I)
 _FOR_WHAT = re.compile(
-    r"^(?P<thing>.+?)\s+(?:for|in|to|with|on)\s+(?:the\s+|our\s+)?(?P<what>[\w.@/ -]{2,40})$", _I)
+    r"^(?P<thing>.+?)\s+(?:for|in|to|with|on)\s+(?P<what>[\w.@/ -]{2,40})$", _I)
 
 
 def _resolve(x: str, xform: str, y: str) -> tuple[str, str]:
@@ -289,7 +290,7 @@ def _prefer_over(t: str, ctx: _Ctx) -> Core | None:
 _NOT_BUT = re.compile(
     r"(?:^|(?<=[.!?;:,\n])\s*|\b(?:it'?s|it\s+is|that'?s|should\s+be|is|are|use)\s+)not\s+"
     + _NOT_STARTS
-    + r"(?P<x>[^\n,;.]{1,80}?)(?:\s*,?\s+but\s+(?:rather\s+|instead\s+)?|\s*[,;]\s*rather\s+)"
+    + r"(?P<x>(?:[^\n,;.]|\.(?=\w)){1,80}?)(?:\s*,?\s+but\s+(?:rather\s+|instead\s+)?|\s*[,;]\s*rather\s+)"
     r"(?P<y>[^\n]{1,200})",
     _I,
 )
@@ -490,8 +491,8 @@ def _dont(t: str, ctx: _Ctx) -> Core | None:
 
 
 _WRONG = re.compile(
-    r"^(?:(?P<x>[^,;.!?\n]{1,60}?)\s+(?:is|are|was|were)\s+(?:wrong|incorrect|not\s+right)|"
-    r"(?:that'?s|this\s+is|it'?s|that\s+is|it\s+is)\s+(?:wrong|incorrect|not\s+right))\b"
+    r"^(?:(?P<x>(?:[^,;.!?\n]|\.(?=\w)){1,60}?)\s+(?:is|are|was|were)\s+(?:wrong|incorrect|not\s+right)|"
+    r"(?:that'?s|this\s+is|it'?s|that\s+is|it\s+is)\s+(?:wrong|incorrect|not\s+right))\b(?:\s+(?:here|there))?"
     r"[\s,;.:!\-\u2013\u2014]*(?:(?:it|this|that|they|these|the\s+[\w ]{1,30}?)\s+)?"
     r"(?:should|must|needs\s+to|has\s+to|ought\s+to)\s+(?P<verb>be|use|go|live|say|return|call)\s+",
     _I,
@@ -566,8 +567,14 @@ def _both(pos: Core, neg: Core) -> Core:
     if pos.title.startswith("Use ") and rejected and " " not in rejected.strip() and \
             neg.title.lower().startswith(plain_use):
         return pair("both", pos.preferred or pos.title[4:], "noun", rejected, "noun")
+    pos_title = pos.title
+    obj = re.match(r"(\w+)\s+((?:the\s+|a\s+|an\s+)?[\w.@/-]+"
+                   r"(?:\s+(?!(?:in|on|to|for|from|with|at|into|by)\b)[\w.@/-]+)?)", rejected or "")
+    acted = rejected and re.search(rf"\b(?:never|don't|avoid)\s+{re.escape(rejected)}", neg.title, _I)
+    if obj and acted and _PRONOUN.search(pos_title):
+        pos_title = _PRONOUN.sub(obj.group(2), pos_title, count=1)  # "put them in the vault"
     neg_head = neg.title if neg.title.startswith(("Never", "Avoid", "Don't")) else neg.rule.rstrip(".")
-    title = f"{pos.title}; {lower_first(neg_head)}"
+    title = f"{pos_title}; {lower_first(neg_head)}"
     rule = as_sentence(title) if len(title) <= LINE_MAX else pos.rule
     return Core("both", "preference", as_title(title if len(title) <= TITLE_MAX else pos.title), rule,
                 rejected, pos.preferred, pos.scope, min(pos.pos, neg.pos))
