@@ -44,7 +44,8 @@ def test_use_instead_of():
     e = extract("use pathlib instead of os.path for the new loader")
     assert e.shape == "use_instead_of"
     assert e.preferred == "pathlib"
-    assert e.rejected == "os.path for the new loader"
+    assert e.rejected == "os.path"  # the rejected side; the rule keeps what it was for
+    assert e.rule == "Use pathlib instead of os.path for the new loader."
     assert e.kind == "preference"
     assert e.title.startswith("Use pathlib, not os.path")
 

@@ -91,7 +91,7 @@ _FILLER = re.compile(
 )
 _TAIL_NOISE = re.compile(
     r"(?:\s+(?:(?:in|for|across|within|on)\s+(?:this|all|every|any|our|my)\s+(?:\w+\s+)?"
-    r"(?:project|repo|repository|codebase|code\s*base|package|app|service|file)s?|globally|"
+    r"(?:project|repo|repository|monorepo|workspace|codebase|code\s*base|package|app|service|file)s?|globally|"
     r"in\s+general|any\s*more|again|here|for\s+now|ever|from\s+now\s+on|going\s+forward|instead|"
     r"too|as\s+well|please|then|at\s+all|ok(?:ay)?|thanks|pls|now))+$",
     _I,
@@ -114,7 +114,8 @@ VERBS = frozenset(
     "explain describe note mention include exclude export expose hide guard catch retry batch stream "
     "type describe reply respond answer look search grep find list count measure profile benchmark "
     "wire hook register configure define ship release tag branch cherry-pick revert reset stash clean "
-    "touch modify change chain nest flatten inline memoize debounce throttle await block lock".split()
+    "touch modify change chain nest flatten inline memoize debounce throttle await block lock stage "
+    "redact hardcode vendor generate regenerate rerun keep".split()
 )
 _FINITE = re.compile(
     r"\s(?:is|are|was|were|lives?|belongs?|goes|go|should|must|needs?|has|have|runs?|stays?|sits?|"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lore.extract.phrases import (
     CONTEXT_MAX,
@@ -28,6 +28,7 @@ from lore.extract.phrases import (
     RULE_MAX,
     TITLE_MAX,
     USE_VERB,
+    VERBS,
     Core,
     Extracted,
     as_phrase,
@@ -120,7 +121,10 @@ def _proposal_noun(proposal: str, preferred: str) -> str | None:
     ordered = ([plans[-1]] if plans else []) + sentences
     pref = preferred.lower()
     for sentence in ordered:
-        for m in _CANDIDATE.finditer(sentence):
+        # The tool a step goes "with", "via" or "using" first: "install the dependencies with pip".
+        found = sorted(_CANDIDATE.finditer(sentence),
+                       key=lambda m: m.group("verb").lower() not in ("with", "via", "use", "using"))
+        for m in found:
             raw = m.group("name")
             if m.group("verb").lower().startswith("run"):
                 raw = raw.split(" ", 1)[0]  # "run npm install" -> npm
@@ -131,7 +135,11 @@ def _proposal_noun(proposal: str, preferred: str) -> str | None:
             if _overlaps(low, pref) or (_FILE.search(name) and not _LIBRARY.match(name)):
                 continue
             named = raw.startswith("`") or any(c.isupper() or c.isdigit() or c in "@/._-" for c in name)
-            if named or m.group("verb").lower().split()[0] in _LOOSE_VERBS:
+            verb = m.group("verb").lower().split()[0]
+            tool = verb == "with" and not re.search(  # "install it with pip", not "start with tests"
+                r"\b(?:start|begin|deal|help|go|work|continue|along|together|done|agree)\w*\s*$",
+                sentence[: m.start()], _I)
+            if named or verb in _LOOSE_VERBS or tool:
                 return name
     return None
 
@@ -220,12 +228,22 @@ def _use_instead_of(t: str, ctx: _Ctx) -> Core | None:
         x_raw = first_clause(after)
         if before:
             y_raw = before
-        else:  # "instead of X, (use) Y"
-            y_raw = first_clause(skip_boundary(after[len(x_raw):]))
-        x, xform = term(x_raw, "noun")
+        else:  # "instead of X, (use) Y" / "instead of X use Y"
+            inner = re.search(r"\s+(?:use|switch\s+to|go\s+with)\s+", x_raw, _I)
+            if inner:
+                x_raw, y_raw = x_raw[: inner.start()], x_raw[inner.start():]
+            else:
+                y_raw = first_clause(skip_boundary(after[len(x_raw):]))
+        purpose = re.search(r"\s+for\s+(?!(?:it|this|that|now)\b)\S", x_raw, _I)
+        x, xform = term(x_raw[: purpose.start()] if purpose else x_raw, "noun")
         y, yform = term(y_raw, "noun")
         if x and y:
-            return pair("use_instead_of", y, yform, x, "gerund" if xform == "gerund" else "noun")
+            core = pair("use_instead_of", y, yform, x, "gerund" if xform == "gerund" else "noun")
+            if purpose:  # "use Y instead of X for Z": the rule keeps Z, the rejected side is X
+                whole = pair("use_instead_of", y, yform, as_phrase(x_raw), "gerund" if xform == "gerund"
+                             else "noun")
+                return replace(whole, rejected=core.rejected)
+            return core
     return None
 
 
@@ -555,6 +573,16 @@ def _positive(t: str, ctx: _Ctx, negative: Core) -> Core | None:
         y = as_phrase(first_clause(t[m.end():]))
         if y and not vague(y):
             return single("use", "preference", f"Use {y}", preferred=y, pos=m.start())
+    # The next clause, when it is an instruction: "don't commit to main; open a PR".
+    after = t[negative.pos:]
+    said = first_clause(after)
+    nxt = re.match(r"\s*(?:[;.!]|,|\s[-\u2013\u2014]+)\s*", after[len(said):])
+    if nxt:
+        y = as_phrase(first_clause(after[len(said) + nxt.end():]))
+        if first_word(y) in VERBS and first_word(y) not in ("use", "stop", "avoid", "do", "be") \
+                and not vague(y):
+            return single("imperative", "preference", y, preferred=lower_first(y),
+                          pos=negative.pos + len(said) + nxt.end())
     return None
 
 
@@ -679,7 +707,7 @@ _REASON = re.compile(
     r"|(?P<keep>\b(?:because\s+of|due\s+to|so\s+that|in\s+order\s+to|otherwise)\s+|"
     r"\bso\s+(?=(?:it|its|it's|we|the|that|you|they|tests?|ci|builds?|there|nothing|our|i)\b))"
     r"|(?P<stmt>(?:^|(?<=[.!?;,:\n])|(?<=[.!?;,:\n]\s)|(?<=\s[-\u2013\u2014]\s))(?=(?:it'?s|it\s+is|it\s+was|"
-    r"that'?s|they'?re|they\s+\w+|(?:it|this|that)\s+(?:\w+s|won'?t|doesn'?t|don'?t|can'?t|will|would|"
+    r"that'?s|they'?re|they\s+\w+|we\s+(?:need|rely|depend|have|run|deploy|ship|still)|(?:it|this|that)\s+(?:\w+s|won'?t|doesn'?t|don'?t|can'?t|will|would|"
     r"isn'?t|aren'?t|are))\b))",
     _I,
 )
