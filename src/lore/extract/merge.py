@@ -91,9 +91,9 @@ def _one_swap(a: str | None, b: str | None) -> bool:
 
 def may_restate(ex: Extracted, c: dict[str, Any]) -> bool:
     """Whether ``ex`` may restate the known rule ``c`` (a candidate row: title,
-    pref_preferred, pref_rejected): the same names overall, the same names on each side both
-    fill, no side where both name a different thing in one or two words, and no title or side
-    that differs from the other in one swapped word."""
+    pref_preferred, pref_rejected): the same names overall; on each side both fill, the names
+    of one within the other's and, when both are one or two words, the same thing; and no
+    title or side that differs from the other in one swapped word."""
     if rule_names(ex.title, ex.preferred, ex.rejected) != rule_names(
             c["title"], c["pref_preferred"], c["pref_rejected"]):
         return False
@@ -102,7 +102,8 @@ def may_restate(ex: Extracted, c: dict[str, Any]) -> bool:
     for mine, theirs in ((ex.preferred, c["pref_preferred"]), (ex.rejected, c["pref_rejected"])):
         if not (mine and theirs):
             continue
-        if names(mine) != names(theirs):
+        a, b = names(mine), names(theirs)
+        if not (a <= b or b <= a):  # "Node 18" and "Node 18 for CI" may agree; 18 and 16 never
             return False
         if _name_like(mine) and _name_like(theirs) and not same_phrase(mine, theirs):
             return False

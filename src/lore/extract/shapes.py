@@ -129,6 +129,7 @@ def _proposal_noun(proposal: str, preferred: str) -> str | None:
             if m.group("verb").lower().startswith("run"):
                 raw = raw.split(" ", 1)[0]  # "run npm install" -> npm
             name = as_phrase(raw, 60)
+            name = re.sub(r"\s+(?:package|library|module|crate|gem|plugin|dependency)$", "", name, flags=_I)
             low = name.lower()
             if not name or low in PRONOUNS or low.split(" ", 1)[0] in PRONOUNS:
                 continue
@@ -799,14 +800,22 @@ _WHEN = re.compile(
     r"^(?P<lead>(?:when(?:ever)?|if|while|before|after|for)\s+(?P<z>[^,;.!?\n]{3,80}?)),\s*(?=\S)", _I)
 
 
+# "in TypeScript" / "for Python code" at the end of a clause: the language's files.
+_IN_LANGUAGE = re.compile(
+    r"\b(?:[Ii]n|[Ff]or)\s+(?:the\s+)?(?P<what>Python|TypeScript|JavaScript|Go|Rust|Ruby|Java|Kotlin|Swift|PHP|SQL)"
+    r"(?:\s+code)?(?=\s*(?:[,.;!?\n]|$))")
+
+
 def _file_scope(t: str) -> tuple[str, tuple[str, ...], str]:
     """The text without "in Python files", the globs it names, and the words to put back."""
-    m = _FILES.search(t)
+    m = _FILES.search(t) or _IN_LANGUAGE.search(t)
     if not m:
         return t, (), ""
     what = m.group("what").lower()
     globs = _LANG_GLOBS.get(what) or (f"*.{what.lstrip('*.')}",)
-    rest = (t[: m.start()].rstrip(" ,") + " " + t[m.end():].lstrip(" ,")).strip()
+    head, tail = t[: m.start()].rstrip(" "), t[m.end():].lstrip(" ")
+    rest = (head.rstrip(",") + " " + tail.lstrip(",")).strip() if not head or not tail \
+        else (head + tail if tail[:1] in ",.;!?" else f"{head} {tail}")
     label = m.group("what") if what in _LANG_GLOBS else "*." + what.lstrip("*.")
     if what in _LANG_GLOBS and label.islower() and what not in ("c",):
         label = {"javascript": "JavaScript", "typescript": "TypeScript", "html": "HTML", "css": "CSS",
