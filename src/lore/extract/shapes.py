@@ -817,7 +817,7 @@ def _file_scope(t: str) -> tuple[str, tuple[str, ...], str]:
     rest = (head.rstrip(",") + " " + tail.lstrip(",")).strip() if not head or not tail \
         else (head + tail if tail[:1] in ",.;!?" else f"{head} {tail}")
     label = m.group("what") if what in _LANG_GLOBS else "*." + what.lstrip("*.")
-    if what in _LANG_GLOBS and label.islower() and what not in ("c",):
+    if what in _LANG_GLOBS and label.islower() and what not in ("c", "shell", "bash"):
         label = {"javascript": "JavaScript", "typescript": "TypeScript", "html": "HTML", "css": "CSS",
                  "sql": "SQL", "json": "JSON", "yaml": "YAML", "toml": "TOML", "php": "PHP"}.get(
                      what, label.capitalize())
