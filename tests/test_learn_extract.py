@@ -270,7 +270,7 @@ def test_we_use():
     assert e.kind == "project_rule"
     assert e.scope_hint == "project"
     assert e.title == "Use Poetry for dependency management"
-    assert e.rule == "This project uses Poetry for dependency management."
+    assert e.rule == "Use Poetry for dependency management in this project."
 
 
 @pytest.mark.parametrize(

@@ -393,7 +393,7 @@ def _we_use(t: str, ctx: _Ctx) -> Core | None:
         x, _ = term(first_clause(t[m.end():]), "noun")
         if x:
             return Core("we_use", "project_rule", as_title(f"Don't use {x}"),
-                         as_sentence(f"This project does not use {x}"), x, None, "project")
+                         as_sentence(f"Don't use {x} in this project"), x, None, "project")
     for m in _WE_USE.finditer(t):
         if re.search(r"\b(?:how|can|could|should|why|do|did|would|if|what)\s+$",
                      t[max(0, m.start() - 12): m.start()], _I):
@@ -420,7 +420,7 @@ def _we_use(t: str, ctx: _Ctx) -> Core | None:
         rejected = term(first_clause(rest[r.end():]), "noun")[0] or None if r else None
         use = f"{x} for {purpose}" if purpose else x
         title = f"Use {use}, not {rejected}" if rejected else f"Use {use}"
-        rule = f"This project uses {use}" + (f", not {rejected}" if rejected else "")
+        rule = f"Use {use}" + (f" instead of {rejected}" if rejected else "") + " in this project"
         return Core("we_use", "project_rule", as_title(title), as_sentence(rule), rejected, x, "project")
     return None
 
