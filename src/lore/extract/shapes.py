@@ -184,9 +184,12 @@ def _dont_use_instead(t: str, ctx: _Ctx) -> Core | None:
         v = _NEXT_USE.search(after, len(x_raw), len(x_raw) + 240)
         if not x_raw.strip() or not v:
             continue
-        x, _ = term(x_raw, "noun")
+        purpose = re.search(r"\s+for\s+(?!(?:it|this|that|now)\b(?!\s+\w))\S", x_raw, _I)
+        x, _ = term(x_raw[: purpose.start()] if purpose else x_raw, "noun")
         y = as_phrase(first_clause(after[v.end():]))
         if x and y:
+            if purpose:  # "don't use X for Z, use Y": the rule keeps Z, the rejected side is X
+                return replace(pair("dont_use_instead", y, "noun", as_phrase(x_raw), "noun"), rejected=x)
             return pair("dont_use_instead", y, "noun", x, "noun")
     # "don't X, Y instead"
     for m in re.finditer(r"\b" + _DONT + r"\s+", t, _I):
@@ -235,7 +238,7 @@ def _use_instead_of(t: str, ctx: _Ctx) -> Core | None:
                 x_raw, y_raw = x_raw[: inner.start()], x_raw[inner.start():]
             else:
                 y_raw = first_clause(skip_boundary(after[len(x_raw):]))
-        purpose = re.search(r"\s+for\s+(?!(?:it|this|that|now)\b)\S", x_raw, _I)
+        purpose = re.search(r"\s+for\s+(?!(?:it|this|that|now)\b(?!\s+\w))\S", x_raw, _I)
         x, xform = term(x_raw[: purpose.start()] if purpose else x_raw, "noun")
         y, yform = term(y_raw, "noun")
         if x and y:
@@ -574,16 +577,28 @@ def _positive(t: str, ctx: _Ctx, negative: Core) -> Core | None:
         y = as_phrase(first_clause(t[m.end():]))
         if y and not vague(y):
             return single("use", "preference", f"Use {y}", preferred=y, pos=m.start())
-    # The next clause, when it is an instruction: "don't commit to main; open a PR".
-    after = t[negative.pos:]
-    said = first_clause(after)
-    nxt = re.match(r"\s*(?:[;.!]|,|\s[-\u2013\u2014]+)\s*", after[len(said):])
-    if nxt:
-        y = as_phrase(first_clause(after[len(said) + nxt.end():]))
+    # A later clause that is an instruction: "don't commit to main; open a PR", past a reason
+    # ("never use sudo, it is not needed; run it as the current user"). A new sentence counts
+    # only when it points back ("Redact them first") or says "instead".
+    at = negative.pos
+    for _ in range(3):
+        said = first_clause(t[at:])
+        nxt = re.match(r"\s*(?:(?P<end>[.!])|[;,]|\s[-\u2013\u2014]+)\s*", t[at + len(said):])
+        if not nxt:
+            return None
+        at += len(said) + nxt.end()
+        clause = first_clause(t[at:])
+        y = as_phrase(clause)
+        if re.match(r"(?:it|that|this|they|these|those|we|there)\b", y, _I):
+            continue  # a reason or a remark
+        if nxt.group("end") and not (_PRONOUN.search(y) or re.search(r"\binstead\b", t[at:at + 200], _I)):
+            return None
+        if _PRONOUN.search(y) and len(y.split()) <= 2:
+            return None  # "run it": nothing to learn without what "it" is
         if first_word(y) in VERBS and first_word(y) not in ("use", "stop", "avoid", "do", "be") \
                 and not vague(y):
-            return single("imperative", "preference", y, preferred=lower_first(y),
-                          pos=negative.pos + len(said) + nxt.end())
+            return single("imperative", "preference", y, preferred=lower_first(y), pos=at)
+        return None
     return None
 
 
@@ -596,17 +611,18 @@ def _both(pos: Core, neg: Core) -> Core:
     if pos.title.startswith("Use ") and rejected and " " not in rejected.strip() and \
             neg.title.lower().startswith(plain_use):
         return pair("both", pos.preferred or pos.title[4:], "noun", rejected, "noun")
-    pos_title = pos.title
+    pos_title, preferred = pos.title, pos.preferred
     obj = re.match(r"(\w+)\s+((?:the\s+|a\s+|an\s+)?[\w.@/-]+"
                    r"(?:\s+(?!(?:in|on|to|for|from|with|at|into|by)\b)[\w.@/-]+)?)", rejected or "")
     acted = rejected and re.search(rf"\b(?:never|don't|avoid)\s+{re.escape(rejected)}", neg.title, _I)
     if obj and acted and _PRONOUN.search(pos_title):
         pos_title = _PRONOUN.sub(obj.group(2), pos_title, count=1)  # "put them in the vault"
+        preferred = lower_first(pos_title)
     neg_head = neg.title if neg.title.startswith(("Never", "Avoid", "Don't")) else neg.rule.rstrip(".")
     title = f"{pos_title}; {lower_first(neg_head)}"
     rule = as_sentence(title) if len(title) <= LINE_MAX else pos.rule
     return Core("both", "preference", as_title(title if len(title) <= TITLE_MAX else pos.title), rule,
-                rejected, pos.preferred, pos.scope, min(pos.pos, neg.pos))
+                rejected, preferred, pos.scope, min(pos.pos, neg.pos))
 
 
 def _negatives(t: str, ctx: _Ctx) -> Core | None:
