@@ -88,3 +88,11 @@ def test_exact_and_tolerant_counts():
     tolerant = sum(1 for _, w in results if not w)
     print(f"\nextraction table: {len(CASES)} cases, {exact} exact, {tolerant} with tolerance")
     assert tolerant == len(CASES)
+
+
+def test_the_files_a_rule_names_reach_the_stored_rule(fake_lore):
+    out = fake_lore.learner.record("In TypeScript files use unknown instead of any", None,
+                                   project="/repo", session_id="s1", files=["/repo/README.md"])
+    assert out.lesson is not None
+    assert set(out.lesson.file_types) == {"md", "ts", "tsx"}
+    assert out.lesson.preference is not None and out.lesson.preference.rejected == "any"

@@ -403,7 +403,7 @@ class Learner:
         if reason:
             ex = Extracted(ex.title, ex.rule, ex.rejected, ex.preferred,
                            redact(cut(" ".join(reason.split()), 500)), ex.context, ex.shape, ex.kind,
-                           ex.scope_hint)
+                           ex.scope_hint, ex.globs)
         det = Detection("preference", True, "suggested", 1.0, (), "suggested by an agent")
         evidence = Evidence(quote=redact(cut(text)), observed_at=now(), source="agent suggestion",
                             context=reason)

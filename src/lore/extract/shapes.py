@@ -1,17 +1,20 @@
 """One correction or stated preference turned into the fields of a preference lesson.
 
 Heuristics only, no model and no network: the message is matched against the phrasings
-people use to redirect a coding agent — "don't use X, use Y", "Y instead of X", "I prefer X
-over Y", "Y rather than X", "always X", "never X", "stop X", "from now on X", "don't X",
-"we use X" — and the pieces are trimmed into a title, a rule, what is rejected and what is
-preferred. Anything else falls back to the message's first sentence. The proposal the
-message answers gives the context, and the rejected thing when the message only says what
-to use instead.
+people use to redirect a coding agent — "X is wrong, it should be Y", "don't use X, use Y",
+"we use Y", "Y instead of X", "I prefer Y over X", "Y rather than X", "not X but Y", "use Y
+not X", "use Y instead", "always Y", "never X", "stop X", "don't X", "from now on …" — and the
+pieces are trimmed into a title, a one-line rule, what is rejected and what is preferred. Both
+halves are kept: a "never X" or "stop X" said beside an instruction ("open a PR instead",
+"pnpm is our package manager") becomes one rule with both, and a pronoun in the instruction
+takes the thing the rejected half named. A leading "when Z," gives the context and a language
+or file extension ("in Python files") the files the rule is for. Anything else falls back to
+the message's first sentence. The proposal the message answers gives the context, and the
+rejected thing when the message only says what to use instead.
 
 Messages are cut to :data:`MAX_CHARS` first and every pattern is bounded, so a pasted log
 costs little.
 """
-
 from __future__ import annotations
 
 import re
