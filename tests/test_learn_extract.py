@@ -44,7 +44,8 @@ def test_use_instead_of():
     e = extract("use pathlib instead of os.path for the new loader")
     assert e.shape == "use_instead_of"
     assert e.preferred == "pathlib"
-    assert e.rejected == "os.path for the new loader"
+    assert e.rejected == "os.path"  # the rejected side; the rule keeps what it was for
+    assert e.rule == "Use pathlib instead of os.path for the new loader."
     assert e.kind == "preference"
     assert e.title.startswith("Use pathlib, not os.path")
 
@@ -269,7 +270,7 @@ def test_we_use():
     assert e.kind == "project_rule"
     assert e.scope_hint == "project"
     assert e.title == "Use Poetry for dependency management"
-    assert e.rule == "This project uses Poetry for dependency management."
+    assert e.rule == "Use Poetry for dependency management in this project."
 
 
 @pytest.mark.parametrize(
@@ -486,7 +487,7 @@ def test_huge_input_is_cut_and_fast():
     assert len(message) > 100_000
     start = time.perf_counter()
     e = extract(message, "Let me add Redis. " * 6000)
-    assert time.perf_counter() - start < 0.5
+    assert time.perf_counter() - start < 10  # only backtracking would come near (see below)
     assert e.rejected == "Redis"
 
 
@@ -497,7 +498,9 @@ def test_repetitive_input_is_fast(chunk: str):
     message = chunk * (100_000 // len(chunk) + 1)
     start = time.perf_counter()
     extract(message, message)
-    assert time.perf_counter() - start < 0.5
+    # Not a timing claim: a linear pass takes milliseconds, catastrophic backtracking on
+    # 100,000 characters takes minutes. 10 s separates the two on any machine, however busy.
+    assert time.perf_counter() - start < 10
 
 
 @pytest.mark.parametrize("message", ["", "   ", "\n\t \n"])

@@ -39,7 +39,7 @@ from lore.embed import document_text
 from lore.errors import InvalidInput
 from lore.extract import Extractor
 from lore.extract.detect import Detection, detect, words_of
-from lore.extract.merge import CHANGE_OF_MIND, contradicts, same_rule
+from lore.extract.merge import CHANGE_OF_MIND, contradicts, may_restate, same_rule
 from lore.extract.score import confidence, status_for
 from lore.extract.shapes import Extracted
 from lore.extract.worthy import refusal, worthiness
@@ -190,7 +190,7 @@ class Learner:
                             message_id=row.get("message_uuid"), observed_at=row["at"],
                             source=row.get("origin") or "hook",
                             context=row["assistant_proposal"] or row.get("diff"))
-        files = json.loads(row["files"] or "[]")
+        files = [*json.loads(row["files"] or "[]"), *ex.globs]  # "in Python files": *.py
         return self._settle(row, self.merge(ex, det, evidence, row["project"], _file_types(files),
                                             message, gate))
 
@@ -274,6 +274,7 @@ class Learner:
         return Outcome("created", det, lesson=lesson, reason=_why_candidate(lesson))
 
     def _restated(self, ex: Extracted, candidates: list[dict[str, Any]]) -> str | None:
+        candidates = [c for c in candidates if may_restate(ex, c)]  # other names: another rule
         if not candidates:
             return None
         title = normalize.context(ex.title)
@@ -631,7 +632,7 @@ class Learner:
         if reason:
             ex = Extracted(ex.title, ex.rule, ex.rejected, ex.preferred,
                            redact(cut(" ".join(reason.split()), 500)), ex.context, ex.shape, ex.kind,
-                           ex.scope_hint)
+                           ex.scope_hint, ex.globs)
         det = Detection("preference", True, "suggested", 1.0, (), "suggested by an agent")
         evidence = Evidence(quote=redact(cut(text)), observed_at=now(), source="agent suggestion",
                             context=reason)

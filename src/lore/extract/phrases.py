@@ -10,6 +10,7 @@ from dataclasses import dataclass
 MAX_CHARS = 4000
 TITLE_MAX = 90
 RULE_MAX = 300
+LINE_MAX = 160  # a rule line as a user would write it in CLAUDE.md
 PHRASE_MAX = 80
 REASON_MAX = 200
 CONTEXT_MAX = 160
@@ -30,6 +31,7 @@ class Extracted:
     shape: str            # which phrasing matched
     kind: str             # preference | anti_pattern | project_rule
     scope_hint: str | None  # global | project | None
+    globs: tuple[str, ...] = ()  # the files the rule is for ("in Python files" -> *.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +90,8 @@ _FILLER = re.compile(
     _I,
 )
 _TAIL_NOISE = re.compile(
-    r"(?:\s+(?:(?:in|for|across|within|on)\s+(?:this|the|all|every|any|our|my)\s+(?:\w+\s+)?"
-    r"(?:project|repo|repository|codebase|code\s*base|package|app|service|file)s?|globally|"
+    r"(?:\s+(?:(?:in|for|across|within|on)\s+(?:this|all|every|any|our|my)\s+(?:\w+\s+)?"
+    r"(?:project|repo|repository|monorepo|workspace|codebase|code\s*base|package|app|service|file)s?|globally|"
     r"in\s+general|any\s*more|again|here|for\s+now|ever|from\s+now\s+on|going\s+forward|instead|"
     r"too|as\s+well|please|then|at\s+all|ok(?:ay)?|thanks|pls|now))+$",
     _I,
@@ -102,7 +104,7 @@ USE_VERB = re.compile(
     r"mov(?:e|ing)\s+to|try|trying|pick|prefer|rely(?:ing)?\s+on|opt\s+for)\s+",
     _I,
 )
-_VERBS = frozenset(
+VERBS = frozenset(
     "add run call write put keep make create return raise throw log store read pass check move split "
     "rename delete remove test mock spin hit import install switch go stick ask wait let set update edit "
     "fix commit push send open print show handle wrap inline extract inject rely stay leave skip avoid "
@@ -112,7 +114,8 @@ _VERBS = frozenset(
     "explain describe note mention include exclude export expose hide guard catch retry batch stream "
     "type describe reply respond answer look search grep find list count measure profile benchmark "
     "wire hook register configure define ship release tag branch cherry-pick revert reset stash clean "
-    "touch modify change chain nest flatten inline memoize debounce throttle await block lock".split()
+    "touch modify change chain nest flatten inline memoize debounce throttle await block lock stage "
+    "redact hardcode vendor generate regenerate rerun keep".split()
 )
 _FINITE = re.compile(
     r"\s(?:is|are|was|were|lives?|belongs?|goes|go|should|must|needs?|has|have|runs?|stays?|sits?|"
@@ -215,7 +218,7 @@ def term(raw: str, default: str) -> tuple[str, str]:
     first = s.split(" ", 1)[0].lower() if s else ""
     if first.endswith("ing") and len(first) > 4 and first not in _NOUN_ING:
         return s, "gerund"
-    if first in _VERBS:
+    if first in VERBS and (default != "noun" or " " in s):  # "fetch" alone is a name
         return s, "verb"
     if default == "noun" and _FINITE.search(s):
         return s, "statement"
@@ -280,8 +283,9 @@ def pair(shape: str, pref: str, pform: str, rej: str, rform: str) -> Core:
         rule = f"Use {pref} instead of {rej}."
     else:
         title = f"{left}, not {rej}"
-        rule = f"{left}, not {rej}."
-    return Core(shape, "preference", as_title(title), as_sentence(rule), rej, pref)
+        rule = f"{left} instead of {rej}."
+    return Core(shape, "preference", as_title(title), as_sentence(rule), rej,
+                pref if pform == "noun" else lower_first(pref))
 
 
 def single(shape: str, kind: str, head: str, *, rejected: str | None = None,

@@ -1,25 +1,29 @@
 """One correction or stated preference turned into the fields of a preference lesson.
 
 Heuristics only, no model and no network: the message is matched against the phrasings
-people use to redirect a coding agent — "don't use X, use Y", "Y instead of X", "I prefer X
-over Y", "Y rather than X", "always X", "never X", "stop X", "from now on X", "don't X",
-"we use X" — and the pieces are trimmed into a title, a rule, what is rejected and what is
-preferred. Anything else falls back to the message's first sentence. The proposal the
-message answers gives the context, and the rejected thing when the message only says what
-to use instead.
+people use to redirect a coding agent — "X is wrong, it should be Y", "don't use X, use Y",
+"we use Y", "Y instead of X", "I prefer Y over X", "Y rather than X", "not X but Y", "use Y
+not X", "use Y instead", "always Y", "never X", "stop X", "don't X", "from now on …" — and the
+pieces are trimmed into a title, a one-line rule, what is rejected and what is preferred. Both
+halves are kept: a "never X" or "stop X" said beside an instruction ("open a PR instead",
+"pnpm is our package manager") becomes one rule with both, and a pronoun in the instruction
+takes the thing the rejected half named. A leading "when Z," gives the context and a language
+or file extension ("in Python files") the files the rule is for. Anything else falls back to
+the message's first sentence. The proposal the message answers gives the context, and the
+rejected thing when the message only says what to use instead.
 
 Messages are cut to :data:`MAX_CHARS` first and every pattern is bounded, so a pasted log
 costs little.
 """
-
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lore.extract.phrases import (
     CONTEXT_MAX,
+    LINE_MAX,
     MAX_CHARS,
     PRONOUNS,
     QUOTES,
@@ -27,6 +31,7 @@ from lore.extract.phrases import (
     RULE_MAX,
     TITLE_MAX,
     USE_VERB,
+    VERBS,
     Core,
     Extracted,
     as_phrase,
@@ -73,6 +78,7 @@ _CANDIDATE = re.compile(
     r"first|if|when|because|since)\b)[A-Za-z][\w.@/+-]{0,40}){0,2})",
     _I,
 )
+_LIBRARY = re.compile(r"^[a-z][\w-]*\.js$", _I)  # moment.js, chart.js: a library, not a file
 _LOOSE_VERBS = ("use", "using", "install", "installing", "add", "adding", "switch", "via", "run", "running")
 _FILE = re.compile(r"\.(?:py|js|ts|tsx|jsx|md|json|toml|ya?ml|txt|rs|go|rb|java|cfg|ini|lock|sh)$", _I)
 
@@ -118,18 +124,26 @@ def _proposal_noun(proposal: str, preferred: str) -> str | None:
     ordered = ([plans[-1]] if plans else []) + sentences
     pref = preferred.lower()
     for sentence in ordered:
-        for m in _CANDIDATE.finditer(sentence):
+        # The tool a step goes "with", "via" or "using" first: "install the dependencies with pip".
+        found = sorted(_CANDIDATE.finditer(sentence),
+                       key=lambda m: m.group("verb").lower() not in ("with", "via", "use", "using"))
+        for m in found:
             raw = m.group("name")
             if m.group("verb").lower().startswith("run"):
                 raw = raw.split(" ", 1)[0]  # "run npm install" -> npm
             name = as_phrase(raw, 60)
+            name = re.sub(r"\s+(?:package|library|module|crate|gem|plugin|dependency)$", "", name, flags=_I)
             low = name.lower()
             if not name or low in PRONOUNS or low.split(" ", 1)[0] in PRONOUNS:
                 continue
-            if _overlaps(low, pref) or _FILE.search(name):
+            if _overlaps(low, pref) or (_FILE.search(name) and not _LIBRARY.match(name)):
                 continue
             named = raw.startswith("`") or any(c.isupper() or c.isdigit() or c in "@/._-" for c in name)
-            if named or m.group("verb").lower().split()[0] in _LOOSE_VERBS:
+            verb = m.group("verb").lower().split()[0]
+            tool = verb == "with" and not re.search(  # "install it with pip", not "start with tests"
+                r"\b(?:start|begin|deal|help|go|work|continue|along|together|done|agree)\w*\s*$",
+                sentence[: m.start()], _I)
+            if named or verb in _LOOSE_VERBS or tool:
                 return name
     return None
 
@@ -173,9 +187,12 @@ def _dont_use_instead(t: str, ctx: _Ctx) -> Core | None:
         v = _NEXT_USE.search(after, len(x_raw), len(x_raw) + 240)
         if not x_raw.strip() or not v:
             continue
-        x, _ = term(x_raw, "noun")
+        purpose = re.search(r"\s+for\s+(?!(?:it|this|that|now)\b(?!\s+\w))\S", x_raw, _I)
+        x, _ = term(x_raw[: purpose.start()] if purpose else x_raw, "noun")
         y = as_phrase(first_clause(after[v.end():]))
         if x and y:
+            if purpose:  # "don't use X for Z, use Y": the rule keeps Z, the rejected side is X
+                return replace(pair("dont_use_instead", y, "noun", as_phrase(x_raw), "noun"), rejected=x)
             return pair("dont_use_instead", y, "noun", x, "noun")
     # "don't X, Y instead"
     for m in re.finditer(r"\b" + _DONT + r"\s+", t, _I):
@@ -190,8 +207,25 @@ def _dont_use_instead(t: str, ctx: _Ctx) -> Core | None:
         x, xform = term(x_raw, "verb")
         y, yform = term(y_raw, "noun")
         if x and y:
+            x, y = _resolve(x, xform, y)
             return pair("dont_use_instead", y, yform, x, "noun" if xform == "noun" else "verb")
     return None
+
+
+_PRONOUN = re.compile(r"\b(?:them|it|those|these|that|this|they)\b", _I)
+_FOR_WHAT = re.compile(
+    r"^(?P<thing>.+?)\s+(?:for|in|to|with|on)\s+(?P<what>[\w.@/ -]{2,40})$", _I)
+
+
+def _resolve(x: str, xform: str, y: str) -> tuple[str, str]:
+    """"don't use Redis for sessions, keep them in local files": the pronoun in ``y`` is what
+    ``x`` was for, and the rejected thing is what ``x`` named ("Redis")."""
+    if xform != "noun" or not _PRONOUN.search(y):
+        return x, y
+    m = _FOR_WHAT.match(x)
+    if not m:
+        return x, _PRONOUN.sub(x, y, count=1)
+    return m.group("thing"), _PRONOUN.sub(m.group("what"), y, count=1)
 
 
 def _use_instead_of(t: str, ctx: _Ctx) -> Core | None:
@@ -201,12 +235,22 @@ def _use_instead_of(t: str, ctx: _Ctx) -> Core | None:
         x_raw = first_clause(after)
         if before:
             y_raw = before
-        else:  # "instead of X, (use) Y"
-            y_raw = first_clause(skip_boundary(after[len(x_raw):]))
-        x, xform = term(x_raw, "noun")
+        else:  # "instead of X, (use) Y" / "instead of X use Y"
+            inner = re.search(r"\s+(?:use|switch\s+to|go\s+with)\s+", x_raw, _I)
+            if inner:
+                x_raw, y_raw = x_raw[: inner.start()], x_raw[inner.start():]
+            else:
+                y_raw = first_clause(skip_boundary(after[len(x_raw):]))
+        purpose = re.search(r"\s+for\s+(?!(?:it|this|that|now)\b(?!\s+\w))\S", x_raw, _I)
+        x, xform = term(x_raw[: purpose.start()] if purpose else x_raw, "noun")
         y, yform = term(y_raw, "noun")
         if x and y:
-            return pair("use_instead_of", y, yform, x, "gerund" if xform == "gerund" else "noun")
+            core = pair("use_instead_of", y, yform, x, "gerund" if xform == "gerund" else "noun")
+            if purpose:  # "use Y instead of X for Z": the rule keeps Z, the rejected side is X
+                whole = pair("use_instead_of", y, yform, as_phrase(x_raw), "gerund" if xform == "gerund"
+                             else "noun")
+                return replace(whole, rejected=core.rejected)
+            return core
     return None
 
 
@@ -271,7 +315,7 @@ def _prefer_over(t: str, ctx: _Ctx) -> Core | None:
 _NOT_BUT = re.compile(
     r"(?:^|(?<=[.!?;:,\n])\s*|\b(?:it'?s|it\s+is|that'?s|should\s+be|is|are|use)\s+)not\s+"
     + _NOT_STARTS
-    + r"(?P<x>[^\n,;.]{1,80}?)(?:\s*,?\s+but\s+(?:rather\s+|instead\s+)?|\s*[,;]\s*rather\s+)"
+    + r"(?P<x>(?:[^\n,;.]|\.(?=\w)){1,80}?)(?:\s*,?\s+but\s+(?:rather\s+|instead\s+)?|\s*[,;]\s*rather\s+)"
     r"(?P<y>[^\n]{1,200})",
     _I,
 )
@@ -293,6 +337,14 @@ def _rather_than(t: str, ctx: _Ctx) -> Core | None:
         y, yform = term(first_clause(m2.group("y")), "noun")
         if x and y:
             return pair("rather_than", y, yform, x, "noun")
+    for m in re.finditer(r"\s+(?:and\s+)?not\s+" + _NOT_STARTS, t, _I):  # "use Y not X"
+        before = text_before(last_clause(t[: m.start()]))
+        if not USE_VERB.match(before) or len(before.split()) > 6:
+            continue
+        y, yform = term(before, "noun")
+        x, xform = term(first_clause(t[m.end():]), "noun")
+        if x and y and not vague(x):
+            return pair("rather_than", y, yform, x, "gerund" if xform == "gerund" else "noun")
     for m in re.finditer(r",\s*(?:and\s+)?not\s+" + _NOT_STARTS, t, _I):
         y_raw = text_before(last_clause(t[: m.start()]))
         x_raw = first_clause(t[m.end():])
@@ -347,7 +399,7 @@ def _we_use(t: str, ctx: _Ctx) -> Core | None:
         x, _ = term(first_clause(t[m.end():]), "noun")
         if x:
             return Core("we_use", "project_rule", as_title(f"Don't use {x}"),
-                         as_sentence(f"This project does not use {x}"), x, None, "project")
+                         as_sentence(f"Don't use {x} in this project"), x, None, "project")
     for m in _WE_USE.finditer(t):
         if re.search(r"\b(?:how|can|could|should|why|do|did|would|if|what)\s+$",
                      t[max(0, m.start() - 12): m.start()], _I):
@@ -374,7 +426,7 @@ def _we_use(t: str, ctx: _Ctx) -> Core | None:
         rejected = term(first_clause(rest[r.end():]), "noun")[0] or None if r else None
         use = f"{x} for {purpose}" if purpose else x
         title = f"Use {use}, not {rejected}" if rejected else f"Use {use}"
-        rule = f"This project uses {use}" + (f", not {rejected}" if rejected else "")
+        rule = f"Use {use}" + (f" instead of {rejected}" if rejected else "") + " in this project"
         return Core("we_use", "project_rule", as_title(title), as_sentence(rule), rejected, x, "project")
     return None
 
@@ -463,21 +515,143 @@ def _dont(t: str, ctx: _Ctx) -> Core | None:
     return None
 
 
+_WRONG = re.compile(
+    r"^(?:(?P<x>(?:[^,;.!?\n]|\.(?=\w)){1,60}?)\s+(?:is|are|was|were)\s+(?:wrong|incorrect|not\s+right)|"
+    r"(?:that'?s|this\s+is|it'?s|that\s+is|it\s+is)\s+(?:wrong|incorrect|not\s+right))\b(?:\s+(?:here|there))?"
+    r"[\s,;.:!\-\u2013\u2014]*(?:(?:it|this|that|they|these|the\s+[\w ]{1,30}?)\s+)?"
+    r"(?:should|must|needs\s+to|has\s+to|ought\s+to)\s+(?P<verb>be|use|go|live|say|return|call)\s+",
+    _I,
+)
+
+
+def _wrong_should_be(t: str, ctx: _Ctx) -> Core | None:
+    """"X is wrong, it should be Y" / "that's wrong, it should be Y" (X from the proposal)."""
+    m = _WRONG.match(t)
+    if not m:
+        return None
+    y = as_phrase(first_clause(t[m.end():]))
+    if vague(y):
+        return None
+    x = as_phrase(m.group("x") or "")
+    if vague(x) or x.lower() in PRONOUNS:
+        x = _proposal_noun(ctx.proposal, y) or ""
+    verb = m.group("verb").lower()
+    head = f"Use {y}" if verb in ("be", "use") else f"{verb.capitalize()} {y}"
+    if x:
+        return Core("wrong_should_be", "preference", as_title(f"{head}, not {x}"),
+                    as_sentence(f"{head} instead of {x}"), x, y)
+    return single("wrong_should_be", "preference", head, preferred=y)
+
+
 # Tried in order, the first match wins.
 _PAIRS: tuple[Callable[[str, _Ctx], Core | None], ...] = (
-    _dont_use_instead, _we_use, _use_instead_of, _prefer_over, _rather_than, _use_instead,
+    _wrong_should_be, _dont_use_instead, _we_use, _use_instead_of, _prefer_over, _rather_than,
+    _use_instead,
 )
 # One-sided rules: the one that comes first in the message wins.
 _SINGLES: tuple[Callable[[str, _Ctx], Core | None], ...] = (_stop_doing, _never, _always, _dont)
+_NEGATIVE = (_stop_doing, _never, _dont)
+
+# "pnpm is our package manager", "the source of truth is the schema file"
+_IS_OURS = re.compile(
+    r"(?:^|(?<=[.!?;,:\n])\s*|\s[-\u2013\u2014]\s)(?P<y>`[^`\n]{1,60}`|[\w.@/+-]{2,40}(?:\s+[\w.@/+-]{2,40})?)"
+    r"\s+is\s+(?:our|the|what\s+we\s+use\s+(?:as|for))\s+(?P<what>[\w -]{2,40}?)\s*(?:[.!?;,\n]|$)",
+    _I,
+)
+# A sentence that says what to use: "Use a real SQLite file."
+_USE_SENTENCE = re.compile(
+    r"(?:^|[.!?;]\s+|\n|\s[-\u2013\u2014]\s)(?:(?:just|instead|please|rather)[\s,]+)?"
+    r"(?P<v>use|switch\s+to|go\s+with|stick\s+(?:to|with))\s+", _I)
+
+
+def _positive(t: str, ctx: _Ctx, negative: Core) -> Core | None:
+    """What to do, said beside a "never"/"don't"/"stop": "always Y", "Y is our Z", "use Y"."""
+    always = _always(t, ctx)
+    if always is not None and always.pos != negative.pos:
+        return always
+    m = _IS_OURS.search(t)
+    if m:
+        y = as_phrase(m.group("y"))
+        if y and not vague(y) and first_word(y) not in PRONOUNS | {"this", "that", "it"}:
+            return single("is_ours", "preference", f"Use {y}", preferred=y)
+    for m in _USE_SENTENCE.finditer(t):
+        if m.start() <= negative.pos <= m.end():
+            continue
+        y = as_phrase(first_clause(t[m.end():]))
+        if y and not vague(y):
+            return single("use", "preference", f"Use {y}", preferred=y, pos=m.start())
+    # A later clause that is an instruction: "don't commit to main; open a PR", past a reason
+    # ("never use sudo, it is not needed; run it as the current user"). A new sentence counts
+    # only when it points back ("Redact them first") or says "instead".
+    at = negative.pos
+    for _ in range(3):
+        said = first_clause(t[at:])
+        nxt = re.match(r"\s*(?:(?P<end>[.!])|[;,]|\s[-\u2013\u2014]+)\s*", t[at + len(said):])
+        if not nxt:
+            return None
+        at += len(said) + nxt.end()
+        clause = first_clause(t[at:])
+        y = as_phrase(clause)
+        if re.match(r"(?:it|that|this|they|these|those|we|there)\b", y, _I):
+            continue  # a reason or a remark
+        if nxt.group("end") and not (_PRONOUN.search(y) or re.search(r"\binstead\b", t[at:at + 200], _I)):
+            return None
+        if _PRONOUN.search(y) and len(y.split()) <= 2:
+            return None  # "run it": nothing to learn without what "it" is
+        if first_word(y) in VERBS and first_word(y) not in ("use", "stop", "avoid", "do", "be") \
+                and not vague(y):
+            return single("imperative", "preference", y, preferred=lower_first(y), pos=at)
+        return None
+    return None
+
+
+def _both(pos: Core, neg: Core) -> Core:
+    """One rule from what to do and what never to do: "Open a PR; never commit to main."."""
+    if pos.rejected:
+        return pos
+    rejected = neg.rejected
+    plain_use = ("avoid using", "never use", "don't use", "avoid " + (rejected or "").lower())
+    if pos.title.startswith("Use ") and rejected and " " not in rejected.strip() and \
+            neg.title.lower().startswith(plain_use):
+        return pair("both", pos.preferred or pos.title[4:], "noun", rejected, "noun")
+    pos_title, preferred = pos.title, pos.preferred
+    obj = re.match(r"(\w+)\s+((?:the\s+|a\s+|an\s+)?[\w.@/-]+"
+                   r"(?:\s+(?!(?:in|on|to|for|from|with|at|into|by)\b)[\w.@/-]+)?)", rejected or "")
+    acted = rejected and re.search(rf"\b(?:never|don't|avoid)\s+{re.escape(rejected)}", neg.title, _I)
+    if obj and acted and _PRONOUN.search(pos_title):
+        pos_title = _PRONOUN.sub(obj.group(2), pos_title, count=1)  # "put them in the vault"
+        preferred = lower_first(pos_title)
+    neg_head = neg.title if neg.title.startswith(("Never", "Avoid", "Don't")) else neg.rule.rstrip(".")
+    title = f"{pos_title}; {lower_first(neg_head)}"
+    rule = as_sentence(title) if len(title) <= LINE_MAX else pos.rule
+    return Core("both", "preference", as_title(title if len(title) <= TITLE_MAX else pos.title), rule,
+                rejected, preferred, pos.scope, min(pos.pos, neg.pos))
+
+
+def _negatives(t: str, ctx: _Ctx) -> Core | None:
+    found = [c for c in (shape(t, ctx) for shape in _NEGATIVE) if c is not None]
+    return min(found, key=lambda c: c.pos) if found else None
 
 
 def _match(t: str, ctx: _Ctx) -> Core | None:
     for shape in _PAIRS:
         core = shape(t, ctx)
         if core is not None:
+            if core.shape == "use_instead":  # "never X, Y instead": X is in the message
+                neg = _negatives(t, ctx)
+                if neg is not None and neg.rejected:
+                    plain = _use_instead(t, _Ctx("", ctx.opened_no))
+                    return _both(plain or core, neg)
             return core
     found = [c for c in (shape(t, ctx) for shape in _SINGLES) if c is not None]
-    return min(found, key=lambda c: c.pos) if found else None
+    if not found:
+        return None
+    first = min(found, key=lambda c: c.pos)
+    if first.shape != "always" and first.kind == "anti_pattern":
+        pos = _positive(t, ctx, first)
+        if pos is not None:
+            return _both(pos, first)
+    return first
 
 
 _FROM_NOW_ON = re.compile(
@@ -553,7 +727,7 @@ _REASON = re.compile(
     r"|(?P<keep>\b(?:because\s+of|due\s+to|so\s+that|in\s+order\s+to|otherwise)\s+|"
     r"\bso\s+(?=(?:it|its|it's|we|the|that|you|they|tests?|ci|builds?|there|nothing|our|i)\b))"
     r"|(?P<stmt>(?:^|(?<=[.!?;,:\n])|(?<=[.!?;,:\n]\s)|(?<=\s[-\u2013\u2014]\s))(?=(?:it'?s|it\s+is|it\s+was|"
-    r"that'?s|they'?re|they\s+\w+|(?:it|this|that)\s+(?:\w+s|won'?t|doesn'?t|don'?t|can'?t|will|would|"
+    r"that'?s|they'?re|they\s+\w+|we\s+(?:need|rely|depend|have|run|deploy|ship|still)|(?:it|this|that)\s+(?:\w+s|won'?t|doesn'?t|don'?t|can'?t|will|would|"
     r"isn'?t|aren'?t|are))\b))",
     _I,
 )
@@ -628,6 +802,71 @@ def _scope(t: str, core: Core) -> str | None:
     return None
 
 
+# ---- conditions and files ---------------------------------------------------------------
+
+_LANG_GLOBS = {
+    "python": ("*.py",), "typescript": ("*.ts", "*.tsx"), "javascript": ("*.js", "*.jsx"),
+    "go": ("*.go",), "rust": ("*.rs",), "ruby": ("*.rb",), "java": ("*.java",),
+    "shell": ("*.sh",), "bash": ("*.sh",), "markdown": ("*.md",), "yaml": ("*.yaml", "*.yml"),
+    "json": ("*.json",), "toml": ("*.toml",), "css": ("*.css",), "html": ("*.html",),
+    "sql": ("*.sql",), "react": ("*.jsx", "*.tsx"), "c": ("*.c", "*.h"), "kotlin": ("*.kt",),
+    "swift": ("*.swift",), "php": ("*.php",), "terraform": ("*.tf",), "vue": ("*.vue",),
+}
+_FILES = re.compile(
+    r"\b(?:in|for|inside|within)\s+(?:all\s+|any\s+|the\s+|our\s+)?"
+    r"(?P<what>" + "|".join(_LANG_GLOBS) + r"|\*?\.[a-z0-9]{1,8})\s+files?\b", _I)
+_WHEN = re.compile(
+    r"^(?P<lead>(?:when(?:ever)?|if|while|before|after|for)\s+(?P<z>[^,;.!?\n]{3,80}?)),\s*(?=\S)", _I)
+
+
+# "in TypeScript" / "for Python code" at the end of a clause: the language's files.
+_IN_LANGUAGE = re.compile(
+    r"\b(?:[Ii]n|[Ff]or)\s+(?:the\s+)?(?P<what>Python|TypeScript|JavaScript|Go|Rust|Ruby|Java|Kotlin|Swift|PHP|SQL)"
+    r"(?:\s+code)?(?=\s*(?:[,.;!?\n]|$))")
+
+
+def _file_scope(t: str) -> tuple[str, tuple[str, ...], str]:
+    """The text without "in Python files", the globs it names, and the words to put back."""
+    m = _FILES.search(t) or _IN_LANGUAGE.search(t)
+    if not m:
+        return t, (), ""
+    what = m.group("what").lower()
+    globs = _LANG_GLOBS.get(what) or (f"*.{what.lstrip('*.')}",)
+    head, tail = t[: m.start()].rstrip(" "), t[m.end():].lstrip(" ")
+    rest = (head.rstrip(",") + " " + tail.lstrip(",")).strip() if not head or not tail \
+        else (head + tail if tail[:1] in ",.;!?" else f"{head} {tail}")
+    label = m.group("what") if what in _LANG_GLOBS else "*." + what.lstrip("*.")
+    if what in _LANG_GLOBS and label.islower() and what not in ("c", "shell", "bash"):
+        label = {"javascript": "JavaScript", "typescript": "TypeScript", "html": "HTML", "css": "CSS",
+                 "sql": "SQL", "json": "JSON", "yaml": "YAML", "toml": "TOML", "php": "PHP"}.get(
+                     what, label.capitalize())
+    return rest, globs, f"In {label} files"
+
+
+def _condition(t: str) -> tuple[str, str]:
+    """ "When writing tests, use X" -> ("use X", "When writing tests")."""
+    m = _WHEN.match(t)
+    if not m or not t[m.end():].strip():
+        return t, ""
+    return t[m.end():], cap(m.group("lead").strip())
+
+
+def _framed(text: str, frame: str, limit: int) -> str:
+    if not frame:
+        return text
+    out = f"{frame}, {lower_first(text)}"
+    return out if len(out) <= limit else text
+
+
+def _line(rule: str, bare: str) -> str:
+    """The rule as one line of at most :data:`LINE_MAX` characters."""
+    if len(rule) <= LINE_MAX:
+        return rule
+    if len(bare) <= LINE_MAX:
+        return bare
+    return as_sentence(cut_at(bare, LINE_MAX - 1))
+
+
 # ---- entry point -------------------------------------------------------------------------
 
 def extract(message: str, proposal: str | None = None) -> Extracted | None:
@@ -641,18 +880,25 @@ def extract(message: str, proposal: str | None = None) -> Extracted | None:
         body = normal.strip(" .!?") or normal or " ".join(message[:MAX_CHARS].split())
     prop = _proposal_text(proposal)
     ctx = _Ctx(prop, opened_no)
-    core = _from_now_on(body, ctx) or _match(body, ctx) or _generic(body)
-    reason = _reasoning(body, core)
+    text, globs, where = _file_scope(body)
+    text, when = _condition(text)
+    text = text or body
+    core = _from_now_on(text, ctx) or _match(text, ctx) or _generic(text)
+    reason = _reasoning(text, core)
+    frame = ", ".join(f for f in (where, lower_first(when) if where else when) if f)
+    bare = _framed(core.rule, frame, LINE_MAX)
+    context = cut_at(when.split(" ", 1)[1], CONTEXT_MAX) if when else (_context(prop) if prop else None)
     return Extracted(
-        title=core.title,
-        rule=_with_reason(core.rule, reason),
+        title=_framed(core.title, frame, TITLE_MAX),
+        rule=_line(_with_reason(bare, reason), bare),
         rejected=core.rejected or None,
         preferred=core.preferred or None,
         reasoning=reason[0] if reason else None,
-        context=_context(prop) if prop else None,
+        context=context,
         shape=core.shape,
         kind=core.kind,
         scope_hint=_scope(normal, core),
+        globs=globs,
     )
 
 
