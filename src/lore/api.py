@@ -33,6 +33,9 @@ from lore.recall import graph as graph_ops
 from lore.store import Store, open_store, storage_error
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from lore.apply.files import Plan
     from lore.capture.transcripts import FileEdit
     from lore.core.conversations import Conversations
     from lore.core.learner import Learner
@@ -328,6 +331,22 @@ class Lore:
             data = {**data, "files_in_progress": self.session_files(session_id)}
             return self.store.sessions.insert_snapshot(event_id, session_id, project, at, data)
 
+    def record_context_load(self, event_id: str, session_id: str | None, project: str | None,
+                            at: str, data: dict[str, Any]) -> bool:
+        """What a SessionStart gave the session (ids shown and left out, sizes); False when
+        this event was recorded before."""
+        return self.store.sessions.insert_context_load(event_id, session_id, project, at, data)
+
+    def context_loads(self, session_id: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+        """Recorded session starts, latest first, each with the titles of its lessons."""
+        loads = self.store.sessions.context_loads(session_id, limit)
+        titles = self.titles([i for load in loads for i in load["shown"] + load["dropped"]])
+        for load in loads:
+            for key in ("shown", "dropped"):
+                load[key] = [{"id": i, "title": titles.get(i, ("(deleted)", ""))[0],
+                              "kind": titles.get(i, ("", ""))[1]} for i in load[key]]
+        return loads
+
     def session_context(self, project: str | None, max_chars: int | None = None,
                         max_items: int | None = None) -> str:
         """What SessionStart tells a new session in ``project`` (empty when nothing applies)."""
@@ -336,6 +355,49 @@ class Lore:
         ctx = self.config.context
         return build(self.store.sessions, project, max_chars or ctx.max_chars,
                      max_items or ctx.max_items)
+
+    def import_claude_memory(self, claude_home: Path, *, dry_run: bool = False) -> Any:
+        """Claude Code's auto-memory entries as proposed lessons for review, each once; its
+        files are only read."""
+        from lore.core.claude_memory import import_memory
+
+        return import_memory(self.store, self.lessons, claude_home, dry_run=dry_run)
+
+    # ---- apply: approved rules into the files agents read ------------------------------
+    def approved_rules(self, project: str | None) -> list[Lesson]:
+        """The rules a person approved that hold in ``project`` (its own and global ones),
+        most confident first. Approved means active today; the review flag joins this test
+        when review lands, and every caller goes through here."""
+        ids = self.store.corrections.preferences(project, all_projects=False, file_type=None,
+                                                 statuses=("active",), limit=1_000_000)
+        return [self.store.get(i) for i in ids]
+
+    def apply_plan(self, project: str | None, home: Path, *, local: bool | None = None,
+                   agents_md: bool | None = None, include_global: bool | None = None) -> Plan:
+        """What ``lore apply`` would change: approved rules as Lore's block in CLAUDE.md (or
+        CLAUDE.local.md), ``.claude/rules`` files, AGENTS.md and ``~/.claude/CLAUDE.md``.
+        Reads only; ``plan.write()`` writes. Options left None come from ``apply`` config.
+        Without the global file, global rules and ``~/.claude/CLAUDE.md`` are left alone."""
+        from pathlib import Path as _Path
+
+        from lore.apply.approved import applied_rule
+        from lore.apply.files import Plan as _Plan
+        from lore.apply.targets import Targets, plan
+
+        cfg = self.config.apply
+        local = cfg.project_file == "CLAUDE.local.md" if local is None else local
+        agents_md = cfg.agents_md if agents_md is None else agents_md
+        include_global = cfg.global_file if include_global is None else include_global
+        rules = [applied_rule(lesson) for lesson in self.approved_rules(project)]
+        if not include_global:
+            rules = [r for r in rules if r.scope != "global"]
+        targets = Targets(home=home, project=_Path(project) if project else None, local=local,
+                          agents_md=agents_md)
+        result = plan(rules, targets)
+        if include_global:
+            return result
+        home_md = home / ".claude" / "CLAUDE.md"
+        return _Plan(tuple(c for c in result.changes if c.path != home_md))
 
     # ---- health -----------------------------------------------------------------------
     @property

@@ -10,11 +10,14 @@ import click
 
 from lore import __version__
 from lore.cli.admin import admin
+from lore.cli.apply_cmd import apply
 from lore.cli.common import LoreGroup
 from lore.cli.config_cmd import config_group
+from lore.cli.context_cmd import context_group
 from lore.cli.demo_cmd import demo
 from lore.cli.eval_cmd import eval_group
 from lore.cli.hook_cmd import hook
+from lore.cli.import_cmd import import_group
 from lore.cli.ingest_cmd import ingest
 from lore.cli.install_cmd import install, uninstall
 from lore.cli.learn import learn
@@ -55,6 +58,9 @@ cli.add_command(worker)
 cli.add_command(llm_group)
 cli.add_command(install)
 cli.add_command(uninstall)
+cli.add_command(apply)
+cli.add_command(context_group)
+cli.add_command(import_group)
 
 
 def main() -> None:

@@ -9,10 +9,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from lore.mcp.tools import (
     READ,
+    UPDATE,
     WRITE,
     LoreTools,
     StrList,
@@ -88,6 +90,27 @@ async def preferences(t: LoreTools, ctx: Context | None, project: str | None,
     return dict(await t.run(call))
 
 
+async def apply_rules(t: LoreTools, ctx: Context | None, project: str | None,
+                      dry_run: bool) -> dict[str, Any]:
+    from pathlib import Path
+
+    from lore.errors import InvalidInput
+
+    proj = await t.project(ctx, project)
+    if not proj or not Path(proj).is_dir():
+        raise ToolError(str(InvalidInput(f"project must be an existing folder (got {proj!r})")))
+
+    def call(lore: Lore) -> dict[str, Any]:
+        plan = lore.apply_plan(proj, Path.home())
+        written = [] if dry_run else [str(p) for p in plan.write()]
+        return {"project": proj, "dry_run": dry_run, "diff": plan.diff(),
+                "changed": [str(c.path) for c in plan.changed], "written": written,
+                "skipped": [{"file": str(path), "id": s.rule_id, "reason": s.reason}
+                            for path, s in plan.skipped]}
+
+    return dict(await t.run(call))
+
+
 TEXT = Annotated[str, Field(description="The user's words, verbatim (secrets are redacted).")]
 PREVIOUS = Annotated[str | None, Field(description="What you (the agent) said or proposed "
                                         "that the user corrected.")]
@@ -144,4 +167,21 @@ def register(server: MCPServer, t: LoreTools) -> None:
         Example: {"file_type": "py"}
         """
         return await preferences(t, ctx, project, file_type, statuses)
+
+    @tool(server, "lore_apply", UPDATE)
+    async def lore_apply(
+        project: Annotated[str | None, Field(description="The project folder; default: the "
+                                             "current project.")] = None,
+        dry_run: Annotated[bool, Field(description="True (default): return the diff only. "
+                                       "False: write the files.")] = True,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Write the user's approved rules into CLAUDE.md, .claude/rules and ~/.claude/CLAUDE.md
+        (Lore's own block only), as `lore apply` does with the user's apply settings.
+
+        Call it with dry_run true first and show the user the diff; write (dry_run false) only
+        when they agree. Returns {project, dry_run, diff, changed, written, skipped}.
+        Example: {"dry_run": true}
+        """
+        return await apply_rules(t, ctx, project, dry_run)
 
