@@ -251,3 +251,113 @@ def test_import_claude_memory_adds_proposed_lessons_once_and_never_edits_its_fil
     assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir()} == before
     missing = run("import", "claude-memory", "--claude-home", str(home / "nowhere"))
     assert missing.exit_code == 1 and "no such folder" in missing.stderr
+
+
+# ---- skills -----------------------------------------------------------------------------------
+
+def test_skills_propose_groups_by_meaning_and_write_never_overwrites_a_users_skill(run, where,
+                                                                                   settings,
+                                                                                   real_embedder):
+    project, home = where
+    with Lore.open(settings, embedder=real_embedder) as lore:
+        pytest_ids = [lore.add_lesson(t, c, tags=["testing"], status="active").id for t, c in (
+            ("Use pytest fixtures for setup", "Fixtures replace setUp methods in the test suite."),
+            ("Parametrize pytest tests", "Use pytest.mark.parametrize for tests of many inputs."),
+            ("Run pytest with -x while debugging", "Stop at the first failing test."),
+            ("Mark slow pytest tests", "Slow tests carry pytest.mark.slow and skip by default."))]
+        lore.add_lesson("Cache pip downloads in CI", "The CI workflow caches ~/.cache/pip.",
+                        tags=["testing"], status="active")
+        lore.add_lesson("Unreviewed pytest idea", "pytest tests", tags=["testing"], status="proposed")
+
+    r = run("skills", "propose", "--json")
+    assert r.exit_code == 0, r.output
+    [proposal] = json.loads(r.stdout)["proposals"]
+    assert proposal["name"] == "learned-testing"
+    assert sorted(x["id"] for x in proposal["lessons"]) == sorted(pytest_ids)  # CI caching: apart
+
+    dry = run("skills", "write", "1", "--global", "--dry-run")
+    assert dry.exit_code == 0 and "+name: learned-testing" in dry.stdout
+    assert not (home / ".claude" / "skills").exists()
+
+    mine = home / ".claude" / "skills" / "learned-testing"
+    mine.mkdir(parents=True)
+    (mine / "SKILL.md").write_text("---\nname: learned-testing\ndescription: mine\n---\n\nMine.\n")
+    r = run("skills", "write", "learned-testing", "--global")
+    assert r.exit_code == 0, r.output
+    assert (mine / "SKILL.md").read_text().endswith("Mine.\n")  # the user's skill is untouched
+    written = home / ".claude" / "skills" / "learned-testing-2"
+    from lore.apply.skills import validate_skill
+    assert validate_skill(written) == []
+    assert "Parametrize pytest tests" in (written / "reference.md").read_text()
+
+    missing = run("skills", "write", "7")
+    assert missing.exit_code == 1 and "lore skills propose" in missing.stderr
+
+
+# ---- are rules followed, and the learning curve -------------------------------------------------
+
+def test_stats_flag_a_rule_corrected_again_after_approval_and_draw_the_curve(run, where, settings,
+                                                                             real_embedder,
+                                                                             tmp_path):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import learning_curve
+    from lore.measure.learning import learning_curve as curve
+    from lore.measure.learning import replay, rule_follow
+
+    folder = tmp_path / "transcripts"
+    folder.mkdir()
+    approved_at = learning_curve.synthetic(folder, 12, 6, 0.9, 0.3, seed=3).isoformat()
+    files = sorted(folder.glob("*.jsonl"))
+    with Lore.open(settings, embedder=real_embedder) as lore:
+        replay(lore, files[:6])
+        learned = lore.learner.preferences(learning_curve.PROJECT, statuses=("active", "proposed"))
+        assert learned
+        for lesson in learned:
+            lore.update_lesson(lesson.id, status="active",
+                               metadata={**lesson.metadata, "approved_at": approved_at})
+        replay(lore, files[6:])
+        points = curve(lore)
+        assert len(points) == 12 and all(p.repeated <= p.corrections for p in points)
+        assert sum(p.repeated for p in points[:6]) > 0  # the same corrections came back
+        follow = {r.id: r for r in rule_follow(lore)}
+        assert follow and set(follow) == {x.id for x in lore.approved_rules(learning_curve.PROJECT)}
+        corrected_again = [c for c in lore.learned_corrections()
+                           if c["action"] == "reinforced" and c["at"] > approved_at]
+        for r in follow.values():
+            mine = [c for c in corrected_again if c["lesson_id"] == r.id]
+            assert r.re_corrected == len(mine) and r.flagged == bool(mine)
+            assert r.followed + len({c["session_id"] for c in mine}) == r.situations
+
+    r = run("stats", "--rules", "--json")
+    assert r.exit_code == 0, r.output
+    assert {x["id"] for x in json.loads(r.stdout)["rules"]} == set(follow)
+    text = run("stats", "--rules").stdout
+    assert ("RE-CORRECTED" in text) == any(x.flagged for x in follow.values())
+    chart = tmp_path / "curve.png"
+    r = run("stats", "--learning", "--chart", str(chart))
+    assert r.exit_code == 0, r.output
+    assert "repeated corrections per session" in r.stdout
+    assert chart.read_bytes().startswith(b"\x89PNG")
+    bad = run("stats", "--learning", "--chart", str(tmp_path / "curve.gif"))
+    assert bad.exit_code == 2 and ".png or .svg" in bad.stderr
+    assert run("stats", "--chart", str(chart)).exit_code == 2  # --chart needs --learning
+
+
+def test_a_chart_without_matplotlib_names_the_extra(tmp_path, monkeypatch):
+    import builtins
+
+    from lore.errors import InvalidInput
+    from lore.measure.learning import chart
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    with pytest.raises(InvalidInput, match=r"lore-memory\[charts\]"):
+        chart([], tmp_path / "x.png")

@@ -372,6 +372,40 @@ class Lore:
                                                  statuses=("active",), limit=1_000_000)
         return [self.store.get(i) for i in ids]
 
+    @staticmethod
+    def approved_at(lesson: Lesson) -> str:
+        """When a person approved the rule: the review's record (``metadata.approved_at``)
+        when there is one, else the lesson's creation."""
+        at = lesson.metadata.get("approved_at")
+        return at if isinstance(at, str) and at else lesson.created_at or ""
+
+    def learned_corrections(self) -> list[dict[str, Any]]:
+        """Messages the learner merged into a rule (action created, reinforced …), oldest first."""
+        return self.store.corrections.learned_corrections()
+
+    def session_spans(self) -> list[dict[str, Any]]:
+        """Every session seen: id, project, first moment, file types edited; oldest first."""
+        return self.store.corrections.session_spans()
+
+    def sessions_mentioning(self, term: str) -> set[str]:
+        return self.store.corrections.sessions_mentioning(term)
+
+    def approved_lessons(self) -> list[Lesson]:
+        """Every lesson a person approved (any kind): active today, as ``approved_rules``."""
+        return [x for x in self.store.iter_lessons() if x.status == "active"]
+
+    def skill_proposals(self) -> list[Any]:
+        """Groups of approved lessons worth a skill (``core.skills.Proposal``), largest first."""
+        from lore.core.skills import propose
+
+        return propose(self.store, self.approved_lessons(), self.config.apply)
+
+    def skill_plan(self, choice: str, home: Path, *, to_global: bool = False) -> tuple[Any, Plan]:
+        """The proposal numbered or named ``choice``: (skill, plan of its files). Reads only."""
+        from lore.core.skills import choose, plan_write
+
+        return plan_write(choose(self.skill_proposals(), choice), home, to_global=to_global)
+
     def apply_plan(self, project: str | None, home: Path, *, local: bool | None = None,
                    agents_md: bool | None = None, include_global: bool | None = None) -> Plan:
         """What ``lore apply`` would change: approved rules as Lore's block in CLAUDE.md (or

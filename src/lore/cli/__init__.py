@@ -24,6 +24,8 @@ from lore.cli.learn import learn
 from lore.cli.llm_cmd import llm_group
 from lore.cli.mcp_cmd import mcp
 from lore.cli.recall import recall
+from lore.cli.skills_cmd import skills_group
+from lore.cli.stats_cmd import stats
 from lore.cli.worker_cmd import worker
 
 
@@ -61,6 +63,8 @@ cli.add_command(uninstall)
 cli.add_command(apply)
 cli.add_command(context_group)
 cli.add_command(import_group)
+cli.add_command(skills_group)
+cli.add_command(stats)
 
 
 def main() -> None:
