@@ -19,6 +19,7 @@ CANONICAL = {
     "lore_search", "lore_get", "lore_add", "lore_update", "lore_delete", "lore_related",
     "lore_link", "lore_unlink", "lore_tags", "lore_sources", "lore_confidence_levels",
     "lore_kinds", "lore_status", "lore_record_correction", "lore_suggest_rule", "lore_preferences",
+    "lore_apply",
 }
 AI_LESSONS = {"learn", "recall", "get_lesson", "update_lesson", "delete_lesson", "related", "link",
               "tags", "sources", "confidence_levels"}
