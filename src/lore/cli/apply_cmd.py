@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -60,7 +61,7 @@ def apply(ctx: click.Context, dry_run: bool, project: str, global_: bool | None,
     if not dry_run:
         refuse_unattended(ctx, "write rules files", yes)
     folder = resolve_project(project)
-    if folder is None or not Path(folder).is_dir():
+    if folder is None or not os.path.isdir(folder):
         raise click.BadParameter(f"no such folder: {project}", ctx, param_hint="--project")
     with open_lore(ctx) as lore:
         plan = lore.apply_plan(folder, Path.home(), local=local, agents_md=agents_md,

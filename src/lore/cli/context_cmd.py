@@ -11,7 +11,12 @@ from lore.cli.common import LoreGroup, emit_json, json_option, notice, with_lore
 
 @click.group("context", cls=LoreGroup)
 def context_group() -> None:
-    """What Lore put into new sessions' context."""
+    """What Lore put into new sessions' context.
+
+    \b
+    Example:
+      lore context show --session 3f0c2a…
+    """
 
 
 @context_group.command("show")

@@ -13,7 +13,12 @@ from lore.cli.common import LoreGroup, emit_json, json_option, notice, with_lore
 
 @click.group("import", cls=LoreGroup)
 def import_group() -> None:
-    """Bring what other tools remembered into Lore, for review."""
+    """Bring what other tools remembered into Lore, for review.
+
+    \b
+    Example:
+      lore import claude-memory --dry-run
+    """
 
 
 @import_group.command("claude-memory")
@@ -35,7 +40,7 @@ def import_claude_memory(lore: Any, dry_run: bool, claude_home: str | None, json
       lore import claude-memory --json
     """
     home = Path(claude_home or os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
-    if not home.is_dir():
+    if not os.path.isdir(home):
         raise click.ClickException(f"no such folder: {home}; give Claude Code's folder with "
                                    "--claude-home")
     report = lore.import_claude_memory(home, dry_run=dry_run)

@@ -12,7 +12,13 @@ from lore.cli.common import LoreGroup, emit_json, json_option, notice, with_lore
 
 @click.group("skills", cls=LoreGroup)
 def skills_group() -> None:
-    """Agent Skills (SKILL.md + reference.md) from related approved lessons."""
+    """Agent Skills (SKILL.md + reference.md) from related approved lessons.
+
+    \b
+    Examples:
+      lore skills propose
+      lore skills write 1 --dry-run
+    """
 
 
 @skills_group.command("propose")

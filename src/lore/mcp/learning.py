@@ -92,12 +92,13 @@ async def preferences(t: LoreTools, ctx: Context | None, project: str | None,
 
 async def apply_rules(t: LoreTools, ctx: Context | None, project: str | None,
                       dry_run: bool) -> dict[str, Any]:
+    import os
     from pathlib import Path
 
     from lore.errors import InvalidInput
 
     proj = await t.project(ctx, project)
-    if not proj or not Path(proj).is_dir():
+    if not proj or not os.path.isdir(proj):  # False, not an error, for a name too long
         raise ToolError(str(InvalidInput(f"project must be an existing folder (got {proj!r})")))
 
     def call(lore: Lore) -> dict[str, Any]:
