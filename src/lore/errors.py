@@ -107,3 +107,19 @@ def os_error_message(exc: OSError) -> tuple[str, str]:
     if code == errno.EISDIR:
         return f"{path} is a folder", "give the path of a file"
     return f"cannot use {path}: {reason}", "check the path, its permissions and the disk"
+
+
+class GitError(LoreError):
+    """git failed, took too long, or answered something unreadable."""
+
+
+class GitNotInstalled(GitError):
+    """The git command cannot be run here."""
+
+
+class NotARepository(GitError):
+    """A path that is not inside a git work tree."""
+
+
+class MissingRef(GitError):
+    """A commit, branch or tag that the repository does not have."""

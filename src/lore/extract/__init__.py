@@ -1,10 +1,15 @@
-"""From a message to the fields of a rule: detect a correction, extract what it teaches.
+"""Extract: turning captured material into lesson candidates.
 
-``features`` and ``detect`` (the detector, weights in ``detector.json``), ``phrases`` and
-``shapes`` (the phrasings a rule is read from), ``silent`` (fixes the user made without
-a word), ``merge`` (does a new rule restate or contradict a known one) and ``score`` (seed
-004's confidence). Plain functions over text, standard library only; the pipeline that
-stores what they find is :class:`lore.core.learner.Learner`.
+From a message to the fields of a rule: ``features`` and ``detect`` (the detector, weights
+in ``detector.json``), ``phrases`` and ``shapes`` (the phrasings a rule is read from),
+``silent`` (fixes the user made without a word), ``merge`` (does a new rule restate or
+contradict a known one) and ``score`` (seed 004's confidence). Plain functions over text,
+standard library only; the pipeline that stores what they find is
+:class:`lore.core.learner.Learner`.
+
+From git changes and transcripts (analysis.md): ``significance`` (seed 000's score and a
+summary without a model), ``session_learnings`` (the pattern-based session pass) and
+``analysis`` (the four-stage analysis through a language model).
 
 An extractor is a backend: anything with ``name`` and ``extract(message, proposal)``
 registered in the ``lore.extractors`` entry-point group (a language-model extractor, say),
