@@ -8,7 +8,7 @@ NPM_TOOLS := .npm-tools
 # Real MCP clients for the end-to-end tests, pinned; installed from the npm registry.
 NPM_PACKAGES := @modelcontextprotocol/inspector@2.12.0 @anthropic-ai/claude-code@2.1.330
 
-.PHONY: install npm-tools demo test lint bench docs dist clean
+.PHONY: install npm-tools browser demo test lint bench docs dist clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,14 @@ npm-tools: ## Install the MCP Inspector and Claude Code CLIs for the e2e tests (
 		npm install --no-audit --no-fund --loglevel=error --prefix $(NPM_TOOLS) $(NPM_PACKAGES); \
 	else echo "npm not found: the e2e tests with the MCP Inspector and Claude Code will be skipped"; fi
 
-test: $(STAMP) npm-tools ## Run the whole test suite (tests/e2e/test_wheel.py builds and installs the wheel)
+browser: ## Install Debian's Chromium for the dashboard's browser tests (needs apt and root)
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		apt-get install -y chromium >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y chromium >/dev/null; } || \
+		echo "could not install chromium: the browser tests will be skipped"; \
+	else echo "chromium not found and apt unavailable: the browser tests will be skipped"; fi
+
+test: $(STAMP) npm-tools browser ## Run the whole test suite (tests/e2e/test_wheel.py builds and installs the wheel)
 	$(BIN)/python -m pytest
 
 lint: $(STAMP) ## Ruff and mypy
@@ -36,6 +43,7 @@ lint: $(STAMP) ## Ruff and mypy
 
 bench: $(STAMP) ## Benchmarks; results go to docs/benchmarks.md by hand
 	$(BIN)/python bench/search_bench.py
+	$(BIN)/python bench/serve_bench.py
 
 dist: $(STAMP) ## Build the sdist and the wheel into dist/
 	$(BIN)/python -m build --outdir dist .

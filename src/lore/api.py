@@ -37,8 +37,10 @@ if TYPE_CHECKING:
 
     from lore.apply.files import Plan
     from lore.capture.transcripts import FileEdit
+    from lore.core.analyzer import Analyzer
     from lore.core.conversations import Conversations
     from lore.core.learner import Learner
+    from lore.core.tokens import Tokens
 
 __all__ = ["Lore", "Progress", "content_hash", "require_id", "storage_error"]
 
@@ -55,6 +57,8 @@ class Lore:
         self.vectors = MemoryIndex()  # loaded on first use, refreshed incrementally
         self._conversations: Conversations | None = None
         self._learner: Learner | None = None
+        self._analyzer: Analyzer | None = None
+        self._tokens: Tokens | None = None
 
     @classmethod
     def open(cls, settings: Settings, *, embedder: Embedder | None = None,
@@ -93,6 +97,24 @@ class Lore:
             self._learner = Learner(self.store, self.lessons, self.embedding, self.config.learning)
         return self._learner
 
+    @property
+    def analyzer(self) -> Analyzer:
+        """Learning from the work itself: git changes and session transcripts to proposed lessons."""
+        if self._analyzer is None:
+            from lore.core.analyzer import Analyzer
+
+            self._analyzer = Analyzer(self.store, self.lessons, self.embedding, self.settings)
+        return self._analyzer
+
+    @property
+    def tokens(self) -> Tokens:
+        """Access tokens of the web server (`lore serve`)."""
+        if self._tokens is None:
+            from lore.core.tokens import Tokens
+
+            self._tokens = Tokens(self.store)
+        return self._tokens
+
     # ---- embeddings -------------------------------------------------------------------
     @property
     def embedder(self) -> Embedder:
@@ -128,6 +150,21 @@ class Lore:
 
     def delete_lesson(self, lesson_id: str) -> Lesson:
         return self.lessons.delete(require_id(lesson_id))
+
+    def list_lessons(self, filters: Filters | None = None, limit: int = 50,
+                     offset: int = 0) -> tuple[int, list[dict[str, Any]]]:
+        """Lessons matching the filters, newest first: (how many match, one page of briefs with
+        id, title, kind, confidence, usage_count and updated_at)."""
+        if limit < 1 or offset < 0:
+            raise InvalidInput(f"limit must be at least 1 and offset at least 0 (got {limit}, {offset})")
+        where, params = self.store.filter_sql(self.resolve_filters(filters or Filters()),
+                                              anti_contexts_exclude=False)
+        seqs = sorted(self.store.allowed_seqs(where, params), reverse=True)
+        page = seqs[offset:offset + limit]
+        briefs = self.store.brief(page)
+        rows = [briefs[s] for s in page if s in briefs]
+        return len(seqs), [{k: r[k] for k in ("id", "title", "kind", "confidence", "usage_count",
+                                              "updated_at")} for r in rows]
 
     def lesson_count(self) -> int:
         return self.store.count()

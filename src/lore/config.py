@@ -155,6 +155,36 @@ class LearningConfig(_Strict):
         return self
 
 
+class AnalysisConfig(_Strict):
+    """Learning from the work itself (docs/analysis.md): when a session's changes are analysed."""
+
+    threshold: int = Field(default=5, ge=0, le=100)  # significance score at or above: analysed
+    projects: dict[str, int] = Field(default_factory=dict)  # a project's folder: its own threshold
+    session_end: bool = True  # analyse each session's work when it ends (in the worker)
+    session_learnings: bool = True  # the pattern pass over the session's transcript at its end
+
+    @field_validator("projects")
+    @classmethod
+    def _thresholds(cls, value: dict[str, int]) -> dict[str, int]:
+        for path, threshold in value.items():
+            if not 0 <= threshold <= 100:
+                raise ValueError(f"analysis.projects[{path!r}] must be between 0 and 100")
+        return value
+
+    def threshold_for(self, project: str | None) -> int:
+        """The threshold of the project folder ``project`` (the closest configured folder above it)."""
+        if project:
+            best: tuple[int, int] | None = None
+            target = project.rstrip("/") + "/"
+            for path, threshold in self.projects.items():
+                root = os.path.expanduser(path).rstrip("/") + "/"
+                if target.startswith(root) and (best is None or len(root) > best[0]):
+                    best = (len(root), threshold)
+            if best is not None:
+                return best[1]
+        return self.threshold
+
+
 class LLMCostConfig(_Strict):
     """Prices in US dollars per million tokens, for the cost budget and the log."""
 
@@ -192,6 +222,7 @@ class Config(_Strict):
     search: SearchConfig = Field(default_factory=SearchConfig)
     conversations: ConversationsConfig = Field(default_factory=ConversationsConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
+    analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
     tag_aliases: dict[str, str] = Field(default_factory=dict)
     known_tags: list[str] = Field(default_factory=list)
     database: str | None = None  # the database file (or a store plugin's URL); default $LORE_HOME/lore.db

@@ -180,7 +180,27 @@ class Worker:
             outcome += "; " + self.record_context_load(event)
         if event.kind in ("SessionStart", "SessionEnd") and self.settings.config.learning.silent_fixes:
             outcome += "; " + self.check_silent_fixes(event)
+        if event.kind in ("SessionStart", "SessionEnd"):
+            outcome += "; " + self.learn_from_work(event)
         return outcome
+
+    def learn_from_work(self, event: Event) -> str:
+        """SessionStart records when the session began; SessionEnd scores the session's changes
+        since then (with its corrections), analyses them above the threshold and proposes what
+        its transcript shows (docs/analysis.md)."""
+        p = event.payload
+        session_id, cwd = p.get("session_id"), p.get("cwd")
+        if not isinstance(session_id, str) or not session_id:
+            return "no session id"
+        project = cwd if isinstance(cwd, str) and cwd else None
+        if event.kind == "SessionStart":
+            self.lore.analyzer.session_started(session_id, project, _iso(event.at))
+            return "session start recorded"
+        path = p.get("transcript_path")
+        report = self.lore.analyzer.session_ended(
+            session_id, project, path if isinstance(path, str) else None, _iso(event.at), event_id=event.id)
+        return (f"analysis {report.outcome}" + (f" ({report.reason})" if report.reason else "")
+                + f", {report.created} lessons proposed, {report.reinforced} reinforced")
 
     def record_correction(self, event: Event, signals: dict[str, Any]) -> str:
         """Store the message with the proposal it answers, its session, project and files

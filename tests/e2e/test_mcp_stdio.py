@@ -20,6 +20,7 @@ CANONICAL = {
     "lore_link", "lore_unlink", "lore_tags", "lore_sources", "lore_confidence_levels",
     "lore_kinds", "lore_status", "lore_record_correction", "lore_suggest_rule", "lore_preferences",
     "lore_apply",
+    "lore_analyze", "lore_analysis_status",
 }
 AI_LESSONS = {"learn", "recall", "get_lesson", "update_lesson", "delete_lesson", "related", "link",
               "tags", "sources", "confidence_levels"}
@@ -157,7 +158,12 @@ def test_every_canonical_tool_with_good_and_bad_arguments(lore_home, tmp_path):
     assert out["after"][1]["lessons"] == 1
 
 
-def test_seed_profiles(lore_home):
+def test_seed_profiles(lore_home, tmp_path):
+    from gitrepo import Repo
+
+    repo = Repo(tmp_path / "project")  # the server's project: learn_trigger analyses its last commit
+    repo.commit("Fix the Jira client", ("src/jira.py", "def fetch():\n    return retry(get)\n"))
+
     async def steps(client):
         out: dict[str, Any] = {}
         out["learn"] = await call(client, "learn", {"title": "Jira rate limit",
@@ -185,7 +191,7 @@ def test_seed_profiles(lore_home):
         out["delete"] = await call(client, "delete_lesson", {"lesson_id": lid})
         return out
 
-    out = session(lore_home, steps, "all")
+    out = session(lore_home, steps, "all", cwd=repo.path)
     lid = out["learn"][1]["id"]
     assert out["recall"][1]["results"][0]["id"] == lid
     assert out["get"][1]["source"] == "tested"
@@ -196,7 +202,9 @@ def test_seed_profiles(lore_home):
     assert out["learn_get"][1]["id"] == lid
     assert out["learn_status"][1]["lessons"] == 1
     trigger = out["learn_trigger"][1]
-    assert trigger["triggered"] is False and "not available" in trigger["message"]
+    assert trigger["triggered"] is True and trigger["outcome"] == "summarised"  # no model configured
+    assert trigger["reason"] == "manual trigger" and trigger["lessons"][0]["action"] == "created"
+    assert out["learn_status"][1]["analysis"]["summarised"] == 0  # asked before the trigger
     assert out["bad_level"][0] is True
     assert out["delete"][1]["deleted"] is True
 

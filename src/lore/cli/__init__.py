@@ -10,6 +10,7 @@ import click
 
 from lore import __version__
 from lore.cli.admin import admin
+from lore.cli.analyze_cmd import analyze
 from lore.cli.apply_cmd import apply
 from lore.cli.common import LoreGroup
 from lore.cli.config_cmd import config_group
@@ -24,6 +25,7 @@ from lore.cli.learn import learn
 from lore.cli.llm_cmd import llm_group
 from lore.cli.mcp_cmd import mcp
 from lore.cli.recall import recall
+from lore.cli.serve_cmd import serve
 from lore.cli.skills_cmd import skills_group
 from lore.cli.stats_cmd import stats
 from lore.cli.worker_cmd import worker
@@ -58,6 +60,7 @@ cli.add_command(eval_group)
 cli.add_command(hook)
 cli.add_command(worker)
 cli.add_command(llm_group)
+cli.add_command(analyze)
 cli.add_command(install)
 cli.add_command(uninstall)
 cli.add_command(apply)
@@ -65,6 +68,7 @@ cli.add_command(context_group)
 cli.add_command(import_group)
 cli.add_command(skills_group)
 cli.add_command(stats)
+cli.add_command(serve)
 
 
 def main() -> None:

@@ -42,7 +42,7 @@ SEED_ALIASES: dict[str, dict[str, str | None]] = {
     },
     "self-learning": {
         "learn_search": "lore_search", "learn_get": "lore_get", "learn_status": "lore_status",
-        "learn_trigger": None,
+        "learn_trigger": "lore_analyze",
     },
     "self-reflect": {
         "reflect_on_past": None, "get_related_conversations": None, "store_reflection": "lore_add",
@@ -187,28 +187,36 @@ def register_self_learning(server: MCPServer, t: LoreTools) -> None:
 
     @tool(server, "learn_status", READ)
     async def learn_status(project: str | None = None) -> dict[str, Any]:
-        """Statistics about learned knowledge (seed 000). Example: {}"""
-        stats = await t.run(lambda lore: lore.stats())
+        """Statistics about learned knowledge (seed 000): lessons by kind, status and project, and
+        what analysis did (sessions seen, analysed, skipped with why, entries per kind, today's
+        tokens and cost, the last error). Example: {}"""
+
+        def run(lore: Lore) -> dict[str, Any]:
+            stats = lore.stats()
+            stats["analysis"] = lore.analyzer.status(project or None)
+            return stats
+
+        stats = await t.run(run)
         if project:
             stats["project"] = project
             stats["project_lessons"] = stats["by_project"].get(project, 0)
         return stats
 
-    @tool(server, "learn_trigger", READ)
+    @tool(server, "learn_trigger", WRITE)
     async def learn_trigger(scope: Literal["session", "commit", "files"] = "session",
-                            target: str | None = None) -> dict[str, Any]:
-        """Ask Lore to analyse a session, commit or files for lessons (seed 000). Not available yet.
+                            target: str | None = None, ctx: Context | None = None) -> dict[str, Any]:
+        """Analyse the current project's work now, whatever its significance score (seed 000).
 
+        scope 'session': the last commit and the uncommitted work (target: a ref to start from
+        instead); 'commit': one commit or a range A..B (target, default HEAD). 'files' is not
+        supported. Returns the score, its parts and the proposed lessons.
         Example: {"scope": "commit", "target": "HEAD"}
         """
-        return {
-            "triggered": False,
-            "scope": scope,
-            "target": target,
-            "message": "Automatic analysis of sessions, commits and files is not available in "
-                       "this version of Lore. Save what you learned with lore_add (or learn) "
-                       "instead.",
-        }
+        if scope == "files":
+            raise ToolError("scope 'files' is not supported; use 'session' or 'commit'")
+        since, commit = (target, None) if scope == "session" else (None, target or "HEAD")
+        result = await learning.trigger(t, ctx, None, since, commit)
+        return {"triggered": True, "scope": scope, "target": target, **result}
 
 
 def register_reinforcement(server: MCPServer, t: LoreTools, with_conversations: bool) -> None:

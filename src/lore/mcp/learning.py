@@ -119,7 +119,49 @@ PROJECT = Annotated[str | None, Field(description="Default: the current project;
                                        "a rule that holds everywhere.")]
 
 
+# ---- learning from the work --------------------------------------------------------------
+async def trigger(t: LoreTools, ctx: Context | None, project: str | None, since: str | None,
+                  commit: str | None) -> dict[str, Any]:
+    """Analyse the project's changes whatever their score (a manual trigger), as `lore analyze --force`."""
+    folder = await t.project(ctx, project)
+    if not folder:
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        raise ToolError("give 'project': the folder of a git repository")
+    return dict(await t.run(lambda lore: lore.analyzer.analyze(
+        folder, since=since, range_=commit, force=True, trigger="mcp").to_dict()))
+
+
 def register(server: MCPServer, t: LoreTools) -> None:
+    @tool(server, "lore_analyze", WRITE)
+    async def lore_analyze(
+        project: Annotated[str | None, Field(description="The repository folder; default: the "
+                                             "current project.")] = None,
+        since: Annotated[str | None, Field(description="A commit, branch or tag: its changes to "
+                                           "the working tree.")] = None,
+        commit: Annotated[str | None, Field(description="One commit, or a range A..B.")] = None,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Learn from the work: analyse the repository's changes now and propose lessons.
+
+        Use after finishing a piece of work worth remembering (a fix found the hard way, a new
+        pattern, a restructuring). Bypasses the significance threshold; without options it reads
+        the last commit and the uncommitted work. Returns the score with its parts and the
+        proposed lessons (they wait for the user's review; a known one is reinforced).
+        Example: {"since": "main"}
+        """
+        return await trigger(t, ctx, project, since, commit)
+
+    @tool(server, "lore_analysis_status", READ)
+    async def lore_analysis_status(project: PROJECT = None, ctx: Context | None = None) -> dict[str, Any]:
+        """What learning from the work has done: sessions seen, analysed and skipped (with why),
+        lessons learned per kind, today's language-model tokens and cost, the last error.
+
+        Example: {}
+        """
+        proj = await t.project(ctx, project) if project else None
+        return dict(await t.run(lambda lore: lore.analyzer.status(proj or None)))
+
     @tool(server, "lore_record_correction", WRITE)
     async def lore_record_correction(
         text: TEXT, previous: PREVIOUS = None, project: PROJECT = None,

@@ -22,6 +22,7 @@ from lore.store.protocol import (
     LessonStore,
     SessionStore,
     Store,
+    TokenStore,
 )
 from lore.store.sqlite.search import fts_query, fts_terms  # query text as quoted index terms
 
@@ -55,6 +56,7 @@ def open_store(location: str | Path, *, create: bool = True) -> Store:
 __all__ = [
     "open_store", "storage_error", "backend_name", "Store", "LessonStore", "ConversationStore",
     "CorrectionStore",
-    "SessionStore", "LessonRow", "fts_query", "fts_terms", "PREFERENCE_COLUMNS", "PREFERENCE_KEYS",
+    "SessionStore", "TokenStore", "LessonRow", "fts_query", "fts_terms", "PREFERENCE_COLUMNS",
+    "PREFERENCE_KEYS",
     "TEXT_FIELDS",
 ]

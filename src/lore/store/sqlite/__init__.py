@@ -3,7 +3,7 @@
 Every SQL statement of Lore lives in this package, one module per group of tables:
 ``lessons`` (rows and child tables), ``search`` (FTS5 and filters), ``vectors``, ``graph``
 (edges), ``stats`` (usage and the search log), ``reference`` (meta and reference tables),
-``conversations``, ``corrections`` and ``sessions``; ``db`` opens the connection and runs
+``conversations``, ``corrections``, ``sessions`` and ``tokens``; ``db`` opens the connection and runs
 transactions, ``migrations`` the schema.
 """
 
@@ -16,12 +16,14 @@ from typing import Any
 
 from lore.store.protocol import Store
 from lore.store.sqlite import migrations
+from lore.store.sqlite.analysis import AnalysisTables
 from lore.store.sqlite.conversations import ConversationTables
 from lore.store.sqlite.corrections import CorrectionTables
 from lore.store.sqlite.db import atomic, connect, storage_error
 from lore.store.sqlite.lessons import LessonTables
 from lore.store.sqlite.migrations import SCHEMA_VERSION, migrate
 from lore.store.sqlite.sessions import SessionTables
+from lore.store.sqlite.tokens import TokenTables
 
 
 class SQLiteStore(LessonTables):
@@ -33,6 +35,8 @@ class SQLiteStore(LessonTables):
         self.conversations = ConversationTables(conn)
         self.corrections = CorrectionTables(conn)
         self.sessions = SessionTables(conn)
+        self.analysis = AnalysisTables(conn)
+        self.tokens = TokenTables(conn)
 
     @classmethod
     def open(cls, location: str | Path, *, create: bool = True) -> SQLiteStore:

@@ -508,7 +508,62 @@ def m006_redact_stored(conn: Any) -> None:
             embed_text(c[0], before, after).encode()).hexdigest())
 
 
-def m007_context_loads(conn: Any) -> None:
+def m007_analysis(conn: Any) -> None:
+    """Learning from the work: when each session started (SessionStart), and one row per
+    analysis run (the command, SessionEnd, the MCP trigger) with its verdict, for the status."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE analysis_sessions (
+            session_id TEXT PRIMARY KEY,
+            project TEXT,
+            started_at TEXT NOT NULL
+        );
+        CREATE TABLE analysis_runs (
+            id INTEGER PRIMARY KEY,
+            event_id TEXT UNIQUE,             -- the SessionEnd event: handled twice, run once
+            at TEXT NOT NULL,
+            trigger TEXT NOT NULL,            -- command | session_end | mcp
+            session_id TEXT,
+            project TEXT,
+            outcome TEXT NOT NULL,            -- analysed | summarised | skipped | failed
+            reason TEXT NOT NULL DEFAULT '',
+            score INTEGER,
+            threshold INTEGER,
+            base TEXT,
+            head TEXT,
+            created INTEGER NOT NULL DEFAULT 0,
+            reinforced INTEGER NOT NULL DEFAULT 0,
+            lesson_ids TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(lesson_ids)),
+            error TEXT
+        );
+        CREATE INDEX idx_analysis_runs_at ON analysis_runs(at);
+        CREATE INDEX idx_analysis_runs_session ON analysis_runs(session_id);
+        """,
+    )
+
+
+def m008_server_tokens(conn: Any) -> None:
+    """Access tokens for `lore serve` beyond loopback. Only a salted SHA-256 of each secret is
+    stored; the secret is shown once when the token is made."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE server_tokens (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            scope TEXT NOT NULL CHECK (scope IN ('read', 'write')),
+            salt TEXT NOT NULL,
+            secret_hash TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            last_used_at TEXT,
+            revoked_at TEXT
+        );
+        """,
+    )
+
+
+def m009_context_loads(conn: Any) -> None:
     """What each SessionStart gave the new session: the lessons shown and those the size
     budget left out (ids, sizes; never the text, which the lessons hold)."""
     run_script(
@@ -532,7 +587,7 @@ def m007_context_loads(conn: Any) -> None:
 
 MIGRATIONS: list[Callable[[Any], None]] = [
     m001_core, m002_conversations, m003_corrections, m004_filter_index, m005_learning,
-    m006_redact_stored, m007_context_loads,
+    m006_redact_stored, m007_analysis, m008_server_tokens, m009_context_loads,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

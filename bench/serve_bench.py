@@ -1,0 +1,109 @@
+"""`lore serve` latency at 10,000 lessons: warm API search through a real Uvicorn server, and
+each dashboard page, measured server-side (the Server-Timing header) and end to end (httpx).
+
+    python bench/serve_bench.py                  # 10,000 lessons, 200 searches
+    python bench/serve_bench.py --size 2000 --queries 50
+
+The lessons and their cached embeddings come from bench/search_bench.py (bench/corpus.py);
+query embeddings are computed live by the real model and are part of the measured time.
+Results are printed as Markdown for docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
+from corpus import make_queries  # noqa: E402
+from lore.api import Lore  # noqa: E402
+from lore.config import EmbeddingConfig  # noqa: E402
+from lore.embed import create_embedder  # noqa: E402
+from lore.models import Filters  # noqa: E402
+from search_bench import build, pct  # noqa: E402
+from server_util import running  # noqa: E402
+
+
+def server_ms(response: httpx.Response) -> float:
+    return float(response.headers["server-timing"].split("dur=")[1])
+
+
+def row(name: str, server: list[float], total: list[float]) -> str:
+    return (f"| {name} | {statistics.median(server):.1f} | {pct(server, 0.9):.1f} | "
+            f"{statistics.median(total):.1f} | {pct(total, 0.9):.1f} |")
+
+
+def timed(client: httpx.Client, path: str, **params: object) -> tuple[float, float]:
+    start = time.perf_counter()
+    response = client.get(path, params=params)  # type: ignore[arg-type]
+    total = (time.perf_counter() - start) * 1000
+    response.raise_for_status()
+    return server_ms(response), total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--pages", type=int, default=30, help="requests per dashboard page")
+    args = parser.parse_args()
+
+    real = create_embedder(EmbeddingConfig())
+    real.embed_query("warm up")
+    with tempfile.TemporaryDirectory() as tmp:
+        settings, took = build(Path(tmp), args.size, real)
+        print(f"built {args.size} lessons in {took:.1f} s", file=sys.stderr)
+        with Lore.open(settings, embedder=real) as lore:
+            _, some = lore.list_lessons(Filters(), 40)
+            ids = [r["id"] for r in some]
+            for a, b in zip(ids, ids[1:], strict=False):  # a chain: lesson pages draw a graph
+                lore.link(a, b, "related_to")
+            lore.warm()
+            queries = make_queries(args.queries)
+            with running(lore) as url, httpx.Client(base_url=url, timeout=60) as client:
+                for q in queries[:10]:
+                    timed(client, "/api/v1/search", q=q)
+                server, total = zip(*(timed(client, "/api/v1/search", q=q, explain="true")
+                                      for q in queries), strict=True)
+                lines = [row("API search (hybrid, explain)", list(server), list(total))]
+                # Baselines in the same run: the facade's search in-process, and the query
+                # embedding alone (the machine's load moves every figure together).
+                inproc, embed = [], []
+                for q in queries:
+                    t0 = time.perf_counter()
+                    lore.recall(q)
+                    inproc.append((time.perf_counter() - t0) * 1000)
+                    t0 = time.perf_counter()
+                    real.embed_query(q)
+                    embed.append((time.perf_counter() - t0) * 1000)
+                lines.append(row("baseline: Lore.recall in-process", inproc, inproc))
+                lines.append(row("baseline: query embedding alone", embed, embed))
+                pages = {"search page": ("/", {"q": "connection pool timeout"}),
+                         "lessons list": ("/lessons", {}),
+                         "lesson page (graph, depth 2)": (f"/lessons/{ids[10]}", {}),
+                         "rules": ("/rules", {}),
+                         "stats": ("/stats", {}),
+                         "API lessons list": ("/api/v1/lessons", {"limit": 50}),
+                         "API stats": ("/api/v1/stats", {})}
+                for name, (path, params) in pages.items():
+                    timed(client, path, **params)
+                    s, t = zip(*(timed(client, path, **params) for _ in range(args.pages)),
+                               strict=True)
+                    lines.append(row(name, list(s), list(t)))
+    print(f"\n{args.size:,} lessons, {args.queries} searches, {args.pages} requests per page; "
+          f"{platform.processor() or platform.machine()}, Python {platform.python_version()}\n")
+    print("| request | server median ms | server p90 ms | end-to-end median ms | end-to-end p90 ms |")
+    print("|---|---|---|---|---|")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""`lore serve`: the REST API and the dashboard on Uvicorn, and the tokens that open them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from lore.cli.common import LoreGroup, emit_json, json_option, notice, table, with_lore
+
+
+@click.group("serve", cls=LoreGroup, invoke_without_command=True)
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on; anything but loopback requires tokens.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8420, show_default=True)
+@click.option("--require-token", is_flag=True,
+              help="Require a token on loopback too (always on for other addresses).")
+@click.pass_context
+def serve(ctx: click.Context, host: str, port: int, require_token: bool) -> None:
+    """Serve the REST API (/api/v1) and the dashboard in a browser (needs the `server` extra).
+
+    On loopback (the default) anyone on this machine may read and write, as with the CLI.
+    Binding another address needs a token on every request: make one first with
+    `lore serve token create`. docs/server.md describes the API and the pages.
+
+    \b
+    Examples:
+      lore serve                      # http://127.0.0.1:8420
+      lore serve token create --scope write --name laptop
+      lore serve --host 0.0.0.0 --port 8420
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    try:
+        from lore.web import serve as run
+    except ImportError as exc:
+        raise click.ClickException(f"the web server needs the `server` extra ({exc.name} is "
+                                   "missing): pip install 'lore-memory[server]'") from None
+    from lore.cli.common import settings
+
+    def ready(tokens: bool) -> None:
+        shown = f"[{host}]" if ":" in host else host
+        notice(f"serving Lore on http://{shown}:{port}/ "
+               f"({'tokens required' if tokens else 'loopback, no token needed'}); Ctrl-C stops")
+
+    run(settings(ctx), host, port, require_token=require_token, ready=ready)
+
+
+@serve.group("token", cls=LoreGroup)
+def serve_token() -> None:
+    """Make, list and revoke the tokens that open the server beyond loopback.
+
+    \b
+    Example:
+      lore serve token create --scope read --name phone
+    """
+
+
+@serve_token.command("create")
+@click.option("--scope", type=click.Choice(["read", "write"]), required=True,
+              help="read: search and look; write: also add, change and delete lessons.")
+@click.option("--name", help="A name to tell tokens apart (default: the scope).")
+@json_option
+@with_lore
+def serve_token_create(lore: Any, scope: str, name: str | None, json_: bool) -> None:
+    """Make a token and print it once: only a salted hash is stored.
+
+    \b
+    Example:
+      lore serve token create --scope read --name phone
+    """
+    info, secret = lore.tokens.create(scope, name)
+    if json_:
+        emit_json({**info.to_dict(), "token": secret})
+        return
+    click.echo(secret)
+    notice(f"token '{info.name}' ({info.scope}) made; it is shown only now: keep it somewhere safe")
+
+
+@serve_token.command("list")
+@json_option
+@with_lore
+def serve_token_list(lore: Any, json_: bool) -> None:
+    """List the tokens (never their secrets).
+
+    \b
+    Example:
+      lore serve token list --json
+    """
+    tokens = lore.tokens.list()
+    if json_:
+        emit_json([t.to_dict() for t in tokens])
+        return
+    if not tokens:
+        notice("no tokens yet: lore serve token create --scope read")
+        return
+    table(None, ["id", "name", "scope", "created", "last used", "state"],
+          [[t.id, t.name, t.scope, t.created_at[:16], (t.last_used_at or "-")[:16],
+            "active" if t.active else f"revoked {t.revoked_at[:10]}"] for t in tokens])
+
+
+@serve_token.command("revoke")
+@click.argument("token_id")
+@json_option
+@with_lore
+def serve_token_revoke(lore: Any, token_id: str, json_: bool) -> None:
+    """Revoke a token: requests carrying it get 401 from now on.
+
+    \b
+    Example:
+      lore serve token revoke 01M83K6N6CXQ71CPA854DRF04X
+    """
+    info = lore.tokens.revoke(token_id)
+    if json_:
+        emit_json(info.to_dict())
+        return
+    notice(f"token '{info.name}' revoked")

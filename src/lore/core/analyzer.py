@@ -1,0 +1,373 @@
+"""Learning from the work itself: a repository's changes (and a session's transcript) become
+proposed lessons.
+
+One run reads the changes with git (``capture.git``), scores them (``extract.significance``),
+and when the score passes the project's threshold (or the run is forced) asks the language model
+for knowledge entries (``extract.analysis``), or, with no model configured or a model that failed,
+writes the summary without one. At the end of a session the pattern pass over its transcript
+(``extract.session_learnings``) adds its findings. Every candidate is proposed (never active
+until reviewed) and deduplicated against the lessons already known: the same title or an
+embedding as close as a restated rule reinforces the known lesson with the new evidence. Each run
+is recorded for ``lore analyze status`` and ``learn_status``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lore import normalize
+from lore.capture.git import (
+    GitChanges,
+    changes_in_range,
+    changes_since_ref,
+    changes_since_time,
+    session_changes,
+)
+from lore.config import Settings
+from lore.core.embedding import Embedding
+from lore.core.lessons import Lessons
+from lore.embed import document_text
+from lore.errors import BudgetExceeded, ConfigError, InvalidInput, MissingRef, ProviderError
+from lore.extract.analysis import KnowledgeEntry, analyze_changes
+from lore.extract.session_learnings import SessionLearning, messages_from_turns, session_learnings
+from lore.extract.significance import Correction, ProposedLesson, Significance, score, summarize
+from lore.ids import now
+from lore.models import Evidence, Filters
+from lore.store import Store
+
+TRIGGERS = ("command", "session_end", "mcp")
+SOURCES = ("git", "conversation")  # what analysis and the session pass write as a lesson's source
+MAX_EVIDENCE = 20
+TITLE_CHARS = 90
+UNAVAILABLE = {"not-a-repository": "no git repository", "git-missing": "git is not installed",
+               "git-failed": "git failed"}
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A lesson to propose: its fields as ``Lessons.add`` takes them."""
+
+    title: str
+    content: str
+    fields: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Proposed:
+    id: str | None
+    title: str
+    kind: str
+    action: str  # created | reinforced | duplicate | would-propose (a dry run)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "kind": self.kind, "action": self.action}
+
+
+@dataclass(slots=True)
+class Report:
+    """What one run read, decided and stored."""
+
+    trigger: str
+    outcome: str  # analysed | summarised | skipped | failed
+    reason: str = ""
+    project: str | None = None
+    session_id: str | None = None
+    significance: Significance | None = None
+    changes: GitChanges | None = None
+    lessons: list[Proposed] = field(default_factory=list)
+    error: str | None = None
+    dry_run: bool = False
+
+    @property
+    def created(self) -> int:
+        return sum(p.action == "created" for p in self.lessons)
+
+    @property
+    def reinforced(self) -> int:
+        return sum(p.action == "reinforced" for p in self.lessons)
+
+    def to_dict(self) -> dict[str, Any]:
+        c, s = self.changes, self.significance
+        return {
+            "trigger": self.trigger, "outcome": self.outcome, "reason": self.reason,
+            "project": self.project, "session_id": self.session_id, "dry_run": self.dry_run,
+            "changes": None if c is None or c.unavailable else {
+                "base": c.base, "head": c.head, "branch": c.branch, "commits": [x.sha for x in c.commits],
+                "files": len(c.files), "lines_added": c.added, "lines_removed": c.removed,
+                "skipped": [{"path": f.path, "reason": f.reason} for f in c.skipped]},
+            "significance": None if s is None else {
+                "score": s.score, "threshold": s.threshold, "significant": s.significant, "forced": s.forced,
+                "parts": [{"name": p.name, "points": p.points, "max_points": p.max_points, "detail": p.detail}
+                          for p in s.parts]},
+            "lessons": [p.to_dict() for p in self.lessons],
+            "created": self.created, "reinforced": self.reinforced, "error": self.error,
+        }
+
+
+class Analyzer:
+    """Runs analyses for the facade's faces and the worker, and keeps their bookkeeping."""
+
+    def __init__(self, store: Store, lessons: Lessons, embedding: Embedding, settings: Settings) -> None:
+        self.store = store
+        self.lessons = lessons
+        self.embedding = embedding
+        self.settings = settings
+        self.cfg = settings.config.analysis
+
+    # ---- runs ------------------------------------------------------------------------------
+    def analyze(self, path: str | Path, *, since: str | None = None, range_: str | None = None,
+                force: bool = False, dry_run: bool = False, trigger: str = "command",
+                session_id: str | None = None) -> Report:
+        """Read ``path``'s changes (since ``since``, in ``range_`` A..B, or the last commit with
+        the work in progress), score them and propose what they teach. Git errors raise."""
+        if since and range_:
+            raise InvalidInput("give --since or --range, not both")
+        folder = Path(path).expanduser()
+        if range_:
+            changes = changes_in_range(folder, range_)
+        elif since:
+            changes = changes_since_ref(folder, since, worktree=True)
+        else:  # the last commit and the work in progress (everything, in a young repository)
+            try:
+                changes = changes_since_ref(folder, "HEAD~1", worktree=True)
+            except MissingRef:
+                changes = changes_since_time(folder, "1970-01-01T00:00:00+00:00")
+        return self._run(changes, trigger=trigger, force=force, dry_run=dry_run, session_id=session_id)
+
+    def session_started(self, session_id: str, project: str | None, at: str) -> bool:
+        """Remember when a session began (the first SessionStart of it wins)."""
+        return self.store.analysis.record_start(session_id, project, at)
+
+    def session_ended(self, session_id: str, project: str | None, transcript: str | None, at: str,
+                      *, event_id: str | None = None) -> Report:
+        """The worker's SessionEnd: the session's changes since it started, scored with its
+        corrections, analysed above the threshold; its transcript's learnings proposed too. A
+        folder without git is recorded as skipped, with the reason."""
+        if event_id and self.store.analysis.has_run(event_id):
+            return Report("session_end", "skipped", "already handled", project, session_id)
+        corrections = [Correction(text, message_id)
+                       for text, message_id in self.store.analysis.session_corrections(session_id)]
+        messages = _transcript_messages(transcript)
+        session_text = "\n".join(f"{m.role}: {m.text[:600]}" for m in messages
+                                 if m.role in ("user", "assistant"))
+        started = self.store.analysis.started_at(session_id) or at
+        if not self.cfg.session_end or not project:
+            report = Report("session_end", "skipped", "no project folder" if not project else
+                            "analysis at session end is off", project, session_id)
+        else:
+            changes = session_changes(project, started)
+            if changes.unavailable:
+                report = Report("session_end", "skipped", UNAVAILABLE[changes.unavailable], project,
+                                session_id, changes=changes)
+                if changes.unavailable == "git-failed":
+                    report.error = changes.detail
+            else:
+                report = self._run(changes, trigger="session_end", session_id=session_id,
+                                   corrections=corrections, session_text=session_text, record=False)
+        if report.project is None:
+            report.project = project
+        if self.cfg.session_learnings and messages:
+            for learning in session_learnings(messages, session_id=session_id):
+                report.lessons.append(self.propose(_from_learning(learning, report.project)))
+        self._record(report, event_id=event_id)
+        return report
+
+    def _run(self, changes: GitChanges, *, trigger: str, force: bool = False, dry_run: bool = False,
+             session_id: str | None = None, corrections: Sequence[Correction] = (),
+             session_text: str = "", record: bool = True) -> Report:
+        project = changes.root
+        sig = score(changes, corrections=len(corrections), threshold=self.cfg.threshold_for(project),
+                    force=force)
+        report = Report(trigger, "skipped", "", project, session_id, sig, changes, dry_run=dry_run)
+        if not changes.files and not changes.commits and not changes.submodules:
+            report.reason = "no changes"
+        elif not sig.significant:
+            report.reason = f"score {sig.score} below threshold {sig.threshold}"
+        else:
+            candidates, report.outcome, report.error = self._candidates(
+                changes, sig, corrections, session_id, session_text, project)
+            report.reason = "manual trigger" if sig.forced and sig.score < sig.threshold else \
+                f"score {sig.score} at or above threshold {sig.threshold}"
+            for cand in candidates:
+                report.lessons.append(Proposed(None, cand.title, cand.fields["kind"], "would-propose")
+                                      if dry_run else self.propose(cand))
+        if record and not dry_run:
+            self._record(report)
+        return report
+
+    def _candidates(self, changes: GitChanges, sig: Significance, corrections: Sequence[Correction],
+                    session_id: str | None, session_text: str, project: str | None
+                    ) -> tuple[list[Candidate], str, str | None]:
+        """The model's knowledge entries, or the summary without a model (also when it failed)."""
+        error = None
+        if self.settings.config.llm.provider:
+            from lore.llm import open_provider
+
+            try:
+                provider = open_provider(self.settings.config.llm, self.settings.home)
+                analysis = analyze_changes(provider, changes, session_text=session_text,
+                                           corrections=corrections, session_id=session_id,
+                                           max_input_tokens=self.settings.config.llm.max_input_tokens)
+                if analysis.entries:
+                    return ([_from_entry(e, changes, sig, session_id, project, self._levels())
+                             for e in analysis.entries], "analysed", None)
+                error = "the model proposed no knowledge entry"
+            # UnusableReply is a ProviderError; ConfigError: a key or provider that is missing
+            except (ProviderError, BudgetExceeded, ConfigError) as exc:
+                error = f"{type(exc).__name__}: {exc}"
+        lesson = summarize(changes, sig, corrections=corrections, session_id=session_id)
+        return [_from_summary(lesson, project)], "summarised", error
+
+    def _levels(self) -> dict[int, str]:
+        return {r.ordinal: r.name for r in self.store.reference("confidence") if r.ordinal is not None}
+
+    # ---- proposing -------------------------------------------------------------------------
+    def propose(self, cand: Candidate) -> Proposed:
+        """Store ``cand`` as a proposed lesson, or reinforce the known lesson it restates."""
+        same = self.known(cand)
+        if same is None:
+            lesson = self.lessons.add(cand.title, cand.content, **cand.fields)
+            return Proposed(lesson.id, lesson.title, lesson.kind, "created")
+        existing = self.lessons.get(same)
+        seen = {(e.quote, e.source, e.session_id) for e in existing.evidence}
+        new = [e for e in cand.fields.get("evidence", ())
+               if (e["quote"], e.get("source"), e.get("session_id")) not in seen]
+        if not new:
+            return Proposed(existing.id, existing.title, existing.kind, "duplicate")
+        meta = dict(existing.metadata.get("analysis") or {})
+        meta["occurrences"] = int(meta.get("occurrences", 1)) + 1
+        meta["last_seen"] = now()
+        evidence = [e.to_dict() for e in existing.evidence] + new
+        lesson = self.lessons.update(
+            existing.id, evidence=evidence[-MAX_EVIDENCE:],
+            metadata={**existing.metadata, "analysis": meta},
+            tags=sorted({*existing.tags, *cand.fields.get("tags", ())}))
+        return Proposed(lesson.id, lesson.title, lesson.kind, "reinforced")
+
+    def known(self, cand: Candidate) -> str | None:
+        """The id of a proposed or active lesson of this project (or global) that ``cand``
+        restates: the same title, or an embedding at least ``learning.same_rule_similarity`` close."""
+        where, params = self.store.filter_sql(
+            Filters(statuses=("proposed", "active"), project=cand.fields.get("project")),
+            anti_contexts_exclude=False)
+        seqs = self.store.allowed_seqs(where, params)
+        if not seqs:
+            return None
+        brief = self.store.brief(seqs)
+        title = normalize.context(cand.title)
+        for row in brief.values():
+            if normalize.context(row["title"]) == title:
+                return str(row["id"])
+        rows = self.store.vectors_for(seqs)
+        if not rows:
+            return None
+        self.embedding.check_model()
+        vec = self.embedding.embedder.embed_documents([document_text(cand.title, cand.content)])[0]
+        matrix = np.stack([np.frombuffer(b, dtype=np.float32) for _, b in rows])
+        sims = matrix @ np.asarray(vec, dtype=np.float32)
+        best = int(np.argmax(sims))
+        if float(sims[best]) >= self.settings.config.learning.same_rule_similarity:
+            return str(brief[rows[best][0]]["id"])
+        return None
+
+    # ---- bookkeeping -----------------------------------------------------------------------
+    def _record(self, report: Report, *, event_id: str | None = None) -> None:
+        c, s = report.changes, report.significance
+        self.store.analysis.record_run({
+            "event_id": event_id, "at": now(), "trigger": report.trigger, "session_id": report.session_id,
+            "project": report.project, "outcome": report.outcome, "reason": report.reason,
+            "score": s.score if s else None, "threshold": s.threshold if s else None,
+            "base": c.base if c else None, "head": c.head if c else None,
+            "created": report.created, "reinforced": report.reinforced,
+            "lesson_ids": [p.id for p in report.lessons if p.id], "error": report.error})
+
+    def status(self, project: str | None = None) -> dict[str, Any]:
+        """Seed 000's monitoring figures: sessions seen, analysed and skipped (with why),
+        entries per kind, today's tokens and cost, the last error."""
+        from lore.llm import usage_today
+
+        summary = self.store.analysis.run_summary(project)
+        outcomes = summary.pop("outcomes")
+        usage = usage_today(self.settings.home).values()
+        llm = self.settings.config.llm
+        return {
+            "project": project, **{k: summary[k] for k in ("sessions_seen",)},
+            "analysed": outcomes.get("analysed", 0), "summarised": outcomes.get("summarised", 0),
+            "skipped": outcomes.get("skipped", 0), "failed": outcomes.get("failed", 0),
+            "skipped_by_reason": summary["skipped_by_reason"],
+            "lessons_created": summary["created"], "lessons_reinforced": summary["reinforced"],
+            "entries_by_kind": self.store.analysis.learned_by_kind(SOURCES, project),
+            "llm": {"provider": llm.provider, "calls_today": sum(u.calls for u in usage),
+                    "tokens_today": sum(u.tokens for u in usage),
+                    "cost_today_usd": round(sum(u.cost_usd for u in usage), 6)},
+            "threshold": self.cfg.threshold_for(project),
+            "last_run": summary["last_run"], "last_error": summary["last_error"],
+        }
+
+
+# ---- candidates ---------------------------------------------------------------------------------
+def _evidence(items: Sequence[Evidence]) -> list[dict[str, Any]]:
+    return [e.to_dict() for e in items]
+
+
+def _clip(text: str, limit: int = TITLE_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _from_entry(e: KnowledgeEntry, changes: GitChanges, sig: Significance, session_id: str | None,
+                project: str | None, levels: dict[int, str]) -> Candidate:
+    content = e.solution or e.summary
+    related = list(e.related_patterns)
+    if related:
+        content += "\n\nRelated patterns: " + "; ".join(related)
+    fields: dict[str, Any] = {
+        "kind": e.kind, "status": "proposed", "source": "git", "project": project,
+        "summary": e.summary or None, "problem_solved": e.problem or None,
+        "when_to_apply": e.when_to_apply or None, "when_not_to_apply": e.when_not_to_apply or None,
+        "examples": [{"code": x.code, "language": x.language, "context": x.context} for x in e.examples],
+        "trade_offs": [{"type": t.type, "description": t.description} for t in e.trade_offs],
+        "tags": [*e.tags, "analysis"], "evidence": _evidence(e.evidence),
+        "source_notes": "analysed from git changes by the language model",
+        "metadata": {"analysis": {"analysed": True, "occurrences": 1, "related_patterns": related,
+                                  "commits": [c.sha for c in changes.commits], "session_id": session_id,
+                                  "significance": sig.score, "lines_changed": changes.lines_changed}},
+    }
+    if e.confidence in levels:
+        fields["confidence"] = levels[e.confidence]
+    return Candidate(e.title, content, fields)
+
+
+def _from_summary(lesson: ProposedLesson, project: str | None) -> Candidate:
+    return Candidate(lesson.title, lesson.content, {
+        "kind": lesson.kind, "status": "proposed", "source": "git", "project": project,
+        "tags": [*lesson.tags, "analysis"], "evidence": _evidence(lesson.evidence),
+        "source_notes": "summarised from git changes without a language model (not analysed)",
+        "metadata": {"analysis": {"analysed": False, "occurrences": 1, **lesson.metadata}}})
+
+
+def _from_learning(learning: SessionLearning, project: str | None) -> Candidate:
+    return Candidate(_clip(learning.statement), learning.statement, {
+        "kind": learning.kind, "status": "proposed", "source": "conversation", "project": project,
+        "score": round(min(max(learning.confidence, 0.0), 1.0), 3), "tags": ["session"],
+        "evidence": _evidence(learning.evidence),
+        "source_notes": f"found in the session by the pattern pass ({learning.rule})",
+        "metadata": {"analysis": {"analysed": False, "occurrences": 1, "category": learning.category,
+                                  "rule": learning.rule}}})
+
+
+def _transcript_messages(transcript: str | None) -> list[Any]:
+    if not transcript or not os.path.isfile(transcript):
+        return []
+    from lore.capture.readers import reader_for
+
+    reader = reader_for(Path(transcript))
+    if reader is None:
+        return []
+    return messages_from_turns(reader.read(Path(transcript)))

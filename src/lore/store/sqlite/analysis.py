@@ -1,0 +1,93 @@
+"""The bookkeeping of learning from the work: session starts, analysis runs, their status."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lore.store.sqlite.db import Tables
+
+RUN_COLUMNS = ("event_id", "at", "trigger", "session_id", "project", "outcome", "reason", "score",
+               "threshold", "base", "head", "created", "reinforced", "lesson_ids", "error")
+
+
+class AnalysisTables(Tables):
+    """When sessions started, and what each analysis run decided."""
+
+    def record_start(self, session_id: str, project: str | None, at: str) -> bool:
+        """The first start of a session is kept (a resumed or compacted one starts again)."""
+        cur = self.conn.execute(
+            "INSERT OR IGNORE INTO analysis_sessions (session_id, project, started_at) VALUES (?, ?, ?)",
+            (session_id, project, at))
+        return cur.rowcount > 0
+
+    def started_at(self, session_id: str) -> str | None:
+        row = self.conn.execute("SELECT started_at FROM analysis_sessions WHERE session_id = ?",
+                                (session_id,)).fetchone()
+        if row is None:  # an imported transcript knows when the session began
+            row = self.conn.execute("SELECT started_at FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return row[0] if row and row[0] else None
+
+    def session_corrections(self, session_id: str) -> list[tuple[str, str | None]]:
+        """The messages of a session the detector read as corrections or preferences."""
+        return [(r[0], r[1]) for r in self.conn.execute(
+            "SELECT user_message, message_uuid FROM corrections WHERE session_id = ? "
+            "AND label IN ('correction', 'preference') ORDER BY at, id", (session_id,))]
+
+    def has_run(self, event_id: str) -> bool:
+        return self.conn.execute("SELECT 1 FROM analysis_runs WHERE event_id = ?",
+                                 (event_id,)).fetchone() is not None
+
+    def record_run(self, run: dict[str, Any]) -> int:
+        values = {k: run.get(k) for k in RUN_COLUMNS}
+        values["lesson_ids"] = json.dumps(list(run.get("lesson_ids") or []))
+        values["created"] = int(run.get("created") or 0)
+        values["reinforced"] = int(run.get("reinforced") or 0)
+        cur = self.conn.execute(
+            f"INSERT OR IGNORE INTO analysis_runs ({', '.join(RUN_COLUMNS)}) "
+            f"VALUES ({', '.join('?' for _ in RUN_COLUMNS)})", [values[k] for k in RUN_COLUMNS])
+        return int(cur.lastrowid or 0)
+
+    def run_summary(self, project: str | None) -> dict[str, Any]:
+        """Sessions seen, runs by outcome, skips by reason, the last run and the last error."""
+        where, params = ("WHERE project = ?", [project]) if project else ("", [])
+        and_ = "AND" if project else "WHERE"
+        seen = self.conn.execute(
+            "SELECT count(*) FROM (SELECT session_id FROM analysis_sessions "
+            + ("WHERE project = ? " if project else "")
+            + "UNION SELECT session_id FROM analysis_runs "
+            f"{where} {and_} session_id IS NOT NULL)", params * 2).fetchone()[0]
+        outcomes = {r[0]: r[1] for r in self.conn.execute(
+            f"SELECT outcome, count(*) FROM analysis_runs {where} GROUP BY outcome", params)}
+        skipped = {r[0]: r[1] for r in self.conn.execute(
+            f"SELECT reason, count(*) FROM analysis_runs {where} {and_} outcome = 'skipped' "
+            "GROUP BY reason ORDER BY count(*) DESC", params)}
+        totals = self.conn.execute(
+            f"SELECT coalesce(sum(created), 0), coalesce(sum(reinforced), 0) FROM analysis_runs {where}",
+            params).fetchone()
+        last = self.conn.execute(f"SELECT * FROM analysis_runs {where} ORDER BY id DESC LIMIT 1",
+                                 params).fetchone()
+        error = self.conn.execute(
+            f"SELECT at, error FROM analysis_runs {where} {and_} error IS NOT NULL ORDER BY id DESC LIMIT 1",
+            params).fetchone()
+        return {"sessions_seen": seen, "outcomes": outcomes, "skipped_by_reason": skipped,
+                "created": totals[0], "reinforced": totals[1],
+                "last_run": _run(last) if last else None,
+                "last_error": {"at": error[0], "error": error[1]} if error else None}
+
+    def learned_by_kind(self, sources: tuple[str, ...], project: str | None) -> dict[str, dict[str, int]]:
+        """Lessons learned from the work, per kind and status."""
+        marks = ", ".join("?" for _ in sources)
+        extra, params = ("AND project = ?", [project]) if project else ("", [])
+        out: dict[str, dict[str, int]] = {}
+        for kind, status, n in self.conn.execute(
+                f"SELECT kind, status, count(*) FROM lessons WHERE source IN ({marks}) {extra} "
+                "GROUP BY kind, status ORDER BY kind, status", [*sources, *params]):
+            out.setdefault(kind, {})[status] = n
+        return out
+
+
+def _run(row: Any) -> dict[str, Any]:
+    out = dict(row)
+    out["lesson_ids"] = json.loads(out["lesson_ids"])
+    return out

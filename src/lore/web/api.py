@@ -1,0 +1,159 @@
+"""The REST API under /api/v1: lessons, search, the graph, preferences, conversations, stats,
+health. Each route checks access, calls the facade once under the lock and returns the shape of
+docs/json.md; errors become ``{"error": {"code", "message"}}`` in app.py."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+
+from lore import __version__
+from lore.models import Filters
+from lore.web import models as m
+from lore.web.auth import authorize, bearer
+from lore.web.state import ServerState
+
+router = APIRouter(prefix="/api/v1", responses=m.ERROR_RESPONSES)
+
+StrList = Annotated[list[str], Query()]
+EVERY_PROJECT = ("all", "*")
+
+
+def state_of(request: Request) -> ServerState:
+    state: ServerState = request.app.state.lore
+    return state
+
+
+def reader(request: Request) -> ServerState:
+    state = state_of(request)
+    authorize(state, bearer(request.headers.get("authorization")), write=False)
+    return state
+
+
+def writer(request: Request) -> ServerState:
+    state = state_of(request)
+    authorize(state, bearer(request.headers.get("authorization")), write=True)
+    return state
+
+
+Read = Annotated[ServerState, Depends(reader)]
+Write = Annotated[ServerState, Depends(writer)]
+
+
+def filters(tag: list[str], kind: list[str], status: list[str], source: list[str],
+            min_confidence: str | None, project: str | None, file_type: list[str],
+            context: list[str]) -> Filters:
+    return Filters(tags=tuple(tag), kinds=tuple(kind), statuses=tuple(status) or ("active",),
+                   sources=tuple(source), min_confidence=min_confidence or None,
+                   project=project or None, file_types=tuple(file_type), contexts=tuple(context))
+
+
+@router.get("/health", response_model=m.Health, tags=["server"])
+def health(request: Request) -> dict[str, Any]:
+    """Whether the server answers, and which Lore it is. Needs no token."""
+    state = state_of(request)
+    return {"status": "ok", "version": __version__, "read_only": state.lore.read_only}
+
+
+@router.get("/lessons", response_model=m.LessonPage, tags=["lessons"])
+def list_lessons(state: Read, tag: StrList = [], kind: StrList = [],  # noqa: B006 - FastAPI
+                 status: StrList = [], source: StrList = [],  # noqa: B006
+                 file_type: StrList = [], context: StrList = [],  # noqa: B006
+                 min_confidence: str | None = None, project: str | None = None,
+                 limit: Annotated[int, Query(ge=1, le=500)] = 50,
+                 offset: Annotated[int, Query(ge=0)] = 0) -> dict[str, Any]:
+    """Lessons matching the filters (default: active ones), newest first, one page at a time."""
+    f = filters(tag, kind, status, source, min_confidence, project, file_type, context)
+    total, rows = state.call(lambda lore: lore.list_lessons(f, limit, offset))
+    return {"total": total, "limit": limit, "offset": offset, "lessons": rows}
+
+
+@router.post("/lessons", response_model=m.LessonOut, status_code=201, tags=["lessons"])
+def create_lesson(state: Write, body: m.LessonCreate, response: Response) -> dict[str, Any]:
+    """Store a new lesson (validated, indexed and embedded); answers the stored lesson."""
+    fields = body.model_dump(exclude_unset=True, exclude={"title", "content"})
+    lesson = state.call(lambda lore: lore.add_lesson(body.title, body.content or "", **fields))
+    response.headers["Location"] = f"/api/v1/lessons/{lesson.id}"
+    return lesson.to_dict()
+
+
+@router.get("/lessons/{lesson_id}", response_model=m.LessonOut, tags=["lessons"])
+def get_lesson(state: Read, lesson_id: str) -> dict[str, Any]:
+    return state.call(lambda lore: lore.get_lesson(lesson_id)).to_dict()
+
+
+@router.patch("/lessons/{lesson_id}", response_model=m.LessonOut, tags=["lessons"])
+def update_lesson(state: Write, lesson_id: str, body: m.LessonUpdate) -> dict[str, Any]:
+    """Change the given fields; a list replaces the old list."""
+    changes = body.model_dump(exclude_unset=True)
+    return state.call(lambda lore: lore.update_lesson(lesson_id, **changes)).to_dict()
+
+
+@router.delete("/lessons/{lesson_id}", response_model=m.Deleted, tags=["lessons"])
+def delete_lesson(state: Write, lesson_id: str) -> dict[str, Any]:
+    lesson = state.call(lambda lore: lore.delete_lesson(lesson_id))
+    return {"deleted": lesson.id}
+
+
+@router.get("/lessons/{lesson_id}/related", response_model=list[m.RelatedOut], tags=["graph"])
+def related(state: Read, lesson_id: str, depth: Annotated[int, Query(ge=1, le=5)] = 1,
+            relation: StrList = [],  # noqa: B006
+            direction: Literal["both", "out", "in"] = "both") -> list[dict[str, Any]]:
+    """Lessons linked to this one within ``depth`` links, nearest first."""
+    found = state.call(lambda lore: lore.related(lesson_id, depth, relation, direction))
+    return [r.to_dict() for r in found]
+
+
+@router.get("/lessons/{lesson_id}/graph", response_model=m.GraphOut, tags=["graph"])
+def graph(state: Read, lesson_id: str, depth: Annotated[int, Query(ge=1, le=3)] = 1,
+          relation: StrList = []) -> dict[str, Any]:  # noqa: B006
+    """The lessons within ``depth`` links and every link among them."""
+    return state.call(lambda lore: lore.subgraph(lesson_id, depth, relation)).to_dict()
+
+
+@router.get("/search", response_model=m.SearchOut, response_model_exclude_none=True,
+            tags=["search"])
+def search(state: Read, q: Annotated[str, Query(min_length=1, max_length=2000)],
+           limit: Annotated[int, Query(ge=1, le=100)] = 10,
+           mode: Literal["hybrid", "keyword", "vector"] = "hybrid", explain: bool = False,
+           tag: StrList = [], kind: StrList = [], status: StrList = [],  # noqa: B006
+           source: StrList = [], file_type: StrList = [], context: StrList = [],  # noqa: B006
+           min_confidence: str | None = None, project: str | None = None) -> dict[str, Any]:
+    """Hybrid search (vectors and keywords fused); ``explain`` adds each part of the score."""
+    f = filters(tag, kind, status, source, min_confidence, project, file_type, context)
+    hits = state.call(lambda lore: lore.recall(q, f, limit, mode=mode, interface="web"))
+    return {"query": q, "results": [h.to_dict(explain=explain) for h in hits]}
+
+
+@router.get("/preferences", response_model=m.PreferencesOut, tags=["preferences"])
+def preferences(state: Read, project: str | None = None, file_type: str | None = None,
+                status: StrList = [],  # noqa: B006
+                limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> dict[str, Any]:
+    """Preferences and rules of a project and the global ones (``project=all``: every project;
+    none: the global ones only), active and proposed unless ``status`` says otherwise."""
+    every = project is not None and project.lower() in EVERY_PROJECT
+    scope = None if every else project or None
+    found = state.call(lambda lore: lore.learner.preferences(
+        scope, all_projects=every, file_type=file_type or None,
+        statuses=tuple(status) or ("active", "proposed"), limit=limit))
+    return {"project": scope, "preferences": [p.to_dict() for p in found]}
+
+
+@router.get("/conversations/search", response_model=m.ConversationsOut, tags=["conversations"])
+def conversations(state: Read, q: Annotated[str, Query(min_length=1, max_length=2000)],
+                  project: str | None = None, limit: Annotated[int, Query(ge=1, le=100)] = 5,
+                  mode: Literal["hybrid", "keyword", "vector"] = "hybrid",
+                  explain: bool = False) -> dict[str, Any]:
+    """Past sessions that match (imported with `lore ingest`); ``project=all`` or none searches
+    every project."""
+    scope = None if project is None or project.lower() in EVERY_PROJECT else project
+    hits = state.call(lambda lore: lore.conversations.search(q, project=scope, limit=limit,
+                                                             mode=mode))
+    return {"query": q, "project": scope, "results": [h.to_dict(explain=explain) for h in hits]}
+
+
+@router.get("/stats", tags=["server"])
+def stats(state: Read) -> dict[str, Any]:
+    """The numbers of `lore admin stats --json`."""
+    return state.call(lambda lore: lore.stats())

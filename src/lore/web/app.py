@@ -1,0 +1,121 @@
+"""The application: the API and the pages on one FastAPI app, errors translated once, and
+`serve()`, which runs it on Uvicorn."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from lore import __version__
+from lore.errors import LoreError
+from lore.web import api, pages
+from lore.web.auth import check_host
+from lore.web.errors import HTTP_CODES, HTTPProblem, body, translate, validation_message
+from lore.web.state import LOOPBACK_HOSTS, ServerState
+
+if TYPE_CHECKING:
+    from lore.api import Lore
+    from lore.config import Settings
+
+API_PREFIX = "/api/"
+
+
+def create_app(lore: Lore, *, require_token: bool = False) -> FastAPI:
+    """The app over an open facade. Without ``require_token`` it answers loopback names only."""
+    app = FastAPI(title="Lore", version=__version__, openapi_url="/api/v1/openapi.json",
+                  docs_url=None, redoc_url=None,
+                  description="A local-first learning memory for AI coding agents: lessons, "
+                              "hybrid search, preferences and past conversations.")
+    app.state.lore = ServerState(lore, require_token=require_token)
+    app.include_router(api.router)
+    app.include_router(pages.router)
+
+    @app.middleware("http")
+    async def guard(request: Request, call_next: Any) -> Response:
+        try:
+            check_host(app.state.lore, request.headers.get("host"))
+        except HTTPProblem as exc:
+            return problem(request, exc.status, exc.code, exc.message)
+        started = time.perf_counter()
+        response: Response = await call_next(request)
+        # How long the server took, for browsers' developer tools and bench/serve_bench.py.
+        response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        if not request.url.path.startswith(API_PREFIX):
+            response.headers.setdefault("Content-Security-Policy",
+                                        "default-src 'self'; img-src 'self' data:; "
+                                        "form-action 'self'; frame-ancestors 'none'")
+        return response
+
+    @app.exception_handler(LoreError)
+    async def lore_error(request: Request, exc: LoreError) -> Response:
+        status, code = translate(exc)
+        return problem(request, status, code, str(exc))
+
+    @app.exception_handler(HTTPProblem)
+    async def http_problem(request: Request, exc: HTTPProblem) -> Response:
+        return problem(request, exc.status, exc.code, exc.message)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> Response:
+        status, code, message = validation_message(list(exc.errors()))
+        return problem(request, status, code, message)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        message = {404: "no such page or resource", 405: "this method is not allowed here"}.get(
+            exc.status_code, str(exc.detail))
+        return problem(request, exc.status_code, HTTP_CODES.get(exc.status_code, "error"),
+                       message)
+
+    return app
+
+
+def problem(request: Request, status: int, code: str, message: str) -> Response:
+    """The API's one error shape; a page's error is a page."""
+    if request.url.path.startswith(API_PREFIX):
+        return JSONResponse(body(code, message), status_code=status)
+    return pages.error_page(request, status, message)
+
+
+def is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host in LOOPBACK_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(settings: Settings, host: str, port: int, *, require_token: bool = False,
+          ready: Any = None) -> None:
+    """Open the database and serve until interrupted. A host other than loopback needs tokens,
+    and at least one must exist."""
+    import uvicorn
+
+    from lore.api import Lore
+    from lore.errors import InvalidInput
+
+    require_token = require_token or not is_loopback(host)
+    lore = Lore.open(settings)
+    try:
+        if require_token and lore.tokens.active_count() == 0:
+            raise InvalidInput(f"serving on {host} needs a token; make one with `lore serve token "
+                               "create --scope write` (or serve on 127.0.0.1)")
+        app = create_app(lore, require_token=require_token)
+        threading.Thread(target=app.state.lore.warm, name="lore-warm", daemon=True).start()
+        if ready is not None:
+            ready(require_token)
+        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    finally:
+        lore.close()

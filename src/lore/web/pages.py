@@ -1,0 +1,211 @@
+"""The dashboard: server-rendered pages with plain forms (no script). Search with each part of
+the score, lessons and their pages (evidence, history, the graph around them), the rules per
+project and file type, and the numbers. Forms that change something carry a CSRF token."""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from lore import __version__
+from lore.models import Filters
+from lore.web import graph_svg
+from lore.web.auth import CSRF_COOKIE, TOKEN_COOKIE, authorize, check_csrf, new_csrf
+from lore.web.state import ServerState
+
+router = APIRouter(include_in_schema=False)
+templates = Environment(loader=PackageLoader("lore.web", "templates"),
+                        autoescape=select_autoescape(["html"]), trim_blocks=True,
+                        lstrip_blocks=True)
+# Read once from the package: no request path ever names a file.
+STYLE = resources.files("lore.web").joinpath("static/style.css").read_bytes()
+PAGE_SIZE = 50
+EXPLAIN_PARTS = ("vector_rank", "similarity", "keyword_rank", "bm25", "rrf", "relevance",
+                 "confidence_bonus", "usage_bonus", "recency_bonus", "context_factor", "total")
+
+
+def state_of(request: Request) -> ServerState:
+    state: ServerState = request.app.state.lore
+    return state
+
+
+def access(request: Request, *, write: bool = False) -> ServerState:
+    state = state_of(request)
+    authorize(state, request.cookies.get(TOKEN_COOKIE), write=write)
+    return state
+
+
+def can_write(request: Request) -> bool:
+    state = state_of(request)
+    if not state.require_token:
+        return True
+    info = state.verify(request.cookies.get(TOKEN_COOKIE))
+    return info is not None and info.scope == "write"
+
+
+def render(request: Request, name: str, http_status: int = 200, **context: Any) -> HTMLResponse:
+    """A page, with the CSRF cookie its forms repeat (made on the first page seen)."""
+    csrf = request.cookies.get(CSRF_COOKIE) or new_csrf()
+    state = state_of(request)
+    html = templates.get_template(name).render(
+        csrf=csrf, version=__version__, path=request.url.path,
+        signed_in=state.require_token and bool(request.cookies.get(TOKEN_COOKIE)),
+        tokens=state.require_token, writable=can_write(request) and not state.lore.read_only,
+        **context)
+    response = HTMLResponse(html, status_code=http_status)
+    if request.cookies.get(CSRF_COOKIE) != csrf:
+        response.set_cookie(CSRF_COOKIE, csrf, httponly=True, samesite="strict", path="/")
+    return response
+
+
+def error_page(request: Request, status: int, message: str) -> Response:
+    if status == 401:
+        return RedirectResponse("/login", status_code=303)
+    return render(request, "error.html", http_status=status, status_code=status, message=message)
+
+
+def see(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+def form_guard(request: Request, csrf: str | None, *, write: bool) -> ServerState:
+    check_csrf(request.cookies.get(CSRF_COOKIE), csrf)
+    return access(request, write=write)
+
+
+@router.get("/static/style.css")
+def style() -> Response:
+    return Response(STYLE, media_type="text/css", headers={"Cache-Control": "max-age=3600"})
+
+
+@router.get("/", response_class=HTMLResponse)
+def search_page(request: Request, q: Annotated[str, Query(max_length=2000)] = "",
+                mode: str = "hybrid") -> Response:
+    state = access(request)
+    if mode not in ("hybrid", "keyword", "vector"):
+        mode = "hybrid"
+    hits = []
+    if q.strip():
+        found = state.call(lambda lore: lore.recall(q, None, 20, mode=mode,  # type: ignore[arg-type]
+                                                    interface="web"))
+        hits = [h.to_dict(explain=True) for h in found]
+    return render(request, "search.html", q=q, mode=mode, hits=hits, parts=EXPLAIN_PARTS)
+
+
+@router.get("/lessons", response_class=HTMLResponse)
+def lessons_page(request: Request, kind: str = "", status: str = "active", tag: str = "",
+                 project: str = "", page: Annotated[int, Query(ge=1, le=100_000)] = 1) -> Response:
+    state = access(request)
+    f = Filters(kinds=(kind,) if kind else (), statuses=(status,) if status else ("active",),
+                tags=(tag,) if tag else (), project=project or None)
+
+    def load(lore: Any) -> tuple[int, list[dict[str, Any]], Any, Any]:
+        total, rows = lore.list_lessons(f, PAGE_SIZE, (page - 1) * PAGE_SIZE)
+        return total, rows, lore.list_kinds(), lore.list_statuses()
+
+    total, rows, kinds, statuses = state.call(load)
+    pages = max(1, -(-total // PAGE_SIZE))
+    return render(request, "lessons.html", rows=rows, total=total, page=page, pages=pages,
+                  kind=kind, status=status, tag=tag, project=project, kinds=kinds,
+                  statuses=statuses)
+
+
+@router.post("/lessons")
+def lesson_create(request: Request, title: Annotated[str, Form()],
+                  content: Annotated[str, Form()] = "", kind: Annotated[str, Form()] = "",
+                  tags: Annotated[str, Form()] = "", project: Annotated[str, Form()] = "",
+                  csrf: Annotated[str | None, Form()] = None) -> Response:
+    state = form_guard(request, csrf, write=True)
+    fields: dict[str, Any] = {"tags": [t.strip() for t in tags.split(",") if t.strip()]}
+    if kind:
+        fields["kind"] = kind
+    if project.strip():
+        fields["project"] = project.strip()
+    lesson = state.call(lambda lore: lore.add_lesson(title, content, **fields))
+    return see(f"/lessons/{lesson.id}")
+
+
+@router.get("/lessons/{lesson_id}", response_class=HTMLResponse)
+def lesson_page(request: Request, lesson_id: str) -> Response:
+    state = access(request)
+
+    def load(lore: Any) -> tuple[Any, Any, Any]:
+        lesson = lore.get_lesson(lesson_id)
+        return lesson, lore.subgraph(lesson.id, 2), lore.related(lesson.id, 2)
+
+    lesson, sub, near = state.call(load)
+    history = sorted(
+        [(lesson.created_at, "created"), (lesson.updated_at, "last changed")]
+        + ([(lesson.last_used, f"last recalled ({lesson.usage_count} time"
+                                f"{'' if lesson.usage_count == 1 else 's'} in all)")]
+           if lesson.last_used else [])
+        + [(e.observed_at, f"evidence: “{e.quote[:80]}”") for e in lesson.evidence if e.observed_at],
+        key=lambda item: item[0])
+    learning = lesson.metadata.get("learning") if isinstance(lesson.metadata, dict) else None
+    return render(request, "lesson.html", lesson=lesson, graph=graph_svg.render(sub, lesson.id),
+                  related=near, history=history, learning=learning)
+
+
+@router.post("/lessons/{lesson_id}/delete")
+def lesson_delete(request: Request, lesson_id: str,
+                  csrf: Annotated[str | None, Form()] = None) -> Response:
+    state = form_guard(request, csrf, write=True)
+    state.call(lambda lore: lore.delete_lesson(lesson_id))
+    return see("/lessons")
+
+
+@router.get("/rules", response_class=HTMLResponse)
+def rules_page(request: Request, project: str = "all", file_type: str = "") -> Response:
+    state = access(request)
+    every = project in ("all", "")
+    scope = None if every or project == "global" else project
+
+    def load(lore: Any) -> tuple[Any, list[str]]:
+        found = lore.learner.preferences(scope, all_projects=every, file_type=file_type or None,
+                                         limit=500)
+        projects = sorted(p for p in lore.stats()["by_project"] if p != "(global)")
+        return found, projects
+
+    found, projects = state.call(load)
+    groups: dict[str, dict[str, list[Any]]] = {}
+    for p in found:
+        where = p.project or "Global"
+        for ft in p.file_types or ["any file"]:
+            groups.setdefault(where, {}).setdefault(ft, []).append(p)
+    return render(request, "rules.html", groups=groups, projects=projects, project=project,
+                  file_type=file_type, count=len(found))
+
+
+@router.get("/stats", response_class=HTMLResponse)
+def stats_page(request: Request) -> Response:
+    state = access(request)
+    return render(request, "stats.html", stats=state.call(lambda lore: lore.stats()))
+
+
+@router.get("/login", response_class=HTMLResponse)
+def login_page(request: Request) -> Response:
+    return render(request, "login.html", failed=False)
+
+
+@router.post("/login")
+def login(request: Request, token: Annotated[str, Form()],
+          csrf: Annotated[str | None, Form()] = None) -> Response:
+    check_csrf(request.cookies.get(CSRF_COOKIE), csrf)
+    state = state_of(request)
+    if state.require_token and state.verify(token) is None:
+        return render(request, "login.html", http_status=401, failed=True)
+    response = see("/")
+    response.set_cookie(TOKEN_COOKIE, token.strip(), httponly=True, samesite="strict", path="/")
+    return response
+
+
+@router.post("/logout")
+def logout(request: Request, csrf: Annotated[str | None, Form()] = None) -> Response:
+    check_csrf(request.cookies.get(CSRF_COOKIE), csrf)
+    response = see("/login" if state_of(request).require_token else "/")
+    response.delete_cookie(TOKEN_COOKIE, path="/")
+    return response
