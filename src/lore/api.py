@@ -33,13 +33,28 @@ from lore.recall import graph as graph_ops
 from lore.store import Store, open_store, storage_error
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from lore.apply.files import Plan
     from lore.capture.transcripts import FileEdit
     from lore.core.analyzer import Analyzer
     from lore.core.conversations import Conversations
     from lore.core.learner import Learner
     from lore.core.tokens import Tokens
 
-__all__ = ["Lore", "Progress", "content_hash", "require_id", "storage_error"]
+def approved(lesson: Lesson) -> bool:
+    """Active, and a person's decision: a learned rule only once reviewed (or set active by
+    hand) — a rule that scored its way to active is not written where the agent obeys —, any
+    other lesson because a person (or an import of theirs) added it."""
+    from lore.core.learner import decided
+
+    if lesson.status != "active":
+        return False
+    meta = lesson.metadata.get("learning")
+    return not isinstance(meta, dict) or decided(meta)
+
+
+__all__ = ["Lore", "approved", "Progress", "content_hash", "require_id", "storage_error"]
 
 
 class Lore:
@@ -388,6 +403,22 @@ class Lore:
             data = {**data, "files_in_progress": self.session_files(session_id)}
             return self.store.sessions.insert_snapshot(event_id, session_id, project, at, data)
 
+    def record_context_load(self, event_id: str, session_id: str | None, project: str | None,
+                            at: str, data: dict[str, Any]) -> bool:
+        """What a SessionStart gave the session (ids shown and left out, sizes); False when
+        this event was recorded before."""
+        return self.store.sessions.insert_context_load(event_id, session_id, project, at, data)
+
+    def context_loads(self, session_id: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+        """Recorded session starts, latest first, each with the titles of its lessons."""
+        loads = self.store.sessions.context_loads(session_id, limit)
+        titles = self.titles([i for load in loads for i in load["shown"] + load["dropped"]])
+        for load in loads:
+            for key in ("shown", "dropped"):
+                load[key] = [{"id": i, "title": titles.get(i, ("(deleted)", ""))[0],
+                              "kind": titles.get(i, ("", ""))[1]} for i in load[key]]
+        return loads
+
     def session_context(self, project: str | None, max_chars: int | None = None,
                         max_items: int | None = None) -> str:
         """What SessionStart tells a new session in ``project`` (empty when nothing applies)."""
@@ -396,6 +427,87 @@ class Lore:
         ctx = self.config.context
         return build(self.store.sessions, project, max_chars or ctx.max_chars,
                      max_items or ctx.max_items, self.config.learning.inject_proposed_min_seen)
+
+    def import_claude_memory(self, claude_home: Path, *, dry_run: bool = False) -> Any:
+        """Claude Code's auto-memory entries as proposed lessons for review, each once; its
+        files are only read."""
+        from lore.core.claude_memory import import_memory
+
+        return import_memory(self.store, self.lessons, claude_home, dry_run=dry_run)
+
+    # ---- apply: approved rules into the files agents read ------------------------------
+    def approved_rules(self, project: str | None) -> list[Lesson]:
+        """The rules a person approved that hold in ``project`` (its own and global ones),
+        most confident first. Every caller goes through here (or ``approved_lessons``)."""
+        ids = self.store.corrections.preferences(project, all_projects=False, file_type=None,
+                                                 statuses=("active",), limit=1_000_000)
+        return [x for x in (self.store.get(i) for i in ids) if approved(x)]
+
+    @staticmethod
+    def approved_at(lesson: Lesson) -> str:
+        """When a person approved the rule: ``metadata.approved_at`` when set, else the time
+        of the review that approved it, else the lesson's creation."""
+        at = lesson.metadata.get("approved_at")
+        if isinstance(at, str) and at:
+            return at
+        review = (lesson.metadata.get("learning") or {}).get("review") or {}
+        if review.get("action") in ("approve", "edit", "status") and review.get("at"):
+            return str(review["at"])
+        return lesson.created_at or ""
+
+    def learned_corrections(self) -> list[dict[str, Any]]:
+        """Messages the learner merged into a rule (action created, reinforced …), oldest first."""
+        return self.store.corrections.learned_corrections()
+
+    def session_spans(self) -> list[dict[str, Any]]:
+        """Every session seen: id, project, first moment, file types edited; oldest first."""
+        return self.store.corrections.session_spans()
+
+    def sessions_mentioning(self, term: str) -> set[str]:
+        return self.store.corrections.sessions_mentioning(term)
+
+    def approved_lessons(self) -> list[Lesson]:
+        """Every lesson a person approved (any kind), as ``approved_rules``."""
+        return [x for x in self.store.iter_lessons() if approved(x)]
+
+    def skill_proposals(self) -> list[Any]:
+        """Groups of approved lessons worth a skill (``core.skills.Proposal``), largest first."""
+        from lore.core.skills import propose
+
+        return propose(self.store, self.approved_lessons(), self.config.apply)
+
+    def skill_plan(self, choice: str, home: Path, *, to_global: bool = False) -> tuple[Any, Plan]:
+        """The proposal numbered or named ``choice``: (skill, plan of its files). Reads only."""
+        from lore.core.skills import choose, plan_write
+
+        return plan_write(choose(self.skill_proposals(), choice), home, to_global=to_global)
+
+    def apply_plan(self, project: str | None, home: Path, *, local: bool | None = None,
+                   agents_md: bool | None = None, include_global: bool | None = None) -> Plan:
+        """What ``lore apply`` would change: approved rules as Lore's block in CLAUDE.md (or
+        CLAUDE.local.md), ``.claude/rules`` files, AGENTS.md and ``~/.claude/CLAUDE.md``.
+        Reads only; ``plan.write()`` writes. Options left None come from ``apply`` config.
+        Without the global file, global rules and ``~/.claude/CLAUDE.md`` are left alone."""
+        from pathlib import Path as _Path
+
+        from lore.apply.approved import applied_rule
+        from lore.apply.files import Plan as _Plan
+        from lore.apply.targets import Targets, plan
+
+        cfg = self.config.apply
+        local = cfg.project_file == "CLAUDE.local.md" if local is None else local
+        agents_md = cfg.agents_md if agents_md is None else agents_md
+        include_global = cfg.global_file if include_global is None else include_global
+        rules = [applied_rule(lesson) for lesson in self.approved_rules(project)]
+        if not include_global:
+            rules = [r for r in rules if r.scope != "global"]
+        targets = Targets(home=home, project=_Path(project) if project else None, local=local,
+                          agents_md=agents_md)
+        result = plan(rules, targets)
+        if include_global:
+            return result
+        home_md = home / ".claude" / "CLAUDE.md"
+        return _Plan(tuple(c for c in result.changes if c.path != home_md))
 
     # ---- health -----------------------------------------------------------------------
     @property

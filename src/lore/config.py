@@ -122,6 +122,16 @@ class ContextConfig(_Strict):
     max_items: int = Field(default=60, ge=1, le=1000)
 
 
+class ApplyConfig(_Strict):
+    """Where ``lore apply`` writes approved rules, and when related lessons become a skill."""
+
+    project_file: Literal["CLAUDE.md", "CLAUDE.local.md"] = "CLAUDE.md"  # local: not checked in
+    agents_md: bool = False  # also write every project rule to AGENTS.md
+    global_file: bool = True  # write global rules to ~/.claude/CLAUDE.md
+    skill_similarity: float = Field(default=0.3, ge=-1, le=1)  # mean embedding cosine to join a group
+    skill_min_size: int = Field(default=3, ge=2, le=100)  # lessons a proposed skill needs
+
+
 class LearningConfig(_Strict):
     """Learning from corrections (seed 004's confidence scoring and thresholds)."""
 
@@ -210,6 +220,7 @@ class Config(_Strict):
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     learning: LearningConfig = Field(default_factory=LearningConfig)
     context: ContextConfig = Field(default_factory=ContextConfig)
+    apply: ApplyConfig = Field(default_factory=ApplyConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
     conversations: ConversationsConfig = Field(default_factory=ConversationsConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)

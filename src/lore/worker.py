@@ -179,6 +179,8 @@ class Worker:
             outcome = self.record_edits(event)
         if event.kind == "PreCompact":
             outcome += "; " + self.record_snapshot(event)
+        if event.kind == "SessionStart" and isinstance(event.payload.get("lore_context"), dict):
+            outcome += "; " + self.record_context_load(event)
         if event.kind in ("SessionStart", "SessionEnd") and self.settings.config.learning.silent_fixes:
             outcome += "; " + self.check_silent_fixes(event)
         if event.kind in ("SessionStart", "SessionEnd"):
@@ -258,6 +260,16 @@ class Worker:
             data["current_tasks"] = last_todos(Path(path))
         stored = self.lore.record_snapshot(event.id, session_id, p.get("cwd"), _iso(event.at), data)
         return "snapshot recorded" if stored else "snapshot already recorded"
+
+    def record_context_load(self, event: Event) -> str:
+        """What the SessionStart hook gave the session, as it reported it."""
+        p = event.payload
+        data = p["lore_context"]
+        at = data.get("at")
+        stored = self.lore.record_context_load(
+            event.id, p.get("session_id"), p.get("cwd"),
+            _iso(float(at)) if isinstance(at, (int, float)) else _iso(event.at), data)
+        return "context recorded" if stored else "context already recorded"
 
     # ---- status -----------------------------------------------------------------------
     def status(self) -> dict[str, Any]:

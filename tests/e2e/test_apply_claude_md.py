@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
+from pathlib import Path
 
 from conftest import npm_tool as tool
 from e2e.test_claude_code_loop import Scripted, api  # noqa: F401  (api is a fixture)
@@ -45,3 +47,44 @@ def test_written_rules_reach_the_model(tmp_path, api):  # noqa: F811
     assert "- Use pnpm, not npm." in sent and "- Answer in British English." in sent
     assert "lore:begin" not in sent and "lore:end" not in sent  # block comments are stripped
     assert "pytest fixtures" not in sent  # path-scoped: loads when a .py file is read
+
+
+def test_lore_apply_from_the_database_reaches_the_model(tmp_path, api, real_embedder):  # noqa: F811
+    """The whole way: approved rules in Lore's database, `lore apply --yes` as a user runs it,
+    then Claude Code starting in the project."""
+    from conftest import make_settings
+    from lore.api import Lore
+
+    claude = tool("claude")
+    home, project, lore_home = tmp_path / "home", tmp_path / "shop", tmp_path / "lore"
+    home.mkdir()
+    project.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    with Lore.open(make_settings(lore_home), embedder=real_embedder) as lore:
+        lore.add_lesson("Use pnpm, not npm", kind="preference", status="active",
+                        project=str(project.resolve()), tags=["tooling"])
+        lore.add_lesson("Answer in British English", kind="project_rule", status="active")
+        lore.add_lesson("Prefer tabs", kind="preference", status="proposed",
+                        project=str(project.resolve()))
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LORE_", "ANTHROPIC_"))}
+    env.update(HOME=str(home), LORE_HOME=str(lore_home), HF_HUB_OFFLINE="1")
+    done = subprocess.run([str(Path(sys.executable).parent / "lore"), "apply", "--yes"], env=env,
+                          cwd=project, capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+
+    env.update(ANTHROPIC_BASE_URL=api, ANTHROPIC_API_KEY="sk-ant-test",
+               CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_TELEMETRY="1",
+               DISABLE_AUTOUPDATER="1", CI="true")
+    Scripted.requests = []
+    out = subprocess.run([claude, "-p", "hello", "--output-format", "json"], env=env, cwd=project,
+                         capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stdout + out.stderr
+    first = next(json.loads(r["body"]) for r in Scripted.requests
+                 if "/messages" in r["path"] and "count_tokens" not in r["path"]
+                 and "Use pnpm" in r["body"])
+    sent = json.dumps(first["messages"])
+    assert "- Use pnpm, not npm." in sent and "- Answer in British English." in sent
+    assert "Prefer tabs" not in sent  # not approved: not applied
+    assert "lore:begin" not in sent

@@ -21,6 +21,7 @@ CANONICAL = {
     "lore_kinds", "lore_status", "lore_record_correction", "lore_suggest_rule", "lore_preferences",
     "lore_review_list", "lore_review_approve", "lore_review_edit", "lore_review_reject",
     "lore_review_defer",
+    "lore_apply",
     "lore_analyze", "lore_analysis_status",
 }
 AI_LESSONS = {"learn", "recall", "get_lesson", "update_lesson", "delete_lesson", "related", "link",

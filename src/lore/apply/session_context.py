@@ -10,6 +10,7 @@ nothing to say. Ranking uses what the database holds: no model on this path.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,23 @@ CLOSE = LORE_CONTEXT_MARKER.replace("<", "</")
 HARD_LIMIT = 10_000
 
 
+@dataclass(frozen=True, slots=True)
+class Built:
+    """The context and what went into it: the lessons shown and those the budget left out."""
+
+    text: str
+    shown: tuple[str, ...] = ()
+    dropped: tuple[str, ...] = ()
+    dropped_chars: int = 0
+
+    def record(self) -> dict[str, Any]:
+        """What the hook passes on for ``lore context show`` (ids and sizes, no text)."""
+        return {"shown": list(self.shown), "dropped": list(self.dropped),
+                "chars": len(self.text), "dropped_chars": self.dropped_chars}
+
+
 def from_file(db: Path, project: str | None, max_chars: int, max_items: int,
-              proposed_min_seen: int = 2) -> str:
+              proposed_min_seen: int = 2) -> Built:
     """The context straight from a database file, for the SessionStart hook: the SQLite
     tables only, no migration, no model, no numpy (the hook runs on the agent's critical path)."""
     from lore.store.sqlite.db import connect
@@ -29,51 +45,67 @@ def from_file(db: Path, project: str | None, max_chars: int, max_items: int,
 
     conn = connect(db, create=False)
     try:
-        return build(SessionTables(conn), project, max_chars, max_items, proposed_min_seen)
+        return build_report(SessionTables(conn), project, max_chars, max_items, proposed_min_seen)
     finally:
         conn.close()
 
 
 def build(queries: SessionStore, project: str | None, max_chars: int = 4000,
           max_items: int = 60, proposed_min_seen: int = 2) -> str:
-    """``proposed_min_seen``: a proposed rule is told only once learned that many times
+    return build_report(queries, project, max_chars, max_items, proposed_min_seen).text
+
+
+def build_report(queries: SessionStore, project: str | None, max_chars: int = 4000,
+                 max_items: int = 60, proposed_min_seen: int = 2) -> Built:
+    """Approved rules first, then unconfirmed ones, then other lessons; whole lines only,
+    so nothing is cut mid-word; a last line says what was left out and how to search it.
+    ``proposed_min_seen``: a proposed rule is told only once learned that many times
     (``learning.inject_proposed_min_seen``); active ones always are."""
     max_chars = min(max_chars, HARD_LIMIT)
     sections = [
         ("Preferences and rules (follow them unless the user says otherwise):",
-         [_rule(r) for r in queries.rules_and_preferences(project, max_items)]),
+         [(r["id"], _rule(r)) for r in queries.rules_and_preferences(project, max_items)]),
         ("Learned from the user's corrections, not confirmed yet (follow unless told otherwise):",
-         [_rule(r, unconfirmed=True)
+         [(r["id"], _rule(r, unconfirmed=True))
           for r in queries.rules_and_preferences(project, max_items, "proposed",
                                                   proposed_min_seen)]),
         ("Lessons learned here before:",
-         [f"- {r['title']}" for r in queries.other_lessons(project, max_items)]),
+         [(r["id"], f"- {r['title']}") for r in queries.other_lessons(project, max_items)]),
     ]
     total = sum(len(items) for _, items in sections)
     if total == 0:
-        return ""
+        return Built("")
     head = f"{LORE_CONTEXT_MARKER}\nWhat Lore remembers for this project:\n"
     tail_reserve = 160 + len(CLOSE)
     out = [head]
     used = len(head)
-    shown = 0
+    shown: list[str] = []
+    dropped: list[str] = []
+    dropped_chars = 0
     for title, items in sections:
         section: list[str] = []
-        for item in items:
+        full = False
+        for lesson_id, item in items:
             extra = len(item) + 1 + (len(title) + 2 if not section else 0)
-            if used + extra > max_chars - tail_reserve:
-                break
+            if full or used + extra > max_chars - tail_reserve:
+                full = True  # later items go too: the order is the ranking
+                dropped.append(lesson_id)
+                dropped_chars += len(item) + 1
+                continue
             section.append(item)
+            shown.append(lesson_id)
             used += extra
         if section:
             out.append(f"\n{title}\n" + "\n".join(section) + "\n")
-            shown += len(section)
-    left = total - shown
-    if left:
-        out.append(f"\n{left} more item(s) not shown: search them with the MCP tool lore_search "
+    if dropped:
+        out.append(f"\n{len(dropped)} more item(s) not shown ({dropped_chars} characters): "
+                   "search them with the MCP tool lore_search "
+                   "or `lore recall search QUERY --project .`\n")
+    else:
+        out.append("\nNothing was left out; search past work with the MCP tool lore_search "
                    "or `lore recall search QUERY --project .`\n")
     out.append(CLOSE)
-    return "".join(out)
+    return Built("".join(out), tuple(shown), tuple(dropped), dropped_chars)
 
 
 def _rule(r: dict[str, Any], unconfirmed: bool = False) -> str:
@@ -82,10 +114,19 @@ def _rule(r: dict[str, Any], unconfirmed: bool = False) -> str:
     if r["pref_preferred"] and r["pref_rejected"]:
         text = f"- {r['title']}{mark}"
         if r["pref_context"]:
-            text += f" [context: {' '.join(r['pref_context'].split())[:120]}]"
+            text += f" [context: {clip_words(r['pref_context'], 120)}]"
         if r["pref_reasoning"]:
-            text += f" ({' '.join(r['pref_reasoning'].split())[:160]})"
+            text += f" ({clip_words(r['pref_reasoning'], 160)})"
         return text
     if body and body.rstrip(".").lower() != r["title"].rstrip(".").lower():
-        return f"- {r['title']}{mark}: {body[:300]}"
+        return f"- {r['title']}{mark}: {clip_words(body, 300)}"
     return f"- {r['title']}{mark}"
+
+
+def clip_words(text: str, limit: int) -> str:
+    """At most ``limit`` characters, cut at a space (never inside a word), "…" when cut."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0] if " " in text[:limit] else text[:limit]
+    return cut.rstrip(",;:") + "…"

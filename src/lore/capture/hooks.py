@@ -50,30 +50,39 @@ def run(event_name: str, stdin: str, queue_root: Path | None = None) -> str | No
         payload["lore_signals"] = prompt_signals(payload)
     if queue_root is None:
         tighten_home(lore_home())  # a home made by an older Lore: one stat when already private
+    output = None
+    if kind == "SessionStart":
+        # Built before the event is queued, so the event says what the session was given
+        # (lesson ids, sizes); the worker stores it. The hook itself never writes the database.
+        try:
+            output, payload["lore_context"] = session_context(payload.get("cwd"))
+        except Exception:  # noqa: BLE001 - no context is better than no event; the log says why
+            _log(event_name)
     Queue(queue_root or lore_home() / "queue").append(kind, redact_payload(payload))
     if kind == "SessionStart":
         ensure_worker()
-        return session_context(payload.get("cwd"))
-    return None
+    return output
 
 
-def session_context(cwd: Any) -> str | None:
-    """The hookSpecificOutput JSON with what Lore knows for this project, or None."""
+def session_context(cwd: Any) -> tuple[str | None, dict[str, Any] | None]:
+    """The hookSpecificOutput JSON with what Lore knows for this project (or None), and the
+    record of what it holds and what the budget left out (None: no database yet)."""
     settings = _light_settings()
     db = Path(os.environ.get("LORE_DB") or settings.get("database") or lore_home() / "lore.db")
     if not db.is_file():
-        return None
+        return None, None
     from lore.apply.session_context import from_file  # no model, no numpy
 
     ctx = settings.get("context") or {}
     learning = settings.get("learning") or {}
-    text = from_file(db, cwd if isinstance(cwd, str) else None,
-                     int(ctx.get("max_chars", 4000)), int(ctx.get("max_items", 60)),
-                     int(learning.get("inject_proposed_min_seen", 2)))
-    if not text:
-        return None
+    built = from_file(db, cwd if isinstance(cwd, str) else None,
+                      int(ctx.get("max_chars", 4000)), int(ctx.get("max_items", 60)),
+                      int(learning.get("inject_proposed_min_seen", 2)))
+    record = {**built.record(), "at": time.time()}
+    if not built.text:
+        return None, record
     return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart",
-                                              "additionalContext": text}})
+                                              "additionalContext": built.text}}), record
 
 
 def _light_settings() -> dict[str, Any]:

@@ -11,11 +11,14 @@ import click
 from lore import __version__
 from lore.cli.admin import admin
 from lore.cli.analyze_cmd import analyze
+from lore.cli.apply_cmd import apply
 from lore.cli.common import LoreGroup
 from lore.cli.config_cmd import config_group
+from lore.cli.context_cmd import context_group
 from lore.cli.demo_cmd import demo
 from lore.cli.eval_cmd import eval_group
 from lore.cli.hook_cmd import hook
+from lore.cli.import_cmd import import_group
 from lore.cli.ingest_cmd import ingest
 from lore.cli.install_cmd import install, uninstall
 from lore.cli.learn import learn
@@ -24,6 +27,8 @@ from lore.cli.mcp_cmd import mcp
 from lore.cli.recall import recall
 from lore.cli.review import review
 from lore.cli.serve_cmd import serve
+from lore.cli.skills_cmd import skills_group
+from lore.cli.stats_cmd import stats
 from lore.cli.worker_cmd import worker
 
 
@@ -60,6 +65,11 @@ cli.add_command(analyze)
 cli.add_command(review)
 cli.add_command(install)
 cli.add_command(uninstall)
+cli.add_command(apply)
+cli.add_command(context_group)
+cli.add_command(import_group)
+cli.add_command(skills_group)
+cli.add_command(stats)
 cli.add_command(serve)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from lore.mcp.tools import (
@@ -112,6 +113,28 @@ async def review_action(t: LoreTools, lesson_id: str, action: str, **kw: Any) ->
         return {"id": lesson.id, "title": lesson.title, "rule": lesson.content,
                 "status": lesson.status, "reviewed": bool(meta.get("reviewed")),
                 "review": meta.get("review")}
+
+    return dict(await t.run(call))
+
+
+async def apply_rules(t: LoreTools, ctx: Context | None, project: str | None,
+                      dry_run: bool) -> dict[str, Any]:
+    import os
+    from pathlib import Path
+
+    from lore.errors import InvalidInput
+
+    proj = await t.project(ctx, project)
+    if not proj or not os.path.isdir(proj):  # False, not an error, for a name too long
+        raise ToolError(str(InvalidInput(f"project must be an existing folder (got {proj!r})")))
+
+    def call(lore: Lore) -> dict[str, Any]:
+        plan = lore.apply_plan(proj, Path.home())
+        written = [] if dry_run else [str(p) for p in plan.write()]
+        return {"project": proj, "dry_run": dry_run, "diff": plan.diff(),
+                "changed": [str(c.path) for c in plan.changed], "written": written,
+                "skipped": [{"file": str(path), "id": s.rule_id, "reason": s.reason}
+                            for path, s in plan.skipped]}
 
     return dict(await t.run(call))
 
@@ -269,4 +292,21 @@ def register(server: MCPServer, t: LoreTools) -> None:
         Example: {"lesson_id": "01JD…"}
         """
         return await review_action(t, lesson_id, "defer")
+
+    @tool(server, "lore_apply", UPDATE)
+    async def lore_apply(
+        project: Annotated[str | None, Field(description="The project folder; default: the "
+                                             "current project.")] = None,
+        dry_run: Annotated[bool, Field(description="True (default): return the diff only. "
+                                       "False: write the files.")] = True,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Write the user's approved rules into CLAUDE.md, .claude/rules and ~/.claude/CLAUDE.md
+        (Lore's own block only), as `lore apply` does with the user's apply settings.
+
+        Call it with dry_run true first and show the user the diff; write (dry_run false) only
+        when they agree. Returns {project, dry_run, diff, changed, written, skipped}.
+        Example: {"dry_run": true}
+        """
+        return await apply_rules(t, ctx, project, dry_run)
 

@@ -132,3 +132,36 @@ class CorrectionTables(Tables):
             "SELECT m.uuid, m.session_id, m.role, m.text, m.timestamp, s.project FROM messages m "
             "JOIN sessions s ON s.id = m.session_id WHERE m.uuid = ?", (uuid,)).fetchone()
         return dict(row) if row else None
+
+    # ---- measures: the learning curve and whether rules are followed -----------------------
+    def learned_corrections(self) -> list[dict[str, Any]]:
+        """Messages the learner merged into a rule, oldest first: the rule and what it did."""
+        return [dict(r) for r in self.conn.execute(
+            "SELECT c.id, c.session_id, c.project, c.at, c.lesson_id, c.action, c.files "
+            "FROM corrections c WHERE c.lesson_id IS NOT NULL ORDER BY c.at, c.id")]
+
+    def session_spans(self) -> list[dict[str, Any]]:
+        """Every session seen (imported, or only through captured messages): its project, its
+        first moment and the file types it edited."""
+        rows: dict[str, dict[str, Any]] = {}
+        for r in self.conn.execute("SELECT id, project, coalesce(started_at, ended_at) AS at "
+                                   "FROM sessions"):
+            rows[r["id"]] = {"id": r["id"], "project": r["project"], "at": r["at"],
+                             "file_types": set()}
+        for r in self.conn.execute("SELECT session_id, project, min(at) AS at FROM corrections "
+                                   "WHERE session_id IS NOT NULL GROUP BY session_id"):
+            row = rows.setdefault(r["session_id"], {"id": r["session_id"], "project": r["project"],
+                                                    "at": r["at"], "file_types": set()})
+            if not row["at"] or (r["at"] and r["at"] < row["at"]):
+                row["at"] = r["at"]
+        for r in self.conn.execute("SELECT DISTINCT session_id, file_type FROM file_edits "
+                                   "WHERE file_type IS NOT NULL"):
+            if r["session_id"] in rows:
+                rows[r["session_id"]]["file_types"].add(r["file_type"])
+        return sorted(rows.values(), key=lambda x: (x["at"] or "", x["id"]))
+
+    def sessions_mentioning(self, term: str) -> set[str]:
+        """Sessions whose messages contain ``term`` (case-insensitive)."""
+        return {r[0] for r in self.conn.execute(
+            "SELECT DISTINCT session_id FROM messages WHERE instr(lower(text), ?) > 0 "
+            "AND injected = 0", (term.casefold(),))}

@@ -563,9 +563,31 @@ def m008_server_tokens(conn: Any) -> None:
     )
 
 
+def m009_context_loads(conn: Any) -> None:
+    """What each SessionStart gave the new session: the lessons shown and those the size
+    budget left out (ids, sizes; never the text, which the lessons hold)."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE context_loads (
+            event_id TEXT PRIMARY KEY,       -- the queued hook event (stored once)
+            session_id TEXT,
+            project TEXT,
+            at TEXT NOT NULL,
+            shown TEXT NOT NULL DEFAULT '[]',    -- lesson ids, in the order given
+            dropped TEXT NOT NULL DEFAULT '[]',  -- lesson ids the budget left out
+            chars INTEGER NOT NULL DEFAULT 0,
+            dropped_chars INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX idx_context_loads_session ON context_loads(session_id, at);
+        CREATE INDEX idx_context_loads_at ON context_loads(at);
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[Any], None]] = [
     m001_core, m002_conversations, m003_corrections, m004_filter_index, m005_learning,
-    m006_redact_stored, m007_analysis, m008_server_tokens,
+    m006_redact_stored, m007_analysis, m008_server_tokens, m009_context_loads,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -55,3 +55,23 @@ class SessionTables(Tables):
             "INSERT OR IGNORE INTO snapshots (event_id, session_id, project, at, data) "
             "VALUES (?, ?, ?, ?, ?)", (event_id, session_id, project, at, json.dumps(data)))
         return cur.rowcount > 0
+
+    def insert_context_load(self, event_id: str, session_id: str | None, project: str | None,
+                            at: str, data: dict[str, Any]) -> bool:
+        cur = self.conn.execute(
+            "INSERT OR IGNORE INTO context_loads (event_id, session_id, project, at, shown, "
+            "dropped, chars, dropped_chars) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (event_id, session_id, project, at, json.dumps(list(data.get("shown") or [])),
+             json.dumps(list(data.get("dropped") or [])), int(data.get("chars") or 0),
+             int(data.get("dropped_chars") or 0)))
+        return cur.rowcount > 0
+
+    def context_loads(self, session_id: str | None, limit: int) -> list[dict[str, Any]]:
+        """Recorded session starts, latest first (one session's when ``session_id`` is given)."""
+        where, params = ("WHERE session_id = ? ", [session_id]) if session_id else ("", [])
+        rows = self.conn.execute(
+            "SELECT event_id, session_id, project, at, shown, dropped, chars, dropped_chars "
+            f"FROM context_loads {where}ORDER BY at DESC, event_id DESC LIMIT ?",
+            (*params, limit)).fetchall()
+        return [{**dict(r), "shown": json.loads(r["shown"]), "dropped": json.loads(r["dropped"])}
+                for r in rows]

@@ -1,0 +1,81 @@
+"""`lore skills`: propose Agent Skills from groups of approved lessons; write the one chosen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from lore.cli.common import LoreGroup, emit_json, json_option, notice, with_lore
+
+
+@click.group("skills", cls=LoreGroup)
+def skills_group() -> None:
+    """Agent Skills (SKILL.md + reference.md) from related approved lessons.
+
+    \b
+    Examples:
+      lore skills propose
+      lore skills write 1 --dry-run
+    """
+
+
+@skills_group.command("propose")
+@json_option
+@with_lore
+def skills_propose(lore: Any, json_: bool) -> None:
+    """List the groups of approved lessons that could become a skill (same tag and project,
+    similar in meaning). Nothing is written: choose one with `lore skills write`.
+
+    \b
+    Example:
+      lore skills propose
+    """
+    proposals = lore.skill_proposals()
+    if json_:
+        emit_json({"count": len(proposals), "proposals": [p.to_dict() for p in proposals]})
+        return
+    if not proposals:
+        notice("no skill to propose: it takes apply.skill_min_size approved lessons with a tag "
+               "in common and similar meaning")
+        return
+    for p in proposals:
+        where = p.cluster.project or "all projects"
+        click.echo(f"{p.number}. {p.skill.name}  ({len(p.cluster.lessons)} lessons, {where})")
+        for x in p.cluster.lessons:
+            click.echo(f"     {x.id}  {x.title}")
+    notice("write one with `lore skills write NUMBER` (or its name); --dry-run shows the files")
+
+
+@skills_group.command("write")
+@click.argument("choice", metavar="NUMBER|NAME")
+@click.option("--global", "to_global", is_flag=True,
+              help="Into ~/.claude/skills (every project), not the project's .claude/skills.")
+@click.option("--dry-run", is_flag=True, help="Print the files as a diff; write nothing.")
+@json_option
+@with_lore
+def skills_write(lore: Any, choice: str, to_global: bool, dry_run: bool, json_: bool) -> None:
+    """Write the proposed skill NUMBER or NAME (from `lore skills propose`).
+
+    The folder is checked before anything is written. A folder of the same name that Lore did
+    not generate is never touched: the skill gets the next free name (learned-testing-2).
+
+    \b
+    Examples:
+      lore skills write 1 --dry-run
+      lore skills write learned-testing --global
+    """
+    skill, plan = lore.skill_plan(choice, Path.home(), to_global=to_global)
+    written = [] if dry_run else [str(p) for p in plan.write()]
+    if json_:
+        emit_json({"name": skill.name, "dry_run": dry_run, "diff": plan.diff(),
+                   "changed": [str(c.path) for c in plan.changed], "written": written})
+        return
+    if dry_run:
+        click.echo(plan.diff(), nl=False)
+        notice(f"skill {skill.name}: {len(plan.changed)} file(s) would change")
+    elif written:
+        notice(f"wrote skill {skill.name}: " + ", ".join(written))
+    else:
+        notice(f"skill {skill.name} is already up to date")
