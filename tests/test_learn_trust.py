@@ -467,7 +467,8 @@ def test_the_session_start_hook_reads_the_injection_threshold(fake_lore, lore_ho
 
     fake_lore.learner.record("No, don't use Redis, use local file sessions instead", None,
                              project="/p", session_id="s1")
-    assert session_context("/p") is None  # proposed, seen once: not told
+    assert session_context("/p")[0] is None  # proposed, seen once: not told
     (lore_home / "config.yaml").write_text("learning:\n  inject_proposed_min_seen: 1\n")
-    told = session_context("/p")
-    assert told is not None and "Use local file sessions, not Redis (unconfirmed)" in told
+    told, record = session_context("/p")
+    assert told is not None and len(record["shown"]) == 1
+    assert "Use local file sessions, not Redis (unconfirmed)" in told
