@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -22,9 +22,6 @@ from lore.mcp.tools import (
     tool,
 )
 from lore.models import Filters
-
-if TYPE_CHECKING:
-    pass
 
 
 def register(server: MCPServer, t: LoreTools) -> None:  # noqa: C901 - one table of tools
