@@ -67,7 +67,7 @@ def test_non_english_trigger_words_do_not_fire():
                  "non, ce n'est pas ce que je veux, utilise plutôt une liste",
                  "нет, не используй Redis, используй файлы"):
         d = detect(text, DONE)
-        assert d.label == "none" and d.reason in ("not English", "no teaching cue (pre-filter)"), d
+        assert d.label == "none" and d.reason == "not English", d
     assert english_ratio("no, don't use Redis here") == 1.0
 
 
@@ -207,9 +207,7 @@ def test_the_users_own_short_list_is_not_a_paste():
 def test_negatives_say_why(text, reason):
     d = detect(text, DONE)
     assert d.label == "none"
-    assert d.reason == reason or d.reason == "no teaching cue (pre-filter)", d
-    if might_teach(text):
-        assert d.reason == reason, d
+    assert d.reason == reason, d
 
 
 def test_the_prefilter_imports_nothing_heavy():

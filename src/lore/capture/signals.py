@@ -6,13 +6,15 @@ Two cheap steps, stdlib ``re`` only (the hooks import this module; no numpy, no 
   file or selection, slash-command echoes, system reminders, "[Request interrupted by user]",
   the "Caveat: The messages below were generated…" preamble — so only the words the user
   typed are weighed. A message that is nothing but a wrapper is empty afterwards.
-- :func:`might_teach` is one regular expression of the words a correction or a standing
-  preference is said with — "no", "not", "n't", "instead", "always", "never", "rule", "you
-  …ed", "should", "why", "but", "only", "just" … It over-fires on purpose (most messages
-  that react to the agent pass) and costs microseconds, so the Stop and prompt hooks stay
-  within budget; the worker's detector decides. The detector runs the same pre-filter
-  first, so whatever it calls positive, the hook has queued (``lore eval corrections
-  --detector prefilter`` measures how many labelled positives pass).
+- :func:`might_teach` passes every message that is not clearly benign: an acknowledgement
+  made only of thanks / approval / greeting / "continue" words, a one-sentence question or
+  short task request with no word that could push back (negation, contrast, rule, undo,
+  choice, "you did …"), a pasted log line. It does not require a teaching word, so a
+  correction said in words nobody listed still reaches the worker; it costs microseconds, so
+  the Stop and prompt hooks stay within budget, and the worker's detector decides. The
+  detector runs the same pre-filter first, so whatever it calls positive, the hook has queued
+  (``lore eval corrections --detector prefilter`` measures how many labelled positives pass
+  and how many negatives it sets aside).
 """
 
 from __future__ import annotations
@@ -34,22 +36,39 @@ _WRAPPERS = re.compile(
     re.DOTALL | re.MULTILINE,
 )
 
-PREFILTER = (
-    r"n't\b|\b(?:no+|nope|nah|not|dont|doesnt|didnt|isnt|shouldnt|wont|cant|never|always|"
-    r"instead|rather|actually|wait|hold\s+on|hm+|ugh+|oops|stop|quit|avoid|wrong|incorrect|"
-    r"untrue|undo|revert\w*|roll\s*back|put\s+\w+\s+back|back|restore|rid|"
-    r"regress\w*|broke|broken|messed|work(?:s|ing|ed)?|too|overkill|over-?\w+|redo|re-do|scratch|"
-    r"start\s+over|careful\w*|yourself|how\s+about\s+you|miss\w*|forg[oe]t\w*|left\s+out|already|"
-    r"from\s+now|going\s+forward|future|next\s+time|every\s*time|each\s+time|whenever|default|"
-    r"rules?|general|at\s+all\s+times|prefer\w*|hate|like|want|important|essential|crucial|"
-    r"remember|mem\w*|claude\.md|agents\.md|cursorrules|mdc|convention|guideline|must|should|"
-    r"needs?|has\s+to|have\s+to|unnecessary|why|said|told|asked|meant|thought|remind\w*|"
-    r"specified|stated|described|according|but|only|just|still|again|anymore|keep|"
-    r"supposed|expect\w*|mean|where|without|remove\w*|delete\w*|same|different|change\w*|"
-    r"fix\w*|mistake\w*|error\w*|bug\w*|problem\w*|issue\w*|wtf|"
-    r"you(?:'re|\s+are|'ve|\s+have|\s+just)?\s+\w+ed|you(?:'re|\s+are)\s+\w+ing)\b"
-)
-_compiled: re.Pattern[str] | None = None
+# The pre-filter passes every message that is not clearly benign. Benign shapes hold no
+# correction or rule whoever types them, so nothing here is a word list fitted to authors:
+# - an acknowledgement made only of thanks / approval / greeting / "continue" words;
+_ACK = (r"ok|okay|kk?|yes|yeah|yep|yup|ya|sure|alright|all\s+right|fine|thanks?|thank\s+you|thx|ty|"
+        r"great|perfect|good|nice|cool|sweet|awesome|excellent|amazing|wonderful|brilliant|"
+        r"fantastic|lgtm|looks\s+(?:good|great|fine|right)|sounds\s+(?:good|great)|go\s+ahead|"
+        r"proceed|continue|carry\s+on|keep\s+going|go\s+on|go|do\s+it|ship\s+it|done|works|"
+        r"it\s+works|that\s+works|got\s+it|all\s+good|love\s+it|nice\s+work|good\s+job|"
+        r"well\s+done|hi|hello|hey|please|pls|so\s+much|a\s+lot|very|much|next|approved?|agreed?|"
+        r"let'?s\s+(?:go|do\s+it|proceed|continue)")
+_ACK_ONLY = re.compile(rf"^(?:\W*\b(?:{_ACK})\b)+\W*$", re.IGNORECASE)
+# - one sentence that asks for information ("what does this flag do?"), or a short task
+#   request ("run the tests", "commit changes"), saying nothing that could push back: no
+#   negation, contrast, rule, undo or choice word, no "you did / you're …";
+_QUESTION_OPEN = re.compile(r"^\W*(?:how|what|what's|where|when|which|who|whose|is|are|does|do|"
+                            r"can|could|would|will|was|were|has|have)\b", re.IGNORECASE)
+_TASK_OPEN = re.compile(r"^\W*(?:please\s+)?(?:run|commit|push|deploy|build|start|restart|open|"
+                        r"show|check|test|install|read|look|explain|summari[sz]e|list|create|add|"
+                        r"write|implement|generate|make)\b", re.IGNORECASE)
+_MAY_PUSH_BACK = re.compile(
+    r"n't\b|\b(?:no|not|never|nothing|nor|none|without|instead|rather|but|actually|always|"
+    r"should|must|only|just|why|wrong|again|still|anymore|supposed|meant|said|told|asked|rules?|"
+    r"prefer\w*|stop|avoid|undo|revert\w*|back|remove\w*|delete\w*|use|using|switch\w*|about|"
+    r"other|different|better|simpler|else|another|right|correct|sure|yourself|too|before|after|"
+    r"every|each|whenever|first|unless|until|default|ever|even|really|need\w*|necessary|"
+    r"you(?:'ve|'re|\s+(?:did|have|were|are|just|forgot|\w+ed)))\b", re.IGNORECASE)
+_MORE_THAN_ONE_SENTENCE = re.compile(r"[.!?;:]\s+\w|\n")
+PLAIN_WORDS = 8        # a task request longer than this is weighed whatever its words
+PLAIN_CHARS = 300
+# - a pasted log or terminal line.
+_LOG_START = re.compile(r"^\s*(?:Traceback \(most recent|Error:|\w+(?:Error|Exception)\b|FAIL\b|"
+                        r"npm ERR!|at\s+\S+\s+\(|\$ |>>> |\[\d{2}:\d{2}|"
+                        r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2})")
 
 
 MAX_INPUT = 20_000  # what the hooks keep of a payload string; both stages read the same prefix
@@ -63,12 +82,26 @@ def strip_wrappers(text: str) -> str:
     return _WRAPPERS.sub(" ", text).strip()
 
 
+def benign(text: str) -> str:
+    """Why a stripped message cannot teach anything ('' when it might), in the detector's
+    words: "reads as thanks or approval", "reads as a question", "reads as a task request",
+    "pasted log or code"."""
+    if len(text) < PLAIN_CHARS and _ACK_ONLY.match(text):
+        return "reads as thanks or approval"
+    one = len(text) < PLAIN_CHARS and not _MORE_THAN_ONE_SENTENCE.search(text.rstrip(" ?.!"))
+    if one and not _MAY_PUSH_BACK.search(text):
+        if text.rstrip().endswith("?") and _QUESTION_OPEN.match(text):
+            return "reads as a question"
+        if len(text.split()) <= PLAIN_WORDS and _TASK_OPEN.match(text):
+            return "reads as a task request"
+    if _LOG_START.match(text):
+        return "pasted log or code"
+    return ""
+
+
 def might_teach(text: str) -> bool:
-    """The pre-filter: False only for messages the full detector would never call positive."""
-    global _compiled
-    if _compiled is None:
-        _compiled = re.compile(PREFILTER, re.IGNORECASE)
+    """The pre-filter: False only for messages that are empty or clearly benign."""
     # The whole stripped text: whatever part of it the detector weighs (the start, or the
     # note after a paste), the pre-filter has seen.
     t = strip_wrappers(text).replace("\u2019", "'")
-    return bool(t) and _compiled.search(t) is not None
+    return bool(t) and not benign(t)

@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from lore.capture.signals import might_teach, strip_wrappers
+from lore.capture.signals import benign, might_teach, strip_wrappers
 from lore.errors import DetectorError
 from lore.extract.features import (
     BUCKETS,
@@ -180,7 +180,7 @@ def gate(text: str) -> str:
     if not text:
         return "empty"
     if not might_teach(text):
-        return "no teaching cue (pre-filter)"
+        return benign(strip_wrappers(text)) or "empty"
     if english_ratio(text) < 0.5:
         return "not English"
     if looks_like_log_or_code(text):
