@@ -37,31 +37,32 @@ _WRAPPERS = re.compile(
 )
 
 # The pre-filter passes every message that is not clearly benign. Benign shapes hold no
-# correction or rule whoever types them, so nothing here is a word list fitted to authors:
+# correction or rule whoever types them, so nothing here is a word list fitted to authors.
+# Word sets rather than large patterns: a hook process pays for compiling every pattern.
+_WORDS = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
 # - an acknowledgement made only of thanks / approval / greeting / "continue" words;
-_ACK = (r"ok|okay|kk?|yes|yeah|yep|yup|ya|sure|alright|all\s+right|fine|thanks?|thank\s+you|thx|ty|"
-        r"great|perfect|good|nice|cool|sweet|awesome|excellent|amazing|wonderful|brilliant|"
-        r"fantastic|lgtm|looks\s+(?:good|great|fine|right)|sounds\s+(?:good|great)|go\s+ahead|"
-        r"proceed|continue|carry\s+on|keep\s+going|go\s+on|go|do\s+it|ship\s+it|done|works|"
-        r"it\s+works|that\s+works|got\s+it|all\s+good|love\s+it|nice\s+work|good\s+job|"
-        r"well\s+done|hi|hello|hey|please|pls|so\s+much|a\s+lot|very|much|next|approved?|agreed?|"
-        r"let'?s\s+(?:go|do\s+it|proceed|continue)")
-_ACK_ONLY = re.compile(rf"^(?:\W*\b(?:{_ACK})\b)+\W*$", re.IGNORECASE)
+_ACK_WORDS = frozenset("""
+ok okay k kk yes yeah yep yup ya sure alright all right fine thanks thank thx ty great perfect
+good nice cool sweet awesome excellent amazing wonderful brilliant fantastic lgtm looks sounds
+go ahead proceed continue carry on going do it ship done works that got love work job well hi
+hello hey please pls so much a lot very next approved approve agreed agree let's lets
+""".split())
 # - one sentence that asks for information ("what does this flag do?"), or a short task
 #   request ("run the tests", "commit changes"), saying nothing that could push back: no
-#   negation, contrast, rule, undo or choice word, no "you did / you're …";
-_QUESTION_OPEN = re.compile(r"^\W*(?:how|what|what's|where|when|which|who|whose|is|are|does|do|"
-                            r"can|could|would|will|was|were|has|have)\b", re.IGNORECASE)
-_TASK_OPEN = re.compile(r"^\W*(?:please\s+)?(?:run|commit|push|deploy|build|start|restart|open|"
-                        r"show|check|test|install|read|look|explain|summari[sz]e|list|create|add|"
-                        r"write|implement|generate|make)\b", re.IGNORECASE)
-_MAY_PUSH_BACK = re.compile(
-    r"n't\b|\b(?:no|not|never|nothing|nor|none|without|instead|rather|but|actually|always|"
-    r"should|must|only|just|why|wrong|again|still|anymore|supposed|meant|said|told|asked|rules?|"
-    r"prefer\w*|stop|avoid|undo|revert\w*|back|remove\w*|delete\w*|use|using|switch\w*|about|"
-    r"other|different|better|simpler|else|another|right|correct|sure|yourself|too|before|after|"
-    r"every|each|whenever|first|unless|until|default|ever|even|really|need\w*|necessary|"
-    r"you(?:'ve|'re|\s+(?:did|have|were|are|just|forgot|\w+ed)))\b", re.IGNORECASE)
+#   negation, contrast, rule, undo, choice or necessity word, no "you did / you're …".
+_QUESTION_OPENERS = frozenset("how what what's where when which who whose is are does do can "
+                              "could would will was were has have".split())
+_TASK_OPENERS = frozenset("run commit push deploy build start restart open show check test "
+                          "install read look explain summarise summarize list create add write "
+                          "implement generate make".split())
+_PUSH_BACK_WORDS = frozenset("""
+no not never nothing nor none without instead rather but actually always should must only just
+why wrong again still anymore supposed meant said told asked rule rules stop avoid undo back use
+using other different better simpler else another right correct sure yourself too before after
+every each whenever first unless until default ever even really necessary about you've you're
+""".split())
+_PUSH_BACK_STEMS = ("prefer", "revert", "remove", "delete", "switch", "need")
+_AFTER_YOU = frozenset("did have were are just forgot".split())
 _MORE_THAN_ONE_SENTENCE = re.compile(r"[.!?;:]\s+\w|\n")
 PLAIN_WORDS = 8        # a task request longer than this is weighed whatever its words
 PLAIN_CHARS = 300
@@ -69,6 +70,16 @@ PLAIN_CHARS = 300
 _LOG_START = re.compile(r"^\s*(?:Traceback \(most recent|Error:|\w+(?:Error|Exception)\b|FAIL\b|"
                         r"npm ERR!|at\s+\S+\s+\(|\$ |>>> |\[\d{2}:\d{2}|"
                         r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2})")
+
+
+def _may_push_back(words: list[str]) -> bool:
+    for i, w in enumerate(words):
+        if w in _PUSH_BACK_WORDS or w.endswith("n't") or w.startswith(_PUSH_BACK_STEMS):
+            return True
+        if w == "you" and i + 1 < len(words) and (words[i + 1] in _AFTER_YOU
+                                                  or words[i + 1].endswith("ed")):
+            return True
+    return False
 
 
 MAX_INPUT = 20_000  # what the hooks keep of a payload string; both stages read the same prefix
@@ -86,14 +97,17 @@ def benign(text: str) -> str:
     """Why a stripped message cannot teach anything ('' when it might), in the detector's
     words: "reads as thanks or approval", "reads as a question", "reads as a task request",
     "pasted log or code"."""
-    if len(text) < PLAIN_CHARS and _ACK_ONLY.match(text):
-        return "reads as thanks or approval"
-    one = len(text) < PLAIN_CHARS and not _MORE_THAN_ONE_SENTENCE.search(text.rstrip(" ?.!"))
-    if one and not _MAY_PUSH_BACK.search(text):
-        if text.rstrip().endswith("?") and _QUESTION_OPEN.match(text):
-            return "reads as a question"
-        if len(text.split()) <= PLAIN_WORDS and _TASK_OPEN.match(text):
-            return "reads as a task request"
+    if len(text) < PLAIN_CHARS:
+        words = _WORDS.findall(text.lower().replace("\u2019", "'").replace("thank you", "thanks"))
+        if words and all(w in _ACK_WORDS for w in words):
+            return "reads as thanks or approval"
+        one = not _MORE_THAN_ONE_SENTENCE.search(text.rstrip(" ?.!"))
+        if words and one and not _may_push_back(words):
+            first = words[1] if words[0] == "please" and len(words) > 1 else words[0]
+            if text.rstrip().endswith("?") and words[0] in _QUESTION_OPENERS:
+                return "reads as a question"
+            if len(words) <= PLAIN_WORDS and first in _TASK_OPENERS:
+                return "reads as a task request"
     if _LOG_START.match(text):
         return "pasted log or code"
     return ""
