@@ -68,7 +68,9 @@ def main() -> None:
           f"{min(full):,.0f} ({len(msgs)} messages x {args.runs} runs, one thread)")
     # On a shared machine wall time depends on the neighbours; CPU time does not.
     print(f"- detector per CPU-second: median {statistics.median(cpu):,.0f} messages")
-    print(f"- pre-filter alone (baseline, same run): median {statistics.median(pre):,.0f} messages/s")
+    passed = sum(might_teach(m) for m, _ in msgs)
+    print(f"- pre-filter alone (baseline, same run): median {statistics.median(pre):,.0f} messages/s; "
+          f"passes {passed} of {len(msgs)} messages to the detector")
 
     from lore.api import Lore
     from lore.config import load_config

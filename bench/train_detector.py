@@ -1,6 +1,7 @@
 """Fit the correction detector's weights on labelled files and report honest figures.
 
     python bench/train_detector.py A.jsonl [B.jsonl …]            # nested cross-validated report
+    python bench/train_detector.py A.jsonl B.jsonl --compare      # + the alternatives that lost
     python bench/train_detector.py A.jsonl B.jsonl --write        # also ship the weights
 
 Each file holds JSON Lines with ``text``, ``label`` (correction | preference | none),
@@ -13,7 +14,11 @@ Every figure is cross-validated by repository: each repository's messages are sc
 model that never saw that repository. The choice of inputs, the penalty and the threshold are
 made INSIDE each outer fold, on an inner cross-validation by repository of the training part
 only (nested). With several files it also trains on each file alone and scores the others
-(the closest proxy for authors nobody has seen). Only weights are written; no message is.
+(the closest proxy for authors nobody has seen). It also reports the hooks' pre-filter
+(recall per repository, the share of negatives it passes), a precision/recall table of the
+nested predictions with the positive rate per probability band (where the second opinion
+should look), and the durable flag: the hand-written rule against a model learned on the
+positives, nested the same way. Only weights are written; no message is.
 """
 
 from __future__ import annotations
@@ -26,14 +31,24 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import argparse  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
+import re  # noqa: E402
 import sys  # noqa: E402
+from collections import Counter  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from lore.capture.signals import benign, might_teach, strip_wrappers  # noqa: E402
 from lore.extract import detect as D  # noqa: E402
-from lore.extract.features import BUCKETS, clean, cues, generic, hashed  # noqa: E402
+from lore.extract.features import (  # noqa: E402
+    BUCKETS,
+    MESSAGE_CUES,
+    clean,
+    cues,
+    generic,
+    hashed,
+)
 
 ITERATIONS = 300
 OUTER_FOLDS = 10
@@ -44,7 +59,8 @@ GRID: tuple[tuple[bool, float | None], ...] = (
 L2_DENSE = 1.0
 HASH_SCALE = 3.0
 THRESHOLDS = tuple(round(t, 3) for t in np.arange(0.15, 0.851, 0.025))
-CURVE = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+CURVE = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+UNDECIDED = (0.25, 0.75)  # a probability band with a positive rate in here is a coin toss
 PRECISION_TARGET = 0.75  # the shipped threshold: the lowest reaching this precision in CV
 
 
@@ -59,6 +75,8 @@ class Data:
     weighed: np.ndarray            # passed wrappers, paste, pre-filter, gates and vetoes
     groups: np.ndarray
     files: np.ndarray
+    cue_dicts: list[dict[str, float]]
+    texts: list[str]
 
 
 def load(paths: list[Path]) -> Data:
@@ -71,7 +89,7 @@ def load(paths: list[Path]) -> Data:
                 files.append(p.name)
     dense: dict[bool, list[list[float]]] = {True: [], False: []}
     grams = np.zeros((len(rows), BUCKETS))
-    weighed, durable_rule = [], []
+    weighed, durable_rule, cue_dicts, texts = [], [], [], []
     for i, r in enumerate(rows):
         said, reason = D.words_of(r["text"])
         text = clean(said)
@@ -84,34 +102,56 @@ def load(paths: list[Path]) -> Data:
         if idx:
             grams[i, idx] = HASH_SCALE / math.sqrt(len(idx))
         weighed.append(not reason and not D.gate(text) and not D.veto(c))
-        durable_rule.append(_durable(c))
+        durable_rule.append(D.durable(c))
+        cue_dicts.append(c)
+        texts.append(text)
     return Data(rows, {k: np.array(v) for k, v in dense.items()}, grams,
                 np.array([r["label"] != "none" for r in rows]),
                 np.array([r["label"] != "none" and bool(r.get("durable")) for r in rows]),
                 np.array(durable_rule), np.array(weighed),
                 np.array([((r.get("source") or {}).get("repo") or r.get("id", "?")).lower()
-                          for r in rows]), np.array(files))
+                          for r in rows]), np.array(files), cue_dicts, texts)
 
 
-def _durable(c: dict[str, float]) -> bool:
-    rule = any(k in c for k in D.GROUPS["rule"])
-    reactive = any(k in c for k in D.GROUPS["reactive"]) or "redirect_after_interrupt" in c
-    return (rule and not reactive) or bool(D.DURABLE_CUES & set(c)) or (
-        "names_tool" in c and bool({"opens_no", "dont_do", "not_right", "i_said", "no_need"} & set(c)))
+Config = tuple  # (generic shapes?, L2 of the n-gram buckets or None[, L2 of per-cue weights])
+CUE_NAMES = tuple(sorted(MESSAGE_CUES))
 
 
-def design(data: Data, config: tuple[bool, float | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Inputs, per-column L2 and per-column sign constraint for one configuration."""
-    gen, l2_hash = config
-    x = data.dense[gen]
+def design(data: Data, config: Config, allowed: set[str] | None = None
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Inputs, per-column L2 and per-column sign constraint for one configuration. With
+    ``allowed``, message cues outside it are dropped before the groups are formed."""
+    gen, l2_hash, *rest = config
+    l2_cue = rest[0] if rest else None
+    if allowed is None:
+        x = data.dense[gen]
+    else:
+        x = np.array([D.vector({k: v for k, v in c.items() if k in allowed or k not in MESSAGE_CUES})
+                      for c in data.cue_dicts])
     names = D.feature_names(gen)
     sign = np.array([1 if n in D.POSITIVE else -1 if n in D.NEGATIVE else 0 for n in names])
     lam = np.full(x.shape[1], L2_DENSE)
+    if l2_cue is not None:  # each cue's own weight, shrunk harder than its group's
+        x = np.hstack([x, np.array([[c.get(k, 0.0) for k in CUE_NAMES] for c in data.cue_dicts])])
+        lam = np.concatenate([lam, np.full(len(CUE_NAMES), l2_cue)])
+        sign = np.concatenate([sign, np.zeros(len(CUE_NAMES), dtype=int)])
     if l2_hash is not None:
         x = np.hstack([x, data.grams])
         lam = np.concatenate([lam, np.full(BUCKETS, l2_hash)])
         sign = np.concatenate([sign, np.zeros(BUCKETS, dtype=int)])
     return x, lam, sign
+
+
+def spread_cues(data: Data, part: np.ndarray, repositories: int) -> set[str] | None:
+    """The message cues that fire on the positives of more than ``repositories`` repositories
+    of ``part`` (None: no pruning)."""
+    if not repositories:
+        return None
+    seen: dict[str, set[str]] = {}
+    for i in np.flatnonzero(part & data.y):
+        for k in data.cue_dicts[i]:
+            seen.setdefault(k, set()).add(str(data.groups[i]))
+    return {k for k in MESSAGE_CUES if len(seen.get(k, ())) > repositories}
 
 
 def fit(x: np.ndarray, y: np.ndarray, lam: np.ndarray, sign: np.ndarray) -> tuple[np.ndarray, float]:
@@ -162,18 +202,19 @@ def pick_threshold(truth: np.ndarray, prob: np.ndarray, precision: float | None)
     return max(scored, key=lambda s: (s[3], -s[0]))[0]
 
 
-def train(data: Data, part: np.ndarray, configs: tuple[tuple[bool, float | None], ...] | None = None
-          ) -> tuple[tuple, tuple[float, float], np.ndarray, float]:
+def train(data: Data, part: np.ndarray, configs: tuple[Config, ...] | None = None,
+          prune: int = 0) -> tuple[Config, tuple[float, float], np.ndarray, float, set[str] | None]:
     """Choose the configuration and thresholds (best F1; precision target) by inner CV on
-    ``part``, then fit on all of it."""
+    ``part``, then fit on all of it. With ``prune``, cues that fire on the positives of at
+    most that many repositories (counted on the training part only) are left out."""
     y = data.y.astype(float)
-    best: tuple[float, tuple, tuple[float, float]] | None = None
+    best: tuple[float, Config, tuple[float, float]] | None = None
     for config in configs or GRID:
-        x, lam, sign = design(data, config)
         prob = np.zeros(len(y))
         for inner in group_folds(data.groups[part], INNER_FOLDS, 1):
             held = np.zeros(len(y), dtype=bool)
             held[np.flatnonzero(part)[inner]] = True
+            x, lam, sign = design(data, config, spread_cues(data, part & ~held, prune))
             w, b = fit(x[part & ~held], y[part & ~held], lam, sign)
             prob[held] = 1 / (1 + np.exp(-(x[held] @ w + b)))
         prob = np.where(data.weighed, prob, 0.0)
@@ -183,14 +224,38 @@ def train(data: Data, part: np.ndarray, configs: tuple[tuple[bool, float | None]
         if best is None or f1 > best[0] + 1e-9:
             best = (f1, config, th)
     assert best is not None
-    x, lam, sign = design(data, best[1])
+    allowed = spread_cues(data, part, prune)
+    x, lam, sign = design(data, best[1], allowed)
     w, b = fit(x[part], y[part], lam, sign)
-    return best[1], best[2], w, b
+    return best[1], best[2], w, b, allowed
 
 
-def score(data: Data, config: tuple, w: np.ndarray, b: float, rows: np.ndarray) -> np.ndarray:
-    x, _, _ = design(data, config)
+def score(data: Data, config: Config, w: np.ndarray, b: float, rows: np.ndarray,
+          allowed: set[str] | None = None) -> np.ndarray:
+    x, _, _ = design(data, config, allowed)
     return np.where(data.weighed[rows], 1 / (1 + np.exp(-(x[rows] @ w + b))), 0.0)
+
+
+@dataclass
+class Nested:
+    prob: np.ndarray                 # every message scored by a model that never saw its repository
+    best_f1: np.ndarray              # predictions at the threshold for best inner F1
+    precise: np.ndarray              # … at the lowest threshold reaching the inner precision target
+    chosen: tuple[list[str], list[str]]
+
+
+def nested(data: Data, configs: tuple[Config, ...] | None = None, prune: int = 0) -> Nested:
+    """Nested cross-validation by repository: configuration and thresholds chosen inside."""
+    out = Nested(np.zeros(len(data.y)), np.zeros(len(data.y), dtype=bool),
+                 np.zeros(len(data.y), dtype=bool), ([], []))
+    for test in group_folds(data.groups, OUTER_FOLDS, 7):
+        config, ths, w, b, allowed = train(data, ~test, configs, prune)
+        out.prob[test] = score(data, config, w, b, test, allowed)
+        out.best_f1[test] = out.prob[test] >= ths[0]
+        out.precise[test] = out.prob[test] >= ths[1]
+        for k in (0, 1):
+            out.chosen[k].append(f"{config_name(config)} @ {ths[k]:.2f}")
+    return out
 
 
 def line(name: str, truth: np.ndarray, pred: np.ndarray, data: Data, rows: np.ndarray) -> str:
@@ -199,52 +264,165 @@ def line(name: str, truth: np.ndarray, pred: np.ndarray, data: Data, rows: np.nd
     return (f"| {name} | {p:.2f} | {r:.2f} | {f:.2f} | {dp:.2f} | {dr:.2f} | {df:.2f} |")
 
 
-def config_name(config: tuple) -> str:
-    gen, l2 = config
-    return "groups" + (" + generic" if gen else "") + (f" + n-grams (L2 {l2:g})" if l2 else "")
+def config_name(config: Config) -> str:
+    gen, l2, *rest = config
+    return ("groups" + (" + generic and exchange shapes" if gen else "")
+            + (f" + per-cue weights (L2 {rest[0]:g})" if rest and rest[0] else "")
+            + (f" + n-grams (L2 {l2:g})" if l2 else ""))
+
+
+def prefilter_report(data: Data) -> None:
+    """The hooks' pre-filter: recall per file and per repository, and the work it saves."""
+    passed = np.array([might_teach(r["text"]) for r in data.rows])
+    print("The hooks' pre-filter (passes whatever is not clearly benign):")
+    print("| messages | positives passed | recall | negatives passed | lowest repository recall |")
+    print("|---|---|---|---|---|")
+    for name in [*sorted(set(data.files)), "all"]:
+        rows = data.files == name if name != "all" else np.ones(len(data.y), dtype=bool)
+        pos, neg = rows & data.y, rows & ~data.y
+        per_repo = [float(passed[pos & (data.groups == g)].mean())
+                    for g in np.unique(data.groups[pos])]
+        print(f"| {name} | {int(passed[pos].sum())} of {int(pos.sum())} | "
+              f"{passed[pos].mean():.3f} | {passed[neg].mean():.2f} | {min(per_repo):.2f} |")
+    reasons = Counter(benign(strip_wrappers(r["text"])) or "empty"
+                      for r, p in zip(data.rows, passed, strict=True) if not p)
+    print("set aside: " + ", ".join(f"{k} {v}" for k, v in reasons.most_common()) + "\n")
+
+
+def curve_report(data: Data, result: Nested, threshold: float) -> float:
+    """Precision/recall of the nested predictions at fixed thresholds, the positive rate per
+    probability band, and the second-opinion band that covers the undecided bands around
+    ``threshold``. Returns that band."""
+    print("\nPrecision/recall of the same nested predictions at fixed thresholds:")
+    print("| threshold | flagged | P | R | F1 | durable P | durable R | durable F1 |")
+    print("|---|---|---|---|---|---|---|---|")
+    for t in CURVE:
+        pred = result.prob >= t
+        p, r, f = prf(data.y, pred)
+        dp, dr, df = prf(data.durable_truth, pred & data.durable_rule)
+        print(f"| {t:.2f} | {int(pred.sum())} | {p:.2f} | {r:.2f} | {f:.2f} | {dp:.2f} | {dr:.2f} "
+              f"| {df:.2f} |")
+    print("\nPositive rate of the weighed messages per probability band (nested):")
+    print("| probability | messages | positive | rate |")
+    print("|---|---|---|---|")
+    edges = np.round(np.arange(0, 1.01, 0.1), 2)
+    rates = []
+    for lo, hi in zip(edges, edges[1:], strict=False):
+        inside = data.weighed & (result.prob >= lo) & ((result.prob < hi) if hi < 1 else True)
+        n, k = int(inside.sum()), int((inside & data.y).sum())
+        rates.append((lo, hi, k / n if n else 0.0))
+        print(f"| {lo:.1f}–{hi:.1f} | {n} | {k} | {k / n if n else 0:.2f} |")
+    # The undecided bands: the run of bands around the threshold whose positive rate lies
+    # between UNDECIDED[0] and UNDECIDED[1]; the second opinion covers them.
+    around = [i for i, (lo, hi, _) in enumerate(rates) if lo <= threshold < hi or hi == threshold]
+    lo_i = hi_i = around[0] if around else 5
+    while lo_i > 0 and UNDECIDED[0] <= rates[lo_i - 1][2] <= UNDECIDED[1]:
+        lo_i -= 1
+    while hi_i < len(rates) - 1 and UNDECIDED[0] <= rates[hi_i + 1][2] <= UNDECIDED[1]:
+        hi_i += 1
+    band = round(max(threshold - rates[lo_i][0], rates[hi_i][1] - threshold), 2)
+    inside = data.weighed & (abs(result.prob - threshold) <= band)
+    print(f"second-opinion band: ±{band:.2f} around {threshold:.2f} (bands with a positive rate "
+          f"{UNDECIDED[0]}–{UNDECIDED[1]}): {int(inside.sum())} of {int(data.weighed.sum())} weighed "
+          f"messages ({inside.sum() / data.weighed.sum():.0%}), {int((inside & data.y).sum())} of "
+          f"the {int(data.y.sum())} positives")
+    return band
+
+
+def durable_features(c: dict[str, float], text: str) -> list[float]:
+    """Inputs of the learned durable flag: rule cues, tool choice, generality (no path, line
+    number or "this/that" opening), one-off repair cues, project words, length."""
+    low = text.lower()
+    return [
+        float(any(k in c for k in D.GROUPS["rule"])),
+        float(bool({"use_instead", "instead_of", "rather"} & set(c))),
+        c.get("names_tool", 0.0),
+        float(bool(_PATH.search(low))),
+        float(bool(_LINE_NUMBER.search(low))),
+        float(bool(re.match(r"\W*(?:this|that|it|these|here|the)\b", low))),
+        float(bool({"you_did", "undo", "regression", "missed", "redo", "why_did_you"} & set(c))),
+        float(bool(re.search(r"\b(?:project|repo|repository|codebase|our|we)\b", low))),
+        float(bool(re.match(r"\W*(?:please\s+)?(?:never|always|don'?t|do\s+not)\b", low))),
+        min(math.log1p(len(text.split())) / 5.0, 1.5),
+    ]
+
+
+_PATH = re.compile(r"\b[\w.-]+/[\w./-]+|\b\w+\.(?:py|js|ts|tsx|jsx|md|json|ya?ml|css|html|go|rs|"
+                   r"java|sql|sh)\b")
+_LINE_NUMBER = re.compile(r":\d+|\bline\s+\d+")
+
+
+def durable_report(data: Data, result: Nested) -> None:
+    """The hand-written durable rule against a logistic model learned on the positives of the
+    training repositories (threshold for best inner F1), nested like the detector."""
+    x = np.array([durable_features(c, t) for c, t in zip(data.cue_dicts, data.texts, strict=True)])
+    truth = data.durable_truth
+    learned = np.zeros(len(truth), dtype=bool)
+    lam, sign = np.full(x.shape[1], L2_DENSE), np.zeros(x.shape[1], dtype=int)
+    for test in group_folds(data.groups, OUTER_FOLDS, 7):
+        part = ~test & data.y
+        inner_prob = np.zeros(len(truth))
+        for inner in group_folds(data.groups[~test], INNER_FOLDS, 1):
+            held = np.zeros(len(truth), dtype=bool)
+            held[np.flatnonzero(~test)[inner]] = True
+            w, b = fit(x[part & ~held], truth[part & ~held].astype(float), lam, sign)
+            inner_prob[held] = 1 / (1 + np.exp(-(x[held] @ w + b)))
+        th = pick_threshold(truth[part], inner_prob[part], None)
+        w, b = fit(x[part], truth[part].astype(float), lam, sign)
+        learned[test] = 1 / (1 + np.exp(-(x[test] @ w + b))) >= th
+    print("\nDurable (P / R / F1): among the true positives, and end to end with the nested "
+          "detections:")
+    print("| durable flag | given a true positive | at best-F1 thresholds | at the precision "
+          "thresholds |")
+    print("|---|---|---|---|")
+    for name, flag in (("hand-written rule (shipped)", data.durable_rule),
+                       ("learned (logistic, nested)", learned),
+                       ("every positive durable", np.ones(len(truth), dtype=bool))):
+        cells = [prf(truth[data.y], flag[data.y]), prf(truth, result.best_f1 & flag),
+                 prf(truth, result.precise & flag)]
+        print(f"| {name} | " + " | ".join(" / ".join(f"{v:.2f}" for v in c) for c in cells) + " |")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("data", type=Path, nargs="+")
     ap.add_argument("--write", action="store_true", help="write src/lore/extract/detector.json")
-    ap.add_argument("--inputs", choices=("groups", "all"), default="all",
-                    help="'groups': only the cue groups (the simplest model); 'all': also let the\n"
-                         "inner cross-validation choose generic shapes and n-grams (default)")
+    ap.add_argument("--inputs", choices=("groups", "all"), default="groups",
+                    help="'groups': only the cue groups (the simplest model; default); 'all': also\n"
+                         "let the inner cross-validation choose generic shapes and n-grams")
+    ap.add_argument("--compare", action="store_true",
+                    help="also score the alternatives one by one (generic and exchange shapes,\n"
+                         "per-cue weights, n-grams, cues pruned to those of 3+ repositories)")
     args = ap.parse_args()
-    global GRID
-    if args.inputs == "groups":
-        GRID = ((False, None),)
+    grid = GRID if args.inputs == "all" else ((False, None),)
     data = load(args.data)
     everything = np.ones(len(data.y), dtype=bool)
     print(f"{len(data.y)} messages from {len(np.unique(data.groups))} repositories; "
           f"{int(data.y.sum())} positive, {int(data.durable_truth.sum())} durable positive; "
           f"wrappers, pastes, pre-filter, gates and vetoes set aside {int((~data.weighed).sum())}, "
           f"{int((~data.weighed & data.y).sum())} of them positive\n")
+    prefilter_report(data)
     header = ("| evaluation | P | R | F1 | durable P | durable R | durable F1 |\n"
               "|---|---|---|---|---|---|---|")
 
-    # Nested cross-validation by repository.
     print("Nested cross-validation by repository (configuration and threshold chosen inside):")
     print(header)
-    outer = group_folds(data.groups, OUTER_FOLDS, 7)
-    fixed = np.zeros(len(data.y))
-    preds = [np.zeros(len(data.y), dtype=bool), np.zeros(len(data.y), dtype=bool)]
-    chosen: list[list[str]] = [[], []]
-    for test in outer:
-        config, ths, w, b = train(data, ~test)
-        fixed[test] = score(data, config, w, b, test)
-        for k in (0, 1):
-            preds[k][test] = fixed[test] >= ths[k]
-            chosen[k].append(f"{config_name(config)} @ {ths[k]:.2f}")
-    for k, label in enumerate(("threshold for best inner F1",
-                               f"threshold for inner precision {PRECISION_TARGET}")):
-        print(line(f"all files, {label}", data.y, preds[k], data, everything))
-        print(f"|   per fold: {'; '.join(chosen[k])} | | | | | | |")
-    print("\nPrecision/recall curve of the same nested predictions at fixed thresholds:")
-    print(header)
-    for t in CURVE:
-        print(line(f"threshold {t:.2f}", data.y, fixed >= t, data, everything))
+    result = nested(data, grid)
+    for k, (label, pred) in enumerate((("threshold for best inner F1", result.best_f1),
+                                       (f"threshold for inner precision {PRECISION_TARGET}",
+                                        result.precise))):
+        print(line(f"all files, {label}", data.y, pred, data, everything))
+        print(f"|   per fold: {'; '.join(result.chosen[k])} | | | | | | |")
+    if args.compare:
+        for configs, prune, name in (
+                (((True, None),), 0, "groups + generic and exchange shapes"),
+                (((False, None, 10.0),), 0, "groups + per-cue weights (L2 10)"),
+                (((False, 10.0),), 0, "groups + n-grams (L2 10)"),
+                (((False, None),), 2, "groups, cues of 1–2 repositories pruned per fold")):
+            other = nested(data, configs, prune)
+            print(line(f"{name}, best inner F1", data.y, other.best_f1, data, everything))
+            print(line(f"{name}, inner precision {PRECISION_TARGET}", data.y, other.precise, data,
+                       everything))
 
     # Transfer between files: train on one file (inner CV picks everything), score the others.
     names = sorted(set(data.files))
@@ -253,7 +431,7 @@ def main() -> int:
         print(header)
         for src in names:
             part = data.files == src
-            config, (th, _), w, b = train(data, part)
+            config, (th, _), w, b, _ = train(data, part, grid)
             rows = ~part
             prob = score(data, config, w, b, rows)
             print(line(f"{src} -> others ({config_name(config)} @ {th:.2f})", data.y[rows],
@@ -261,10 +439,12 @@ def main() -> int:
             print(line(f"{src} -> others, threshold 0.5", data.y[rows], prob >= 0.5, data, rows))
 
     # The shipped model: everything chosen by CV on all the data.
-    config, (_, th), w, b = train(data, everything)
+    config, (_, th), w, b, _ = train(data, everything, grid)
+    curve_report(data, result, th)
+    durable_report(data, result)
     print(f"\nshipped: {config_name(config)}, threshold {th:.2f} (lowest reaching cross-validated "
           f"precision {PRECISION_TARGET}, else best F1)")
-    gen, l2 = config
+    gen, l2, *_ = config
     names_dense = D.feature_names(gen)
     for n, v in zip(names_dense, w[:len(names_dense)], strict=True):
         print(f"  {n:26s} {v:+.2f}")

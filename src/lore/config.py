@@ -143,7 +143,7 @@ class LearningConfig(_Strict):
     silent_fixes: bool = True  # compare what the agent wrote with the files later
     extractor: str = "rules"  # reads the rule in a correction (entry points: lore.extractors)
     inject_proposed_min_seen: int = Field(default=2, ge=1)  # a proposed rule reaches SessionStart
-    second_opinion_band: float = Field(default=0.15, ge=0, le=1)  # |p - threshold|: ask llm
+    second_opinion_band: float = Field(default=0.2, ge=0, le=1)  # |p - threshold|: ask llm
 
     @field_validator("extractor")
     @classmethod

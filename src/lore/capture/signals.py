@@ -6,13 +6,15 @@ Two cheap steps, stdlib ``re`` only (the hooks import this module; no numpy, no 
   file or selection, slash-command echoes, system reminders, "[Request interrupted by user]",
   the "Caveat: The messages below were generated…" preamble — so only the words the user
   typed are weighed. A message that is nothing but a wrapper is empty afterwards.
-- :func:`might_teach` is one regular expression of the words a correction or a standing
-  preference is said with — "no", "not", "n't", "instead", "always", "never", "rule", "you
-  …ed", "should", "why", "but", "only", "just" … It over-fires on purpose (most messages
-  that react to the agent pass) and costs microseconds, so the Stop and prompt hooks stay
-  within budget; the worker's detector decides. The detector runs the same pre-filter
-  first, so whatever it calls positive, the hook has queued (``lore eval corrections
-  --detector prefilter`` measures how many labelled positives pass).
+- :func:`might_teach` passes every message that is not clearly benign: an acknowledgement
+  made only of thanks / approval / greeting / "continue" words, a one-sentence question or
+  short task request with no word that could push back (negation, contrast, rule, undo,
+  choice, "you did …"), a pasted log line. It does not require a teaching word, so a
+  correction said in words nobody listed still reaches the worker; it costs microseconds, so
+  the Stop and prompt hooks stay within budget, and the worker's detector decides. The
+  detector runs the same pre-filter first, so whatever it calls positive, the hook has queued
+  (``lore eval corrections --detector prefilter`` measures how many labelled positives pass
+  and how many negatives it sets aside).
 """
 
 from __future__ import annotations
@@ -34,22 +36,50 @@ _WRAPPERS = re.compile(
     re.DOTALL | re.MULTILINE,
 )
 
-PREFILTER = (
-    r"n't\b|\b(?:no+|nope|nah|not|dont|doesnt|didnt|isnt|shouldnt|wont|cant|never|always|"
-    r"instead|rather|actually|wait|hold\s+on|hm+|ugh+|oops|stop|quit|avoid|wrong|incorrect|"
-    r"untrue|undo|revert\w*|roll\s*back|put\s+\w+\s+back|back|restore|rid|"
-    r"regress\w*|broke|broken|messed|work(?:s|ing|ed)?|too|overkill|over-?\w+|redo|re-do|scratch|"
-    r"start\s+over|careful\w*|yourself|how\s+about\s+you|miss\w*|forg[oe]t\w*|left\s+out|already|"
-    r"from\s+now|going\s+forward|future|next\s+time|every\s*time|each\s+time|whenever|default|"
-    r"rules?|general|at\s+all\s+times|prefer\w*|hate|like|want|important|essential|crucial|"
-    r"remember|mem\w*|claude\.md|agents\.md|cursorrules|mdc|convention|guideline|must|should|"
-    r"needs?|has\s+to|have\s+to|unnecessary|why|said|told|asked|meant|thought|remind\w*|"
-    r"specified|stated|described|according|but|only|just|still|again|anymore|keep|"
-    r"supposed|expect\w*|mean|where|without|remove\w*|delete\w*|same|different|change\w*|"
-    r"fix\w*|mistake\w*|error\w*|bug\w*|problem\w*|issue\w*|wtf|"
-    r"you(?:'re|\s+are|'ve|\s+have|\s+just)?\s+\w+ed|you(?:'re|\s+are)\s+\w+ing)\b"
-)
-_compiled: re.Pattern[str] | None = None
+# The pre-filter passes every message that is not clearly benign. Benign shapes hold no
+# correction or rule whoever types them, so nothing here is a word list fitted to authors.
+# Word sets rather than large patterns: a hook process pays for compiling every pattern.
+_WORDS = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+# - an acknowledgement made only of thanks / approval / greeting / "continue" words;
+_ACK_WORDS = frozenset("""
+ok okay k kk yes yeah yep yup ya sure alright all right fine thanks thank thx ty great perfect
+good nice cool sweet awesome excellent amazing wonderful brilliant fantastic lgtm looks sounds
+go ahead proceed continue carry on going do it ship done works that got love work job well hi
+hello hey please pls so much a lot very next approved approve agreed agree let's lets
+""".split())
+# - one sentence that asks for information ("what does this flag do?"), or a short task
+#   request ("run the tests", "commit changes"), saying nothing that could push back: no
+#   negation, contrast, rule, undo, choice or necessity word, no "you did / you're …".
+_QUESTION_OPENERS = frozenset("how what what's where when which who whose is are does do can "
+                              "could would will was were has have".split())
+_TASK_OPENERS = frozenset("run commit push deploy build start restart open show check test "
+                          "install read look explain summarise summarize list create add write "
+                          "implement generate make".split())
+_PUSH_BACK_WORDS = frozenset("""
+no not never nothing nor none without instead rather but actually always should must only just
+why wrong again still anymore supposed meant said told asked rule rules stop avoid undo back use
+using other different better simpler else another right correct sure yourself too before after
+every each whenever first unless until default ever even really necessary about you've you're
+""".split())
+_PUSH_BACK_STEMS = ("prefer", "revert", "remove", "delete", "switch", "need")
+_AFTER_YOU = frozenset("did have were are just forgot".split())
+_MORE_THAN_ONE_SENTENCE = re.compile(r"[.!?;:]\s+\w|\n")
+PLAIN_WORDS = 8        # a task request longer than this is weighed whatever its words
+PLAIN_CHARS = 300
+# - a pasted log or terminal line.
+_LOG_START = re.compile(r"^\s*(?:Traceback \(most recent|Error:|\w+(?:Error|Exception)\b|FAIL\b|"
+                        r"npm ERR!|at\s+\S+\s+\(|\$ |>>> |\[\d{2}:\d{2}|"
+                        r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2})")
+
+
+def _may_push_back(words: list[str]) -> bool:
+    for i, w in enumerate(words):
+        if w in _PUSH_BACK_WORDS or w.endswith("n't") or w.startswith(_PUSH_BACK_STEMS):
+            return True
+        if w == "you" and i + 1 < len(words) and (words[i + 1] in _AFTER_YOU
+                                                  or words[i + 1].endswith("ed")):
+            return True
+    return False
 
 
 MAX_INPUT = 20_000  # what the hooks keep of a payload string; both stages read the same prefix
@@ -63,12 +93,29 @@ def strip_wrappers(text: str) -> str:
     return _WRAPPERS.sub(" ", text).strip()
 
 
+def benign(text: str) -> str:
+    """Why a stripped message cannot teach anything ('' when it might), in the detector's
+    words: "reads as thanks or approval", "reads as a question", "reads as a task request",
+    "pasted log or code"."""
+    if len(text) < PLAIN_CHARS:
+        words = _WORDS.findall(text.lower().replace("\u2019", "'").replace("thank you", "thanks"))
+        if words and all(w in _ACK_WORDS for w in words):
+            return "reads as thanks or approval"
+        one = not _MORE_THAN_ONE_SENTENCE.search(text.rstrip(" ?.!"))
+        if words and one and not _may_push_back(words):
+            first = words[1] if words[0] == "please" and len(words) > 1 else words[0]
+            if text.rstrip().endswith("?") and words[0] in _QUESTION_OPENERS:
+                return "reads as a question"
+            if len(words) <= PLAIN_WORDS and first in _TASK_OPENERS:
+                return "reads as a task request"
+    if _LOG_START.match(text):
+        return "pasted log or code"
+    return ""
+
+
 def might_teach(text: str) -> bool:
-    """The pre-filter: False only for messages the full detector would never call positive."""
-    global _compiled
-    if _compiled is None:
-        _compiled = re.compile(PREFILTER, re.IGNORECASE)
+    """The pre-filter: False only for messages that are empty or clearly benign."""
     # The whole stripped text: whatever part of it the detector weighs (the start, or the
     # note after a paste), the pre-filter has seen.
     t = strip_wrappers(text).replace("\u2019", "'")
-    return bool(t) and _compiled.search(t) is not None
+    return bool(t) and not benign(t)

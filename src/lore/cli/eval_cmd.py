@@ -91,6 +91,10 @@ def eval_corrections(files: tuple[Path, ...], show_errors: bool, detector: str, 
            ["durable", result["durable"]["precision"], result["durable"]["recall"],
             result["durable"]["f1"]]])
     table(None, ["true label -> predicted", "messages"], list(result["confusion"].items()))
+    pre = result["prefilter"]
+    click.echo(f"pre-filter: recall {pre['recall']}, passes {pre['negatives_passed']} of the "
+               f"negatives; set aside: " + (", ".join(f"{k} {v}" for k, v in pre["set_aside"].items())
+                                            or "nothing"))
     for e in result.get("errors", []):
         why = f" ({e['reason']})" if e.get("reason") else ""
         click.echo(f"[{e['label']} predicted {e['predicted']} p={e['probability']}{why}] "

@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from lore.capture.signals import might_teach, strip_wrappers
+from lore.capture.signals import benign, might_teach, strip_wrappers
 from lore.errors import DetectorError
 from lore.extract.features import (
     BUCKETS,
@@ -73,7 +73,7 @@ EXPLICIT_CUES = frozenset({"opens_no", "not_right", "you_did", "you_are", "misse
 
 # Generic shapes of the words and the exchange (features.generic), weighed with the groups.
 GENERIC = ("g_negation_start", "g_negation", "g_contrast", "g_imperative", "g_you_past",
-           "g_question", "g_words", "g_overlap")
+           "g_question", "g_words", "g_overlap", "g_prev_asks", "g_prev_plans", "g_no_after_done")
 
 
 def feature_names(generic_features: bool = True) -> list[str]:
@@ -180,7 +180,7 @@ def gate(text: str) -> str:
     if not text:
         return "empty"
     if not might_teach(text):
-        return "no teaching cue (pre-filter)"
+        return benign(strip_wrappers(text)) or "empty"
     if english_ratio(text) < 0.5:
         return "not English"
     if looks_like_log_or_code(text):
@@ -232,11 +232,23 @@ def detect(message: str, previous: str | None = None, *, threshold: float | None
     names = tuple(sorted(c))
     if p < (m.threshold if threshold is None else threshold):
         return Detection("none", False, None, p, names, explain(c), text)
-    reactive = any(k in c for k in GROUPS["reactive"]) or "redirect_after_interrupt" in c
+    label = "preference" if states_rule(c) else "correction"
     rule = any(k in c for k in GROUPS["rule"])
-    label = "preference" if rule and not reactive else "correction"
-    # A rule, or a tool/approach choice made while rejecting the agent's ("no Redis, use files").
-    durable = label == "preference" or bool(DURABLE_CUES & set(c)) or (
-        "names_tool" in c and bool({"opens_no", "dont_do", "not_right", "i_said", "no_need"} & set(c)))
     kind = "explicit" if (EXPLICIT_CUES & set(c)) or rule else "refinement"
-    return Detection(label, durable, kind, p, names, "", text)
+    return Detection(label, durable(c), kind, p, names, "", text)
+
+
+def states_rule(c: dict[str, float]) -> bool:
+    """A positive message is a preference when it lays down a rule without reacting to the
+    agent's turn (otherwise a correction)."""
+    reactive = any(k in c for k in GROUPS["reactive"]) or "redirect_after_interrupt" in c
+    return any(k in c for k in GROUPS["rule"]) and not reactive
+
+
+def durable(c: dict[str, float]) -> bool:
+    """Whether a positive message holds something for later sessions: a rule, or a tool or
+    approach choice made while rejecting the agent's ("no Redis, use files"). A hand-written
+    rule over the cues; a model learned on the labelled files did not beat it
+    (docs/learning.md)."""
+    return states_rule(c) or bool(DURABLE_CUES & set(c)) or (
+        "names_tool" in c and bool({"opens_no", "dont_do", "not_right", "i_said", "no_need"} & set(c)))

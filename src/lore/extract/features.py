@@ -290,6 +290,12 @@ _STOPWORDS = frozenset("this that with from have will would should could there t
                        "like want need make sure some more only here it's don't can't".split())
 
 
+# The agent turn: it asked the user something, announced what it will do, claimed it is done.
+_PREV_ASKS = re.compile(CONTEXT_CUES["prev_question"])
+_PREV_PLANS = re.compile(CONTEXT_CUES["prev_plan"])
+_PREV_DONE = re.compile(CONTEXT_CUES["prev_done"])
+
+
 def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
@@ -304,8 +310,8 @@ def hashed(text: str) -> list[int]:
 
 def generic(text: str, previous: str | None) -> dict[str, float]:
     """Author-independent shapes: negation or contrast near the start, imperative mood,
-    "you" + past tense, length; the agent turn it answers: claimed done, proposed, asked,
-    and how many of its words the message repeats."""
+    "you" + past tense, length; the agent turn it answers: asked, announced a plan, claimed
+    done (with a negation opening the answer), and how many of its words the message repeats."""
     toks = tokens(text)
     head = toks[:4]
     out: dict[str, float] = {}
@@ -329,4 +335,11 @@ def generic(text: str, previous: str | None) -> dict[str, float]:
         theirs = set(_CONTENT.findall(prev)) - _STOPWORDS
         if mine:
             out["g_overlap"] = len(mine & theirs) / len(mine)
+        tail = prev[-600:]
+        if _PREV_ASKS.search(tail):
+            out["g_prev_asks"] = 1.0
+        if _PREV_PLANS.search(tail):
+            out["g_prev_plans"] = 1.0
+        if "g_negation_start" in out and _PREV_DONE.search(tail):
+            out["g_no_after_done"] = 1.0
     return out

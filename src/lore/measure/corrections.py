@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from lore.capture.signals import might_teach
+from lore.capture.signals import benign, might_teach, strip_wrappers
 from lore.errors import InvalidInput
 from lore.extract.detect import Detection, detect, model
 
@@ -64,6 +64,34 @@ def scores(truth: list[bool], predicted: list[bool]) -> dict[str, float]:
     return {"precision": round(precision, 3), "recall": round(recall, 3), "f1": round(f1, 3)}
 
 
+def prefilter_figures(rows: list[dict[str, Any]], truth: list[bool]) -> dict[str, Any]:
+    """What the hooks' pre-filter passes: recall of the positives (overall and per repository,
+    when rows name one in ``source.repo``), the share of negatives it passes (what is left for
+    the worker) and why the others were set aside."""
+    passed = [might_teach(r["text"]) for r in rows]
+    negatives = [p for p, t in zip(passed, truth, strict=True) if not t]
+    per_repo: dict[str, list[int]] = {}
+    for r, p, t in zip(rows, passed, truth, strict=True):
+        repo = (r.get("source") or {}).get("repo") if isinstance(r.get("source"), dict) else None
+        if t and isinstance(repo, str):
+            seen = per_repo.setdefault(repo.lower(), [0, 0])
+            seen[0] += 1
+            seen[1] += p
+    set_aside = Counter(benign(strip_wrappers(r["text"])) or "empty"
+                        for r, p in zip(rows, passed, strict=True) if not p)
+    out: dict[str, Any] = {
+        "recall": round(sum(p for p, t in zip(passed, truth, strict=True) if t) / max(sum(truth), 1), 3),
+        "negatives_passed": round(sum(negatives) / len(negatives), 3) if negatives else None,
+        "set_aside": dict(set_aside.most_common()),
+    }
+    if per_repo:
+        recalls = sorted(k / n for n, k in per_repo.values())
+        out["repositories"] = len(recalls)
+        out["lowest_repository_recall"] = round(recalls[0], 3)
+        out["repositories_with_a_miss"] = sum(1 for v in recalls if v < 1)
+    return out
+
+
 def evaluate(paths: Path | list[Path], detector: str = "full",
              threshold: float | None = None) -> dict[str, Any]:
     if detector not in DETECTORS:
@@ -86,6 +114,7 @@ def evaluate(paths: Path | list[Path], detector: str = "full",
                "text": r["text"][:300]}
               for r, d in zip(rows, found, strict=True) if d.positive != (r["label"] != "none")]
     m = model()
+    prefilter = prefilter_figures(rows, truth)
     name = (f"the worker's detector ({m.meta.get('configuration', 'cue groups')}, threshold "
             f"{threshold if threshold is not None else m.threshold})" if detector == "full"
             else "the hooks' pre-filter")
@@ -97,5 +126,6 @@ def evaluate(paths: Path | list[Path], detector: str = "full",
         "confusion": {f"{label} -> {pred}": n for (label, pred), n in sorted(confusion.items())},
         "detector": name,
         "messages_per_second": round(len(rows) / took) if took > 0 else None,
+        "prefilter": prefilter,
         "errors": errors,
     }
