@@ -323,11 +323,18 @@ def changes_since_time(repo: str | Path, since: datetime | str, *, worktree: boo
     return _read(r, base or r.empty_tree, None if worktree or r.head is None else r.head, commits_from=base)
 
 
-def session_changes(cwd: str | Path, started_at: datetime | str, *, git: str = "git",
-                    timeout: float = DEFAULT_TIMEOUT) -> GitChanges:
-    """:func:`changes_since_time` for a session's folder, never raising for a missing git, a
-    folder outside any repository or a git that fails: the result's ``unavailable`` says why."""
+def session_changes(cwd: str | Path, started_at: datetime | str, *, start_commit: str | None = None,
+                    git: str = "git", timeout: float = DEFAULT_TIMEOUT) -> GitChanges:
+    """A session's work in ``cwd``: from ``start_commit`` (HEAD when the session began) to the
+    working tree, or without it (or when the repository no longer has it) from the last commit
+    before ``started_at``. Never raises for a missing git, a folder outside any repository or a
+    git that fails: the result's ``unavailable`` says why."""
     try:
+        if start_commit:
+            try:
+                return changes_since_ref(cwd, start_commit, worktree=True, git=git, timeout=timeout)
+            except MissingRef:  # rewritten history, or another repository now: the time decides
+                pass
         return changes_since_time(cwd, started_at, git=git, timeout=timeout)
     except GitNotInstalled as exc:
         return GitChanges(unavailable="git-missing", detail=str(exc))

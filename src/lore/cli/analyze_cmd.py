@@ -116,5 +116,10 @@ def analyze_status(ctx: click.Context, project: str | None, json_: bool) -> None
         table(None, ["kind", "lessons", "by status"], rows)
     click.echo(f"language model {llm['provider'] or 'none'}: {llm['calls_today']} calls, "
                f"{llm['tokens_today']} tokens, ${llm['cost_today_usd']:.4f} today")
+    start = st.get("last_session_start")
+    if start:
+        at = f" {start['commit'][:10]}" + (f" on {start['branch']}" if start["branch"] else "") \
+            if start["commit"] else ""
+        click.echo(f"last session {start['session_id']} started {start['started_at']} {start['says']}{at}")
     if st["last_error"]:
         click.echo(f"last error ({st['last_error']['at']}): {st['last_error']['error']}")

@@ -45,6 +45,7 @@ TRIGGERS = ("command", "session_end", "mcp")
 SOURCES = ("git", "conversation")  # what analysis and the session pass write as a lesson's source
 MAX_EVIDENCE = 20
 TITLE_CHARS = 90
+GIT_STATES = ("commit", "no-commits", "no-git", "unreadable")  # what the SessionStart hook read
 UNAVAILABLE = {"not-a-repository": "no git repository", "git-missing": "git is not installed",
                "git-failed": "git failed"}
 
@@ -83,6 +84,7 @@ class Report:
     lessons: list[Proposed] = field(default_factory=list)
     error: str | None = None
     dry_run: bool = False
+    start: dict[str, Any] | None = None  # where a session's diff began (session_end only)
 
     @property
     def created(self) -> int:
@@ -107,6 +109,7 @@ class Report:
                           for p in s.parts]},
             "lessons": [p.to_dict() for p in self.lessons],
             "created": self.created, "reinforced": self.reinforced, "error": self.error,
+            "start": self.start,
         }
 
 
@@ -140,9 +143,15 @@ class Analyzer:
                 changes = changes_since_time(folder, "1970-01-01T00:00:00+00:00")
         return self._run(changes, trigger=trigger, force=force, dry_run=dry_run, session_id=session_id)
 
-    def session_started(self, session_id: str, project: str | None, at: str) -> bool:
-        """Remember when a session began (the first SessionStart of it wins)."""
-        return self.store.analysis.record_start(session_id, project, at)
+    def session_started(self, session_id: str, project: str | None, at: str,
+                        git: dict[str, Any] | None = None) -> bool:
+        """Remember when a session began and the commit it began from (``git``: what the
+        SessionStart hook read, ``capture.githead.read_head``); the first SessionStart wins."""
+        git = git if isinstance(git, dict) else {}
+        state = git.get("state") if git.get("state") in GIT_STATES else None
+        commit = git.get("commit") if state == "commit" and isinstance(git.get("commit"), str) else None
+        branch = git.get("branch") if isinstance(git.get("branch"), str) else None
+        return self.store.analysis.record_start(session_id, project, at, commit, branch, state)
 
     def session_ended(self, session_id: str, project: str | None, transcript: str | None, at: str,
                       *, event_id: str | None = None) -> Report:
@@ -157,11 +166,14 @@ class Analyzer:
         session_text = "\n".join(f"{m.role}: {m.text[:600]}" for m in messages
                                  if m.role in ("user", "assistant"))
         started = self.store.analysis.started_at(session_id) or at
+        start = self.store.analysis.session_start(session_id) or {}
         if not self.cfg.session_end or not project:
             report = Report("session_end", "skipped", "no project folder" if not project else
                             "analysis at session end is off", project, session_id)
         else:
-            changes = session_changes(project, started)
+            # A repository with no commit when the session began: all of its history is the session's.
+            since = "1970-01-01T00:00:00+00:00" if start.get("start_git") == "no-commits" else started
+            changes = session_changes(project, since, start_commit=start.get("start_commit"))
             if changes.unavailable:
                 report = Report("session_end", "skipped", UNAVAILABLE[changes.unavailable], project,
                                 session_id, changes=changes)
@@ -172,6 +184,7 @@ class Analyzer:
                                    corrections=corrections, session_text=session_text, record=False)
         if report.project is None:
             report.project = project
+        report.start = _start_note(start, report.changes)
         if self.cfg.session_learnings and messages:
             for learning in session_learnings(messages, session_id=session_id):
                 report.lessons.append(self.propose(_from_learning(learning, report.project)))
@@ -308,6 +321,7 @@ class Analyzer:
                     "cost_today_usd": round(sum(u.cost_usd for u in usage), 6)},
             "threshold": self.cfg.threshold_for(project),
             "last_run": summary["last_run"], "last_error": summary["last_error"],
+            "last_session_start": _session_start_view(summary["last_session_start"]),
         }
 
 
@@ -360,6 +374,41 @@ def _from_learning(learning: SessionLearning, project: str | None) -> Candidate:
         "source_notes": f"found in the session by the pattern pass ({learning.rule})",
         "metadata": {"analysis": {"analysed": False, "occurrences": 1, "category": learning.category,
                                   "rule": learning.rule}}})
+
+
+START_WORDS = {"commit": "at a commit", "no-commits": "in a repository with no commit yet",
+               "no-git": "without git (no repository)",
+               "unreadable": "in a repository whose HEAD could not be read",
+               None: "start commit not recorded"}
+
+
+def _session_start_view(row: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The latest recorded session start for the status: when, from which commit, or no git."""
+    if row is None:
+        return None
+    return {"session_id": row["session_id"], "project": row["project"], "started_at": row["started_at"],
+            "commit": row["start_commit"], "branch": row["start_branch"], "git": row["start_git"],
+            "says": START_WORDS.get(row["start_git"], START_WORDS[None])}
+
+
+def _start_note(start: dict[str, Any], changes: GitChanges | None) -> dict[str, Any]:
+    """Where the session's diff began, in words for the status and the report."""
+    commit, state = start.get("start_commit"), start.get("start_git")
+    if changes is not None and commit and changes.base == commit:
+        basis = "the commit the session started from"
+    elif state == "no-git":
+        basis = "no git repository when the session started"
+    elif state == "no-commits":
+        basis = "no commit yet when the session started: everything"
+    elif changes is not None and changes.unavailable:
+        basis = UNAVAILABLE[changes.unavailable]
+    elif commit:
+        basis = "the start commit is gone from the repository: the last commit before the start time"
+    else:
+        basis = "the last commit before the start time (no start commit recorded)"
+    return {"commit": commit, "branch": start.get("start_branch"), "git": state,
+            "started_at": start.get("started_at"), "diff_from": basis,
+            "base": changes.base if changes is not None else None}
 
 
 def _transcript_messages(transcript: str | None) -> list[Any]:
