@@ -142,19 +142,6 @@ def test_a_start_commit_gone_from_history_falls_back_to_the_time(lore_home: Path
     assert report.changes is not None and report.changes.unavailable is None
 
 
-def test_a_session_without_git_says_so(lore_home: Path, tmp_path: Path, real_embedder: Any) -> None:
-    plain = tmp_path / "plain"
-    plain.mkdir()
-    with Lore.open(make_settings(lore_home), embedder=real_embedder) as lore:
-        q = _start(lore_home, plain, "s-n")
-        q.append("SessionEnd", {"session_id": "s-n", "cwd": str(plain)})
-        assert _worker(lore).run(once=True) == 2
-        st = lore.analyzer.status()
-    assert st["last_session_start"]["git"] == "no-git"
-    assert st["last_session_start"]["says"] == "without git (no repository)"
-    assert st["skipped_by_reason"] == {"no git repository": 1}
-
-
 def test_a_repository_with_no_commit_at_the_start(lore_home: Path, tmp_path: Path,
                                                    real_embedder: Any) -> None:
     fresh = Repo(tmp_path / "fresh")
