@@ -82,12 +82,12 @@ def test_significant_changes_are_proposed_once_then_reinforced(run, repo: Repo) 
     assert data["lessons"][0]["action"] == "created"
     again = json.loads(run("analyze", str(repo.path), "--range", "HEAD~1..HEAD", "--json").output)
     assert again["lessons"] == [{"id": lesson_id, "title": "Refactor the parser modules",
-                                 "kind": "learning", "action": "duplicate"}]
+                                 "kind": "learning", "action": "duplicate", "related": []}]
     second = big_change(repo, "Refactor the parser modules")  # the same work once more
     assert second != first
     third = json.loads(run("analyze", str(repo.path), "--range", f"{first}..{second}", "--json").output)
     assert third["lessons"][0] == {"id": lesson_id, "title": "Refactor the parser modules",
-                                   "kind": "learning", "action": "reinforced"}
+                                   "kind": "learning", "action": "reinforced", "related": []}
     shown = json.loads(run("recall", "show", lesson_id, "--json").output)
     assert {e["source"] for e in shown["evidence"]} >= {f"commit {first}", f"commit {second}"}
     assert shown["metadata"]["analysis"]["occurrences"] == 2
