@@ -112,8 +112,9 @@ def test_redacted_and_cut_to_the_budget(server: LoopbackServer) -> None:
              for i in range(1, 200)]
     msgs.append(SessionMessage("user", "From now on always run the linter before committing", "u-last"))
     text, sent, left_out = transcript_for_model(msgs, 20_000)
-    assert len(text) <= 20_000 and left_out > 100 and "messages not shown" in text
+    assert len(text) <= 20_000 and left_out > 20 and "messages not shown" in text
     assert "[m1 user]" in text and "[m201 user] From now on always run the linter" in text
+    assert "[m2 assistant] step 1 detail" in text and len(text.split("\n")[1]) < 200  # cut tight
     assert ANTHROPIC_SECRET not in text
     server.replies = [reply({"learnings": [{"category": "pattern", "statement": "Run the linter before "
                                             "every commit.", "evidence": [{"message": "m201", "quote":

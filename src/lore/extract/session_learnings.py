@@ -351,7 +351,11 @@ def session_learnings(messages: Sequence[SessionMessage], *, session_id: str | N
 LLM_MAX_INPUT_TOKENS = 6000
 LLM_REPLY_TOKENS = 2500
 LLM_MAX_LEARNINGS = 12
-ROLE_CHARS = {"user": 1500, "assistant": 1200, "tool": 400, "prompt": 300}  # per message sent
+# Per message sent, tighter and tighter until the session fits: tool output gives way first.
+ROLE_CAPS = ({"user": 1500, "assistant": 1200, "tool": 400, "prompt": 300},
+             {"user": 1200, "assistant": 600, "tool": 160, "prompt": 160},
+             {"user": 800, "assistant": 300, "tool": 80, "prompt": 80},
+             {"user": 500, "assistant": 160, "tool": 40, "prompt": 40})
 ROLE_LABELS = {"user": "user", "assistant": "assistant", "tool": "tool", "prompt": "task"}
 QUOTE_MIN_CHARS = 12  # shorter "quotes" ("yes", "fixed") prove nothing
 
@@ -427,47 +431,51 @@ class LLMPass:
 
 def transcript_for_model(messages: Sequence[SessionMessage], max_chars: int
                          ) -> tuple[str, dict[str, SessionMessage], int]:
-    """The messages as the model reads them, ``[m12 user] text``, redacted, each cut to its
-    role's size and, when the session is longer than ``max_chars``, its beginning and its end
-    (the middle left out and marked). Returns the text, the references sent and how many
-    messages were left out."""
-    lines: list[tuple[str, str, SessionMessage]] = []
-    for n, m in enumerate(messages, start=1):
-        text = redact(" ".join(m.text.split()) if m.role == "tool" else m.text.strip())
-        cap = ROLE_CHARS[m.role]
-        if len(text) > cap:
-            text = text[:cap * 2 // 3] + " […] " + text[len(text) - cap // 3:]
-        lines.append((f"m{n}", f"[m{n} {ROLE_LABELS[m.role]}] {text}", m))
-    total = sum(len(line) + 1 for _, line, _ in lines)
+    """The messages as the model reads them, ``[m12 user] text``, redacted. A long session is
+    fitted to ``max_chars`` by cutting each message to its role's size, tighter and tighter
+    (tool output first, the user's words last), and only then, when even the tightest sizes do
+    not fit, by leaving out the middle of the session (marked). Returns the text, the references
+    sent and how many messages were left out."""
+    texts = [redact(" ".join(m.text.split()) if m.role == "tool" else m.text.strip()) for m in messages]
+    lines: list[str] = []
+    for caps in ROLE_CAPS:
+        lines = [f"[m{n} {ROLE_LABELS[m.role]}] {_cut(text, caps[m.role])}"
+                 for n, (m, text) in enumerate(zip(messages, texts, strict=True), start=1)]
+        if sum(len(line) + 1 for line in lines) <= max_chars:
+            break
     keep = list(range(len(lines)))
-    if total > max_chars:  # the beginning (a third of the room) and the end (the rest)
+    if sum(len(line) + 1 for line in lines) > max_chars:  # the beginning (a third) and the end
         head, size = [], 0
-        for i, (_, line, _) in enumerate(lines):
+        for i, line in enumerate(lines):
             if size + len(line) + 1 > max_chars // 3:
                 break
             head.append(i)
             size += len(line) + 1
         tail: list[int] = []
         for i in range(len(lines) - 1, head[-1] if head else -1, -1):
-            if size + len(lines[i][1]) + 1 > max_chars - 60:
+            if size + len(lines[i]) + 1 > max_chars - 60:
                 break
             tail.append(i)
-            size += len(lines[i][1]) + 1
+            size += len(lines[i]) + 1
         keep = head + tail[::-1]
     out, sent = [], {}
     for j, i in enumerate(keep):
         if j and i != keep[j - 1] + 1:
             out.append(f"[… {i - keep[j - 1] - 1} messages not shown …]")
-        ref, line, m = lines[i]
-        out.append(line)
-        sent[ref] = m
+        out.append(lines[i])
+        sent[f"m{i + 1}"] = messages[i]
     return "\n".join(out), sent, len(lines) - len(keep)
 
 
+def _cut(text: str, cap: int) -> str:
+    return text if len(text) <= cap else text[:cap * 2 // 3] + " […] " + text[len(text) - cap // 3:]
+
+
 def _squash(text: str) -> str:
-    """Text as quotes are compared: whitespace collapsed, typographic quotes and dashes plain."""
+    """Text as quotes are compared: whitespace collapsed, typographic quotes and dashes plain,
+    Markdown's backticks and asterisks gone (a model often drops them when it quotes)."""
     table = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-",
-                           "\u2014": "-", "`": ""})
+                           "\u2014": "-", "`": "", "*": ""})
     return " ".join(text.translate(table).split()).strip(" .\"'").lower()
 
 
