@@ -569,20 +569,23 @@ def _scan_patch(r: _Repo, ends: list[str], files: list[FileChange], skipped: Seq
 def _section_path(section: str) -> str:
     """The (new) path a ``diff --git`` section is about, from its header lines."""
     cut = section.find("\n@@")
-    lines = (section if cut < 0 else section[:cut]).split("\n")
-    for prefix in ("rename to ", "copy to "):  # quoted when needed, no a/ or b/
-        for line in lines:
-            if line.startswith(prefix):
-                return _unquote(line[len(prefix):])
-    for prefix in ("+++ b/", '+++ "b/', "--- a/", '--- "a/'):
-        for line in lines:
-            if line.startswith(prefix):
-                # git ends the name with a tab when it holds a space
-                name = line[4:-1] if line.endswith("\t") and " " in line[4:] else line[4:]
-                return _unquote(name)[2:] if name.startswith('"') else name[2:]
+    head = section if cut < 0 else section[:cut]
+    for marker in ("\nrename to ", "\ncopy to "):  # quoted when needed, no a/ or b/
+        at = head.find(marker)
+        if at >= 0:
+            end = head.find("\n", at + 1)
+            return _unquote(head[at + len(marker):end if end >= 0 else None])
+    for marker in ("\n+++ ", "\n--- "):
+        at = head.find(marker)
+        end = head.find("\n", at + 1)
+        name = head[at + 5:end if end >= 0 else None] if at >= 0 else ""
+        if name and name != "/dev/null":
+            if name.endswith("\t") and " " in name:  # git ends a name holding a space with a tab
+                name = name[:-1]
+            return _unquote(name)[2:] if name.startswith('"') else name[2:]
     # No ---/+++ lines (a binary file, a mode change, an empty file): the header names the path
     # twice, "a/P b/P", each quoted when it holds a special character.
-    first = lines[0][len("diff --git "):]
+    first = head.split("\n", 1)[0][len("diff --git "):]
     second = first[(len(first) - 1) // 2 + 1:]
     return _unquote(second)[2:] if second.startswith('"') else second[2:]
 
@@ -632,7 +635,11 @@ def _halves(files: Sequence[FileChange]) -> list[str] | None:
     a folder with a side of a rename or copy stays with the rest, so git pairs both sides."""
     if len(files) < SPLIT_FILES:
         return None
-    moved = {p.rpartition("/")[0] for f in files if f.old_path for p in (f.path, f.old_path)}
+    moved: set[str] = set()  # every folder above either side of a rename or copy
+    for f in files:
+        for p in (f.path, f.old_path) if f.old_path else ():
+            while (p := p.rpartition("/")[0]) and p not in moved:
+                moved.add(p)
     for depth in range(1, 6):
         units: dict[str, int] = {}
         for f in files:
@@ -646,7 +653,7 @@ def _halves(files: Sequence[FileChange]) -> list[str] | None:
         for unit, n in sorted(units.items()):
             if count >= len(files) // 2:
                 break
-            if not any(m == unit or m.startswith(unit + "/") for m in moved):
+            if unit not in moved:
                 chosen.append(unit)
                 count += n
         return chosen if count >= len(files) // 4 else None

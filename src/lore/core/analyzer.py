@@ -225,6 +225,8 @@ class Analyzer:
         session_id = session_id or path.stem
         report = Report(trigger, "analysed", "session pass", project, session_id, dry_run=dry_run)
         self._session_pass(report, messages, session_id, dry_run=dry_run)
+        if (report.session_pass or {}).get("by") != "llm":  # no model read it
+            report.outcome = "summarised"
         if not dry_run:
             self._record(report)
         return report
