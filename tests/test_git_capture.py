@@ -301,6 +301,7 @@ def test_counts_read_from_the_patch_match_git_numstat(repo: Repo) -> None:
     repo.write("src/empty.py", "")
     repo.write("src/ünï.py", "-- not a header\n++ nor this\n")
     repo.commit("After")
+    repo.git("config", "diff.noprefix", "true")  # a user's setting that changes patch headers
     numstat = repo.git("diff", "-z", "--numstat", "-M", "HEAD~1", "HEAD").split("\0")
     expected, i = {}, 0
     while i < len(numstat) and numstat[i]:

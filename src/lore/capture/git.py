@@ -520,8 +520,10 @@ def _scan_patch(r: _Repo, ends: list[str], files: list[FileChange], skipped: Seq
     tracked = [f for f in files if not f.untracked]
     if not tracked:
         return files, [], "", False
-    args = ("diff", "-p", "-U3", "--no-color", "--no-ext-diff", "--no-textconv", "-M",
-            "--ignore-submodules=all", *ends, "--")
+    # The prefixes are given: diff.noprefix or diff.mnemonicPrefix in the user's configuration
+    # would change the headers the paths are read from.
+    args = ("diff", "-p", "-U3", "--no-color", "--no-ext-diff", "--no-textconv", "-M", "--src-prefix=a/",
+            "--dst-prefix=b/", "--ignore-submodules=all", *ends, "--")
     specs = _pathspecs(tracked, skipped)
     halves = _halves(tracked) if specs[:1] == ["."] and (os.cpu_count() or 1) > 1 else None
     if halves is None:
