@@ -222,7 +222,9 @@ class Analyzer:
         if not messages:
             raise InvalidInput(f"{path} holds no messages Lore can read; give a Claude Code or Codex "
                                "transcript (.jsonl)")
-        session_id = session_id or path.stem
+        if session_id is None:  # a file: its name is the session id; an import knows the project
+            session_id = path.stem
+            project = (self.store.conversations.session(session_id) or {}).get("project")
         report = Report(trigger, "analysed", "session pass", project, session_id, dry_run=dry_run)
         self._session_pass(report, messages, session_id, dry_run=dry_run)
         if (report.session_pass or {}).get("by") != "llm":  # no model read it
