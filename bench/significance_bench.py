@@ -8,7 +8,10 @@ lock file, a vendored folder and a few binaries) and times, median and 90th perc
 
 - score: ``score()`` + ``summarize()`` on changes already read (the detector itself);
 - read: ``changes_in_commit()`` (the git commands, the filters, the patch scan);
-- read + score: both, as the end of a session does them.
+- read + score: both, as the end of a session does them;
+- cpu: the processor time of one read + score (Lore's and git's), which the machine's load
+  does not change the way it changes the wall clock;
+- git --version: one round trip to git, the same-run baseline for the figures above.
 
 Fresh commits leave loose objects, which git reads one file at a time; ``--gc`` packs them
 first, as they are in a repository that has been cloned or garbage-collected.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -104,8 +108,16 @@ def main() -> None:
               f"{changes.lines_changed} lines, patch {len(changes.patch):,} chars kept; score {sig.score}")
         print(line("score", timed(lambda: summarize(changes, score(changes, corrections=2)), args.runs)))
         print(line("read", timed(lambda: changes_in_commit(repo, "HEAD"), args.runs)))
+        before = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
         print(line("read + score", timed(lambda: summarize(c := changes_in_commit(repo, "HEAD"), score(c)),
                                          args.runs)))
+        after = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+        cpu = [(b.ru_utime + b.ru_stime - a.ru_utime - a.ru_stime) * 1000 / args.runs
+               for a, b in zip(before, after, strict=True)]
+        print(f"{'cpu':<14} {cpu[0] + cpu[1]:7.1f} ms per read + score (Lore {cpu[0]:.1f}, git {cpu[1]:.1f})")
+        print(line("git --version", timed(lambda: subprocess.run(["git", "--version"], capture_output=True,
+                                                                 check=True), args.runs)))
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} processors")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import pytest
 from conftest import make_settings
 from gitrepo import Repo, lines
 from lore.api import Lore
+from lore.capture.githead import read_head
 from lore.capture.queue import Queue
 from lore.worker import Worker
 from test_analysis import ENTRY, PATTERNS, WHAT, WHY, script
@@ -81,12 +82,12 @@ def test_significant_changes_are_proposed_once_then_reinforced(run, repo: Repo) 
     assert data["lessons"][0]["action"] == "created"
     again = json.loads(run("analyze", str(repo.path), "--range", "HEAD~1..HEAD", "--json").output)
     assert again["lessons"] == [{"id": lesson_id, "title": "Refactor the parser modules",
-                                 "kind": "learning", "action": "duplicate"}]
+                                 "kind": "learning", "action": "duplicate", "related": []}]
     second = big_change(repo, "Refactor the parser modules")  # the same work once more
     assert second != first
     third = json.loads(run("analyze", str(repo.path), "--range", f"{first}..{second}", "--json").output)
     assert third["lessons"][0] == {"id": lesson_id, "title": "Refactor the parser modules",
-                                   "kind": "learning", "action": "reinforced"}
+                                   "kind": "learning", "action": "reinforced", "related": []}
     shown = json.loads(run("recall", "show", lesson_id, "--json").output)
     assert {e["source"] for e in shown["evidence"]} >= {f"commit {first}", f"commit {second}"}
     assert shown["metadata"]["analysis"]["occurrences"] == 2
@@ -135,7 +136,8 @@ def worker(lore: Lore) -> Worker:
 
 def session(home: Path, repo_path: Path, session_id: str = "s-1") -> Queue:
     q = Queue(home / "queue")
-    q.append("SessionStart", {"session_id": session_id, "cwd": str(repo_path)})
+    q.append("SessionStart", {"session_id": session_id, "cwd": str(repo_path),
+                              "lore_git": read_head(str(repo_path))})  # as the hook queues it
     return q
 
 
@@ -173,6 +175,8 @@ def test_session_without_git_is_skipped_with_the_reason(lore_home: Path, tmp_pat
         st = lore.analyzer.status()
     assert st["skipped_by_reason"] == {"no git repository": 1} and st["sessions_seen"] == 1
     assert st["last_error"] is None
+    assert st["last_session_start"]["git"] == "no-git"
+    assert st["last_session_start"]["says"] == "without git (no repository)"
 
 
 LLM = {"provider": "anthropic", "max_retries": 0}

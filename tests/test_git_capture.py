@@ -282,3 +282,34 @@ def test_reading_changes_nothing_in_the_repository(repo: Repo) -> None:
     ("docs/lockfiles.md", None)])
 def test_path_reasons(path: str, reason: str | None) -> None:
     assert path_reason(path) == reason
+
+
+def test_counts_read_from_the_patch_match_git_numstat(repo: Repo) -> None:
+    """The lines are counted from the one patch git writes; git's own --numstat is the referee,
+    on the names and contents that make a patch header or a hunk unusual."""
+    repo.commit("Before", ("docs/a file.md", lines(30)), ("src/old name.py", lines(50)),
+                ("src/gone.py", lines(7)), ("src/mode.sh", "echo hi\n"), ("img.bin", bytes(range(256)) * 4),
+                ("src/tab\tname.py", lines(3)), ("src/noeol.py", "a\nb"))
+    repo.write("docs/a file.md", lines(30).replace("line 3\n", "diff --git a/x b/x\n") + "+++ b/y\n--- a/z\n")
+    repo.git("mv", "src/old name.py", "src/new name.py")
+    repo.write("src/new name.py", lines(50) + "one more\n")
+    (repo.path / "src/gone.py").unlink()
+    (repo.path / "src/mode.sh").chmod(0o755)
+    repo.write("img.bin", bytes(range(255, -1, -1)) * 4)
+    repo.write("src/tab\tname.py", lines(2))
+    repo.write("src/noeol.py", "a\nc")
+    repo.write("src/empty.py", "")
+    repo.write("src/ünï.py", "-- not a header\n++ nor this\n")
+    repo.commit("After")
+    repo.git("config", "diff.noprefix", "true")  # a user's setting that changes patch headers
+    numstat = repo.git("diff", "-z", "--numstat", "-M", "HEAD~1", "HEAD").split("\0")
+    expected, i = {}, 0
+    while i < len(numstat) and numstat[i]:
+        plus, minus, path = numstat[i].split("\t", 2)
+        if not path:
+            path, i = numstat[i + 2], i + 3
+        else:
+            i += 1
+        expected[path] = (0, 0, True) if plus == "-" else (int(plus), int(minus), False)
+    got = {f.path: (f.added, f.removed, f.binary) for f in changes_in_commit(repo.path, "HEAD").files}
+    assert got == expected and len(got) == 9

@@ -123,3 +123,12 @@ def test_the_summary_of_uncommitted_work_and_of_no_git(repo: Repo, tmp_path: Pat
     assert "not committed" in lesson.content
     nothing = summarize(GitChanges(unavailable="git-missing", detail="git cannot be run"))
     assert "Git could not be read (git-missing)" in nothing.content and nothing.evidence == ()
+
+
+@pytest.mark.parametrize("name", ["a.py", ".bashrc", "..x", "a.tar.gz", "noext", "x.", ".a.b", "...", "a..b"])
+def test_suffix_of_is_splitext(name: str) -> None:
+    import posixpath
+
+    from lore.extract.significance import suffix_of
+
+    assert suffix_of(name) == posixpath.splitext(name)[1]

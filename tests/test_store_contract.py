@@ -43,7 +43,7 @@ def row(lesson_id: str, title: str, tags: tuple[str, ...] = ()) -> LessonRow:
 def test_every_protocol_method_is_implemented(store):
     for proto, impl in ((protocol.Store, store), (protocol.ConversationStore, store.conversations),
                         (protocol.CorrectionStore, store.corrections),
-                        (protocol.SessionStore, store.sessions)):
+                        (protocol.SessionStore, store.sessions), (protocol.AnalysisStore, store.analysis)):
         for name, member in vars(proto).items():
             if name.startswith("_") or not callable(member):
                 continue
@@ -114,3 +114,18 @@ def test_conversations_corrections_and_sessions(store):
                                             at=now(), origin="hook") is None
     assert store.sessions.insert_snapshot("e2", "s1", "/p", now(), {"trigger": "auto"})
     assert store.integrity() == "ok" and not store.read_only
+
+
+def test_session_starts_keep_the_first_start_and_its_commit(store):
+    sha = "a" * 40
+    assert store.analysis.record_start("s1", "/p", "2026-01-01T10:00:00Z", sha, "main", "commit")
+    assert not store.analysis.record_start("s1", "/p", "2026-01-01T11:00:00Z", "b" * 40, "main", "commit")
+    assert store.analysis.record_start("s2", None, "2026-01-01T12:00:00Z")  # no commit recorded
+    assert store.analysis.session_start("s1") == {
+        "session_id": "s1", "project": "/p", "started_at": "2026-01-01T10:00:00Z",
+        "start_commit": sha, "start_branch": "main", "start_git": "commit"}
+    assert store.analysis.session_start("s2")["start_commit"] is None
+    assert store.analysis.session_start("nope") is None
+    assert store.analysis.started_at("s1") == "2026-01-01T10:00:00Z"
+    assert store.analysis.run_summary("/p")["last_session_start"]["session_id"] == "s1"
+    assert store.analysis.run_summary(None)["last_session_start"]["session_id"] == "s2"

@@ -163,7 +163,10 @@ class AnalysisConfig(_Strict):
     threshold: int = Field(default=5, ge=0, le=100)  # significance score at or above: analysed
     projects: dict[str, int] = Field(default_factory=dict)  # a project's folder: its own threshold
     session_end: bool = True  # analyse each session's work when it ends (in the worker)
-    session_learnings: bool = True  # the pattern pass over the session's transcript at its end
+    session_learnings: bool = True  # the session pass over its transcript at its end (model or patterns)
+    # A learned lesson's related patterns become graph edges to lessons at least this close
+    # (cosine of the pattern's name as a query with the lesson), besides those whose title names it.
+    related_similarity: float = Field(default=0.45, ge=0.0, le=1.0)
 
     @field_validator("projects")
     @classmethod

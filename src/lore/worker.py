@@ -197,7 +197,9 @@ class Worker:
             return "no session id"
         project = cwd if isinstance(cwd, str) and cwd else None
         if event.kind == "SessionStart":
-            self.lore.analyzer.session_started(session_id, project, _iso(event.at))
+            git = p.get("lore_git")
+            self.lore.analyzer.session_started(session_id, project, _iso(event.at),
+                                               git if isinstance(git, dict) else None)
             return "session start recorded"
         path = p.get("transcript_path")
         report = self.lore.analyzer.session_ended(

@@ -26,9 +26,10 @@ import re
 import subprocess
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Literal
 
 from lore.errors import GitError, GitNotInstalled, MissingRef, NotARepository
@@ -231,6 +232,14 @@ def _open(path: str | Path, git: str, timeout: float) -> _Repo:
     if not folder.is_dir():
         raise NotARepository(f"{folder} is not a folder; give the path of a git work tree")
     runner = _Git(folder, git, timeout)
+    # One call answers the usual case: the top folder, HEAD's commit and the branch it is on.
+    quick = runner.call("rev-parse", "--show-toplevel", "HEAD", "--symbolic-full-name", "HEAD")
+    lines = _text(quick.out).splitlines()
+    if quick.code == 0 and len(lines) == 3 and len(lines[1]) in (40, 64):
+        runner.folder = Path(lines[0])
+        name = lines[2].removeprefix("refs/heads/") if lines[2].startswith("refs/heads/") else ""
+        return _Repo(runner, str(runner.folder), lines[1], name or None,
+                     EMPTY_TREE if len(lines[1]) == 40 else _empty_tree(runner))
     top = runner.call("rev-parse", "--show-toplevel")
     if top.code != 0:
         if "not a git repository" in top.err or "must be run in a work tree" in top.err:
@@ -243,9 +252,13 @@ def _open(path: str | Path, git: str, timeout: float) -> _Repo:
     branch = runner.call("symbolic-ref", "-q", "--short", "HEAD")
     empty = EMPTY_TREE
     if head is None or len(head) != 40:  # SHA-256 repositories have another empty tree
-        empty = _text(runner.out("hash-object", "-t", "tree", "--stdin", stdin=b"")).strip()
+        empty = _empty_tree(runner)
     name = _text(branch.out).strip() if branch.code == 0 else ""
     return _Repo(runner, str(runner.folder), head, name or None, empty)
+
+
+def _empty_tree(runner: _Git) -> str:
+    return _text(runner.out("hash-object", "-t", "tree", "--stdin", stdin=b"")).strip()
 
 
 def _resolve(git: _Git, ref: str) -> str | None:
@@ -292,8 +305,9 @@ def changes_in_commit(repo: str | Path, ref: str, *, git: str = "git",
     """One commit against its first parent (the empty tree for a root commit)."""
     r = _open(repo, git, timeout)
     sha = _require(r, ref)
-    parent = _resolve(r.git, f"{sha}^1")
-    return _read(r, parent or r.empty_tree, sha, commits_from=parent, only=sha)
+    commits = _commits(r, None, sha, single=True)
+    parent = commits[0].parents[0] if commits and commits[0].parents else None
+    return _read(r, parent or r.empty_tree, sha, commits_from=parent, only=sha, commits=commits)
 
 
 def changes_since_time(repo: str | Path, since: datetime | str, *, worktree: bool = True,
@@ -309,11 +323,18 @@ def changes_since_time(repo: str | Path, since: datetime | str, *, worktree: boo
     return _read(r, base or r.empty_tree, None if worktree or r.head is None else r.head, commits_from=base)
 
 
-def session_changes(cwd: str | Path, started_at: datetime | str, *, git: str = "git",
-                    timeout: float = DEFAULT_TIMEOUT) -> GitChanges:
-    """:func:`changes_since_time` for a session's folder, never raising for a missing git, a
-    folder outside any repository or a git that fails: the result's ``unavailable`` says why."""
+def session_changes(cwd: str | Path, started_at: datetime | str, *, start_commit: str | None = None,
+                    git: str = "git", timeout: float = DEFAULT_TIMEOUT) -> GitChanges:
+    """A session's work in ``cwd``: from ``start_commit`` (HEAD when the session began) to the
+    working tree, or without it (or when the repository no longer has it) from the last commit
+    before ``started_at``. Never raises for a missing git, a folder outside any repository or a
+    git that fails: the result's ``unavailable`` says why."""
     try:
+        if start_commit:
+            try:
+                return changes_since_ref(cwd, start_commit, worktree=True, git=git, timeout=timeout)
+            except MissingRef:  # rewritten history, or another repository now: the time decides
+                pass
         return changes_since_time(cwd, started_at, git=git, timeout=timeout)
     except GitNotInstalled as exc:
         return GitChanges(unavailable="git-missing", detail=str(exc))
@@ -334,25 +355,39 @@ def _when(value: datetime | str) -> datetime:
 
 # ---- reading --------------------------------------------------------------------------------------
 def _read(r: _Repo, base: str, head: str | None, *, commits_from: str | None,
-          only: str | None = None) -> GitChanges:
-    commits = _commits(r, commits_from, only or head or r.head, single=only is not None)
+          only: str | None = None, commits: tuple[Commit, ...] | None = None) -> GitChanges:
     ends = [base] if head is None else [base, head]
-    # The raw listing is cheap (no file is read but for rename detection): the filters run on
-    # it, and only what passes is diffed for its line counts and patch.
-    raw = r.git.out("diff", "--raw", "--no-abbrev", "-z", "-M", "--no-ext-diff", "--no-textconv",
-                    "--ignore-submodules=none", *ends, "--")
-    files, submodules = _parse_raw(_fields(raw))
-    if head is None:
-        files += _untracked(r)
-    files, skipped = _filter(r, files)
-    files, more_skipped, patch, truncated = _scan_patch(r, ends, files, skipped)
-    files, untracked_skipped = _read_untracked(r, files)
-    skipped += more_skipped + untracked_skipped
+    # The git calls that do not depend on each other run side by side (threads waiting on
+    # processes): the commits and the untracked files with the raw listing, the attribute and
+    # ignore checks together, the base tree's folders with the patch.
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        commits_job = None if commits is not None else pool.submit(
+            _commits, r, commits_from, only or head or r.head, single=only is not None)
+        untracked_job = pool.submit(_untracked, r) if head is None else None
+        # The raw listing is cheap (no file is read but for rename detection): the filters run
+        # on it, and only what passes is diffed for its line counts and patch.
+        raw = r.git.out("diff", "--raw", "--no-abbrev", "-z", "-M", "--no-ext-diff", "--no-textconv",
+                        "--ignore-submodules=none", *ends, "--")
+        files, submodules = _parse_raw(_fields(raw))
+        if untracked_job is not None:
+            files += untracked_job.result()
+        files, skipped = _filter(r, files, pool)
+        candidates = _added_folders(files)
+        missing_job = pool.submit(_missing_folders, r, base, candidates)
+        files, more_skipped, patch, truncated = _scan_patch(r, ends, files, skipped, pool)
+        files, untracked_skipped = _read_untracked(r, files)
+        skipped += more_skipped + untracked_skipped
+        missing = missing_job.result()
+        if commits_job is not None:
+            commits = commits_job.result()
+    # A folder counts as new only while it still holds a counted added file.
+    new_dirs = missing & _added_folders(files)
     return GitChanges(
         root=r.root, base=base, head=head, branch=r.branch, detached=r.head is not None and r.branch is None,
-        no_commits=r.head is None, commits=commits, files=tuple(files), submodules=tuple(submodules),
+        no_commits=r.head is None, commits=commits or (), files=tuple(files), submodules=tuple(submodules),
         skipped=tuple(sorted(skipped, key=lambda s: s.path)),
-        new_directories=_new_directories(r, base, files), patch=patch, patch_truncated=truncated)
+        new_directories=tuple(sorted(c for c in new_dirs if c.rpartition("/")[0] not in new_dirs)),
+        patch=patch, patch_truncated=truncated)
 
 
 def _commits(r: _Repo, start: str | None, end: str | None, *, single: bool) -> tuple[Commit, ...]:
@@ -396,23 +431,6 @@ def _parse_raw(tokens: Sequence[str]) -> tuple[list[FileChange], list[SubmoduleC
     return files, submodules
 
 
-def _parse_numstat(tokens: Sequence[str]) -> tuple[list[tuple[str, int, int, bool]], int]:
-    """``--numstat -z`` records up to the empty one that ends them: (path, added, removed,
-    binary) in diff order, and how many tokens were used."""
-    out: list[tuple[str, int, int, bool]] = []
-    i = 0
-    while i < len(tokens) and tokens[i] != "":
-        plus, minus, path = (tokens[i].split("\t", 2) + ["", ""])[:3]
-        if path == "":  # a rename: the old and the new path follow
-            path = tokens[i + 2] if i + 2 < len(tokens) else ""
-            i += 3
-        else:
-            i += 1
-        binary = plus == "-"
-        out.append((path, 0 if binary else int(plus or 0), 0 if binary else int(minus or 0), binary))
-    return out, i + 1
-
-
 def _sha(value: str) -> str | None:
     return None if value.strip("0") == "" else value
 
@@ -431,18 +449,19 @@ def _untracked(r: _Repo) -> list[FileChange]:
 # ---- what never counts --------------------------------------------------------------------------
 def path_reason(path: str) -> SkipReason | None:
     """Why a path never counts, from its name alone; None when it may count."""
-    parts = PurePosixPath(path).parts
-    name = parts[-1] if parts else path
+    # Split as a string: this runs for every file of the diff, and pathlib was most of its cost.
+    *folders, name = path.split("/")
     if name in LOCKFILES or name.endswith(".lock"):
         return "lockfile"
-    if any(part in VENDORED_DIRS for part in parts[:-1]):
+    if folders and not VENDORED_DIRS.isdisjoint(folders):
         return "vendored"
     if _MINIFIED_NAME.search(name):
         return "minified"
     return None
 
 
-def _filter(r: _Repo, files: list[FileChange]) -> tuple[list[FileChange], list[SkippedFile]]:
+def _filter(r: _Repo, files: list[FileChange], pool: ThreadPoolExecutor
+            ) -> tuple[list[FileChange], list[SkippedFile]]:
     skipped: list[SkippedFile] = []
     left: list[FileChange] = []
     for f in files:
@@ -451,8 +470,9 @@ def _filter(r: _Repo, files: list[FileChange]) -> tuple[list[FileChange], list[S
             skipped.append(SkippedFile(f.path, reason))
         else:
             left.append(f)
+    ignored_job = pool.submit(_ignored, r, [f.path for f in left if not f.untracked])
     attributes = _attributes(r, [f.path for f in left])
-    ignored = _ignored(r, [f.path for f in left if not f.untracked])
+    ignored = ignored_job.result()
     kept = []
     for f in left:
         reason = attributes.get(f.path) or ("ignored" if f.path in ignored else None)
@@ -491,25 +511,36 @@ def _ignored(r: _Repo, paths: list[str]) -> set[str]:
 
 
 # ---- the patch: generated headers, minified lines, the text kept ---------------------------------
-def _scan_patch(r: _Repo, ends: list[str], files: list[FileChange], skipped: Sequence[SkippedFile]
-                ) -> tuple[list[FileChange], list[SkippedFile], str, bool]:
-    """Line counts, binary flags and the patch of the files that passed the filters, in one
-    ``git diff --numstat -p -z`` (numstat records, an empty one, then the patch in the same
-    order); files whose first hunk lines say they are generated or minified are dropped."""
+def _scan_patch(r: _Repo, ends: list[str], files: list[FileChange], skipped: Sequence[SkippedFile],
+                pool: ThreadPoolExecutor) -> tuple[list[FileChange], list[SkippedFile], str, bool]:
+    """Line counts, binary flags and the patch of the files that passed the filters, from one
+    ``git diff -p`` (the lines are counted from the patch: asking for ``--numstat`` as well
+    makes git diff every file twice); files whose first hunk lines say they are generated or
+    minified are dropped."""
     tracked = [f for f in files if not f.untracked]
     if not tracked:
         return files, [], "", False
-    raw = r.git.out("diff", "-z", "--numstat", "-p", "-U3", "--no-color", "--no-ext-diff", "--no-textconv",
-                    "-M", "--ignore-submodules=all", *ends, "--", *_pathspecs(tracked, skipped))
-    tokens = _text(raw).split("\0")
-    counts, used = _parse_numstat(tokens)
-    patch = "\0".join(tokens[used:])
-    sections = [s for s in re.split(r"(?m)^(?=diff --git )", patch) if s.startswith("diff --git ")]
-    # One section per numstat record, in the same order. Should they ever differ in number, the
-    # counts still hold; only the header check and the kept patch are lost.
-    aligned = len(sections) == len(counts)
-    by_path = {path: (added, removed, binary, sections[n] if aligned else "")
-               for n, (path, added, removed, binary) in enumerate(counts)}
+    # The prefixes are given: diff.noprefix or diff.mnemonicPrefix in the user's configuration
+    # would change the headers the paths are read from.
+    args = ("diff", "-p", "-U3", "--no-color", "--no-ext-diff", "--no-textconv", "-M", "--src-prefix=a/",
+            "--dst-prefix=b/", "--ignore-submodules=all", *ends, "--")
+    specs = _pathspecs(tracked, skipped)
+    halves = _halves(tracked) if specs[:1] == ["."] and (os.cpu_count() or 1) > 1 else None
+    if halves is None:
+        patches = [r.git.out(*args, *specs)]
+    else:  # two gits side by side, each reading half of the blobs
+        other = pool.submit(r.git.out, *args, *specs, *(f":(exclude,literal){d}" for d in halves))
+        patches = [r.git.out(*args, *(f":(literal){d}" for d in halves),
+                             *(s for s in specs if s != ".")), other.result()]
+    by_path: dict[str, str] = {}
+    for raw in patches:
+        # A line that starts a section can only be a header: a patch's content lines start with
+        # a space, +, - or a backslash.
+        parts = _text(raw).split("\ndiff --git ")
+        for n, part in enumerate(parts):
+            if part:
+                section = ("diff --git " if n else "") + part + ("\n" if n < len(parts) - 1 else "")
+                by_path[_section_path(section)] = section
     kept: list[FileChange] = []
     dropped: list[SkippedFile] = []
     text: list[str] = []
@@ -518,12 +549,15 @@ def _scan_patch(r: _Repo, ends: list[str], files: list[FileChange], skipped: Seq
         if f.untracked:
             kept.append(f)
             continue
-        added, removed, binary, section = by_path.get(f.path, (0, 0, False, ""))
-        reason = None if binary else _content_reason(f.path, section)
+        section = by_path.get(f.path, "")
+        hunk = section.find("\n@@")
+        binary = hunk < 0 and "\nBinary files " in section
+        reason = None if binary or hunk < 0 else _content_reason(f.path, section[hunk + 1:])
         if reason:
             dropped.append(SkippedFile(f.path, reason))
             continue
-        kept.append(replace(f, added=added, removed=removed, binary=binary))
+        body = section[hunk:] if hunk >= 0 else ""
+        kept.append(FileChange(f.path, f.status, body.count("\n+"), body.count("\n-"), binary, f.old_path))
         if binary or not section:
             continue
         if size + len(section) > PATCH_CHARS:
@@ -532,6 +566,54 @@ def _scan_patch(r: _Repo, ends: list[str], files: list[FileChange], skipped: Seq
         text.append(section)
         size += len(section)
     return kept, dropped, "".join(text), truncated
+
+
+def _section_path(section: str) -> str:
+    """The (new) path a ``diff --git`` section is about, from its header lines."""
+    cut = section.find("\n@@")
+    head = section if cut < 0 else section[:cut]
+    for marker in ("\nrename to ", "\ncopy to "):  # quoted when needed, no a/ or b/
+        at = head.find(marker)
+        if at >= 0:
+            end = head.find("\n", at + 1)
+            return _unquote(head[at + len(marker):end if end >= 0 else None])
+    for marker in ("\n+++ ", "\n--- "):
+        at = head.find(marker)
+        end = head.find("\n", at + 1)
+        name = head[at + 5:end if end >= 0 else None] if at >= 0 else ""
+        if name and name != "/dev/null":
+            if name.endswith("\t") and " " in name:  # git ends a name holding a space with a tab
+                name = name[:-1]
+            return _unquote(name)[2:] if name.startswith('"') else name[2:]
+    # No ---/+++ lines (a binary file, a mode change, an empty file): the header names the path
+    # twice, "a/P b/P", each quoted when it holds a special character.
+    first = head.split("\n", 1)[0][len("diff --git "):]
+    second = first[(len(first) - 1) // 2 + 1:]
+    return _unquote(second)[2:] if second.startswith('"') else second[2:]
+
+
+_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def _unquote(value: str) -> str:
+    """A path as git prints it in a patch header: C-quoted when it holds special characters."""
+    if not (value.startswith('"') and value.endswith('"') and len(value) >= 2):
+        return value
+    body, out, i = value[1:-1], bytearray(), 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            if nxt in "01234567":
+                out.append(int(body[i + 1:i + 4], 8) & 0xFF)
+                i += 4
+                continue
+            out.append(_ESCAPES.get(nxt, ord(nxt)))
+            i += 2
+            continue
+        out += ch.encode("utf-8", "surrogateescape")
+        i += 1
+    return out.decode("utf-8", "surrogateescape")
 
 
 def _pathspecs(files: Sequence[FileChange], skipped: Sequence[SkippedFile]) -> list[str]:
@@ -545,6 +627,41 @@ def _pathspecs(files: Sequence[FileChange], skipped: Sequence[SkippedFile]) -> l
     return [f":(literal){p}" for p in included]
 
 
+SPLIT_FILES = 600  # from this many files to read, two gits each diff half of them
+
+
+def _halves(files: Sequence[FileChange]) -> list[str] | None:
+    """Folders holding about half of ``files``, to diff apart from the rest (None: no split).
+
+    Folders are taken at the shallowest depth where none holds more than half of the files;
+    a folder with a side of a rename or copy stays with the rest, so git pairs both sides."""
+    if len(files) < SPLIT_FILES:
+        return None
+    moved: set[str] = set()  # every folder above either side of a rename or copy
+    for f in files:
+        for p in (f.path, f.old_path) if f.old_path else ():
+            while (p := p.rpartition("/")[0]) and p not in moved:
+                moved.add(p)
+    for depth in range(1, 6):
+        units: dict[str, int] = {}
+        for f in files:
+            folders = f.path.split("/")[:-1]
+            if len(folders) >= depth:
+                unit = "/".join(folders[:depth])
+                units[unit] = units.get(unit, 0) + 1
+        if not units or max(units.values()) > len(files) // 2:
+            continue
+        chosen, count = [], 0
+        for unit, n in sorted(units.items()):
+            if count >= len(files) // 2:
+                break
+            if unit not in moved:
+                chosen.append(unit)
+                count += n
+        return chosen if count >= len(files) // 4 else None
+    return None
+
+
 def _vendored_root(path: str) -> str:
     """The vendored folder a path lies in (``web/node_modules``), or the path itself."""
     parts = path.split("/")
@@ -554,12 +671,9 @@ def _vendored_root(path: str) -> str:
     return path
 
 
-def _content_reason(path: str, section: str) -> SkipReason | None:
+def _content_reason(path: str, hunks: str) -> SkipReason | None:
     """A "generated" header in the first lines of the first hunk, or minified-long lines."""
-    hunk = section.find("\n@@")
-    if hunk < 0:
-        return None
-    lines = section[hunk + 1:].split("\n", HEADER_LINES + 1)[1:HEADER_LINES + 1]
+    lines = hunks.split("\n", HEADER_LINES + 1)[1:HEADER_LINES + 1]
     return _head_reason(path, [line[1:] for line in lines if line[:1] in " +-"])
 
 
@@ -585,40 +699,41 @@ def _read_untracked(r: _Repo, files: list[FileChange]) -> tuple[list[FileChange]
         try:
             size = path.stat().st_size
             if size > UNTRACKED_MAX_BYTES:
-                out.append(replace(f, binary=True))
+                out.append(FileChange(f.path, f.status, binary=True, untracked=True))
                 continue
             data = path.read_bytes()
         except OSError:
             continue  # gone since it was listed
         if b"\0" in data[:8000]:
-            out.append(replace(f, binary=True))
+            out.append(FileChange(f.path, f.status, binary=True, untracked=True))
             continue
         text = data.decode("utf-8", "replace")
         reason = _head_reason(f.path, text.split("\n", HEADER_LINES)[:HEADER_LINES])
         if reason:
             skipped.append(SkippedFile(f.path, reason))
             continue
-        out.append(replace(f, added=text.count("\n") + (0 if not text or text.endswith("\n") else 1)))
+        lines = text.count("\n") + (0 if not text or text.endswith("\n") else 1)
+        out.append(FileChange(f.path, f.status, lines, untracked=True))
     return out, skipped
 
 
-def _new_directories(r: _Repo, base: str, files: Sequence[FileChange]) -> tuple[str, ...]:
-    """Top-most folders holding added files that the base tree does not have."""
-    candidates: set[str] = set()
+def _added_folders(files: Sequence[FileChange]) -> set[str]:
+    """Every folder above an added (or moved, or copied) file."""
+    out: set[str] = set()
     for f in files:
-        if f.status in ("added", "renamed", "copied"):
-            parent = PurePosixPath(f.path).parent
-            while str(parent) != ".":
-                candidates.add(str(parent))
-                parent = parent.parent
-    candidates = {c for c in candidates if "\n" not in c}
-    if not candidates:
-        return ()
-    if base == r.empty_tree:
-        missing = candidates
-    else:
-        ordered = sorted(candidates)
-        query = "".join(f"{base}:{c}\n" for c in ordered).encode("utf-8", "surrogateescape")
-        answers = _text(r.git.out("cat-file", "--batch-check", stdin=query)).splitlines()
-        missing = {c for c, a in zip(ordered, answers, strict=False) if a.endswith(" missing")}
-    return tuple(sorted(c for c in missing if str(PurePosixPath(c).parent) not in missing))
+        if f.status in ("added", "renamed", "copied") and "\n" not in f.path:
+            parent = f.path.rpartition("/")[0]
+            while parent and parent not in out:
+                out.add(parent)
+                parent = parent.rpartition("/")[0]
+    return out
+
+
+def _missing_folders(r: _Repo, base: str, candidates: set[str]) -> set[str]:
+    """The ``candidates`` the base tree does not have (one ``cat-file --batch-check``)."""
+    if not candidates or base == r.empty_tree:
+        return set(candidates)
+    ordered = sorted(candidates)
+    query = "".join(f"{base}:{c}\n" for c in ordered).encode("utf-8", "surrogateescape")
+    answers = _text(r.git.out("cat-file", "--batch-check", stdin=query)).splitlines()
+    return {c for c, a in zip(ordered, answers, strict=False) if a.endswith(" missing")}

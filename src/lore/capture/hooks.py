@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lore.capture.githead import read_head
 from lore.capture.queue import Queue
 from lore.capture.signals import might_teach
 from lore.capture.tail import MAX_FIELD, last_assistant, last_exchange
@@ -58,6 +59,10 @@ def run(event_name: str, stdin: str, queue_root: Path | None = None) -> str | No
             output, payload["lore_context"] = session_context(payload.get("cwd"))
         except Exception:  # noqa: BLE001 - no context is better than no event; the log says why
             _log(event_name)
+        # The commit the session starts from, read from .git's files (no git process): the
+        # end of the session diffs from it.
+        cwd = payload.get("cwd")
+        payload["lore_git"] = read_head(cwd if isinstance(cwd, str) else None)
     Queue(queue_root or lore_home() / "queue").append(kind, redact_payload(payload))
     if kind == "SessionStart":
         ensure_worker()
@@ -132,7 +137,7 @@ def prompt_signals(payload: dict[str, Any]) -> dict[str, Any]:
 
 # Fields that name things (ids, paths) rather than quote text: kept as they are.
 _NAMES = frozenset({"session_id", "transcript_path", "cwd", "hook_event_name", "tool_name",
-                    "tool_use_id", "agent_transcript_path", "permission_mode"})
+                    "tool_use_id", "agent_transcript_path", "permission_mode", "lore_git"})
 
 
 def redact_payload(payload: dict[str, Any]) -> dict[str, Any]:

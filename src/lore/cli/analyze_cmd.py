@@ -22,12 +22,14 @@ class AnalyzeGroup(LoreGroup):
 def analyze() -> None:
     """Learn from the work itself: score a repository's changes and propose what they teach.
 
-    `lore analyze [PATH]` is `lore analyze run [PATH]`. See docs/analysis.md.
+    `lore analyze [PATH]` is `lore analyze run [PATH]`; `lore analyze session ID` reads one
+    session's transcript. See docs/analysis.md.
 
     \b
     Examples:
       lore analyze . --since main --explain
       lore analyze ~/src/app --range v1.2..v1.3 --force
+      lore analyze session 0d3a8e6f-290f-4105-a327-a2496e5e2a83
       lore analyze status
     """
 
@@ -87,6 +89,43 @@ def _print_report(report: Any, explain: bool) -> None:
         click.echo("dry run: nothing stored", err=True)
 
 
+@analyze.command("session")
+@click.argument("session")
+@click.option("--dry-run", is_flag=True, help="Show what would be proposed; store nothing.")
+@json_option
+@click.pass_context
+def analyze_session(ctx: click.Context, session: str, dry_run: bool, json_: bool) -> None:
+    """Propose what one session's transcript teaches: decisions, recurring patterns, problems
+    solved and anti-patterns, each with its quotes. SESSION is a transcript file (.jsonl) or the
+    id of an imported session.
+
+    The language model reads it when one is configured (`llm.provider`; quotes not found in the
+    transcript are dropped), else the pattern pass does, as at the end of a session.
+
+    \b
+    Examples:
+      lore analyze session ~/.claude/projects/-src-app/0d3a8e6f.jsonl --dry-run
+      lore analyze session 0d3a8e6f-290f-4105-a327-a2496e5e2a83 --json
+    """
+    with open_lore(ctx) as lore:
+        report = lore.analyzer.learn_from_session(session, dry_run=dry_run)
+    if json_:
+        emit_json(report.to_dict())
+        return
+    note = report.session_pass or {}
+    by = "the language model" if note.get("by") == "llm" else "the pattern pass"
+    click.echo(f"session {report.session_id}: read by {by}, {len(report.lessons)} learnings")
+    if note.get("by") == "llm":
+        click.echo(f"  {note['in_reply']} in the reply, {note['dropped_without_quote']} dropped: no quote "
+                   f"found in the transcript ({note['quotes_not_in_transcript']} quotes not found)")
+    if report.error:
+        click.echo(f"language model: {report.error}", err=True)
+    for p in report.lessons:
+        click.echo(f"  {p.action:<13} {p.id or '-':<26}  [{p.kind}] {p.title}")
+    if report.dry_run and report.lessons:
+        click.echo("dry run: nothing stored", err=True)
+
+
 @analyze.command("status")
 @click.option("--project", help="Only this project ('.' for the current one).")
 @json_option
@@ -116,5 +155,10 @@ def analyze_status(ctx: click.Context, project: str | None, json_: bool) -> None
         table(None, ["kind", "lessons", "by status"], rows)
     click.echo(f"language model {llm['provider'] or 'none'}: {llm['calls_today']} calls, "
                f"{llm['tokens_today']} tokens, ${llm['cost_today_usd']:.4f} today")
+    start = st.get("last_session_start")
+    if start:
+        at = f" {start['commit'][:10]}" + (f" on {start['branch']}" if start["branch"] else "") \
+            if start["commit"] else ""
+        click.echo(f"last session {start['session_id']} started {start['started_at']} {start['says']}{at}")
     if st["last_error"]:
         click.echo(f"last error ({st['last_error']['at']}): {st['last_error']['error']}")

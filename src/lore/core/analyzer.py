@@ -14,6 +14,7 @@ is recorded for ``lore analyze status`` and ``learn_status``.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,9 +34,15 @@ from lore.config import Settings
 from lore.core.embedding import Embedding
 from lore.core.lessons import Lessons
 from lore.embed import document_text
-from lore.errors import BudgetExceeded, ConfigError, InvalidInput, MissingRef, ProviderError
+from lore.errors import BudgetExceeded, ConfigError, InvalidInput, MissingRef, NotFound, ProviderError
 from lore.extract.analysis import KnowledgeEntry, analyze_changes
-from lore.extract.session_learnings import SessionLearning, messages_from_turns, session_learnings
+from lore.extract.session_learnings import (
+    SessionLearning,
+    SessionMessage,
+    llm_session_learnings,
+    messages_from_turns,
+    session_learnings,
+)
 from lore.extract.significance import Correction, ProposedLesson, Significance, score, summarize
 from lore.ids import now
 from lore.models import Evidence, Filters
@@ -44,7 +51,11 @@ from lore.store import Store
 TRIGGERS = ("command", "session_end", "mcp")
 SOURCES = ("git", "conversation")  # what analysis and the session pass write as a lesson's source
 MAX_EVIDENCE = 20
+MAX_RELATED = 5  # related patterns looked up per lesson
+MAX_EDGES = 5  # edges added per lesson
+RELATION = "related_to"  # the edge kind (relation_types) for a related pattern
 TITLE_CHARS = 90
+GIT_STATES = ("commit", "no-commits", "no-git", "unreadable")  # what the SessionStart hook read
 UNAVAILABLE = {"not-a-repository": "no git repository", "git-missing": "git is not installed",
                "git-failed": "git failed"}
 
@@ -64,9 +75,11 @@ class Proposed:
     title: str
     kind: str
     action: str  # created | reinforced | duplicate | would-propose (a dry run)
+    related: list[str] = field(default_factory=list)  # lessons linked as related_to
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "title": self.title, "kind": self.kind, "action": self.action}
+        return {"id": self.id, "title": self.title, "kind": self.kind, "action": self.action,
+                "related": self.related}
 
 
 @dataclass(slots=True)
@@ -83,6 +96,8 @@ class Report:
     lessons: list[Proposed] = field(default_factory=list)
     error: str | None = None
     dry_run: bool = False
+    start: dict[str, Any] | None = None  # where a session's diff began (session_end only)
+    session_pass: dict[str, Any] | None = None  # which pass read the transcript, what it kept
 
     @property
     def created(self) -> int:
@@ -107,6 +122,7 @@ class Report:
                           for p in s.parts]},
             "lessons": [p.to_dict() for p in self.lessons],
             "created": self.created, "reinforced": self.reinforced, "error": self.error,
+            "start": self.start, "session_pass": self.session_pass,
         }
 
 
@@ -140,9 +156,15 @@ class Analyzer:
                 changes = changes_since_time(folder, "1970-01-01T00:00:00+00:00")
         return self._run(changes, trigger=trigger, force=force, dry_run=dry_run, session_id=session_id)
 
-    def session_started(self, session_id: str, project: str | None, at: str) -> bool:
-        """Remember when a session began (the first SessionStart of it wins)."""
-        return self.store.analysis.record_start(session_id, project, at)
+    def session_started(self, session_id: str, project: str | None, at: str,
+                        git: dict[str, Any] | None = None) -> bool:
+        """Remember when a session began and the commit it began from (``git``: what the
+        SessionStart hook read, ``capture.githead.read_head``); the first SessionStart wins."""
+        git = git if isinstance(git, dict) else {}
+        state = git.get("state") if git.get("state") in GIT_STATES else None
+        commit = git.get("commit") if state == "commit" and isinstance(git.get("commit"), str) else None
+        branch = git.get("branch") if isinstance(git.get("branch"), str) else None
+        return self.store.analysis.record_start(session_id, project, at, commit, branch, state)
 
     def session_ended(self, session_id: str, project: str | None, transcript: str | None, at: str,
                       *, event_id: str | None = None) -> Report:
@@ -157,11 +179,14 @@ class Analyzer:
         session_text = "\n".join(f"{m.role}: {m.text[:600]}" for m in messages
                                  if m.role in ("user", "assistant"))
         started = self.store.analysis.started_at(session_id) or at
+        start = self.store.analysis.session_start(session_id) or {}
         if not self.cfg.session_end or not project:
             report = Report("session_end", "skipped", "no project folder" if not project else
                             "analysis at session end is off", project, session_id)
         else:
-            changes = session_changes(project, started)
+            # A repository with no commit when the session began: all of its history is the session's.
+            since = "1970-01-01T00:00:00+00:00" if start.get("start_git") == "no-commits" else started
+            changes = session_changes(project, since, start_commit=start.get("start_commit"))
             if changes.unavailable:
                 report = Report("session_end", "skipped", UNAVAILABLE[changes.unavailable], project,
                                 session_id, changes=changes)
@@ -172,11 +197,71 @@ class Analyzer:
                                    corrections=corrections, session_text=session_text, record=False)
         if report.project is None:
             report.project = project
+        report.start = _start_note(start, report.changes)
         if self.cfg.session_learnings and messages:
-            for learning in session_learnings(messages, session_id=session_id):
-                report.lessons.append(self.propose(_from_learning(learning, report.project)))
+            self._session_pass(report, messages, session_id)
         self._record(report, event_id=event_id)
         return report
+
+    def learn_from_session(self, session: str, *, dry_run: bool = False, trigger: str = "command"
+                           ) -> Report:
+        """The session pass alone over one session's transcript: ``session`` is a transcript file
+        or the id of an imported session. Proposed like SessionEnd's; no git is read."""
+        path = Path(session).expanduser()
+        session_id: str | None = None
+        project: str | None = None
+        if not path.is_file():
+            row = self.store.conversations.session(session)
+            if row is None:
+                raise NotFound(f"no transcript file or imported session {session!r}; give a transcript "
+                               "path or the id of a session imported with `lore ingest`")
+            if not row.get("source_file") or not os.path.isfile(row["source_file"]):
+                raise NotFound(f"session {session!r} has no transcript file on this machine any more")
+            path, session_id, project = Path(row["source_file"]), session, row.get("project")
+        messages = _transcript_messages(str(path))
+        if not messages:
+            raise InvalidInput(f"{path} holds no messages Lore can read; give a Claude Code or Codex "
+                               "transcript (.jsonl)")
+        if session_id is None:  # a file: its name is the session id; an import knows the project
+            session_id = path.stem
+            project = (self.store.conversations.session(session_id) or {}).get("project")
+        report = Report(trigger, "analysed", "session pass", project, session_id, dry_run=dry_run)
+        self._session_pass(report, messages, session_id, dry_run=dry_run)
+        if (report.session_pass or {}).get("by") != "llm":  # no model read it
+            report.outcome = "summarised"
+        if not dry_run:
+            self._record(report)
+        return report
+
+    def _session_pass(self, report: Report, messages: Sequence[SessionMessage], session_id: str | None,
+                      *, dry_run: bool = False) -> None:
+        """The language model's pass over the session when a provider is configured; the pattern
+        pass without one, or when the model fails (the error is reported)."""
+        found: list[SessionLearning] | None = None
+        note: dict[str, Any] = {"by": "patterns"}
+        if self.settings.config.llm.provider:
+            from lore.llm import open_provider
+
+            try:
+                provider = open_provider(self.settings.config.llm, self.settings.home)
+                result = llm_session_learnings(provider, messages, session_id=session_id,
+                                               max_input_tokens=self.settings.config.llm.max_input_tokens)
+                found = list(result.learnings)
+                note = {"by": "llm", "in_reply": result.proposed, "kept": len(found),
+                        "dropped_without_quote": result.dropped_unquoted,
+                        "quotes_not_in_transcript": result.quotes_dropped,
+                        "messages_sent": result.messages_sent, "messages_left_out": result.messages_left_out}
+            except (ProviderError, BudgetExceeded, ConfigError) as exc:
+                note = {"by": "patterns", "llm_error": f"{type(exc).__name__}: {exc}"}
+                report.error = report.error or note["llm_error"]
+        if found is None:
+            found = session_learnings(messages, session_id=session_id)
+            note["kept"] = len(found)
+        report.session_pass = note
+        for learning in found:
+            cand = _from_learning(learning, report.project)
+            report.lessons.append(Proposed(None, cand.title, cand.fields["kind"], "would-propose")
+                                  if dry_run else self.propose(cand))
 
     def _run(self, changes: GitChanges, *, trigger: str, force: bool = False, dry_run: bool = False,
              session_id: str | None = None, corrections: Sequence[Correction] = (),
@@ -229,7 +314,15 @@ class Analyzer:
 
     # ---- proposing -------------------------------------------------------------------------
     def propose(self, cand: Candidate) -> Proposed:
-        """Store ``cand`` as a proposed lesson, or reinforce the known lesson it restates."""
+        """Store ``cand`` as a proposed lesson, or reinforce the known lesson it restates; its
+        related patterns become edges to the lessons they name or resemble."""
+        proposed = self._propose(cand)
+        related = cand.fields.get("metadata", {}).get("analysis", {}).get("related_patterns") or []
+        if proposed.id and proposed.action != "duplicate" and related:
+            proposed.related = self.link_related(proposed.id, related, cand.fields.get("project"))
+        return proposed
+
+    def _propose(self, cand: Candidate) -> Proposed:
         same = self.known(cand)
         if same is None:
             lesson = self.lessons.add(cand.title, cand.content, **cand.fields)
@@ -276,6 +369,39 @@ class Analyzer:
             return str(brief[rows[best][0]]["id"])
         return None
 
+    def link_related(self, lesson_id: str, names: Sequence[str], project: str | None) -> list[str]:
+        """``related_to`` edges from a learned lesson to the proposed or active lessons (of its
+        project, and global ones) that its related patterns name (the pattern's words in the
+        title) or resemble (the pattern as a query at least ``analysis.related_similarity``
+        close to the lesson). Returns the ids linked."""
+        names = list(dict.fromkeys(" ".join(n.split()) for n in names if n and n.strip()))[:MAX_RELATED]
+        if not names:
+            return []
+        where, params = self.store.filter_sql(Filters(statuses=("proposed", "active"), project=project),
+                                              anti_contexts_exclude=False)
+        brief = self.store.brief(self.store.allowed_seqs(where, params))
+        others = {seq: str(row["id"]) for seq, row in brief.items() if row["id"] != lesson_id}
+        found: dict[str, str] = {}
+        for name in names:
+            words = re.compile(rf"(?<!\w){re.escape(normalize.context(name))}(?!\w)")
+            for seq, lid in others.items():
+                if len(name) >= 4 and words.search(normalize.context(brief[seq]["title"])):
+                    found.setdefault(lid, name)
+        rows = self.store.vectors_for(list(others)) if others else []
+        if rows:
+            self.embedding.check_model()
+            matrix = np.stack([np.frombuffer(b, dtype=np.float32) for _, b in rows])
+            for name in names:
+                sims = matrix @ np.asarray(self.embedding.embedder.embed_query(name), dtype=np.float32)
+                for (seq, _), sim in sorted(zip(rows, sims, strict=True), key=lambda x: -float(x[1])):
+                    if float(sim) < self.cfg.related_similarity:
+                        break
+                    found.setdefault(others[seq], name)
+        linked = list(found)[:MAX_EDGES]
+        for target in linked:
+            self.lessons.link(lesson_id, target, RELATION)
+        return linked
+
     # ---- bookkeeping -----------------------------------------------------------------------
     def _record(self, report: Report, *, event_id: str | None = None) -> None:
         c, s = report.changes, report.significance
@@ -308,6 +434,7 @@ class Analyzer:
                     "cost_today_usd": round(sum(u.cost_usd for u in usage), 6)},
             "threshold": self.cfg.threshold_for(project),
             "last_run": summary["last_run"], "last_error": summary["last_error"],
+            "last_session_start": _session_start_view(summary["last_session_start"]),
         }
 
 
@@ -353,13 +480,54 @@ def _from_summary(lesson: ProposedLesson, project: str | None) -> Candidate:
 
 
 def _from_learning(learning: SessionLearning, project: str | None) -> Candidate:
-    return Candidate(_clip(learning.statement), learning.statement, {
+    by_model = learning.rule.startswith("llm:")
+    content = learning.statement
+    if learning.related:
+        content += "\n\nRelated patterns: " + "; ".join(learning.related)
+    return Candidate(_clip(learning.statement), content, {
         "kind": learning.kind, "status": "proposed", "source": "conversation", "project": project,
         "score": round(min(max(learning.confidence, 0.0), 1.0), 3), "tags": ["session"],
         "evidence": _evidence(learning.evidence),
-        "source_notes": f"found in the session by the pattern pass ({learning.rule})",
-        "metadata": {"analysis": {"analysed": False, "occurrences": 1, "category": learning.category,
-                                  "rule": learning.rule}}})
+        "source_notes": ("found in the session by the language model, its quotes checked against the "
+                         "transcript" if by_model else
+                         f"found in the session by the pattern pass ({learning.rule})"),
+        "metadata": {"analysis": {"analysed": by_model, "occurrences": 1, "category": learning.category,
+                                  "rule": learning.rule, "related_patterns": list(learning.related)}}})
+
+
+START_WORDS = {"commit": "at a commit", "no-commits": "in a repository with no commit yet",
+               "no-git": "without git (no repository)",
+               "unreadable": "in a repository whose HEAD could not be read",
+               None: "start commit not recorded"}
+
+
+def _session_start_view(row: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The latest recorded session start for the status: when, from which commit, or no git."""
+    if row is None:
+        return None
+    return {"session_id": row["session_id"], "project": row["project"], "started_at": row["started_at"],
+            "commit": row["start_commit"], "branch": row["start_branch"], "git": row["start_git"],
+            "says": START_WORDS.get(row["start_git"], START_WORDS[None])}
+
+
+def _start_note(start: dict[str, Any], changes: GitChanges | None) -> dict[str, Any]:
+    """Where the session's diff began, in words for the status and the report."""
+    commit, state = start.get("start_commit"), start.get("start_git")
+    if changes is not None and commit and changes.base == commit:
+        basis = "the commit the session started from"
+    elif state == "no-git":
+        basis = "no git repository when the session started"
+    elif state == "no-commits":
+        basis = "no commit yet when the session started: everything"
+    elif changes is not None and changes.unavailable:
+        basis = UNAVAILABLE[changes.unavailable]
+    elif commit:
+        basis = "the start commit is gone from the repository: the last commit before the start time"
+    else:
+        basis = "the last commit before the start time (no start commit recorded)"
+    return {"commit": commit, "branch": start.get("start_branch"), "git": state,
+            "started_at": start.get("started_at"), "diff_from": basis,
+            "base": changes.base if changes is not None else None}
 
 
 def _transcript_messages(transcript: str | None) -> list[Any]:

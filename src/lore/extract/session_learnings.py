@@ -1,5 +1,7 @@
-"""The pattern-based pass over a finished session (seed 002, SessionEnd): decisions made,
-problems solved and how, recurring patterns, anti-patterns discovered.
+"""The passes over a finished session (seed 002, SessionEnd): decisions made, problems solved
+and how, recurring patterns, anti-patterns discovered. The pattern-based pass below needs no
+model; the language model's pass (:func:`llm_session_learnings`, at the end) reads the same
+messages when a provider is configured.
 
 No model: fixed phrases over the session's messages, tuned for precision over recall. A
 candidate needs its context, not just a keyword: a problem counts as solved only when an
@@ -15,9 +17,14 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from lore.capture.transcripts import Turn
+from lore.llm.base import CHARS_PER_TOKEN, Provider, Request
+from lore.llm.jsonreply import complete_json
+from lore.llm.opinion import prompt
 from lore.models import Evidence
 from lore.redact import redact
 
@@ -51,6 +58,7 @@ class SessionLearning:
     evidence: tuple[Evidence, ...]
     confidence: float
     rule: str  # which rule proposed it, for explaining and for measuring each rule
+    related: tuple[str, ...] = ()  # patterns or rules it relates to, as the model named them
 
     @property
     def kind(self) -> str:
@@ -337,3 +345,193 @@ def session_learnings(messages: Sequence[SessionMessage], *, session_id: str | N
     for learning in found:
         unique.setdefault((learning.category, learning.statement.lower()), learning)
     return list(unique.values())
+
+
+# ---- the language model's pass ------------------------------------------------------------------
+LLM_MAX_INPUT_TOKENS = 6000
+LLM_REPLY_TOKENS = 2500
+LLM_MAX_LEARNINGS = 12
+# Per message sent, tighter and tighter until the session fits: tool output gives way first.
+ROLE_CAPS = ({"user": 1500, "assistant": 1200, "tool": 400, "prompt": 300},
+             {"user": 1200, "assistant": 600, "tool": 160, "prompt": 160},
+             {"user": 800, "assistant": 300, "tool": 80, "prompt": 80},
+             {"user": 500, "assistant": 160, "tool": 40, "prompt": 40})
+ROLE_LABELS = {"user": "user", "assistant": "assistant", "tool": "tool", "prompt": "task"}
+QUOTE_MIN_CHARS = 12  # shorter "quotes" ("yes", "fixed") prove nothing
+
+
+class _QuoteReply(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    message: str = ""
+    quote: str = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare(cls, value: Any) -> Any:
+        return {"quote": value} if isinstance(value, str) else value
+
+    @field_validator("message", mode="before")
+    @classmethod
+    def _ref(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) else (value or "")
+
+
+class _LearningReply(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    category: Literal["decision", "problem_solved", "pattern", "anti_pattern"]
+    statement: str = Field(min_length=8)
+    evidence: list[_QuoteReply] = Field(default_factory=list)
+    related_patterns: list[str] = Field(default_factory=list)
+    confidence: float = 0.6
+
+    @field_validator("category", mode="before")
+    @classmethod
+    def _category(cls, value: Any) -> Any:
+        value = value.strip().lower().replace("-", "_").replace(" ", "_") if isinstance(value, str) else value
+        return {"problem": "problem_solved", "problems_solved": "problem_solved", "decisions": "decision",
+                "recurring_pattern": "pattern", "patterns": "pattern", "antipattern": "anti_pattern",
+                "anti_patterns": "anti_pattern"}.get(value, value)
+
+    @field_validator("evidence", "related_patterns", mode="before")
+    @classmethod
+    def _lists(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        return [value] if isinstance(value, (str, dict)) else value
+
+    @field_validator("confidence", mode="before")
+    @classmethod
+    def _scale(cls, value: Any) -> Any:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 1 < value <= 5:
+            return value / 5  # a 1-5 answer where 0-1 was asked
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.6
+
+
+class SessionLearningsReply(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    learnings: list[_LearningReply]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_array(cls, value: Any) -> Any:
+        return {"learnings": value} if isinstance(value, list) else value
+
+
+@dataclass(frozen=True, slots=True)
+class LLMPass:
+    """What the model's pass kept, and what it threw away and why (for the report)."""
+
+    learnings: tuple[SessionLearning, ...]
+    proposed: int  # learnings in the reply
+    dropped_unquoted: int  # learnings none of whose quotes is in the transcript
+    quotes_dropped: int  # quotes not found, over all learnings
+    messages_sent: int
+    messages_left_out: int
+
+
+def transcript_for_model(messages: Sequence[SessionMessage], max_chars: int
+                         ) -> tuple[str, dict[str, SessionMessage], int]:
+    """The messages as the model reads them, ``[m12 user] text``, redacted. A long session is
+    fitted to ``max_chars`` by cutting each message to its role's size, tighter and tighter
+    (tool output first, the user's words last), and only then, when even the tightest sizes do
+    not fit, by leaving out the middle of the session (marked). Returns the text, the references
+    sent and how many messages were left out."""
+    texts = [redact(" ".join(m.text.split()) if m.role == "tool" else m.text.strip()) for m in messages]
+    lines: list[str] = []
+    for caps in ROLE_CAPS:
+        lines = [f"[m{n} {ROLE_LABELS[m.role]}] {_cut(text, caps[m.role])}"
+                 for n, (m, text) in enumerate(zip(messages, texts, strict=True), start=1)]
+        if sum(len(line) + 1 for line in lines) <= max_chars:
+            break
+    keep = list(range(len(lines)))
+    if sum(len(line) + 1 for line in lines) > max_chars:  # the beginning (a third) and the end
+        head, size = [], 0
+        for i, line in enumerate(lines):
+            if size + len(line) + 1 > max_chars // 3:
+                break
+            head.append(i)
+            size += len(line) + 1
+        tail: list[int] = []
+        for i in range(len(lines) - 1, head[-1] if head else -1, -1):
+            if size + len(lines[i]) + 1 > max_chars - 60:
+                break
+            tail.append(i)
+            size += len(lines[i]) + 1
+        keep = head + tail[::-1]
+    out, sent = [], {}
+    for j, i in enumerate(keep):
+        if j and i != keep[j - 1] + 1:
+            out.append(f"[… {i - keep[j - 1] - 1} messages not shown …]")
+        out.append(lines[i])
+        sent[f"m{i + 1}"] = messages[i]
+    return "\n".join(out), sent, len(lines) - len(keep)
+
+
+def _cut(text: str, cap: int) -> str:
+    return text if len(text) <= cap else text[:cap * 2 // 3] + " […] " + text[len(text) - cap // 3:]
+
+
+def _squash(text: str) -> str:
+    """Text as quotes are compared: whitespace collapsed, typographic quotes and dashes plain,
+    Markdown's backticks and asterisks gone (a model often drops them when it quotes)."""
+    table = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-",
+                           "\u2014": "-", "`": "", "*": ""})
+    return " ".join(text.translate(table).split()).strip(" .\"'").lower()
+
+
+def _found(quote: str, text: str) -> bool:
+    """Is ``quote`` in ``text``, verbatim but for whitespace and typography? A quote elided with
+    an ellipsis must have every part in the text, in order."""
+    hay = _squash(text)
+    at = 0
+    parts = [p for p in (_squash(x) for x in re.split(r"\.\.\.|…|\[…\]", quote)) if p]
+    if not parts or sum(len(p) for p in parts) < QUOTE_MIN_CHARS:
+        return False
+    for part in parts:
+        at = hay.find(part, at)
+        if at < 0:
+            return False
+        at += len(part)
+    return True
+
+
+def llm_session_learnings(provider: Provider, messages: Sequence[SessionMessage], *,
+                          session_id: str | None = None, max_input_tokens: int = LLM_MAX_INPUT_TOKENS
+                          ) -> LLMPass:
+    """Ask the model for the session's decisions, patterns, problems solved and anti-patterns,
+    each with its quotes; keep only the quotes that are in the transcript (the message named,
+    else any message: the model may misnumber), and only learnings left with one."""
+    room = max(2000, max_input_tokens * CHARS_PER_TOKEN - len(prompt("session_learnings")))
+    text, sent, left_out = transcript_for_model(messages, room)
+    if not sent:
+        return LLMPass((), 0, 0, 0, 0, 0)
+    request = Request.ask(f"<transcript>\n{text}\n</transcript>", system=prompt("session_learnings"),
+                          max_tokens=LLM_REPLY_TOKENS, temperature=0.0, purpose="session_learnings")
+    reply: SessionLearningsReply = complete_json(provider, request, SessionLearningsReply)
+    redacted = {ref: redact(m.text) for ref, m in sent.items()}
+    kept: list[SessionLearning] = []
+    unquoted = quotes_dropped = 0
+    for item in reply.learnings[:LLM_MAX_LEARNINGS]:
+        evidence: list[Evidence] = []
+        for q in item.evidence[:3]:
+            ref = q.message.strip().strip("[]").split()[0].lower() if q.message.strip() else ""
+            ref = ref if ref.startswith("m") else f"m{ref}"
+            where = ref if ref in redacted and _found(q.quote, redacted[ref]) else next(
+                (r for r, t in redacted.items() if _found(q.quote, t)), None)
+            if where is None:
+                quotes_dropped += 1
+                continue
+            evidence.append(Evidence(quote=redact(_clip(q.quote)), session_id=session_id,
+                                     message_id=sent[where].message_id, source=f"llm:{item.category}"))
+        if not evidence:
+            unquoted += 1
+            continue
+        kept.append(SessionLearning(
+            item.category, redact(_clip(" ".join(item.statement.split()), SENTENCE_MAX)), tuple(evidence),
+            round(min(max(item.confidence, 0.2), 0.9), 2), f"llm:{item.category}",
+            tuple(dict.fromkeys(r.strip() for r in item.related_patterns if r.strip()))[:5]))
+    unique: dict[tuple[str, str], SessionLearning] = {}
+    for learning in kept:
+        unique.setdefault((learning.category, learning.statement.lower()), learning)
+    return LLMPass(tuple(unique.values()), len(reply.learnings), unquoted, quotes_dropped, len(sent),
+                   left_out)

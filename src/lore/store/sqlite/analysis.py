@@ -14,12 +14,23 @@ RUN_COLUMNS = ("event_id", "at", "trigger", "session_id", "project", "outcome", 
 class AnalysisTables(Tables):
     """When sessions started, and what each analysis run decided."""
 
-    def record_start(self, session_id: str, project: str | None, at: str) -> bool:
-        """The first start of a session is kept (a resumed or compacted one starts again)."""
+    def record_start(self, session_id: str, project: str | None, at: str,
+                     start_commit: str | None = None, start_branch: str | None = None,
+                     start_git: str | None = None) -> bool:
+        """The first start of a session is kept (a resumed or compacted one starts again), with
+        the commit it started from when the hook could read it."""
         cur = self.conn.execute(
-            "INSERT OR IGNORE INTO analysis_sessions (session_id, project, started_at) VALUES (?, ?, ?)",
-            (session_id, project, at))
+            "INSERT OR IGNORE INTO analysis_sessions "
+            "(session_id, project, started_at, start_commit, start_branch, start_git) "
+            "VALUES (?, ?, ?, ?, ?, ?)", (session_id, project, at, start_commit, start_branch, start_git))
         return cur.rowcount > 0
+
+    def session_start(self, session_id: str) -> dict[str, Any] | None:
+        """The recorded start of a session: project, time, commit, branch, git state."""
+        row = self.conn.execute(
+            "SELECT session_id, project, started_at, start_commit, start_branch, start_git "
+            "FROM analysis_sessions WHERE session_id = ?", (session_id,)).fetchone()
+        return dict(row) if row else None
 
     def started_at(self, session_id: str) -> str | None:
         row = self.conn.execute("SELECT started_at FROM analysis_sessions WHERE session_id = ?",
@@ -70,7 +81,12 @@ class AnalysisTables(Tables):
         error = self.conn.execute(
             f"SELECT at, error FROM analysis_runs {where} {and_} error IS NOT NULL ORDER BY id DESC LIMIT 1",
             params).fetchone()
+        start = self.conn.execute(
+            "SELECT session_id, project, started_at, start_commit, start_branch, start_git "
+            "FROM analysis_sessions " + ("WHERE project = ? " if project else "")
+            + "ORDER BY started_at DESC, rowid DESC LIMIT 1", params).fetchone()
         return {"sessions_seen": seen, "outcomes": outcomes, "skipped_by_reason": skipped,
+                "last_session_start": dict(start) if start else None,
                 "created": totals[0], "reinforced": totals[1],
                 "last_run": _run(last) if last else None,
                 "last_error": {"at": error[0], "error": error[1]} if error else None}

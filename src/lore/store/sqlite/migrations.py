@@ -585,9 +585,24 @@ def m009_context_loads(conn: Any) -> None:
     )
 
 
+def m015_session_start_commit(conn: Any) -> None:
+    """The commit each session started from (read by the SessionStart hook), so the end of the
+    session diffs from it rather than from the last commit before its start time."""
+    run_script(
+        conn,
+        """
+        ALTER TABLE analysis_sessions ADD COLUMN start_commit TEXT;  -- HEAD's sha at the start
+        ALTER TABLE analysis_sessions ADD COLUMN start_branch TEXT;
+        -- commit | no-commits | no-git | unreadable; NULL: not recorded (an older hook)
+        ALTER TABLE analysis_sessions ADD COLUMN start_git TEXT;
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[Any], None]] = [
     m001_core, m002_conversations, m003_corrections, m004_filter_index, m005_learning,
     m006_redact_stored, m007_analysis, m008_server_tokens, m009_context_loads,
+    m015_session_start_commit,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
