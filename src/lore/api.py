@@ -501,15 +501,16 @@ class Lore:
         return ReviewSync(self.learner).export(folder or self.settings.review_folder,
                                                self.approved_lessons())
 
-    def review_import(self, folder: Path | None = None) -> dict[str, Any]:
+    def review_import(self, folder: Path | None = None, *, create: bool = False) -> dict[str, Any]:
         """Apply the decisions ticked or written in the review folder's files."""
         from lore.core.review_sync import ReviewSync
 
-        return ReviewSync(self.learner).import_(folder or self.settings.review_folder)
+        return ReviewSync(self.learner).import_(folder or self.settings.review_folder,
+                                                create=create)
 
     def review_sync(self, folder: Path | None = None) -> dict[str, Any]:
-        """Import the folder's decisions, then export it afresh."""
-        imported = self.review_import(folder)
+        """Import the folder's decisions (none the first time), then export it afresh."""
+        imported = self.review_import(folder, create=True)
         return {"imported": imported, "exported": self.review_export(folder)}
 
     def approved_lessons(self) -> list[Lesson]:

@@ -32,18 +32,18 @@ from typing import Any
 
 from lore.apply.files import atomic_write
 from lore.errors import InvalidInput
-from lore.private import private_dir
+from lore.private import FILE_MODE, private_dir
 
 MARKER = "review"              # frontmatter `lore: review` marks the files Lore owns here
 ACTIONS = ("approve", "reject", "defer")
 MAX_FILE = 1024 * 1024         # a review file is a few kilobytes; a larger one is not ours
 _ID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$", re.IGNORECASE)  # a ULID
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_HEADING = re.compile(r"^(#{1,6})(?:\s+(.*?))?\s*$")
+_ESCAPED = re.compile(r"^\\+\s*#")  # a rule line escaped so that it cannot read as a heading
 _BOX = re.compile(r"^\s*[-*+]\s+\[([ xX])\]\s*[*_]*\s*([A-Za-z]+)[*_]*(.*)$")
 _REASON = re.compile(r"^\s*(?:[-*+]\s+)?[*_]*reason[*_]*\s*(?:\([^)]*\))?\s*[*_]*:[*_]*\s*(.*)$",
                      re.IGNORECASE)
-_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _WORDS = {"approve": "approve", "approved": "approve", "reject": "reject",
           "rejected": "reject", "defer": "defer", "deferred": "defer"}
 HINT = "<!-- Edit the text below to approve it reworded; the heading above is its title. -->"
@@ -109,9 +109,14 @@ def _quote(text: str | None) -> str:
 
 
 def _escape_rule(text: str) -> str:
-    # A rule line that starts like a heading would end the section when read back.
-    return "\n".join("\\" + ln if ln.lstrip().startswith("#") else ln
+    # A rule line that starts like a heading would end the section when read back: it gets
+    # a backslash (as Markdown escapes), and so does one that already starts with escapes.
+    return "\n".join("\\" + ln if re.match(r"^\\*\s*#", ln) else ln
                      for ln in clean_text(text).split("\n"))
+
+
+def _unescape_rule(line: str) -> str:
+    return line[1:] if _ESCAPED.match(line) else line
 
 
 def _one_line(text: str | None) -> str:
@@ -161,14 +166,14 @@ def render_evidence(evidence: Sequence[Mapping[str, Any]]) -> str:
 
 def render_review(item: Mapping[str, Any], exported: str) -> str:
     """A rule waiting for review (a :func:`lore.core.learner.review_item`) as its file."""
-    title, rule = clean_text(item["title"]), clean_text(item.get("rule") or "")
+    title, rule = _one_line(item["title"]), clean_text(item.get("rule") or "")
     head = _frontmatter({"id": item["id"], "exported": exported, "status": item.get("status"),
                          "title_hash": text_hash(title), "rule_hash": text_hash(rule)})
-    body = [f"# {_one_line(title)}", "", facts(item), ""]
+    body = [f"# {title}", "", facts(item), ""]
     if item.get("conflicts"):
         body += ["Conflicts with: " + ", ".join(item["conflicts"]), ""]
     if item.get("why_candidate"):
-        body += [f"Kept as a candidate: {item['why_candidate']}", ""]
+        body += [f"Kept as a candidate: {_one_line(item['why_candidate'])}", ""]
     body += ["## Rule", "", HINT, "", _escape_rule(rule), "",
              render_evidence(item.get("evidence") or []),
              "## Decision", "", "Tick one box; an edited rule text is approved as edited.", "",
@@ -279,7 +284,7 @@ def parse(text: str) -> Parsed:
             continue
         heading = _HEADING.match(line)
         if heading:
-            level, name = len(heading.group(1)), heading.group(2).strip()
+            level, name = len(heading.group(1)), (heading.group(2) or "").strip()
             in_rule = name.strip("*_ ").lower() == "rule" and level >= 2
             if in_rule and rule_lines is None:
                 rule_lines = []
@@ -306,9 +311,8 @@ def parse(text: str) -> Parsed:
             reason = found.group(1).strip().strip("_`* ")
     rule = None
     if rule_lines is not None:
-        raw = _COMMENT.sub("", "\n".join(rule_lines))
-        rule = clean_text("\n".join(ln[1:] if ln.startswith("\\#") else ln
-                                    for ln in raw.split("\n")))
+        rule = clean_text("\n".join(_unescape_rule(ln) for ln in rule_lines
+                                    if ln.strip() != HINT))
     return Parsed(fields, title, rule, tuple(ticked), reason)
 
 
@@ -346,9 +350,9 @@ def decide(parsed: Parsed, current_title: str, current_rule: str) -> Decision:
     actions = list(dict.fromkeys(parsed.ticked))
     if len(actions) > 1:
         return Decision(problem=f"{' and '.join(actions)} are both ticked; tick one")
-    title = clean_text(parsed.title or "")
+    title = _one_line(parsed.title)
     rule = parsed.rule if parsed.rule is not None else None
-    title_base = parsed.fields.get("title_hash") or text_hash(current_title)
+    title_base = parsed.fields.get("title_hash") or text_hash(_one_line(current_title))
     rule_base = parsed.fields.get("rule_hash") or text_hash(current_rule)
     new_title = title if title and text_hash(title) != title_base else None
     new_rule = rule if rule is not None and text_hash(rule) != rule_base else None
@@ -373,10 +377,13 @@ def decide(parsed: Parsed, current_title: str, current_rule: str) -> Decision:
 class Folder:
     """The review folder: every path it writes, reads or deletes stays inside it."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, create: bool = True) -> None:
+        root = root.expanduser()
         if root.exists() and not root.is_dir():
             raise InvalidInput(f"{root} is not a folder; give a folder for the review files")
-        self.root = private_dir(root.expanduser()).resolve()
+        if not create and not root.is_dir():
+            raise InvalidInput(f"no review folder at {root}; run `lore review export` first")
+        self.root = private_dir(root).resolve()
 
     def path(self, relative: str) -> Path:
         """The folder's file ``relative`` (a/b.md); a path leaving the folder is refused."""
@@ -411,7 +418,7 @@ class Folder:
         private_dir(path.parent)
         if path.is_symlink():
             path.unlink()
-        atomic_write(path, text.encode("utf-8"))
+        atomic_write(path, text.encode("utf-8"), new_mode=FILE_MODE)  # quotes of the user's
         return True
 
     def delete(self, relative: str) -> None:

@@ -62,10 +62,11 @@ class ReviewSync:
         self.store = learner.store
 
     # ---- import ------------------------------------------------------------------------------
-    def import_(self, root: Path) -> dict[str, Any]:
+    def import_(self, root: Path, *, create: bool = False) -> dict[str, Any]:
         """Apply the decisions in ``root``'s review files; one warning per file that cannot be
-        applied (two boxes ticked, an unknown id, a newer decision made elsewhere)."""
-        folder = fmt.Folder(root)
+        applied (two boxes ticked, an unknown id, a newer decision made elsewhere). A missing
+        folder is an error unless ``create`` (a sync exports into it next)."""
+        folder = fmt.Folder(root, create=create)
         counts: Counter[str] = Counter()
         warnings: list[str] = []
         applied: list[dict[str, Any]] = []
