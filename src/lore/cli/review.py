@@ -180,6 +180,11 @@ def _imported(report: dict[str, Any]) -> None:
                                            if report["kept"] else ""))
 
 
+def _synced(report: dict[str, Any]) -> None:
+    _imported(report["imported"])
+    _exported(report["exported"])
+
+
 @review.command("export")
 @FOLDER
 @json_option
@@ -226,5 +231,4 @@ def review_sync(lore: Any, folder: Path | None, json_: bool) -> None:
     Example:
       lore review sync
     """
-    _report(lore.review_sync(folder), json_,
-            lambda r: (_imported(r["imported"]), _exported(r["exported"])))
+    _report(lore.review_sync(folder), json_, _synced)
