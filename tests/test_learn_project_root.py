@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from gitrepo import Repo
-
 from lore.normalize import project_root
 
 
