@@ -27,7 +27,8 @@ def is_terminal() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()
 
 
-def item_lines(item: dict[str, Any], quotes: int = 3, rule: bool = False) -> list[str]:
+def item_lines(item: dict[str, Any], quotes: int = 3, rule: bool = False,
+               width: int = 240) -> list[str]:
     """A waiting rule as lines: id and rule line, what is known, the rule text, the evidence."""
     flags = [item["status"], f"score {item['score']:.2f}" if item["score"] is not None else "",
              f"seen {item['occurrences']}x in {item['sessions']} session(s)",
@@ -46,9 +47,9 @@ def item_lines(item: dict[str, Any], quotes: int = 3, rule: bool = False) -> lis
     for ev in item["evidence"][-quotes:]:
         where = ", ".join(str(x) for x in (ev["date"], ev["session"] and f"session {ev['session']}",
                                            ev["project"]) if x)
-        lines.append(f"  said ({where}): {one_line(ev['said'])}")
+        lines.append(f"  said ({where}): {one_line(ev['said'], width)}")
         if ev["agent_turn"]:
-            lines.append(f"    answering: {one_line(ev['agent_turn'])}")
+            lines.append(f"    answering: {one_line(ev['agent_turn'], width)}")
     return lines
 
 
@@ -82,7 +83,7 @@ class Session:
         item = self.items[self.at]
         click.echo()
         click.echo(f"── {self.at + 1}/{len(self.items)} " + "─" * 50)
-        click.echo("\n".join(item_lines(item, rule=True)))
+        click.echo("\n".join(item_lines(item, rule=True, width=1000)))
         if item["id"] in self.decided:
             click.echo(f"  (you {DONE[self.decided[item['id']]]} it; a key decides again)")
 

@@ -67,8 +67,9 @@ def waiting(store: Store, project: str | None = None, *, all_projects: bool = Tr
     ids = store.corrections.preferences(project, all_projects=all_projects, file_type=None,
                                         statuses=LIVE, limit=max(limit * 5, 500))
     chosen: list[tuple[Lesson, dict[str, Any], list[str]]] = []
-    for start in range(0, len(ids), 500):
-        batch = [x for x in store.get_many(ids[start : start + 500]) if waits(x)]
+    step = min(max(limit + limit // 4, 20), 500)  # most ids wait: read about as many as asked
+    for start in range(0, len(ids), step):
+        batch = [x for x in store.get_many(ids[start : start + step]) if waits(x)]
         named = {c for x in batch for c in x.metadata["learning"].get("conflicts", [])}
         live = {x.id for x in store.get_many(sorted(named)) if x.status in LIVE}
         for lesson in batch:
