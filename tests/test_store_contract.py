@@ -69,6 +69,21 @@ def test_lessons_round_trip_index_and_delete(store):
     assert store.count() == 1
 
 
+def test_get_many_reads_whole_lessons_in_the_order_asked(store):
+    ids = [new_id() for _ in range(3)]
+    with store.atomic():
+        for i, lid in enumerate(ids):
+            store.insert(row(lid, f"Rule {i}", (f"t{i}",)))
+    assert store.add_edge(Edge(ids[0], ids[1], "contradicts", now()))
+    asked = [ids[2], new_id(), ids[0], ids[1]]
+    got = store.get_many(asked)
+    assert [x.id for x in got] == [ids[2], ids[0], ids[1]]  # an unknown id is left out
+    assert got == [store.get(i) for i in (ids[2], ids[0], ids[1])]
+    assert got[1].edges == got[2].edges == (store.edges_of(ids[0])[0],)
+    assert store.edges_of_many([ids[1], ids[2]]) == {ids[1]: store.edges_of(ids[1])}
+    assert store.get_many([]) == []
+
+
 def test_a_failed_transaction_leaves_nothing_and_savepoints_nest(store):
     a = new_id()
     with pytest.raises(RuntimeError), store.atomic():

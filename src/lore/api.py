@@ -28,8 +28,6 @@ from lore.errors import InvalidInput, NotFound, StoreBusy
 from lore.ids import now
 from lore.models import Edge, Filters, ImportReport, Lesson, RefItem, RelatedLesson, SearchResult
 from lore.private import tighten_home
-from lore.recall import MemoryIndex, hybrid
-from lore.recall import graph as graph_ops
 from lore.store import Store, open_store, storage_error
 
 if TYPE_CHECKING:
@@ -41,12 +39,14 @@ if TYPE_CHECKING:
     from lore.core.conversations import Conversations
     from lore.core.learner import Learner
     from lore.core.tokens import Tokens
+    from lore.recall import MemoryIndex, hybrid
+    from lore.recall import graph as graph_ops
 
 def approved(lesson: Lesson) -> bool:
     """Active, and a person's decision: a learned rule only once reviewed (or set active by
     hand) — a rule that scored its way to active is not written where the agent obeys —, any
     other lesson because a person (or an import of theirs) added it."""
-    from lore.core.learner import decided
+    from lore.core.review import decided
 
     if lesson.status != "active":
         return False
@@ -66,7 +66,7 @@ class Lore:
         self.store = store
         self.embedding = Embedding(store, self.config.embedding, embedder)
         self.lessons = Lessons(store, self.embedding, self.config)
-        self.vectors = MemoryIndex()  # loaded on first use, refreshed incrementally
+        self._vectors: MemoryIndex | None = None
         self._conversations: Conversations | None = None
         self._learner: Learner | None = None
         self._analyzer: Analyzer | None = None
@@ -90,6 +90,16 @@ class Lore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @property
+    def vectors(self) -> MemoryIndex:
+        """The lesson vectors in memory: loaded on first use, refreshed incrementally (numpy
+        is imported only by the commands that search)."""
+        if self._vectors is None:
+            from lore.recall import MemoryIndex
+
+            self._vectors = MemoryIndex()
+        return self._vectors
 
     @property
     def conversations(self) -> Conversations:
@@ -232,6 +242,8 @@ class Lore:
         if limit < 1:
             raise InvalidInput(f"limit must be at least 1 (got {limit})")
         embed = self.embedding.query_function() if mode != "keyword" else None
+        from lore.recall import hybrid
+
         results = hybrid.search(self.store, query, filters, limit, self.config.search, embed,
                                 self.vectors, mode)
         if track:
@@ -277,15 +289,21 @@ class Lore:
 
     def related(self, lesson_id: str, depth: int = 1, relations: Sequence[str] = (),
                 direction: str = "both") -> list[RelatedLesson]:
+        from lore.recall import graph as graph_ops
+
         return graph_ops.related(self.store, require_id(lesson_id), depth, relations, direction)
 
     def path(self, start: str, goal: str, max_depth: int = 6, relations: Sequence[str] = (),
              directed: bool = False) -> list[graph_ops.PathStep]:
+        from lore.recall import graph as graph_ops
+
         return graph_ops.shortest_path(self.store, require_id(start), require_id(goal), max_depth,
                                        relations, directed)
 
     def subgraph(self, lesson_id: str, depth: int = 1, relations: Sequence[str] = (),
                  direction: str = "both") -> graph_ops.Subgraph:
+        from lore.recall import graph as graph_ops
+
         return graph_ops.subgraph(self.store, require_id(lesson_id), depth, relations, direction)
 
     # ---- reference data and tags ------------------------------------------------------
@@ -465,6 +483,35 @@ class Lore:
 
     def sessions_mentioning(self, term: str) -> set[str]:
         return self.store.corrections.sessions_mentioning(term)
+
+    # ---- review ----------------------------------------------------------------------
+    def waiting(self, project: str | None = None, *, all_projects: bool = True,
+                limit: int = 100) -> list[dict[str, Any]]:
+        """Learned rules waiting for a person's review, with their evidence; read from the
+        store alone, without loading the learning pipeline (``lore review`` lists fast)."""
+        from lore.core.review import waiting
+
+        return waiting(self.store, project, all_projects=all_projects, limit=limit)
+
+    def review_export(self, folder: Path | None = None) -> dict[str, Any]:
+        """Write the markdown review folder (``review.folder`` unless given): a file per
+        waiting rule, the approved rules, the decided ones, an index (docs/learning.md)."""
+        from lore.core.review_sync import ReviewSync
+
+        return ReviewSync(self.learner).export(folder or self.settings.review_folder,
+                                               self.approved_lessons())
+
+    def review_import(self, folder: Path | None = None, *, create: bool = False) -> dict[str, Any]:
+        """Apply the decisions ticked or written in the review folder's files."""
+        from lore.core.review_sync import ReviewSync
+
+        return ReviewSync(self.learner).import_(folder or self.settings.review_folder,
+                                                create=create)
+
+    def review_sync(self, folder: Path | None = None) -> dict[str, Any]:
+        """Import the folder's decisions (none the first time), then export it afresh."""
+        imported = self.review_import(folder, create=True)
+        return {"imported": imported, "exported": self.review_export(folder)}
 
     def approved_lessons(self) -> list[Lesson]:
         """Every lesson a person approved (any kind), as ``approved_rules``."""

@@ -132,6 +132,12 @@ class ApplyConfig(_Strict):
     skill_min_size: int = Field(default=3, ge=2, le=100)  # lessons a proposed skill needs
 
 
+class ReviewConfig(_Strict):
+    """The markdown review folder (``lore review export|import|sync``, docs/learning.md)."""
+
+    folder: str | None = None  # default: <LORE_HOME>/review; e.g. ~/vault/Lore to review in Obsidian
+
+
 class LearningConfig(_Strict):
     """Learning from corrections (seed 004's confidence scoring and thresholds)."""
 
@@ -224,6 +230,7 @@ class Config(_Strict):
     learning: LearningConfig = Field(default_factory=LearningConfig)
     context: ContextConfig = Field(default_factory=ContextConfig)
     apply: ApplyConfig = Field(default_factory=ApplyConfig)
+    review: ReviewConfig = Field(default_factory=ReviewConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
     conversations: ConversationsConfig = Field(default_factory=ConversationsConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
@@ -257,6 +264,12 @@ class Settings:
     @property
     def db_path(self) -> Path:
         return Path(self.config.database).expanduser() if self.config.database else self.home / "lore.db"
+
+    @property
+    def review_folder(self) -> Path:
+        """The markdown review folder: ``review.folder``, else ``review`` in the home."""
+        folder = self.config.review.folder
+        return Path(folder).expanduser() if folder else self.home / "review"
 
     @property
     def db_location(self) -> str:

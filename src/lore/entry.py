@@ -23,6 +23,10 @@ def main() -> None:
                   "$LORE_HOME/logs/hooks.log.\n\nEvents: " + ", ".join(EVENTS) + "\n\n"
                   "Example:\n  echo '{\"session_id\": \"s1\"}' | lore hook session-end")
             sys.exit(0)
+    # Pydantic looks for its plugins in every installed package's metadata the first time
+    # a model is built (a scan of all dist-info, the largest part of loading the config);
+    # Lore uses none. A user who sets the variable keeps their value.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from lore.cli import main as cli_main
 
     cli_main()

@@ -8,6 +8,7 @@ Standard library only: the hooks use it.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -103,3 +104,26 @@ def date_words(stamp: str | None) -> str:
     except ValueError:
         return ""
     return f"{d.day} {d.strftime('%B')}, {d.year}"
+
+
+def project_root(path: str | None) -> str | None:
+    """The project a folder belongs to: the top level of its git repository (as ``git rev-parse
+    --show-toplevel`` says, symlinks resolved), else the folder as given. A session started in
+    ``repo/src`` learns rules for ``repo``, the folder ``lore apply`` writes to. It walks up
+    looking for ``.git`` (a folder, or a file in worktrees and submodules) rather than running
+    git: the hooks' worker calls it for every captured message."""
+    if not path:
+        return path
+    try:
+        here = os.path.realpath(path)
+        if not os.path.isdir(here):
+            return path
+        while True:
+            if os.path.exists(os.path.join(here, ".git")):
+                return here
+            parent = os.path.dirname(here)
+            if parent == here:
+                return path
+            here = parent
+    except (OSError, ValueError):  # an unreadable folder or a NUL in the name: keep it as given
+        return path

@@ -20,7 +20,7 @@ CANONICAL = {
     "lore_link", "lore_unlink", "lore_tags", "lore_sources", "lore_confidence_levels",
     "lore_kinds", "lore_status", "lore_record_correction", "lore_suggest_rule", "lore_preferences",
     "lore_review_list", "lore_review_approve", "lore_review_edit", "lore_review_reject",
-    "lore_review_defer",
+    "lore_review_defer", "lore_review_export", "lore_review_import",
     "lore_apply",
     "lore_analyze", "lore_analysis_status",
 }
@@ -456,3 +456,31 @@ def test_review_through_mcp(lore_home, tmp_path):
     assert out["reject"][1]["status"] == "rejected" and out["reject"][1]["review"]["reason"] == "too vague"
     assert out["after"][1]["count"] == 0
     assert out["missing"][0]
+
+
+def test_review_folder_through_mcp(lore_home, tmp_path):
+    """lore_review_export writes the folder, the user ticks a box, lore_review_import applies it."""
+    folder = tmp_path / "vault" / "Lore"
+
+    async def record_and_export(client):
+        rec = await call(client, "lore_record_correction", {
+            "text": "No, don't use requests, use httpx instead", "project": "global"})
+        return rec, await call(client, "lore_review_export", {"folder": str(folder)})
+
+    (_, rec), (failed, exported) = session(lore_home, record_and_export)
+    assert not failed and exported["waiting"] == 1 and exported["folder"] == str(folder.resolve())
+    [path] = (folder / "reviews").glob("*.md")
+    path.write_text(path.read_text(encoding="utf-8").replace("- [ ] approve", "- [x] approve"),
+                    encoding="utf-8")
+
+    async def import_twice(client):
+        return [await call(client, "lore_review_import", {"folder": str(folder)}),
+                await call(client, "lore_review_import", {"folder": str(folder)}),
+                await call(client, "lore_review_import", {"folder": str(tmp_path / "none")}),
+                await call(client, "lore_get", {"id": rec["rule"]["id"]})]
+
+    first, second, missing, lesson = session(lore_home, import_twice)
+    assert first[1]["approved"] == 1 and first[1]["warnings"] == []
+    assert second[1]["approved"] == 0 and second[1]["unchanged"] == 1
+    assert missing[0] and "run `lore review export` first" in missing[1]
+    assert lesson[1]["status"] == "active"

@@ -134,13 +134,14 @@ def change(path: Path, real: Path, old: str | None, new: str | None,
                       tuple(skipped))
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` in one step: readers see the old or the new file."""
+def atomic_write(path: Path, data: bytes, new_mode: int | None = None) -> None:
+    """Replace ``path`` with ``data`` in one step: readers see the old or the new file. The
+    file keeps its permission bits; a new one gets ``new_mode`` (default: the umask's)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
-        mode = 0o666 & ~_umask()
+        mode = 0o666 & ~_umask() if new_mode is None else new_mode
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".lore-tmp")
     try:
         with os.fdopen(fd, "wb") as f:

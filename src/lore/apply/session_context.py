@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lore.capture.transcripts import LORE_CONTEXT_MARKER
+from lore.normalize import project_root
 from lore.store import SessionStore
 
 CLOSE = LORE_CONTEXT_MARKER.replace("<", "</")
@@ -62,6 +63,7 @@ def build_report(queries: SessionStore, project: str | None, max_chars: int = 40
     ``proposed_min_seen``: a proposed rule is told only once learned that many times
     (``learning.inject_proposed_min_seen``); active ones always are."""
     max_chars = min(max_chars, HARD_LIMIT)
+    project = project_root(project)  # a session in a repository's subfolder: the repository's
     sections = [
         ("Preferences and rules (follow them unless the user says otherwise):",
          [(r["id"], _rule(r)) for r in queries.rules_and_preferences(project, max_items)]),

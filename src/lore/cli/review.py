@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
 
 from lore.cli.common import LoreGroup, emit_json, json_option, notice, open_lore, resolve_project, with_lore
 from lore.cli.learn import show_saved
+from lore.cli.review_tty import item_lines
 
 
 @click.group("review", cls=LoreGroup, invoke_without_command=True)
+@click.option("-i", "--interactive", is_flag=True,
+              help="Walk the queue one rule at a time in the terminal, deciding with single "
+                   "keys.")
 @click.option("--project", help="Only this project's rules and global ones ('.' = current).")
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True,
               help="At most this many rules.")
 @json_option
 @click.pass_context
-def review(ctx: click.Context, project: str | None, limit: int, json_: bool) -> None:
+def review(ctx: click.Context, interactive: bool, project: str | None, limit: int,
+           json_: bool) -> None:
     """List what waits for review, or decide on one rule (approve, edit, reject, defer).
 
     Without a verb: candidates, proposed rules and rules in conflict that nobody reviewed,
@@ -24,50 +30,61 @@ def review(ctx: click.Context, project: str | None, limit: int, json_: bool) -> 
     date, project), occurrences, score and scope. A decision sticks: rescoring and later
     corrections never change a reviewed rule's status.
 
+    With -i: one rule at a time; keys a approve, e edit, r reject (asks a reason), d defer,
+    s or n skip, p previous, ? help, q quit. Each decision is stored at once.
+
+    export, import and sync keep a markdown review folder (Obsidian-compatible): tick a box
+    or edit a rule in its files, then sync.
+
     \b
     Examples:
       lore review
+      lore review -i
       lore review approve 01JD…
       lore review reject 01JD… --reason "a one-off, not a rule"
+      lore review sync ~/vault/Lore
     """
     if ctx.invoked_subcommand is not None:
+        if interactive:
+            raise click.UsageError("-i walks the queue on its own; give it without a verb")
+        return
+    if interactive:
+        _interactive(ctx, project, limit, json_)
         return
     with open_lore(ctx) as lore:
         scope = resolve_project(project) if project else None
-        items = lore.learner.waiting(scope, all_projects=scope is None, limit=limit)
+        items = lore.waiting(scope, all_projects=scope is None, limit=limit)
     if json_:
         emit_json({"count": len(items), "waiting": items})
         return
     if not items:
         notice("nothing waits for review")
         return
-    for item in items:
-        _show(item)
+    # One write for the whole list: a thousand rules are ~7,000 lines.
+    click.echo("\n".join("\n".join(item_lines(item)) + "\n" for item in items))
 
 
-def _show(item: dict[str, Any]) -> None:
-    flags = [item["status"], f"score {item['score']:.2f}" if item["score"] is not None else "",
-             f"seen {item['occurrences']}x in {item['sessions']} session(s)", f"scope {item['scope']}"]
-    if item["conflicts"]:
-        flags.append(f"conflicts with {', '.join(item['conflicts'])}")
-    if item["recorrections"]:
-        flags.append(f"{item['recorrections']} re-correction(s)")
-    click.echo(f"{item['id']}  {item['title']}")
-    click.echo(f"  [{', '.join(f for f in flags if f)}]")
-    if item["why_candidate"]:
-        click.echo(f"  candidate: {item['why_candidate']}")
-    for ev in item["evidence"][-3:]:
-        where = ", ".join(str(x) for x in (ev["date"], ev["session"] and f"session {ev['session']}",
-                                           ev["project"]) if x)
-        click.echo(f"  said ({where}): {_one_line(ev['said'])}")
-        if ev["agent_turn"]:
-            click.echo(f"    answering: {_one_line(ev['agent_turn'])}")
-    click.echo()
+def _interactive(ctx: click.Context, project: str | None, limit: int, json_: bool) -> None:
+    from lore.cli import review_tty
 
-
-def _one_line(text: str, limit: int = 240) -> str:
-    flat = " ".join((text or "").split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    if json_:
+        raise click.UsageError("-i is for a person at a terminal; --json lists with `lore review`")
+    if not review_tty.is_terminal():
+        raise click.ClickException(review_tty.NOT_A_TERMINAL)
+    with open_lore(ctx) as lore:
+        scope = resolve_project(project) if project else None
+        items = lore.waiting(scope, all_projects=scope is None, limit=limit)
+        if not items:
+            notice("nothing waits for review")
+            return
+        walk = review_tty.Session(lore.learner.review, items)
+        try:
+            walk.run()
+        except (KeyboardInterrupt, EOFError):
+            click.echo("\ninterrupted; every decision made so far is stored")
+            click.echo(walk.summary())
+            ctx.exit(130)
+        click.echo(walk.summary())
 
 
 @review.command("approve")
@@ -132,3 +149,86 @@ def review_defer(lore: Any, lesson_id: str, json_: bool) -> None:
       lore review defer 01JD…
     """
     show_saved(lore.learner.review(lesson_id, "defer"), "deferred", json_)
+
+
+FOLDER = click.argument("folder", required=False,
+                        type=click.Path(file_okay=False, path_type=Path))
+
+
+def _report(report: dict[str, Any], json_: bool, show: Any) -> None:
+    if json_:
+        emit_json(report)
+    else:
+        show(report)
+
+
+def _exported(report: dict[str, Any]) -> None:
+    for note in report["notes"]:
+        notice(note)
+    click.echo(f"{report['folder']}: {report['waiting']} waiting, {report['approved']} approved, "
+               f"{report['archived']} decided; {len(report['written'])} file(s) written")
+
+
+def _imported(report: dict[str, Any]) -> None:
+    for warning in report["warnings"]:
+        notice(f"warning: {warning}")
+    approved = report["approved"] + report["edited"]
+    edited = f" ({report['edited']} edited)" if report["edited"] else ""
+    click.echo(f"imported from {report['folder']}: approved {approved}{edited}, rejected "
+               f"{report['rejected']}, deferred {report['deferred']}, undecided "
+               f"{report['undecided']}" + (f", kept {report['kept']} newer decision(s)"
+                                           if report["kept"] else ""))
+
+
+def _synced(report: dict[str, Any]) -> None:
+    _imported(report["imported"])
+    _exported(report["exported"])
+
+
+@review.command("export")
+@FOLDER
+@json_option
+@with_lore
+def review_export(lore: Any, folder: Path | None, json_: bool) -> None:
+    """Write the review folder: a markdown file per waiting rule, approved rules, an index.
+
+    FOLDER defaults to review.folder in config.yaml, else review/ in the Lore home. Files
+    holding a decision not imported yet are kept as they are.
+
+    \b
+    Example:
+      lore review export ~/vault/Lore
+    """
+    _report(lore.review_export(folder), json_, _exported)
+
+
+@review.command("import")
+@FOLDER
+@json_option
+@with_lore
+def review_import(lore: Any, folder: Path | None, json_: bool) -> None:
+    """Apply the decisions ticked or written in the review folder's files.
+
+    A ticked box decides (approve, reject, defer), an edited rule text is approved as edited,
+    the reason: line is kept. A decision made elsewhere since the export wins (a warning
+    says so), as does nothing when two boxes are ticked. Importing twice changes nothing.
+
+    \b
+    Example:
+      lore review import ~/vault/Lore
+    """
+    _report(lore.review_import(folder), json_, _imported)
+
+
+@review.command("sync")
+@FOLDER
+@json_option
+@with_lore
+def review_sync(lore: Any, folder: Path | None, json_: bool) -> None:
+    """Import the review folder's decisions, then export it afresh.
+
+    \b
+    Example:
+      lore review sync
+    """
+    _report(lore.review_sync(folder), json_, _synced)

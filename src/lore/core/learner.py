@@ -35,6 +35,8 @@ from lore import normalize, plugins
 from lore.config import LearningConfig
 from lore.core.embedding import Embedding
 from lore.core.lessons import Lessons
+from lore.core.review import LIVE, decided, proposable, why_candidate
+from lore.core.review import waiting as waiting_list
 from lore.embed import document_text
 from lore.errors import InvalidInput
 from lore.extract import Extractor
@@ -50,7 +52,6 @@ from lore.store import Store
 
 MAX_MESSAGE = 4000   # stored quotes are cut here (with an ellipsis); the detector reads as much
 MAX_EVIDENCE = 20    # quotes kept per rule: the oldest go first
-LIVE = ("candidate", "proposed", "active")
 REVIEW_ACTIONS = ("approve", "edit", "reject", "defer")
 
 log = logging.getLogger("lore.learner")
@@ -122,7 +123,8 @@ class Learner:
         proposal = redact(cut(previous.strip())) if previous else None
         with self.store.atomic():
             return self.captured.add_correction(
-                event_id=event_id or new_id(), session_id=session_id, project=project,
+                event_id=event_id or new_id(), session_id=session_id,
+                project=normalize.project_root(project),
                 user_message=quote, proposal=proposal, files=list(files), at=at or now(),
                 origin=origin, message_uuid=message_uuid, proposal_uuid=proposal_uuid)
 
@@ -268,10 +270,10 @@ class Learner:
             action = "recorrection" if existing.status == "rejected" else "reinforced"
             lesson = self._reinforce(existing, evidence, file_types, explicit, det, gate)
             return Outcome(action, det, lesson=lesson,
-                           reason=_why_candidate(lesson) or (
+                           reason=why_candidate(lesson) or (
                                "rejected before: kept rejected" if action == "recorrection" else ""))
         lesson = self._create(ex, det, evidence, scope, file_types, explicit, gate)
-        return Outcome("created", det, lesson=lesson, reason=_why_candidate(lesson))
+        return Outcome("created", det, lesson=lesson, reason=why_candidate(lesson))
 
     def _restated(self, ex: Extracted, candidates: list[dict[str, Any]]) -> str | None:
         candidates = [c for c in candidates if may_restate(ex, c)]  # other names: another rule
@@ -468,7 +470,8 @@ class Learner:
             with self.store.atomic():
                 cid = self.captured.add_correction(
                     event_id=f"silent-fix-{w.edit_id}", session_id=w.session_id,
-                    project=project_of.get(w.edit_id or -1), user_message=redact(cut(message)),
+                    project=normalize.project_root(project_of.get(w.edit_id or -1)),
+                    user_message=redact(cut(message)),
                     proposal=redact(cut(fix.agent_text)), files=[w.file_path], at=now(),
                     origin="edit", message_uuid=w.message_uuid, diff=redact(cut(fix.diff)),
                     correction_type="silent_fix")
@@ -547,42 +550,27 @@ class Learner:
     # ---- review ---------------------------------------------------------------------------
     def waiting(self, project: str | None = None, *, all_projects: bool = True,
                 limit: int = 100) -> list[dict[str, Any]]:
-        """What waits for a person: candidates, proposed rules and rules in conflict that
-        nobody reviewed (deferred ones return when seen again), with their evidence."""
-        ids = self.captured.preferences(project, all_projects=all_projects, file_type=None,
-                                        statuses=LIVE, limit=max(limit * 5, 500))
-        out: list[dict[str, Any]] = []
-        for lid in ids:
-            lesson = self.lessons.get(lid)
-            meta = lesson.metadata.get("learning")
-            if meta is None or decided(meta):
-                continue
-            conflicts = [c for c in meta.get("conflicts", []) if self._is_live(c)]
-            if lesson.status == "active" and not conflicts:
-                continue
-            occurrences = int(meta.get("occurrences", 1))
-            if meta.get("deferred_at") and occurrences <= int(meta.get("deferred_seen", 0)):
-                continue
-            out.append(review_item(lesson, meta, conflicts))
-            if len(out) >= limit:
-                break
-        order = {"proposed": 0, "active": 1, "candidate": 2}
-        return sorted(out, key=lambda r: (not r["conflicts"], order.get(r["status"], 3),
-                                          -(r["score"] or 0)))
+        """What waits for a person (:func:`lore.core.review.waiting`)."""
+        return waiting_list(self.store, project, all_projects=all_projects, limit=limit)
 
     def review(self, lesson_id: str, action: str, *, reason: str | None = None,
                title: str | None = None, content: str | None = None,
-               status: str | None = None) -> Lesson:
+               status: str | None = None, via: str | None = None,
+               file: str | None = None) -> Lesson:
         """A person's decision on a learned rule; it sticks (rescoring and reinforcement never
         change it). approve: active. edit: new title/content, then active (or ``status``).
         reject: rejected, with the reason; the same correction later stays rejected.
-        defer: not now; it waits again once the rule is seen once more."""
+        defer: not now; it waits again once the rule is seen once more. ``via`` (cli,
+        terminal, folder, mcp …) and ``file`` (a review file) say where it was decided."""
         if action not in REVIEW_ACTIONS:
             raise InvalidInput(f"unknown review action '{action}'; use one of "
                                f"{', '.join(REVIEW_ACTIONS)}")
         lesson = self.lessons.get(lesson_id)
+        reason = redact(cut(" ".join(reason.split()), 500)) if reason and reason.strip() else None
         meta = dict(lesson.metadata.get("learning") or {})
-        meta["review"] = {"action": action, "at": now(), **({"reason": reason} if reason else {})}
+        meta["review"] = {"action": action, "at": now(),
+                          **{k: v for k, v in (("reason", reason), ("via", via), ("file", file))
+                             if v}}
         changes: dict[str, Any] = {}
         if action == "defer":
             meta["deferred_at"] = now()
@@ -603,7 +591,7 @@ class Learner:
         elif action == "reject":
             changes["status"] = "rejected"
             if reason:
-                meta["rejected_reason"] = redact(cut(" ".join(reason.split()), 500))
+                meta["rejected_reason"] = reason
         if changes.get("status"):
             self.store.check_reference("status", changes["status"])
         with self.store.atomic():
@@ -636,48 +624,17 @@ class Learner:
         det = Detection("preference", True, "suggested", 1.0, (), "suggested by an agent")
         evidence = Evidence(quote=redact(cut(text)), observed_at=now(), source="agent suggestion",
                             context=reason)
-        outcome = self.merge(ex, det, evidence, project, [normalize.file_type(f) for f in file_types],
-                             text)
+        outcome = self.merge(ex, det, evidence, normalize.project_root(project),
+                             [normalize.file_type(f) for f in file_types], text)
         if outcome.action == "created" and outcome.lesson is not None \
                 and outcome.lesson.status == "candidate":
             outcome.lesson = self.lessons.update(outcome.lesson.id, status="proposed")
         return outcome
 
 
-def proposable(meta: dict[str, Any]) -> bool:
-    """May a learned rule leave the candidates? (A rule stored before the gate existed may.)"""
-    return (not meta.get("gate") or len(set(meta.get("sessions") or [])) >= 2
-            or bool(meta.get("confirmed")) or bool(meta.get("forced")))
-
-
-def decided(meta: dict[str, Any]) -> bool:
-    """A person decided this rule's status: reviewed, added by hand or set by hand."""
-    return bool(meta.get("reviewed") or meta.get("by_hand"))
-
-
 def _session_key(e: Evidence) -> str:
     # Evidence without a session (recorded by hand) counts as its own sighting.
     return e.session_id or f"at:{e.observed_at}"
-
-
-def _why_candidate(lesson: Lesson) -> str:
-    meta = lesson.metadata.get("learning") or {}
-    if lesson.status == "candidate" and meta.get("gate") and not proposable(meta):
-        return str(meta["gate"])
-    return ""
-
-
-def review_item(lesson: Lesson, meta: dict[str, Any], conflicts: Sequence[str]) -> dict[str, Any]:
-    """One rule waiting for review, with its evidence verbatim."""
-    return {"id": lesson.id, "title": lesson.title, "rule": lesson.content, "status": lesson.status,
-            "score": lesson.score, "occurrences": int(meta.get("occurrences", 1)),
-            "sessions": len(set(meta.get("sessions") or [])),
-            "scope": "global" if lesson.project is None else lesson.project,
-            "file_types": list(lesson.file_types), "conflicts": list(conflicts),
-            "why_candidate": _why_candidate(lesson), "recorrections": meta.get("recorrections", 0),
-            "evidence": [{"said": e.quote, "agent_turn": e.context, "session": e.session_id,
-                          "date": e.observed_at, "project": lesson.project, "source": e.source}
-                         for e in lesson.evidence]}
 
 
 def _evidence_dict(e: Evidence) -> dict[str, Any]:

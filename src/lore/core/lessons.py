@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from lore import normalize
 from lore.config import Config
@@ -18,8 +18,10 @@ from lore.errors import InvalidInput, NotFound
 from lore.ids import is_id, new_id, now
 from lore.models import CodeExample, Edge, Evidence, Lesson, TradeOff
 from lore.redact import redact_value
-from lore.schema import LessonFields, validate_fields
 from lore.store import PREFERENCE_COLUMNS, PREFERENCE_KEYS, TEXT_FIELDS, LessonRow, Store
+
+if TYPE_CHECKING:
+    from lore.schema import LessonFields
 
 DEFAULTS = {"kind": "learning", "status": "active", "confidence": "medium"}
 
@@ -46,6 +48,8 @@ class Lessons:
 
     def add(self, title: str, content: str = "", **fields: Any) -> Lesson:
         """Validate, store, index and embed a new lesson; return it."""
+        from lore.schema import validate_fields  # pydantic's lesson models: writes only
+
         data = validate_fields({"title": title, "content": content, **fields})
         self.embedding.check_model()
         lesson_id = new_id()
@@ -62,6 +66,8 @@ class Lessons:
     def update(self, lesson_id: str, **changes: Any) -> Lesson:
         """Change the given fields; lists replace the old list. Re-embeds only changed text."""
         current = self.store.get(lesson_id)
+        from lore.schema import validate_fields
+
         data = validate_fields(changes)
         row = self.row(lesson_id, data, existing=current)
         changed_text = row.values["content_hash"] != current.content_hash

@@ -1,5 +1,6 @@
 """Learning from corrections as MCP tools: record a correction, suggest a rule, read the rules,
-review what was learned (list, approve, edit, reject, defer).
+review what was learned (list, approve, edit, reject, defer; the markdown review folder's
+export and import).
 
 The seed 004 names (``record_correction``, ``suggest_rule``, ``get_preferences`` …) in
 :mod:`lore.mcp.aliases` call the same functions.
@@ -108,11 +109,24 @@ async def review_action(t: LoreTools, lesson_id: str, action: str, **kw: Any) ->
     def call(lore: Lore) -> dict[str, Any]:
         from lore.api import require_id
 
-        lesson = lore.learner.review(require_id(lesson_id), action, **kw)
+        lesson = lore.learner.review(require_id(lesson_id), action, via="mcp", **kw)
         meta = lesson.metadata.get("learning") or {}
         return {"id": lesson.id, "title": lesson.title, "rule": lesson.content,
                 "status": lesson.status, "reviewed": bool(meta.get("reviewed")),
                 "review": meta.get("review")}
+
+    return dict(await t.run(call))
+
+
+async def review_folder(t: LoreTools, folder: str | None, what: str) -> dict[str, Any]:
+    from pathlib import Path
+
+    target = Path(folder).expanduser() if folder and folder.strip() else None
+
+    def call(lore: Lore) -> dict[str, Any]:
+        if what == "export":
+            return dict(lore.review_export(target))
+        return dict(lore.review_import(target))
 
     return dict(await t.run(call))
 
@@ -145,6 +159,8 @@ PREVIOUS = Annotated[str | None, Field(description="What you (the agent) said or
 RULE_ID = Annotated[str, Field(description="The rule's id (from lore_review_list).")]
 PROJECT = Annotated[str | None, Field(description="Default: the current project; 'global' for "
                                        "a rule that holds everywhere.")]
+FOLDER = Annotated[str | None, Field(description="The review folder; default: review.folder in "
+                                      "the user's config, else review/ in the Lore home.")]
 
 
 # ---- learning from the work --------------------------------------------------------------
@@ -292,6 +308,30 @@ def register(server: MCPServer, t: LoreTools) -> None:
         Example: {"lesson_id": "01JD…"}
         """
         return await review_action(t, lesson_id, "defer")
+
+    @tool(server, "lore_review_export", WRITE)
+    async def lore_review_export(folder: FOLDER = None) -> dict[str, Any]:
+        """Write the markdown review folder (Obsidian-compatible) for the user to review in
+        their editor: reviews/ holds one file per waiting rule with its evidence and the boxes
+        approve / reject / defer and a reason line; rules/ the approved rules by project;
+        archive/ the decided ones; index.md links them all. Files holding a decision not
+        imported yet are never overwritten. Returns {folder, waiting, approved, archived,
+        written, kept, notes}.
+        Example: {}
+        """
+        return await review_folder(t, folder, "export")
+
+    @tool(server, "lore_review_import", UPDATE)
+    async def lore_review_import(folder: FOLDER = None) -> dict[str, Any]:
+        """Apply the decisions the user made in the review folder's files: a ticked box
+        decides, an edited rule text is approved as edited, the reason line is kept. A
+        decision made elsewhere since the export wins, two ticked boxes decide nothing (both
+        reported in "warnings"); importing twice changes nothing. Call it when the user says
+        they reviewed the folder. Returns {approved, edited, rejected, deferred, undecided,
+        unchanged, kept, warnings, applied}.
+        Example: {}
+        """
+        return await review_folder(t, folder, "import")
 
     @tool(server, "lore_apply", UPDATE)
     async def lore_apply(

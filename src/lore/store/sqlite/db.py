@@ -205,13 +205,17 @@ def storage_error(exc: Exception, path: Path | str) -> StorageError | None:
 
 
 def _load_vec(conn: Any) -> None:
-    try:
-        import sqlite_vec
-    except ImportError:  # pragma: no cover
-        raise BackendUnavailable("sqlite-vec is not installed; reinstall lore-memory") from None
+    # The extension file is found without importing the sqlite_vec package: its module
+    # imports numpy when installed (~0.1 s), which the hooks and `lore review` never need.
+    import importlib.util
+
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:  # pragma: no cover
+        raise BackendUnavailable("sqlite-vec is not installed; reinstall lore-memory")
+    extension = os.path.join(list(spec.submodule_search_locations)[0], "vec0")
     try:
         conn.enable_load_extension(True)
-        sqlite_vec.load(conn)
+        conn.load_extension(extension)
         conn.enable_load_extension(False)
     except Exception as exc:  # noqa: BLE001 - any failure means the same thing to the user
         raise BackendUnavailable(

@@ -23,6 +23,22 @@ class EdgeTables(Tables):
             )
         ]
 
+    def edges_of_many(self, ids: Sequence[str]) -> dict[str, list[Edge]]:
+        """``edges_of`` for many lessons in one query per 500 ids."""
+        out: dict[str, list[Edge]] = {}
+        for part in chunks(list(ids), 500):
+            marks = ",".join("?" * len(part))
+            wanted = set(part)
+            for r in self.conn.execute(
+                "SELECT from_id, to_id, relation, created_at FROM edges "
+                f"WHERE from_id IN ({marks}) OR to_id IN ({marks}) ORDER BY created_at, relation",
+                (*part, *part),
+            ):
+                edge = Edge(r[0], r[1], r[2], r[3])
+                for end in {r[0], r[1]} & wanted:
+                    out.setdefault(end, []).append(edge)
+        return out
+
     def add_edge(self, edge: Edge) -> bool:
         with atomic(self.conn):
             cur = self.conn.execute(

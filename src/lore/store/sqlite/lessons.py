@@ -5,7 +5,7 @@ evidence): write, read, delete. Values are always bound; long ``IN`` lists are c
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from lore.errors import NotFound
@@ -110,79 +110,91 @@ class LessonTables(VectorTables, KeywordIndex, EdgeTables, UsageTables):
         row = self.conn.execute("SELECT * FROM lessons WHERE id = ?", (lesson_id,)).fetchone()
         if row is None:
             raise NotFound(f"no lesson with id {lesson_id}; `lore recall search` finds ids")
-        return self._hydrate(row)
+        return self._hydrate([row])[0]
 
-    def _hydrate(self, row: Any) -> Lesson:
-        lid = row["id"]
-        q = self.conn.execute
-        contexts = q(
-            "SELECT context, applies FROM lesson_contexts WHERE lesson_id = ? ORDER BY context",
-            (lid,),
-        ).fetchall()
-        pref = Preference(*(row[c] or "" for c in PREFERENCE_COLUMNS))
-        return Lesson(
-            id=lid,
-            title=row["title"],
-            content=row["content"],
-            kind=row["kind"],
-            status=row["status"],
-            confidence=row["confidence"],
-            score=row["score"],
-            source=row["source"],
-            source_notes=row["source_notes"],
-            project=row["project"],
-            summary=row["summary"],
-            problem_solved=row["problem_solved"],
-            when_to_apply=row["when_to_apply"],
-            when_not_to_apply=row["when_not_to_apply"],
-            preference=None if pref.is_empty() else pref,
-            file_types=tuple(
-                r[0] for r in q(
-                    "SELECT file_type FROM lesson_file_types WHERE lesson_id = ? ORDER BY file_type",
-                    (lid,),
-                )
-            ),
-            tags=tuple(
-                r[0] for r in q("SELECT tag FROM lesson_tags WHERE lesson_id = ? ORDER BY tag", (lid,))
-            ),
-            contexts=tuple(c for c, applies in contexts if applies),
-            anti_contexts=tuple(c for c, applies in contexts if not applies),
-            examples=tuple(
-                CodeExample(code=r[0], language=r[1], context=r[2])
-                for r in q(
-                    "SELECT code, language, context FROM code_examples WHERE lesson_id = ? "
-                    "ORDER BY position",
-                    (lid,),
-                )
-            ),
-            trade_offs=tuple(
-                TradeOff(type=r[0], description=r[1])
-                for r in q(
-                    "SELECT type, description FROM trade_offs WHERE lesson_id = ? ORDER BY position",
-                    (lid,),
-                )
-            ),
-            evidence=tuple(
-                Evidence(quote=r[0], session_id=r[1], message_id=r[2], observed_at=r[3], source=r[4],
-                         context=r[5])
-                for r in q(
-                    "SELECT quote, session_id, message_id, observed_at, source, context FROM evidence "
-                    "WHERE lesson_id = ? ORDER BY position",
-                    (lid,),
-                )
-            ),
-            edges=tuple(self.edges_of(lid)),
-            metadata=json.loads(row["metadata"] or "{}"),
-            usage_count=row["usage_count"],
-            last_used=row["last_used"],
-            created_at=row["created_at"],
-            updated_at=row["updated_at"],
-            content_hash=row["content_hash"],
-        )
+    def get_many(self, ids: Sequence[str]) -> list[Lesson]:
+        """The lessons with these ids, in the order given; unknown ids are left out. A few
+        queries per 500 ids, whatever their number (the review list reads a thousand)."""
+        found: dict[str, Lesson] = {}
+        for part in chunks(list(dict.fromkeys(ids)), 500):
+            marks = ",".join("?" * len(part))
+            rows = self.conn.execute(f"SELECT * FROM lessons WHERE id IN ({marks})",
+                                     part).fetchall()
+            found.update((lesson.id, lesson) for lesson in self._hydrate(rows))
+        return [found[i] for i in ids if i in found]
+
+    def _children(self, sql: str, ids: list[str]) -> dict[str, list[Any]]:
+        """``sql`` selects lesson_id then the columns, ``WHERE lesson_id IN ({})``."""
+        out: dict[str, list[Any]] = {}
+        for r in self.conn.execute(sql.format(",".join("?" * len(ids))), ids):
+            out.setdefault(r[0], []).append(tuple(r)[1:])
+        return out
+
+    def _hydrate(self, rows: Sequence[Any]) -> list[Lesson]:
+        if not rows:
+            return []
+        ids = [r["id"] for r in rows]
+        child = self._children
+        contexts = child("SELECT lesson_id, context, applies FROM lesson_contexts "
+                         "WHERE lesson_id IN ({}) ORDER BY lesson_id, context", ids)
+        file_types = child("SELECT lesson_id, file_type FROM lesson_file_types "
+                           "WHERE lesson_id IN ({}) ORDER BY lesson_id, file_type", ids)
+        tags = child("SELECT lesson_id, tag FROM lesson_tags WHERE lesson_id IN ({}) "
+                     "ORDER BY lesson_id, tag", ids)
+        examples = child("SELECT lesson_id, code, language, context FROM code_examples "
+                         "WHERE lesson_id IN ({}) ORDER BY lesson_id, position", ids)
+        trade_offs = child("SELECT lesson_id, type, description FROM trade_offs "
+                           "WHERE lesson_id IN ({}) ORDER BY lesson_id, position", ids)
+        evidence = child("SELECT lesson_id, quote, session_id, message_id, observed_at, source, "
+                         "context FROM evidence WHERE lesson_id IN ({}) "
+                         "ORDER BY lesson_id, position", ids)
+        edges = self.edges_of_many(ids)
+        out = []
+        for row in rows:
+            lid = row["id"]
+            ctx = contexts.get(lid, [])
+            pref = Preference(*(row[c] or "" for c in PREFERENCE_COLUMNS))
+            out.append(Lesson(
+                id=lid,
+                title=row["title"],
+                content=row["content"],
+                kind=row["kind"],
+                status=row["status"],
+                confidence=row["confidence"],
+                score=row["score"],
+                source=row["source"],
+                source_notes=row["source_notes"],
+                project=row["project"],
+                summary=row["summary"],
+                problem_solved=row["problem_solved"],
+                when_to_apply=row["when_to_apply"],
+                when_not_to_apply=row["when_not_to_apply"],
+                preference=None if pref.is_empty() else pref,
+                file_types=tuple(r[0] for r in file_types.get(lid, [])),
+                tags=tuple(r[0] for r in tags.get(lid, [])),
+                contexts=tuple(c for c, applies in ctx if applies),
+                anti_contexts=tuple(c for c, applies in ctx if not applies),
+                examples=tuple(CodeExample(code=r[0], language=r[1], context=r[2])
+                               for r in examples.get(lid, [])),
+                trade_offs=tuple(TradeOff(type=r[0], description=r[1])
+                                 for r in trade_offs.get(lid, [])),
+                evidence=tuple(Evidence(quote=r[0], session_id=r[1], message_id=r[2],
+                                        observed_at=r[3], source=r[4], context=r[5])
+                               for r in evidence.get(lid, [])),
+                edges=tuple(edges.get(lid, [])),
+                metadata=json.loads(row["metadata"] or "{}"),
+                usage_count=row["usage_count"],
+                last_used=row["last_used"],
+                created_at=row["created_at"],
+                updated_at=row["updated_at"],
+                content_hash=row["content_hash"],
+            ))
+        return out
 
     def iter_lessons(self, order: str = "seq") -> Iterator[Lesson]:
-        for row in self.conn.execute(f"SELECT * FROM lessons ORDER BY {order}").fetchall():
-            yield self._hydrate(row)
+        rows = self.conn.execute(f"SELECT * FROM lessons ORDER BY {order}").fetchall()
+        for part in chunks(rows, 500):
+            yield from self._hydrate(part)
 
     def count(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM lessons").fetchone()[0])
