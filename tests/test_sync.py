@@ -111,6 +111,33 @@ def test_a_pushes_b_pulls_the_approved_rule(homes, run_cli, monkeypatch):
     assert b.sync.status()["pending_total"] == 0  # a pulled lesson is not pushed back
 
 
+def test_secrets_never_leave_the_device(homes):
+    """Text stored before redaction (an older Lore, a restored backup) is redacted on the way
+    out, and the server redacts what it receives again."""
+    a, _, server = homes
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    with a.store.atomic():
+        a.store.corrections.add_correction(
+            event_id="ev-secret", session_id="s-9", project=None,
+            user_message=f"no, push with {secret} instead", proposal=None, files=[],
+            at="2026-11-01T10:00:00.000Z", origin="hook")
+    batch = a.sync.next_batch("corrections", 10)
+    assert batch is not None and secret not in json.dumps(batch.records)
+    with running(server) as url:
+        sync(a, url)
+        with httpx.Client(base_url=f"{url}/api/v1/sync") as http:  # a client that did not redact
+            answer = http.post("/push", json={
+                "protocol": 1, "device": "0" * 26, "batch_id": "raw", "records": [{
+                    "kind": "correction", "id": "raw-1", "data": {
+                        "user_message": f"and the key is AKIAIOSFODNN7EXAMPLE, {secret}",
+                        "at": "2026-11-01T10:00:00.000Z"}}]})
+            assert answer.status_code == 200, answer.text
+    stored = [r[0] for r in server.store.conn.execute(  # type: ignore[attr-defined]
+        "SELECT user_message FROM corrections ORDER BY id")]
+    assert len(stored) == 2 and all("[REDACTED:" in m for m in stored)
+    assert not any(secret in m or "AKIAIOSFODNN7EXAMPLE" in m for m in stored)
+
+
 def test_push_twice_and_nothing_twice(homes):
     a, _, server = homes
     capture(a, 30)

@@ -58,6 +58,20 @@ def cursor_key(stream: str) -> str:
     return f"sync.push.{stream}"
 
 
+# The free text of each kind of record, as the stored-data redaction (migration 6) reads it;
+# ids, times, roles and paths hold none. A lesson is redacted whole.
+TEXT = {"correction": ("user_message", "assistant_proposal", "diff"),
+        "message": ("text", "tool_calls"), "edit": ("old_text", "new_text"),
+        "session": ("title",)}
+
+
+def redacted(kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with its free text redacted (a copy)."""
+    if kind not in TEXT:
+        return dict(redact_value(data))  # type: ignore[call-overload]
+    return {k: redact_value(v) if k in TEXT[kind] and v else v for k, v in data.items()}
+
+
 def record_hash(data: Any) -> str:
     """The content hash of a record as the server dedups it: canonical JSON, SHA-256."""
     text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -121,6 +135,7 @@ class Sync:
         self.lessons = lessons
         self.embedding = embedding
         self.importer = Ingest(store, context_turns)
+        self.known_sessions: set[str] = set()  # sessions seen in the batch being received
 
     # ---- identity and state ---------------------------------------------------------
     def device_id(self) -> str:
@@ -204,14 +219,14 @@ class Sync:
             data = lesson.to_dict()
             data["edges"] = [e for e in data["edges"] if e["from"] == lesson.id]
             out.append({"kind": "lesson", "id": lesson.id, "device": device,
-                        "data": redact_value(data)})
+                        "data": redacted("lesson", data)})
         return out
 
     def row_records(self, stream: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         if stream in ("messages", "edits"):  # their sessions first, so the server has them
             for s in self.tables.sessions_of([r["session_id"] for r in rows]):
-                out.append({"kind": "session", "id": s["id"], "data": redact_value(s)})
+                out.append({"kind": "session", "id": s["id"], "data": redacted("session", s)})
         for r in rows:
             if stream == "corrections":
                 rid, kind = r.pop("event_id"), "correction"
@@ -223,7 +238,7 @@ class Sync:
                 r["tool_calls"] = json.loads(r["tool_calls"] or "[]")
             else:
                 rid, kind = str(r.pop("id")), "edit"
-            out.append({"kind": kind, "id": rid, "data": redact_value(r)})
+            out.append({"kind": kind, "id": rid, "data": redacted(kind, r)})
         return out
 
     def acknowledged(self, batch: Batch) -> None:
@@ -295,7 +310,7 @@ class Sync:
         known |= {d["id"] for _, d in winners}
         lines = []
         for _, data in winners:
-            data = dict(redact_value(data))  # type: ignore[call-overload]
+            data = redacted("lesson", data)
             data["edges"] = [e for e in data.get("edges") or []
                              if isinstance(e, dict) and e.get("to") in known]
             lines.append(json.dumps(data, ensure_ascii=False))
@@ -327,9 +342,10 @@ class Sync:
             lessons: list[tuple[str, Any]] = []
             touched: dict[str, list[tuple[int, str, str, str | None]]] = {}
             projects: dict[str, str | None] = {}
+            self.known_sessions = set()
             for rec in sorted(records, key=lambda r: order[r["kind"]]):
                 kind, rid = rec["kind"], rec["id"]
-                data = redact_value(rec["data"])
+                data = redacted(kind, rec["data"])
                 if not self.tables.add_record(device, kind, rid, record_hash(data), batch_id, at):
                     continue
                 stored += 1
@@ -341,6 +357,7 @@ class Sync:
                         rid, data["agent"], data.get("project"), device, data.get("git_branch"),
                         data.get("source_file"), data.get("title"))
                     projects[rid] = data.get("project")
+                    self.known_sessions.add(rid)
                 elif kind == "message":
                     self.receive_message(rid, data, touched)
                 elif kind == "edit":
@@ -362,7 +379,11 @@ class Sync:
                 "repeated": False}
 
     def require_session(self, session_id: str) -> None:
-        if self.store.conversations.session(session_id) is None:
+        if session_id in self.known_sessions:
+            return
+        if self.store.conversations.session(session_id) is not None:
+            self.known_sessions.add(session_id)
+        else:
             raise InvalidInput(f"session {session_id} is unknown here; send its session record "
                                "in the same batch")
 
