@@ -270,6 +270,22 @@ def test_tampered_batch_is_refused_whole(homes):
     assert server_counts(server)["corrections"] == 3
 
 
+def test_a_batch_too_large_is_sent_in_smaller_parts(homes, monkeypatch):
+    from lore.web import sync as web_sync
+
+    a, _, server = homes
+    capture(a, 40)
+    monkeypatch.setattr(web_sync, "MAX_BODY", 6_000)  # about 20 corrections a request
+    with running(server) as url:
+        report = sync(a, url, batch_size=500, pull=False)
+        assert report.batches > 2 and report.pushed["corrections"] == 40
+        monkeypatch.setattr(web_sync, "MAX_BODY", 100)  # not even one record fits
+        capture(a, 1, start=100, session="s-2")
+        with pytest.raises(BackendUnavailable, match="too large"):
+            sync(a, url, pull=False)
+    assert server_counts(server)["corrections"] == 40
+
+
 def test_tokens_unreachable_and_scopes(homes):
     a, b, server = homes
     a.add_lesson(RULE["title"], RULE["content"], kind="preference", status="active")

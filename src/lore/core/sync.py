@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +42,7 @@ PROTOCOL = 1
 BATCH_SIZE = 500
 MAX_BATCH = 1000          # records in one pushed batch, checked by the server
 PULL_LIMIT = 500
+LESSON_BATCH = 100        # lessons are embedded by the server: smaller batches answer sooner
 STREAMS = ("lessons", "corrections", "messages", "edits")
 KINDS = ("session", "message", "edit", "correction", "lesson")  # the order a batch is applied in
 
@@ -85,6 +86,10 @@ def shared(lesson: Lesson) -> bool:
     if isinstance(meta, dict):
         return decided(meta)
     return lesson.status == "active"
+
+
+class BatchTooLarge(BackendUnavailable):
+    """The server refused a batch for its size (413): send it in smaller parts."""
 
 
 @dataclass(slots=True)
@@ -165,20 +170,13 @@ class Sync:
         return len(self.own_versions(list(dict.fromkeys(lid for _, lid in changes))))
 
     # ---- push: what this device wrote ------------------------------------------------
-    def batches(self, stream: str, size: int) -> Iterator[Batch]:
-        """Batches of ``stream`` after its cursor. The caller acknowledges each one
-        (:meth:`acknowledged`) before asking for the next."""
-        while True:
-            batch = self.next_batch(stream, size)
-            if batch is None:
-                return
-            yield batch
-
     def next_batch(self, stream: str, size: int) -> Batch | None:
+        """Up to ``size`` rows of ``stream`` after its cursor. The caller sends it and calls
+        :meth:`acknowledged` once the server stored it; until then this returns the same rows."""
         after = self.cursor(stream)
         device = self.device_id()
         if stream == "lessons":
-            changes = self.tables.lesson_changes_after(after, size)
+            changes = self.tables.lesson_changes_after(after, min(size, LESSON_BATCH))
             if not changes:
                 return None
             end = changes[-1][0]
@@ -470,6 +468,9 @@ class Client:
         if response.status_code == 404:
             raise ConfigError(f"{self.server} has no sync API (404); is it a Lore server of this "
                               "version? (`lore serve` there, after an upgrade)")
+        if response.status_code == 413:
+            raise BatchTooLarge(f"the sync server {self.server} refused a batch as too large: "
+                                f"{message or ''}")
         if response.status_code >= 400 or not isinstance(data, dict):
             raise BackendUnavailable(f"the sync server {self.server} answered "
                                      f"{response.status_code}: {message or response.text[:200]}")
@@ -505,8 +506,19 @@ def run(sync: Sync, client: Client, *, batch_size: int = BATCH_SIZE, push: bool 
         total = sum(sync.pending(s) for s in STREAMS)
         done = 0
         for stream in STREAMS:
-            for batch in sync.batches(stream, batch_size):
-                ack = client.push(device, batch)
+            size = batch_size
+            while (batch := sync.next_batch(stream, size)) is not None:
+                try:
+                    ack = client.push(device, batch)
+                except BatchTooLarge:
+                    if size == 1:
+                        first = batch.records[-1]
+                        raise BatchTooLarge(
+                            f"{first['kind']} {first['id']} alone is larger than the sync server "
+                            f"{client.server} accepts; nothing after it in the {stream} stream "
+                            "can be pushed until it is deleted here") from None
+                    size = max(1, size // 2)  # the same rows again, in smaller batches
+                    continue
                 if ack.get("batch_id") != batch.batch_id:
                     raise BackendUnavailable(f"the sync server {client.server} acknowledged "
                                              "another batch; run `lore sync` again")
