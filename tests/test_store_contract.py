@@ -155,13 +155,16 @@ def test_sync_change_log_cursors_dedup_origins_and_history(store):
              "assistant_proposal": None, "files": "[]", "at": now(), "origin": "hook",
              "message_uuid": None, "proposal_uuid": None, "diff": None, "correction_type": None,
              "device": "DEV"}
-    assert sync.add_synced_correction(other) and not sync.add_synced_correction(other)
+    assert sync.add_synced_corrections([other, other]) == 1
+    assert sync.add_synced_corrections([other]) == 0
     assert sync.pending_count("corrections", 0) == 1
 
-    assert sync.add_record("DEV", "message", "u1", "h1", "b1", now())
-    assert not sync.add_record("DEV", "message", "u1", "h1", "b2", now())
-    assert sync.add_record("DEV", "message", "u1", "h2", "b2", now())  # another version
-    assert sync.record_count() == 2 and sync.record_count("DEV") == 2 and sync.record_count("X") == 0
+    assert sync.add_records("DEV", "b1", now(), [("message", "u1", "h1"), ("message", "u1", "h1"),
+                                                 ("edit", "u1", "h1")]) == [True, False, True]
+    assert sync.add_records("DEV", "b2", now(), [("message", "u1", "h1"),
+                                                 ("message", "u1", "h2")]) == [False, True]
+    assert sync.add_records("OTHER", "b2", now(), []) == []
+    assert sync.record_count() == 3 and sync.record_count("DEV") == 3 and sync.record_count("X") == 0
     assert sync.batch("DEV", "b1") is None
     sync.add_batch("DEV", "b1", now(), 3, 2)
     assert sync.batch("DEV", "b1")["stored"] == 2  # type: ignore[index]

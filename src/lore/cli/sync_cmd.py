@@ -44,8 +44,8 @@ def sync(ctx: click.Context, server: str | None, token: str | None, push_only: b
     s = settings(ctx)
     url = server or s.config.sync.server
     if not url:
-        raise click.UsageError("no sync server: give --server URL or set sync.server in "
-                               "config.yaml (lore config set sync.server http://host:8420)", ctx)
+        raise click.UsageError("no sync server: give --server URL, or set `sync: {server: "
+                               "http://host:8420}` in config.yaml (lore config path)", ctx)
     if not url.startswith(("http://", "https://")):
         raise click.UsageError(f"--server '{url}' is not an http:// or https:// URL", ctx)
     token = token or os.environ.get("LORE_SYNC_TOKEN") or None
@@ -60,7 +60,7 @@ def sync(ctx: click.Context, server: str | None, token: str | None, push_only: b
         if tty:
             click.echo(f"\r{stage}: {done}/{total}", err=True, nl=False)
 
-    client = Client(url, token, timeout=s.config.sync.timeout)
+    client = Client(url.rstrip("/"), token, timeout=s.config.sync.timeout)
     try:
         with open_lore(ctx) as lore:
             report = run(lore.sync, client, batch_size=s.config.sync.batch_size,

@@ -66,6 +66,9 @@ TEXT = {"correction": ("user_message", "assistant_proposal", "diff"),
         "session": ("title",)}
 
 
+VERSIONED = ("lesson", "session")
+
+
 def redacted(kind: str, data: dict[str, Any]) -> dict[str, Any]:
     """``data`` with its free text redacted (a copy)."""
     if kind not in TEXT:
@@ -73,8 +76,12 @@ def redacted(kind: str, data: dict[str, Any]) -> dict[str, Any]:
     return {k: redact_value(v) if k in TEXT[kind] and v else v for k, v in data.items()}
 
 
-def record_hash(data: Any) -> str:
-    """The content hash of a record as the server dedups it: canonical JSON, SHA-256."""
+def record_hash(kind: str, data: Any) -> str:
+    """The content hash of a record as the server dedups it: canonical JSON, SHA-256. A
+    correction, message or edit never changes once stored, so its id alone tells it apart;
+    a lesson or a session may come again changed."""
+    if kind not in VERSIONED:
+        return ""
     text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -341,13 +348,16 @@ class Sync:
             touched: dict[str, list[tuple[int, str, str, str | None]]] = {}
             projects: dict[str, str | None] = {}
             self.known_sessions = set()
-            for rec in sorted(records, key=lambda r: order[r["kind"]]):
-                kind, rid = rec["kind"], rec["id"]
-                data = redacted(kind, rec["data"])
-                if not self.tables.add_record(device, kind, rid, record_hash(data), batch_id, at):
+            ordered = sorted(records, key=lambda r: order[r["kind"]])
+            datas = [redacted(r["kind"], r["data"]) for r in ordered]
+            fresh = self.tables.add_records(device, batch_id, at, [
+                (r["kind"], r["id"], record_hash(r["kind"], d)) for r, d in zip(ordered, datas, strict=True)])
+            corrections = []
+            for rec, data, new in zip(ordered, datas, fresh, strict=True):
+                if not new:
                     continue
                 stored += 1
-                assert isinstance(data, dict)
+                kind, rid = rec["kind"], rec["id"]
                 if kind == "lesson":
                     lessons.append((rec.get("device") or device, data))
                 elif kind == "session":
@@ -362,9 +372,9 @@ class Sync:
                     self.require_session(data["session_id"])
                     self.store.conversations.insert_edit(data)
                 else:
-                    self.tables.add_synced_correction({
-                        **data, "event_id": f"{device}:{rid}", "device": device,
-                        "files": json.dumps(data.get("files") or [])})
+                    corrections.append({**data, "event_id": f"{device}:{rid}", "device": device,
+                                        "files": json.dumps(data.get("files") or [])})
+            self.tables.add_synced_corrections(corrections)
             for sid, rows in touched.items():
                 project = projects.get(sid, (self.store.conversations.session(sid) or {})
                                        .get("project"))
@@ -503,7 +513,7 @@ def run(sync: Sync, client: Client, *, batch_size: int = BATCH_SIZE, push: bool 
         sync.store.set_meta(SERVER_KEY, client.server)
     report = SyncReport(client.server, device)
     if push:
-        total = sum(sync.pending(s) for s in STREAMS)
+        total = sum(sync.tables.pending_count(s, sync.cursor(s)) for s in STREAMS)
         done = 0
         for stream in STREAMS:
             size = batch_size

@@ -79,14 +79,25 @@ class SyncTables(Tables):
         self.conn.execute("INSERT INTO sync_batches (batch_id, device, received_at, records, "
                           "stored) VALUES (?, ?, ?, ?, ?)", (batch_id, device, at, records, stored))
 
-    def add_record(self, device: str, kind: str, record_id: str, content_hash: str,
-                   batch_id: str, at: str) -> bool:
-        """Note a received record; False when this device sent this version before."""
-        cur = self.conn.execute(
-            "INSERT OR IGNORE INTO sync_records (device, kind, record_id, content_hash, batch_id, "
+    def add_records(self, device: str, batch_id: str, at: str,
+                    keys: Sequence[tuple[str, str, str]]) -> list[bool]:
+        """Note received records, (kind, record id, content hash) each; for each, whether it
+        is new (False: this device sent this version before, or it repeats in ``keys``)."""
+        known: set[tuple[str, str, str]] = set()
+        for part in chunks(sorted({k[1] for k in keys})):
+            marks = ",".join("?" * len(part))
+            known.update((r[0], r[1], r[2]) for r in self.conn.execute(
+                "SELECT kind, record_id, content_hash FROM sync_records WHERE device = ? AND "
+                f"record_id IN ({marks})", [device, *part]))
+        new: list[bool] = []
+        for key in keys:
+            new.append(key not in known)
+            known.add(key)
+        self.conn.executemany(
+            "INSERT INTO sync_records (device, kind, record_id, content_hash, batch_id, "
             "received_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (device, kind, record_id, content_hash, batch_id, at))
-        return cur.rowcount > 0
+            [(device, *key, batch_id, at) for key, fresh in zip(keys, new, strict=True) if fresh])
+        return new
 
     def record_count(self, device: str | None = None) -> int:
         if device is None:
@@ -94,16 +105,18 @@ class SyncTables(Tables):
         return int(self.conn.execute("SELECT count(*) FROM sync_records WHERE device = ?",
                                      (device,)).fetchone()[0])
 
-    def add_synced_correction(self, row: dict[str, Any]) -> bool:
-        """A message captured on another device: kept as evidence with its device, never
-        processed again here (the device learned from it and pushes its lessons)."""
-        cur = self.conn.execute(
+    def add_synced_corrections(self, rows: Sequence[dict[str, Any]]) -> int:
+        """Messages captured on another device: kept as evidence with their device, never
+        processed again here (the device learned from them and pushes its lessons). Returns
+        how many were new."""
+        before = self.conn.total_changes
+        self.conn.executemany(
             "INSERT OR IGNORE INTO corrections (event_id, session_id, project, user_message, "
             "assistant_proposal, files, at, origin, message_uuid, proposal_uuid, diff, "
             "correction_type, status, device) VALUES (:event_id, :session_id, :project, "
             ":user_message, :assistant_proposal, :files, :at, :origin, :message_uuid, "
-            ":proposal_uuid, :diff, :correction_type, 'synced', :device)", row)
-        return cur.rowcount > 0
+            ":proposal_uuid, :diff, :correction_type, 'synced', :device)", rows)
+        return int(self.conn.total_changes - before)
 
     # ---- lessons from other devices --------------------------------------------------
     def origins(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
