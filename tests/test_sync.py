@@ -256,6 +256,10 @@ def test_tampered_batch_is_refused_whole(homes):
             assert answer.status_code == 422, answer.text
             assert answer.json()["error"]["code"] == "invalid_input"
             assert answer.json()["error"]["message"]
+        spec = httpx.get(f"{url}/api/v1/openapi.json").json()["paths"]
+        assert {"/api/v1/sync/push", "/api/v1/sync/pull", "/api/v1/sync/info"} <= set(spec)
+        assert "PushIn" in json.dumps(spec["/api/v1/sync/push"]["post"]["requestBody"])
+        assert "413" in spec["/api/v1/sync/push"]["post"]["responses"]
         assert http.post("/push", content=b"{not json",
                          headers={"content-type": "application/json"}).status_code == 400
         too_big = http.post("/push", content=b"x" * (33 * 1024 * 1024),
