@@ -290,6 +290,17 @@ def test_a_batch_too_large_is_sent_in_smaller_parts(homes, monkeypatch):
     assert server_counts(server)["corrections"] == 40
 
 
+def test_another_protocol_is_refused_before_anything_is_sent(homes, monkeypatch):
+    from lore.web import sync as web_sync
+
+    a, _, server = homes
+    capture(a, 2)
+    monkeypatch.setattr(web_sync, "PROTOCOL", 2)  # a newer server
+    with running(server) as url, pytest.raises(ConfigError, match="speaks sync protocol 2"):
+        sync(a, url)
+    assert server_counts(server)["corrections"] == 0 and a.sync.status()["pending_total"] == 5
+
+
 def test_tokens_unreachable_and_scopes(homes):
     a, b, server = homes
     a.add_lesson(RULE["title"], RULE["content"], kind="preference", status="active")

@@ -233,7 +233,8 @@ class TokenStore(Protocol):
 
 class SyncStore(Protocol):
     """Sync across devices: what this home has not pushed (streams read by an append-only
-    integer cursor: ``lessons`` is the change log every lesson write appends to), and what a
+    integer cursor: ``lessons`` is the change log every lesson insert and replace appends to in
+    its own transaction — triggers on ``lessons`` in SQLite), and what a
     server received (records and batches by device), the device behind each lesson version
     and the versions a conflict replaced."""
 

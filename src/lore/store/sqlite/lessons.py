@@ -49,7 +49,6 @@ class LessonTables(VectorTables, KeywordIndex, EdgeTables, UsageTables):
             seq = int(cur.lastrowid)
             self._write_children(row)
             self.index_keywords(seq, row.id)
-            self.log_change(row.id)
         return seq
 
     def replace(self, seq: int, row: LessonRow) -> None:
@@ -64,11 +63,6 @@ class LessonTables(VectorTables, KeywordIndex, EdgeTables, UsageTables):
                 self.conn.execute(f"DELETE FROM {table} WHERE lesson_id = ?", (row.id,))
             self._write_children(row)
             self.index_keywords(seq, row.id)
-            self.log_change(row.id)
-
-    def log_change(self, lesson_id: str) -> None:
-        """A lesson was written: the change log (sync's cursors) grows in the same transaction."""
-        self.conn.execute("INSERT INTO lesson_changes (lesson_id) VALUES (?)", (lesson_id,))
 
     def delete(self, lesson_id: str) -> None:
         seq = self.seq_of(lesson_id)

@@ -587,7 +587,7 @@ def m009_context_loads(conn: Any) -> None:
 
 def m011_sync(conn: Any) -> None:
     """Sync across devices through `lore serve` (docs/server.md). On every home: a change log
-    of lessons (a monotonic sequence written by the store in the transaction that writes the
+    of lessons (a monotonic sequence appended by triggers in the transaction that writes the
     lesson), the device that wrote each pulled lesson, and the versions a conflict replaced.
     On the server: which device's records and batches arrived, so a retry stores nothing
     twice. Captured messages keep the device they were captured on."""
@@ -599,6 +599,14 @@ def m011_sync(conn: Any) -> None:
             lesson_id TEXT NOT NULL
         );
         CREATE INDEX idx_lesson_changes_lesson ON lesson_changes(lesson_id);
+        -- Every lesson write appends, in its own transaction. A write sets updated_at; usage
+        -- counts do not, and are not a change to sync.
+        CREATE TRIGGER lesson_changes_insert AFTER INSERT ON lessons BEGIN
+            INSERT INTO lesson_changes (lesson_id) VALUES (new.id);
+        END;
+        CREATE TRIGGER lesson_changes_update AFTER UPDATE OF updated_at ON lessons BEGIN
+            INSERT INTO lesson_changes (lesson_id) VALUES (new.id);
+        END;
 
         -- The device whose version of a lesson is stored here, when it came through sync.
         CREATE TABLE lesson_origins (
