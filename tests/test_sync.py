@@ -379,6 +379,8 @@ def test_status_and_cli(homes, run_cli, monkeypatch, tmp_path):
     shown = json.loads(out.stdout)
     assert shown["server"] == url and shown["pending_total"] == 0 and shown["last_push"]
     assert run_cli("sync").exit_code == 2  # no server anywhere
+    assert run_cli("sync", "--server", url, "--push-only", "--pull-only").exit_code == 2
+    assert run_cli("sync", "--server", "ftp://elsewhere").exit_code == 2
     out = run_cli("sync", "--server", url)  # the server is gone
     assert out.exit_code == 1 and "cannot reach" in out.output and "Traceback" not in out.output
 
