@@ -43,7 +43,8 @@ def row(lesson_id: str, title: str, tags: tuple[str, ...] = ()) -> LessonRow:
 def test_every_protocol_method_is_implemented(store):
     for proto, impl in ((protocol.Store, store), (protocol.ConversationStore, store.conversations),
                         (protocol.CorrectionStore, store.corrections),
-                        (protocol.SessionStore, store.sessions), (protocol.AnalysisStore, store.analysis)):
+                        (protocol.SessionStore, store.sessions), (protocol.AnalysisStore, store.analysis),
+                        (protocol.SyncStore, store.sync)):
         for name, member in vars(proto).items():
             if name.startswith("_") or not callable(member):
                 continue
@@ -144,3 +145,66 @@ def test_session_starts_keep_the_first_start_and_its_commit(store):
     assert store.analysis.started_at("s1") == "2026-01-01T10:00:00Z"
     assert store.analysis.run_summary("/p")["last_session_start"]["session_id"] == "s1"
     assert store.analysis.run_summary(None)["last_session_start"]["session_id"] == "s2"
+
+
+def test_sync_change_log_cursors_dedup_origins_and_history(store):
+    sync = store.sync
+    a, b = new_id(), new_id()
+    with store.atomic():
+        store.insert(row(a, "Pin numpy"))
+        store.insert(row(b, "Use uv"))
+        store.replace(store.seq_of(a), row(a, "Pin numpy below 2"))
+    changes = sync.lesson_changes_after(0, 10)
+    assert [lid for _, lid in changes] == [a, b, a]
+    assert [s for s, _ in changes] == sorted(s for s, _ in changes)  # a monotonic sequence
+    assert sync.lesson_changes_after(changes[0][0], 1) == [changes[1]]
+    assert sync.pending_count("lessons", changes[1][0]) == 1
+    assert sync.stream_end("lessons") == changes[-1][0]
+    with store.atomic():
+        store.record_usage([a], now())  # usage is not a change to sync
+    assert sync.stream_end("lessons") == changes[-1][0]
+
+    store.conversations.upsert_session("s1", "claude-code", "/p", "laptop", None, None, "t")
+    seq = store.conversations.insert_message({
+        "uuid": "u1", "session_id": "s1", "parent_uuid": None, "role": "user", "speaker": "user",
+        "text": "hello", "tool_calls": "[]", "timestamp": None, "is_sidechain": 0,
+        "agent_id": None, "is_meta": 0, "injected": 0})
+    store.conversations.insert_edit({"session_id": "s1", "message_uuid": "u1", "tool": "Edit",
+                                     "file_path": "a.py", "file_type": "py", "old_text": "a",
+                                     "new_text": "b", "timestamp": None, "succeeded": 1})
+    store.corrections.add_correction(event_id="e1", session_id="s1", project="/p",
+                                     user_message="no, use b", proposal=None, files=["a.py"],
+                                     at=now(), origin="hook")
+    assert [m["uuid"] for m in sync.messages_after(0, 10)] == ["u1"] and seq is not None
+    assert sync.messages_after(seq, 10) == []
+    assert [e["file_path"] for e in sync.edits_after(0, 10)] == ["a.py"]
+    assert [c["event_id"] for c in sync.corrections_after(0, 10)] == ["e1"]
+    assert [s["id"] for s in sync.sessions_of(["s1", "s1", "nope"])] == ["s1"]
+    # A correction received from another device is stored once and never pushed on.
+    other = {"event_id": "dev:e9", "session_id": None, "project": None, "user_message": "x",
+             "assistant_proposal": None, "files": "[]", "at": now(), "origin": "hook",
+             "message_uuid": None, "proposal_uuid": None, "diff": None, "correction_type": None,
+             "device": "DEV"}
+    assert sync.add_synced_corrections([other, other]) == 1
+    assert sync.add_synced_corrections([other]) == 0
+    assert sync.pending_count("corrections", 0) == 1
+
+    assert sync.add_records("DEV", "b1", now(), [("message", "u1", "h1"), ("message", "u1", "h1"),
+                                                 ("edit", "u1", "h1")]) == [True, False, True]
+    assert sync.add_records("DEV", "b2", now(), [("message", "u1", "h1"),
+                                                 ("message", "u1", "h2")]) == [False, True]
+    assert sync.add_records("OTHER", "b2", now(), []) == []
+    assert sync.record_count() == 3 and sync.record_count("DEV") == 3 and sync.record_count("X") == 0
+    assert sync.batch("DEV", "b1") is None
+    sync.add_batch("DEV", "b1", now(), 3, 2)
+    assert sync.batch("DEV", "b1")["stored"] == 2  # type: ignore[index]
+
+    assert sync.origins([a, b]) == {}
+    sync.set_origin(a, "DEV", "2026-01-01T00:00:00.000Z")
+    sync.set_origin(a, "DEV2", "2026-01-02T00:00:00.000Z")
+    assert sync.origins([a, b]) == {a: ("DEV2", "2026-01-02T00:00:00.000Z")}
+    sync.add_history({"lesson_id": a, "device": "DEV", "updated_at": "2026-01-01T00:00:00.000Z",
+                      "at": now(), "outcome": "replaced", "winner_device": "DEV2",
+                      "winner_updated_at": "2026-01-02T00:00:00.000Z", "data": {"title": "old"}})
+    assert [(h["device"], h["data"]) for h in sync.history(a)] == [("DEV", {"title": "old"})]
+    assert sync.history(b) == []

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from lore.core.analyzer import Analyzer
     from lore.core.conversations import Conversations
     from lore.core.learner import Learner
+    from lore.core.sync import Sync
     from lore.core.tokens import Tokens
     from lore.recall import MemoryIndex, hybrid
     from lore.recall import graph as graph_ops
@@ -71,6 +72,7 @@ class Lore:
         self._learner: Learner | None = None
         self._analyzer: Analyzer | None = None
         self._tokens: Tokens | None = None
+        self._sync: Sync | None = None
 
     @classmethod
     def open(cls, settings: Settings, *, embedder: Embedder | None = None,
@@ -154,6 +156,17 @@ class Lore:
 
             self._tokens = Tokens(self.store)
         return self._tokens
+
+    @property
+    def sync(self) -> Sync:
+        """Sync across devices through `lore serve`: this home's device id, cursors, pushes and
+        pulls, and the server's side of both (docs/server.md)."""
+        if self._sync is None:
+            from lore.core.sync import Sync
+
+            self._sync = Sync(self.store, self.lessons, self.embedding,
+                              self.config.conversations.context_turns)
+        return self._sync
 
     # ---- embeddings -------------------------------------------------------------------
     @property

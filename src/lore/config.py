@@ -225,6 +225,23 @@ class LLMConfig(_Strict):
         return self
 
 
+class SyncConfig(_Strict):
+    """`lore sync`: the server this home syncs with (docs/server.md)."""
+
+    server: str | None = None  # http(s)://host:port of a `lore serve`
+    token_file: str | None = None  # a file (mode 0600) holding the token; LORE_SYNC_TOKEN wins
+    batch_size: int = Field(default=500, ge=1, le=1000)  # records per pushed batch
+    timeout: float = Field(default=30.0, gt=0, le=600)  # seconds per request
+
+    @field_validator("server")
+    @classmethod
+    def _http(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"https?://[^/\s]+", value):
+            raise ValueError("sync.server must be an http:// or https:// URL, e.g. "
+                             "http://192.168.1.10:8420")
+        return value
+
+
 class Config(_Strict):
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     learning: LearningConfig = Field(default_factory=LearningConfig)
@@ -235,6 +252,7 @@ class Config(_Strict):
     conversations: ConversationsConfig = Field(default_factory=ConversationsConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
     analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
+    sync: SyncConfig = Field(default_factory=SyncConfig)
     tag_aliases: dict[str, str] = Field(default_factory=dict)
     known_tags: list[str] = Field(default_factory=list)
     database: str | None = None  # the database file (or a store plugin's URL); default $LORE_HOME/lore.db
@@ -249,6 +267,7 @@ ENV_KEYS: dict[str, str] = {
     "LORE_EMBEDDING_BASE_URL": "embedding.base_url",
     "LORE_EMBEDDING_API_KEY": "embedding.api_key",
     "LORE_MODEL_CACHE": "embedding.cache_dir",
+    "LORE_SYNC_SERVER": "sync.server",
 }
 
 

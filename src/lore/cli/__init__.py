@@ -29,6 +29,7 @@ from lore.cli.review import review
 from lore.cli.serve_cmd import serve
 from lore.cli.skills_cmd import skills_group
 from lore.cli.stats_cmd import stats
+from lore.cli.sync_cmd import sync
 from lore.cli.worker_cmd import worker
 
 
@@ -71,6 +72,7 @@ cli.add_command(import_group)
 cli.add_command(skills_group)
 cli.add_command(stats)
 cli.add_command(serve)
+cli.add_command(sync)
 
 
 def main() -> None:

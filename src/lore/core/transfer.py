@@ -24,7 +24,10 @@ from lore.store import LessonRow
 
 
 def import_records(lessons: Lessons, embedding: Embedding, lines: Iterable[str], *,
-                   skip_invalid: bool, progress: Progress | None) -> ImportReport:
+                   skip_invalid: bool, progress: Progress | None,
+                   force: bool = False) -> ImportReport:
+    """Validate every line, then write all or nothing. ``force`` writes a line even when the
+    stored copy is as new (sync decided the winner already, ties included)."""
     store = lessons.store
     report = ImportReport()
     parsed: list[tuple[int, LessonRecord]] = []
@@ -90,7 +93,7 @@ def import_records(lessons: Lessons, embedding: Embedding, lines: Iterable[str],
     writes = []
     for _, rec, row in valid:
         old = existing.get(rec.id)
-        if old is not None and (old.updated_at or "") >= (rec.updated_at or ""):
+        if old is not None and not force and (old.updated_at or "") >= (rec.updated_at or ""):
             report.unchanged += 1
             continue
         writes.append((rec, row, old))

@@ -14,7 +14,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from lore import __version__
 from lore.errors import LoreError
-from lore.web import api, pages
+from lore.web import api, pages, sync
 from lore.web.auth import check_host
 from lore.web.errors import HTTP_CODES, HTTPProblem, body, translate, validation_message
 from lore.web.state import LOOPBACK_HOSTS, ServerState
@@ -34,6 +34,7 @@ def create_app(lore: Lore, *, require_token: bool = False) -> FastAPI:
                               "hybrid search, preferences and past conversations.")
     app.state.lore = ServerState(lore, require_token=require_token)
     app.include_router(api.router)
+    app.include_router(sync.router)
     app.include_router(pages.router)
 
     @app.middleware("http")

@@ -3,8 +3,8 @@
 Every SQL statement of Lore lives in this package, one module per group of tables:
 ``lessons`` (rows and child tables), ``search`` (FTS5 and filters), ``vectors``, ``graph``
 (edges), ``stats`` (usage and the search log), ``reference`` (meta and reference tables),
-``conversations``, ``corrections``, ``sessions`` and ``tokens``; ``db`` opens the connection and runs
-transactions, ``migrations`` the schema.
+``conversations``, ``corrections``, ``sessions``, ``tokens`` and ``sync``; ``db`` opens the
+connection and runs transactions, ``migrations`` the schema.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from lore.store.sqlite.db import atomic, connect, storage_error
 from lore.store.sqlite.lessons import LessonTables
 from lore.store.sqlite.migrations import SCHEMA_VERSION, migrate
 from lore.store.sqlite.sessions import SessionTables
+from lore.store.sqlite.sync import SyncTables
 from lore.store.sqlite.tokens import TokenTables
 
 
@@ -37,6 +38,7 @@ class SQLiteStore(LessonTables):
         self.sessions = SessionTables(conn)
         self.analysis = AnalysisTables(conn)
         self.tokens = TokenTables(conn)
+        self.sync = SyncTables(conn)
 
     @classmethod
     def open(cls, location: str | Path, *, create: bool = True) -> SQLiteStore:

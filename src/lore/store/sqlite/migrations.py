@@ -585,6 +585,73 @@ def m009_context_loads(conn: Any) -> None:
     )
 
 
+def m011_sync(conn: Any) -> None:
+    """Sync across devices through `lore serve` (docs/server.md). On every home: a change log
+    of lessons (a monotonic sequence appended by triggers in the transaction that writes the
+    lesson), the device that wrote each pulled lesson, and the versions a conflict replaced.
+    On the server: which device's records and batches arrived, so a retry stores nothing
+    twice. Captured messages keep the device they were captured on."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE lesson_changes (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: push and pull cursors
+            lesson_id TEXT NOT NULL
+        );
+        CREATE INDEX idx_lesson_changes_lesson ON lesson_changes(lesson_id);
+        -- Every lesson write appends, in its own transaction. A write sets updated_at; usage
+        -- counts do not, and are not a change to sync.
+        CREATE TRIGGER lesson_changes_insert AFTER INSERT ON lessons BEGIN
+            INSERT INTO lesson_changes (lesson_id) VALUES (new.id);
+        END;
+        CREATE TRIGGER lesson_changes_update AFTER UPDATE OF updated_at ON lessons BEGIN
+            INSERT INTO lesson_changes (lesson_id) VALUES (new.id);
+        END;
+
+        -- The device whose version of a lesson is stored here, when it came through sync.
+        CREATE TABLE lesson_origins (
+            lesson_id TEXT PRIMARY KEY,
+            device TEXT NOT NULL,
+            updated_at TEXT NOT NULL          -- the version it wrote; a later local edit is ours
+        );
+
+        -- A version a conflict replaced or refused (latest updated_at wins, ties by device).
+        CREATE TABLE lesson_history (
+            id INTEGER PRIMARY KEY,
+            lesson_id TEXT NOT NULL,
+            device TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            at TEXT NOT NULL,
+            outcome TEXT NOT NULL,            -- replaced | refused
+            winner_device TEXT NOT NULL,
+            winner_updated_at TEXT NOT NULL,
+            data TEXT NOT NULL CHECK (json_valid(data))
+        );
+        CREATE INDEX idx_lesson_history_lesson ON lesson_history(lesson_id);
+
+        CREATE TABLE sync_records (
+            device TEXT NOT NULL,
+            kind TEXT NOT NULL,               -- lesson | correction | session | message | edit
+            record_id TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            batch_id TEXT NOT NULL,
+            received_at TEXT NOT NULL,
+            PRIMARY KEY (device, kind, record_id, content_hash)
+        );
+        CREATE TABLE sync_batches (
+            batch_id TEXT NOT NULL,
+            device TEXT NOT NULL,
+            received_at TEXT NOT NULL,
+            records INTEGER NOT NULL,
+            stored INTEGER NOT NULL,
+            PRIMARY KEY (device, batch_id)
+        );
+
+        ALTER TABLE corrections ADD COLUMN device TEXT;  -- NULL: captured on this machine
+        """,
+    )
+    # Lessons written before the log existed are changes not yet pushed.
+    conn.execute("INSERT INTO lesson_changes (lesson_id) SELECT id FROM lessons ORDER BY seq")
 def m015_session_start_commit(conn: Any) -> None:
     """The commit each session started from (read by the SessionStart hook), so the end of the
     session diffs from it rather than from the last commit before its start time."""
@@ -601,7 +668,7 @@ def m015_session_start_commit(conn: Any) -> None:
 
 MIGRATIONS: list[Callable[[Any], None]] = [
     m001_core, m002_conversations, m003_corrections, m004_filter_index, m005_learning,
-    m006_redact_stored, m007_analysis, m008_server_tokens, m009_context_loads,
+    m006_redact_stored, m007_analysis, m008_server_tokens, m009_context_loads, m011_sync,
     m015_session_start_commit,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,101 @@
+"""`lore sync`: one memory across devices through a `lore serve` (docs/server.md)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from lore.cli.common import LoreGroup, emit_json, json_option, notice, open_lore, settings
+
+
+@click.group("sync", cls=LoreGroup, invoke_without_command=True)
+@click.option("--server", help="The server's URL, e.g. http://192.168.1.10:8420 "
+                               "(default: sync.server in config.yaml).")
+@click.option("--token", help="A token of the server (default: $LORE_SYNC_TOKEN, then "
+                              "sync.token_file, then $LORE_HOME/sync-token).")
+@click.option("--push-only", is_flag=True, help="Send this device's changes, pull nothing.")
+@click.option("--pull-only", is_flag=True, help="Pull decided rules and lessons, send nothing.")
+@json_option
+@click.pass_context
+def sync(ctx: click.Context, server: str | None, token: str | None, push_only: bool,
+         pull_only: bool, json_: bool) -> None:
+    """Push this device's new lessons, captured corrections, conversations and edits to a
+    `lore serve`, and pull the rules and lessons a person decided on from the other devices.
+
+    Everything is redacted before it leaves. A cut connection loses nothing: run it again
+    and it resumes; the server never stores a record twice. Pushing needs a write token.
+
+    \b
+    Examples:
+      lore sync --server http://192.168.1.10:8420
+      LORE_SYNC_TOKEN=lore_… lore sync
+      lore sync status
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if push_only and pull_only:
+        raise click.UsageError("--push-only and --pull-only exclude each other", ctx)
+    from lore.core.sync import Client, read_token_file, run
+
+    s = settings(ctx)
+    url = server or s.config.sync.server
+    if not url:
+        raise click.UsageError("no sync server: give --server URL, or set `sync: {server: "
+                               "http://host:8420}` in config.yaml (lore config path)", ctx)
+    if not url.startswith(("http://", "https://")):
+        raise click.UsageError(f"--server '{url}' is not an http:// or https:// URL", ctx)
+    token = token or os.environ.get("LORE_SYNC_TOKEN") or None
+    if token is None:
+        configured = s.config.sync.token_file
+        path = Path(configured).expanduser() if configured else s.home / "sync-token"
+        if configured or path.exists():
+            token = read_token_file(path)
+    tty = sys.stderr.isatty() and not json_
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if tty:
+            click.echo(f"\r{stage}: {done}/{total}", err=True, nl=False)
+
+    client = Client(url.rstrip("/"), token, timeout=s.config.sync.timeout)
+    try:
+        with open_lore(ctx) as lore:
+            report = run(lore.sync, client, batch_size=s.config.sync.batch_size,
+                         push=not pull_only, pull=not push_only, progress=progress)
+    finally:
+        client.close()
+        if tty:
+            click.echo("", err=True)
+    if json_:
+        emit_json(report.to_dict())
+        return
+    pushed = sum(report.pushed.values())
+    notice(f"synced with {report.server}: pushed {pushed} ({report.stored} new to the server, "
+           f"{report.batches} batches), pulled {report.pulled} (added {report.merge.added}, "
+           f"updated {report.merge.updated}, conflicts {report.merge.conflicts})")
+
+
+@sync.command("status")
+@json_option
+@click.pass_context
+def sync_status(ctx: click.Context, json_: bool) -> None:
+    """This device's id, its server, the last push and pull, and what waits to be pushed.
+
+    \b
+    Example:
+      lore sync status --json
+    """
+    with open_lore(ctx) as lore:
+        status: dict[str, Any] = lore.sync.status()
+    if json_:
+        emit_json(status)
+        return
+    pending = ", ".join(f"{n} {k}" for k, n in status["pending"].items())
+    click.echo(f"device     {status['device']}")
+    click.echo(f"server     {status['server'] or '(never synced)'}")
+    click.echo(f"last push  {status['last_push'] or '-'}")
+    click.echo(f"last pull  {status['last_pull'] or '-'}")
+    click.echo(f"pending    {status['pending_total']} ({pending})")

@@ -1,0 +1,572 @@
+"""One memory across devices through `lore serve` (docs/server.md, "Sync").
+
+A device **pushes** what it wrote since the last acknowledged push — lessons (from the change
+log every lesson write appends to in its own transaction), captured corrections, conversation
+sessions and messages, the agent's edits — in batches, each redacted before it leaves. Each
+stream has a cursor in ``meta`` that moves only after the server acknowledged the batch, so a
+cut connection resends the same records; the server keeps (device, kind, record id, content
+hash) of everything it received and stores nothing twice.
+
+A device **pulls** the lessons a person decided on (approved rules, hand-written active
+lessons, rejected rules with the reason) from the server's change log, with a cursor the
+device keeps. Two devices that changed the same lesson resolve the same way everywhere: the
+later ``updated_at`` wins, a tie goes to the greater device id, and the version that lost is
+kept in ``lesson_history``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lore.capture.ingest import CHUNK_CHARS, Ingest
+from lore.core.embedding import Embedding
+from lore.core.learner import decided
+from lore.core.lessons import Lessons
+from lore.errors import BackendUnavailable, ConfigError, InvalidInput, NotFound
+from lore.ids import new_id, now
+from lore.models import Lesson
+from lore.redact import redact_value
+from lore.store import Store
+
+if TYPE_CHECKING:
+    import httpx
+
+PROTOCOL = 1
+BATCH_SIZE = 500
+MAX_BATCH = 1000          # records in one pushed batch, checked by the server
+PULL_LIMIT = 500
+LESSON_BATCH = 100        # lessons are embedded by the server: smaller batches answer sooner
+STREAMS = ("lessons", "corrections", "messages", "edits")
+KINDS = ("session", "message", "edit", "correction", "lesson")  # the order a batch is applied in
+
+DEVICE_KEY = "sync.device"
+SERVER_KEY = "sync.server"
+PULL_KEY = "sync.pull"
+LAST_PUSH_KEY = "sync.last_push"
+LAST_PULL_KEY = "sync.last_pull"
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+def cursor_key(stream: str) -> str:
+    return f"sync.push.{stream}"
+
+
+# The free text of each kind of record, as the stored-data redaction (migration 6) reads it;
+# ids, times, roles and paths hold none. A lesson is redacted whole.
+TEXT = {"correction": ("user_message", "assistant_proposal", "diff"),
+        "message": ("text", "tool_calls"), "edit": ("old_text", "new_text"),
+        "session": ("title",)}
+
+
+VERSIONED = ("lesson", "session")
+
+
+def redacted(kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with its free text redacted (a copy)."""
+    if kind not in TEXT:
+        return dict(redact_value(data))  # type: ignore[call-overload]
+    return {k: redact_value(v) if k in TEXT[kind] and v else v for k, v in data.items()}
+
+
+def record_hash(kind: str, data: Any) -> str:
+    """The content hash of a record as the server dedups it: canonical JSON, SHA-256. A
+    correction, message or edit never changes once stored, so its id alone tells it apart;
+    a lesson or a session may come again changed."""
+    if kind not in VERSIONED:
+        return ""
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def shared(lesson: Lesson) -> bool:
+    """Does a pull hand this lesson out? A person's decision: a learned rule once reviewed
+    (approved, edited, rejected), any other lesson while active."""
+    meta = lesson.metadata.get("learning")
+    if isinstance(meta, dict):
+        return decided(meta)
+    return lesson.status == "active"
+
+
+class BatchTooLarge(BackendUnavailable):
+    """The server refused a batch for its size (413): send it in smaller parts."""
+
+
+@dataclass(slots=True)
+class Batch:
+    """Records of one stream between two cursors, ready to send."""
+
+    stream: str
+    batch_id: str
+    records: list[dict[str, Any]]
+    end: int          # the stream's cursor once the server acknowledged
+    count: int        # rows of the stream the batch covers (records may add sessions)
+
+
+@dataclass(slots=True)
+class MergeReport:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    conflicts: int = 0
+
+
+@dataclass(slots=True)
+class SyncReport:
+    server: str
+    device: str
+    pushed: dict[str, int] = field(default_factory=dict)     # rows sent by stream
+    stored: int = 0                                           # records new to the server
+    batches: int = 0
+    pulled: int = 0
+    merge: MergeReport = field(default_factory=MergeReport)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"server": self.server, "device": self.device, "pushed": self.pushed,
+                "stored": self.stored, "batches": self.batches, "pulled": self.pulled,
+                "added": self.merge.added, "updated": self.merge.updated,
+                "unchanged": self.merge.unchanged, "conflicts": self.merge.conflicts}
+
+
+class Sync:
+    """This home's side of sync (the ``sync`` part of :class:`lore.api.Lore`): its device id
+    and cursors, the batches it pushes and the lessons it pulls; and, when it is the server,
+    the batches it receives and the changes it hands out."""
+
+    def __init__(self, store: Store, lessons: Lessons, embedding: Embedding,
+                 context_turns: int) -> None:
+        self.store = store
+        self.tables = store.sync
+        self.lessons = lessons
+        self.embedding = embedding
+        self.importer = Ingest(store, context_turns)
+        self.known_sessions: set[str] = set()  # sessions seen in the batch being received
+
+    # ---- identity and state ---------------------------------------------------------
+    def device_id(self) -> str:
+        """This home's device id: made once, kept in the store's meta."""
+        device = self.store.meta(DEVICE_KEY)
+        if device is None:
+            device = new_id()
+            with self.store.atomic():
+                self.store.set_meta(DEVICE_KEY, device)
+        return device
+
+    def cursor(self, stream: str) -> int:
+        return int(self.store.meta(cursor_key(stream)) or 0)
+
+    def status(self) -> dict[str, Any]:
+        pending = {s: self.pending(s) for s in STREAMS}
+        return {"device": self.device_id(), "server": self.store.meta(SERVER_KEY),
+                "last_push": self.store.meta(LAST_PUSH_KEY),
+                "last_pull": self.store.meta(LAST_PULL_KEY),
+                "pull_cursor": int(self.store.meta(PULL_KEY) or 0),
+                "pending": pending, "pending_total": sum(pending.values())}
+
+    def pending(self, stream: str) -> int:
+        if stream != "lessons":
+            return self.tables.pending_count(stream, self.cursor(stream))
+        changes = self.tables.lesson_changes_after(self.cursor("lessons"), 1_000_000_000)
+        return len(self.own_versions(list(dict.fromkeys(lid for _, lid in changes))))
+
+    # ---- push: what this device wrote ------------------------------------------------
+    def next_batch(self, stream: str, size: int) -> Batch | None:
+        """Up to ``size`` rows of ``stream`` after its cursor. The caller sends it and calls
+        :meth:`acknowledged` once the server stored it; until then this returns the same rows."""
+        after = self.cursor(stream)
+        device = self.device_id()
+        if stream == "lessons":
+            changes = self.tables.lesson_changes_after(after, min(size, LESSON_BATCH))
+            if not changes:
+                return None
+            end = changes[-1][0]
+            records = self.lesson_records(list(dict.fromkeys(lid for _, lid in changes)))
+            count = len(records)
+        else:
+            rows = {"corrections": self.tables.corrections_after,
+                    "messages": self.tables.messages_after,
+                    "edits": self.tables.edits_after}[stream](after, size)
+            if not rows:
+                return None
+            key = "id" if stream != "messages" else "seq"
+            end = int(rows[-1][key])
+            records = self.row_records(stream, rows)
+            count = len(rows)
+        batch_id = f"{device}:{stream}:{after}-{end}"
+        return Batch(stream, batch_id, records, end, count)
+
+    def own_versions(self, ids: Sequence[str]) -> list[Lesson]:
+        """The lessons among ``ids`` whose current version was written here (not pulled)."""
+        origins = self.tables.origins(ids)
+        out = []
+        for lid in ids:
+            try:
+                lesson = self.store.get(lid)
+            except NotFound:  # deleted since: deletions stay on their device
+                continue
+            origin = origins.get(lid)
+            if origin is not None and origin[1] == lesson.updated_at:
+                continue
+            out.append(lesson)
+        return out
+
+    def lesson_records(self, ids: Sequence[str]) -> list[dict[str, Any]]:
+        device = self.device_id()
+        out = []
+        for lesson in self.own_versions(ids):
+            data = lesson.to_dict()
+            data["edges"] = [e for e in data["edges"] if e["from"] == lesson.id]
+            out.append({"kind": "lesson", "id": lesson.id, "device": device,
+                        "data": redacted("lesson", data)})
+        return out
+
+    def row_records(self, stream: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        if stream in ("messages", "edits"):  # their sessions first, so the server has them
+            for s in self.tables.sessions_of([r["session_id"] for r in rows]):
+                out.append({"kind": "session", "id": s["id"], "data": redacted("session", s)})
+        for r in rows:
+            if stream == "corrections":
+                rid, kind = r.pop("event_id"), "correction"
+                r.pop("id")
+                r["files"] = json.loads(r["files"] or "[]")
+            elif stream == "messages":
+                rid, kind = r.pop("uuid"), "message"
+                r.pop("seq")
+                r["tool_calls"] = json.loads(r["tool_calls"] or "[]")
+            else:
+                rid, kind = str(r.pop("id")), "edit"
+            out.append({"kind": kind, "id": rid, "data": redacted(kind, r)})
+        return out
+
+    def acknowledged(self, batch: Batch) -> None:
+        """The server stored ``batch``: move the cursor past it."""
+        with self.store.atomic():
+            self.store.set_meta(cursor_key(batch.stream), str(batch.end))
+            self.store.set_meta(LAST_PUSH_KEY, now())
+
+    # ---- pull: what a person decided elsewhere ----------------------------------------
+    def apply_pulled(self, records: Sequence[dict[str, Any]], cursor: int) -> MergeReport:
+        """Merge pulled lessons and store the server's cursor, in one transaction."""
+        items = [(str(r.get("device") or ""), r.get("data")) for r in records]
+        with self.store.atomic():
+            report = self.merge(items)
+            self.store.set_meta(PULL_KEY, str(cursor))
+            self.store.set_meta(LAST_PULL_KEY, now())
+        return report
+
+    def merge(self, items: Sequence[tuple[str, Any]]) -> MergeReport:
+        """Lessons from other devices, (device, exported lesson) each. The later
+        ``updated_at`` wins, a tie goes to the greater device id; the version that lost is
+        kept in the history. All are validated before anything is written."""
+        from lore.core.transfer import import_records
+
+        report = MergeReport()
+        newest: dict[str, tuple[tuple[str, str], dict[str, Any]]] = {}
+        for device, data in items:
+            if not isinstance(data, dict) or not isinstance(data.get("id"), str):
+                raise InvalidInput("a lesson record needs its exported fields with an id")
+            if not device or not isinstance(data.get("updated_at"), str):
+                raise InvalidInput(f"lesson {data['id']}: a synced lesson needs its device and "
+                                   "updated_at")
+            key = (data["updated_at"], device)
+            if data["id"] not in newest or key > newest[data["id"]][0]:
+                newest[data["id"]] = (key, data)
+        if not newest:
+            return report
+        own = self.device_id()
+        existing = self.store.existing_ids(newest)
+        origins = self.tables.origins(list(existing))
+        winners: list[tuple[tuple[str, str], dict[str, Any]]] = []
+        at = now()
+        for lid, (key, data) in newest.items():
+            if lid not in existing:
+                winners.append((key, data))
+                continue
+            old = self.store.get(lid)
+            origin = origins.get(lid)
+            old_device = origin[0] if origin and origin[1] == old.updated_at else own
+            local = (old.updated_at or "", old_device)
+            if key == local:
+                report.unchanged += 1
+                continue
+            win = key > local
+            if old_device != key[1]:  # two devices changed it: keep the loser
+                report.conflicts += 1
+                loser = (local, old.to_dict()) if win else (key, data)
+                self.tables.add_history({
+                    "lesson_id": lid, "device": loser[0][1], "updated_at": loser[0][0], "at": at,
+                    "outcome": "replaced" if win else "refused",
+                    "winner_device": max(key, local)[1], "winner_updated_at": max(key, local)[0],
+                    "data": loser[1]})
+            if win:
+                winners.append((key, data))
+            else:
+                report.unchanged += 1
+        known = self.store.existing_ids({str(e.get("to")) for _, d in winners
+                                         for e in d.get("edges") or [] if isinstance(e, dict)})
+        known |= {d["id"] for _, d in winners}
+        lines = []
+        for _, data in winners:
+            data = redacted("lesson", data)
+            data["edges"] = [e for e in data.get("edges") or []
+                             if isinstance(e, dict) and e.get("to") in known]
+            lines.append(json.dumps(data, ensure_ascii=False))
+        with self.store.atomic():
+            result = import_records(self.lessons, self.embedding, lines, skip_invalid=False,
+                                    progress=None, force=True)
+            for (updated_at, device), data in winners:
+                self.tables.set_origin(data["id"], device, updated_at)
+        report.added += result.added
+        report.updated += result.updated
+        return report
+
+    # ---- the server's side ------------------------------------------------------------
+    def receive(self, device: str, batch_id: str, records: Sequence[dict[str, Any]]
+                ) -> dict[str, Any]:
+        """Store one pushed batch in one transaction: every record is redacted again, a
+        record this device sent before (same id and content) is skipped, a batch id seen
+        before answers as it did. Invalid input stores nothing."""
+        if len(records) > MAX_BATCH:
+            raise InvalidInput(f"a batch holds at most {MAX_BATCH} records; send smaller ones")
+        at = now()
+        with self.store.atomic():
+            seen = self.tables.batch(device, batch_id)
+            if seen is not None:
+                return {"batch_id": batch_id, "received": seen["records"], "stored": 0,
+                        "repeated": True}
+            order = {k: i for i, k in enumerate(KINDS)}
+            stored = 0
+            lessons: list[tuple[str, Any]] = []
+            touched: dict[str, list[tuple[int, str, str, str | None]]] = {}
+            projects: dict[str, str | None] = {}
+            self.known_sessions = set()
+            ordered = sorted(records, key=lambda r: order[r["kind"]])
+            datas = [redacted(r["kind"], r["data"]) for r in ordered]
+            fresh = self.tables.add_records(device, batch_id, at, [
+                (r["kind"], r["id"], record_hash(r["kind"], d)) for r, d in zip(ordered, datas, strict=True)])
+            corrections = []
+            for rec, data, new in zip(ordered, datas, fresh, strict=True):
+                if not new:
+                    continue
+                stored += 1
+                kind, rid = rec["kind"], rec["id"]
+                if kind == "lesson":
+                    lessons.append((rec.get("device") or device, data))
+                elif kind == "session":
+                    self.store.conversations.upsert_session(
+                        rid, data["agent"], data.get("project"), device, data.get("git_branch"),
+                        data.get("source_file"), data.get("title"))
+                    projects[rid] = data.get("project")
+                    self.known_sessions.add(rid)
+                elif kind == "message":
+                    self.receive_message(rid, data, touched)
+                elif kind == "edit":
+                    self.require_session(data["session_id"])
+                    self.store.conversations.insert_edit(data)
+                else:
+                    corrections.append({**data, "event_id": f"{device}:{rid}", "device": device,
+                                        "files": json.dumps(data.get("files") or [])})
+            self.tables.add_synced_corrections(corrections)
+            for sid, rows in touched.items():
+                project = projects.get(sid, (self.store.conversations.session(sid) or {})
+                                       .get("project"))
+                self.importer.chunk(sid, project, rows, CHUNK_CHARS)
+                self.store.conversations.refresh_session(sid)
+            if lessons:
+                self.merge(lessons)
+            self.tables.add_batch(device, batch_id, at, len(records), stored)
+        return {"batch_id": batch_id, "received": len(records), "stored": stored,
+                "repeated": False}
+
+    def require_session(self, session_id: str) -> None:
+        if session_id in self.known_sessions:
+            return
+        if self.store.conversations.session(session_id) is not None:
+            self.known_sessions.add(session_id)
+        else:
+            raise InvalidInput(f"session {session_id} is unknown here; send its session record "
+                               "in the same batch")
+
+    def receive_message(self, uuid: str, data: dict[str, Any],
+                        touched: dict[str, list[tuple[int, str, str, str | None]]]) -> None:
+        sid = data["session_id"]
+        self.require_session(sid)
+        row = {"uuid": uuid, "parent_uuid": None, "speaker": None, "timestamp": None,
+               "is_sidechain": 0, "agent_id": None, "is_meta": 0, "injected": 0, **data,
+               "tool_calls": json.dumps(data.get("tool_calls") or [], ensure_ascii=False)}
+        seq = self.store.conversations.insert_message(row)
+        if seq is not None and not row["is_meta"] and not row["injected"] and row["text"].strip():
+            touched.setdefault(sid, []).append((seq, row["speaker"] or row["role"], row["text"],
+                                                row["timestamp"]))
+
+    def changes(self, device: str, after: int, limit: int) -> dict[str, Any]:
+        """Lessons a person decided on, changed after the ``after`` cursor, for ``device``
+        (its own versions left out), and the cursor to ask from next."""
+        changes = self.tables.lesson_changes_after(after, limit)
+        ids = list(dict.fromkeys(lid for _, lid in changes))
+        origins = self.tables.origins(ids)
+        own = self.device_id()
+        records = []
+        for lid in ids:
+            try:
+                lesson = self.store.get(lid)
+            except NotFound:
+                continue
+            origin = origins.get(lid)
+            by = origin[0] if origin and origin[1] == lesson.updated_at else own
+            if by == device or not shared(lesson):
+                continue
+            data = lesson.to_dict()
+            data["edges"] = [e for e in data["edges"] if e["from"] == lid]
+            records.append({"kind": "lesson", "id": lid, "device": by, "data": data})
+        cursor = changes[-1][0] if changes else after
+        return {"cursor": cursor, "more": len(changes) >= limit, "records": records}
+
+
+# ---- the client: HTTP to a server --------------------------------------------------------
+class Client:
+    """The sync API of one server (``/api/v1/sync``), with errors as one line each."""
+
+    def __init__(self, server: str, token: str | None, timeout: float = 30.0,
+                 transport: Any = None) -> None:
+        import httpx
+
+        self.server = server.rstrip("/")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = httpx.Client(base_url=f"{self.server}/api/v1/sync", headers=headers,
+                                 timeout=timeout, transport=transport)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        import httpx
+
+        try:
+            response = self.http.request(method, path, **kwargs)
+        except httpx.TimeoutException:
+            raise BackendUnavailable(f"the sync server {self.server} did not answer in time; "
+                                     "run `lore sync` again (it resumes where it stopped)") from None
+        except httpx.TransportError as exc:
+            what = "cannot reach" if isinstance(exc, httpx.ConnectError) else "lost the connection to"
+            raise BackendUnavailable(f"{what} the sync server {self.server} ({exc or type(exc).__name__}); "
+                                     "is `lore serve` running there? run `lore sync` again to "
+                                     "resume: nothing is stored twice") from None
+        return self.answer(response)
+
+    def answer(self, response: httpx.Response) -> dict[str, Any]:
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        message = ((data or {}).get("error") or {}).get("message") if isinstance(data, dict) else None
+        if response.status_code == 401:
+            raise ConfigError(f"the sync server {self.server} refused the token (401): "
+                              f"{message or 'no valid token'}; set LORE_SYNC_TOKEN, --token or "
+                              "sync.token_file")
+        if response.status_code == 403:
+            raise ConfigError(f"the sync server {self.server} refused (403): {message or ''}; "
+                              "pushing needs a write token (lore serve token create --scope write)")
+        if response.status_code == 404:
+            raise ConfigError(f"{self.server} has no sync API (404); is it a Lore server of this "
+                              "version? (`lore serve` there, after an upgrade)")
+        if response.status_code == 413:
+            raise BatchTooLarge(f"the sync server {self.server} refused a batch as too large: "
+                                f"{message or ''}")
+        if response.status_code >= 400 or not isinstance(data, dict):
+            raise BackendUnavailable(f"the sync server {self.server} answered "
+                                     f"{response.status_code}: {message or response.text[:200]}")
+        return data
+
+    def info(self) -> dict[str, Any]:
+        info = self.call("GET", "/info")
+        if info.get("protocol") != PROTOCOL:
+            raise ConfigError(f"the sync server {self.server} speaks sync protocol "
+                              f"{info.get('protocol')} (Lore {info.get('version')}); this Lore "
+                              f"speaks {PROTOCOL}: upgrade the older side")
+        return info
+
+    def push(self, device: str, batch: Batch) -> dict[str, Any]:
+        return self.call("POST", "/push", json={"protocol": PROTOCOL, "device": device,
+                                                "batch_id": batch.batch_id,
+                                                "records": batch.records})
+
+    def pull(self, device: str, cursor: int, limit: int = PULL_LIMIT) -> dict[str, Any]:
+        return self.call("GET", "/pull", params={"device": device, "cursor": cursor,
+                                                 "limit": limit})
+
+
+def run(sync: Sync, client: Client, *, batch_size: int = BATCH_SIZE, push: bool = True,
+        pull: bool = True, progress: Progress | None = None) -> SyncReport:
+    """Push every pending stream, then pull until the server has nothing newer."""
+    device = sync.device_id()
+    client.info()
+    with sync.store.atomic():
+        sync.store.set_meta(SERVER_KEY, client.server)
+    report = SyncReport(client.server, device)
+    if push:
+        total = sum(sync.tables.pending_count(s, sync.cursor(s)) for s in STREAMS)
+        done = 0
+        for stream in STREAMS:
+            size = batch_size
+            while (batch := sync.next_batch(stream, size)) is not None:
+                try:
+                    ack = client.push(device, batch)
+                except BatchTooLarge:
+                    if size == 1:
+                        first = batch.records[-1]
+                        raise BatchTooLarge(
+                            f"{first['kind']} {first['id']} alone is larger than the sync server "
+                            f"{client.server} accepts; nothing after it in the {stream} stream "
+                            "can be pushed until it is deleted here") from None
+                    size = max(1, size // 2)  # the same rows again, in smaller batches
+                    continue
+                if ack.get("batch_id") != batch.batch_id:
+                    raise BackendUnavailable(f"the sync server {client.server} acknowledged "
+                                             "another batch; run `lore sync` again")
+                sync.acknowledged(batch)
+                report.batches += 1
+                report.stored += int(ack.get("stored", 0))
+                report.pushed[stream] = report.pushed.get(stream, 0) + batch.count
+                done += batch.count
+                if progress:
+                    progress("push", done, max(total, done))
+    if pull:
+        cursor = int(sync.store.meta(PULL_KEY) or 0)
+        while True:
+            page = client.pull(device, cursor)
+            records = page.get("records") or []
+            cursor = int(page.get("cursor", cursor))
+            merged = sync.apply_pulled(records, cursor)
+            report.pulled += len(records)
+            for name in ("added", "updated", "unchanged", "conflicts"):
+                setattr(report.merge, name, getattr(report.merge, name) + getattr(merged, name))
+            if progress and records:
+                progress("pull", report.pulled, report.pulled)
+            if not page.get("more"):
+                break
+    return report
+
+
+def read_token_file(path: Path) -> str:
+    """The token in a file only its owner may read (mode 0600); refused otherwise."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise ConfigError(f"sync token file {path} does not exist; write the token there "
+                          f"(umask 077; echo TOKEN > {path}) or set LORE_SYNC_TOKEN") from None
+    if os.name == "posix" and mode & 0o077:
+        raise ConfigError(f"sync token file {path} may be read by others (mode "
+                          f"{stat.S_IMODE(mode):04o}); chmod 600 {path}")
+    token = path.read_text(encoding="utf-8").strip()
+    if not token:
+        raise ConfigError(f"sync token file {path} is empty; write the token there")
+    return token

@@ -1,0 +1,149 @@
+"""Sync across devices: the lesson change log, what a device has not pushed yet (by cursor),
+and on the server the records and batches already received, the device behind each lesson
+and the versions a conflict replaced."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from lore.store.sqlite.db import Tables, chunks
+
+# What a device pushes, by stream: the table and its append-only integer key (the cursor).
+STREAMS = {
+    "lessons": ("lesson_changes", "seq"),
+    "corrections": ("corrections", "id"),
+    "messages": ("messages", "seq"),
+    "edits": ("file_edits", "id"),
+}
+_OWN_CORRECTIONS = "device IS NULL"  # captured here, not received from another device
+
+
+class SyncTables(Tables):
+    """The sync tables of one connection (``lesson_changes``, ``lesson_origins``,
+    ``lesson_history``, ``sync_records``, ``sync_batches``)."""
+
+    # ---- what a device has to push ---------------------------------------------------
+    def pending_count(self, stream: str, after: int) -> int:
+        table, key = STREAMS[stream]
+        own = f" AND {_OWN_CORRECTIONS}" if stream == "corrections" else ""
+        row = self.conn.execute(f"SELECT count(*) FROM {table} WHERE {key} > ?{own}",
+                                (after,)).fetchone()
+        return int(row[0])
+
+    def stream_end(self, stream: str) -> int:
+        table, key = STREAMS[stream]
+        return int(self.conn.execute(f"SELECT coalesce(max({key}), 0) FROM {table}").fetchone()[0])
+
+    def lesson_changes_after(self, after: int, limit: int) -> list[tuple[int, str]]:
+        return [(int(r[0]), str(r[1])) for r in self.conn.execute(
+            "SELECT seq, lesson_id FROM lesson_changes WHERE seq > ? ORDER BY seq LIMIT ?",
+            (after, limit))]
+
+    def corrections_after(self, after: int, limit: int) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.conn.execute(
+            "SELECT id, event_id, session_id, project, user_message, assistant_proposal, files, "
+            "at, origin, message_uuid, proposal_uuid, diff, correction_type FROM corrections "
+            f"WHERE id > ? AND {_OWN_CORRECTIONS} ORDER BY id LIMIT ?", (after, limit))]
+
+    def messages_after(self, after: int, limit: int) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.conn.execute(
+            "SELECT seq, uuid, session_id, parent_uuid, role, speaker, text, tool_calls, timestamp, "
+            "is_sidechain, agent_id, is_meta, injected FROM messages WHERE seq > ? ORDER BY seq "
+            "LIMIT ?", (after, limit))]
+
+    def edits_after(self, after: int, limit: int) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.conn.execute(
+            "SELECT id, session_id, message_uuid, tool, file_path, file_type, old_text, new_text, "
+            "timestamp, succeeded FROM file_edits WHERE id > ? ORDER BY id LIMIT ?",
+            (after, limit))]
+
+    def sessions_of(self, ids: Sequence[str]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for part in chunks(sorted(set(ids))):
+            marks = ",".join("?" * len(part))
+            out.extend(dict(r) for r in self.conn.execute(
+                "SELECT id, agent, project, device, git_branch, source_file, title FROM sessions "
+                f"WHERE id IN ({marks}) ORDER BY id", part))
+        return out
+
+    # ---- what a server received ------------------------------------------------------
+    def batch(self, device: str, batch_id: str) -> dict[str, Any] | None:
+        r = self.conn.execute("SELECT batch_id, device, received_at, records, stored FROM "
+                              "sync_batches WHERE device = ? AND batch_id = ?",
+                              (device, batch_id)).fetchone()
+        return dict(r) if r else None
+
+    def add_batch(self, device: str, batch_id: str, at: str, records: int, stored: int) -> None:
+        self.conn.execute("INSERT INTO sync_batches (batch_id, device, received_at, records, "
+                          "stored) VALUES (?, ?, ?, ?, ?)", (batch_id, device, at, records, stored))
+
+    def add_records(self, device: str, batch_id: str, at: str,
+                    keys: Sequence[tuple[str, str, str]]) -> list[bool]:
+        """Note received records, (kind, record id, content hash) each; for each, whether it
+        is new (False: this device sent this version before, or it repeats in ``keys``)."""
+        known: set[tuple[str, str, str]] = set()
+        for part in chunks(sorted({k[1] for k in keys})):
+            marks = ",".join("?" * len(part))
+            known.update((r[0], r[1], r[2]) for r in self.conn.execute(
+                "SELECT kind, record_id, content_hash FROM sync_records WHERE device = ? AND "
+                f"record_id IN ({marks})", [device, *part]))
+        new: list[bool] = []
+        for key in keys:
+            new.append(key not in known)
+            known.add(key)
+        self.conn.executemany(
+            "INSERT INTO sync_records (device, kind, record_id, content_hash, batch_id, "
+            "received_at) VALUES (?, ?, ?, ?, ?, ?)",
+            [(device, *key, batch_id, at) for key, fresh in zip(keys, new, strict=True) if fresh])
+        return new
+
+    def record_count(self, device: str | None = None) -> int:
+        if device is None:
+            return int(self.conn.execute("SELECT count(*) FROM sync_records").fetchone()[0])
+        return int(self.conn.execute("SELECT count(*) FROM sync_records WHERE device = ?",
+                                     (device,)).fetchone()[0])
+
+    def add_synced_corrections(self, rows: Sequence[dict[str, Any]]) -> int:
+        """Messages captured on another device: kept as evidence with their device, never
+        processed again here (the device learned from them and pushes its lessons). Returns
+        how many were new."""
+        before = self.conn.total_changes
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO corrections (event_id, session_id, project, user_message, "
+            "assistant_proposal, files, at, origin, message_uuid, proposal_uuid, diff, "
+            "correction_type, status, device) VALUES (:event_id, :session_id, :project, "
+            ":user_message, :assistant_proposal, :files, :at, :origin, :message_uuid, "
+            ":proposal_uuid, :diff, :correction_type, 'synced', :device)", rows)
+        return int(self.conn.total_changes - before)
+
+    # ---- lessons from other devices --------------------------------------------------
+    def origins(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """lesson id -> (device, updated_at) of the version sync last wrote here."""
+        out: dict[str, tuple[str, str]] = {}
+        for part in chunks(list(ids)):
+            marks = ",".join("?" * len(part))
+            for r in self.conn.execute("SELECT lesson_id, device, updated_at FROM lesson_origins "
+                                       f"WHERE lesson_id IN ({marks})", part):
+                out[r[0]] = (r[1], r[2])
+        return out
+
+    def set_origin(self, lesson_id: str, device: str, updated_at: str) -> None:
+        self.conn.execute(
+            "INSERT INTO lesson_origins (lesson_id, device, updated_at) VALUES (?, ?, ?) "
+            "ON CONFLICT(lesson_id) DO UPDATE SET device = excluded.device, "
+            "updated_at = excluded.updated_at", (lesson_id, device, updated_at))
+
+    def add_history(self, row: dict[str, Any]) -> None:
+        self.conn.execute(
+            "INSERT INTO lesson_history (lesson_id, device, updated_at, at, outcome, "
+            "winner_device, winner_updated_at, data) VALUES (:lesson_id, :device, :updated_at, "
+            ":at, :outcome, :winner_device, :winner_updated_at, :data)",
+            {**row, "data": json.dumps(row["data"], ensure_ascii=False)})
+
+    def history(self, lesson_id: str) -> list[dict[str, Any]]:
+        rows = self.conn.execute(
+            "SELECT lesson_id, device, updated_at, at, outcome, winner_device, winner_updated_at, "
+            "data FROM lesson_history WHERE lesson_id = ? ORDER BY id", (lesson_id,))
+        return [{**dict(r), "data": json.loads(r["data"])} for r in rows]

@@ -1,0 +1,220 @@
+"""Sync across devices (`lore sync`): /api/v1/sync/info, /push (write scope) and /pull (read
+scope). A pushed batch is validated whole, then stored in one transaction; the core dedups by
+device, record id and content, so a retried batch stores nothing twice (docs/server.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.routing import APIRoute
+from pydantic import BaseModel, ConfigDict, Field
+
+from lore import __version__
+from lore.core.sync import MAX_BATCH, PROTOCOL, PULL_LIMIT
+from lore.web import models as m
+from lore.web.api import Read, Write
+from lore.web.errors import HTTPProblem
+
+MAX_BODY = 32 * 1024 * 1024  # bytes in one pushed batch
+DEVICE = r"^[0-9A-HJKMNP-TV-Z]{26}$"  # a ULID, made once per home
+RECORD_ID = Annotated[str, Field(min_length=1, max_length=300)]
+TEXT = str  # no length limit of its own: the body limit holds, and a long text must not
+# stop a device's stream for good
+
+
+class LimitedRoute(APIRoute):
+    """Refuses a body over MAX_BODY before it is parsed (declared or streamed)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def limited(request: Request) -> Response:
+            declared = request.headers.get("content-length")
+            too_big = HTTPProblem(413, f"a sync batch may be at most {MAX_BODY // 1024 // 1024} "
+                                       "MB; send fewer records per batch (sync.batch_size)",
+                                  code="too_large")
+            if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
+                raise too_big
+            if request.method != "POST":
+                return await handler(request)
+            parts: list[bytes] = []
+            size = 0
+            async for part in request.stream():
+                size += len(part)
+                if size > MAX_BODY:
+                    raise too_big
+                parts.append(part)
+            body = b"".join(parts)
+
+            async def replay() -> dict[str, Any]:
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            return await handler(Request(request.scope, replay))
+
+        return limited
+
+
+router = APIRouter(prefix="/api/v1/sync", tags=["sync"], route_class=LimitedRoute,
+                   responses={**m.ERROR_RESPONSES, 413: {"model": m.ErrorOut,
+                                                         "description": "Batch too large"}})
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SessionData(Strict):
+    id: str = Field(min_length=1, max_length=300)
+    agent: str = Field(min_length=1, max_length=100)
+    project: str | None = None
+    device: str | None = None  # where the transcript was read; the server records the pusher
+    git_branch: str | None = None
+    source_file: str | None = None
+    title: str | None = None
+
+
+class MessageData(Strict):
+    session_id: str = Field(min_length=1, max_length=300)
+    parent_uuid: str | None = None
+    role: str = Field(min_length=1, max_length=50)
+    speaker: str | None = None
+    text: TEXT
+    tool_calls: list[Any] = Field(default_factory=list)
+    timestamp: str | None = None
+    is_sidechain: int = Field(default=0, ge=0, le=1)
+    agent_id: str | None = None
+    is_meta: int = Field(default=0, ge=0, le=1)
+    injected: int = Field(default=0, ge=0, le=1)
+
+
+class EditData(Strict):
+    session_id: str = Field(min_length=1, max_length=300)
+    message_uuid: str = Field(min_length=1, max_length=300)
+    tool: str = Field(min_length=1, max_length=100)
+    file_path: str = Field(min_length=1, max_length=4096)
+    file_type: str | None = None
+    old_text: TEXT | None = None
+    new_text: TEXT | None = None
+    timestamp: str | None = None
+    succeeded: int | None = Field(default=None, ge=0, le=1)
+
+
+class CorrectionData(Strict):
+    session_id: str | None = None
+    project: str | None = None
+    user_message: TEXT = Field(min_length=1)
+    assistant_proposal: TEXT | None = None
+    files: list[str] = Field(default_factory=list)
+    at: str = Field(min_length=1)
+    origin: str = "hook"
+    message_uuid: str | None = None
+    proposal_uuid: str | None = None
+    diff: TEXT | None = None
+    correction_type: str | None = None
+
+
+class SessionRecord(Strict):
+    kind: Literal["session"]
+    id: RECORD_ID
+    data: SessionData
+
+
+class MessageRecord(Strict):
+    kind: Literal["message"]
+    id: RECORD_ID
+    data: MessageData
+
+
+class EditRecord(Strict):
+    kind: Literal["edit"]
+    id: RECORD_ID
+    data: EditData
+
+
+class CorrectionRecord(Strict):
+    kind: Literal["correction"]
+    id: RECORD_ID
+    data: CorrectionData
+
+
+class LessonRecordIn(Strict):
+    kind: Literal["lesson"]
+    id: RECORD_ID
+    device: str = Field(pattern=DEVICE, description="the device that wrote this version")
+    data: dict[str, Any] = Field(description="the lesson as `lore import` reads it; needs "
+                                             "updated_at")
+
+
+SyncRecord = Annotated[SessionRecord | MessageRecord | EditRecord | CorrectionRecord
+                       | LessonRecordIn, Field(discriminator="kind")]
+
+
+class PushIn(Strict):
+    """One batch of a device's records; applied whole or not at all."""
+
+    protocol: int = Field(ge=1)
+    device: str = Field(pattern=DEVICE)
+    batch_id: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9:._-]+$")
+    records: list[SyncRecord] = Field(max_length=MAX_BATCH)
+
+
+class PushOut(BaseModel):
+    batch_id: str
+    received: int
+    stored: int = Field(description="records new to the server (0 for a repeated batch)")
+    repeated: bool = Field(description="this batch id was acknowledged before")
+
+
+class SyncInfo(BaseModel):
+    protocol: int
+    version: str
+    device: str
+    max_batch: int
+    max_bytes: int
+
+
+class PullRecord(BaseModel):
+    kind: str
+    id: str
+    device: str
+    data: dict[str, Any]
+
+
+class PullOut(BaseModel):
+    cursor: int
+    more: bool
+    records: list[PullRecord]
+
+
+@router.get("/info", response_model=SyncInfo)
+def info(state: Read) -> dict[str, Any]:
+    """The server's sync protocol, Lore version and device id, and its batch limits."""
+    device = state.call(lambda lore: lore.sync.device_id())
+    return {"protocol": PROTOCOL, "version": __version__, "device": device,
+            "max_batch": MAX_BATCH, "max_bytes": MAX_BODY}
+
+
+@router.post("/push", response_model=PushOut)
+def push(state: Write, body: PushIn) -> dict[str, Any]:
+    """Store a batch of a device's records in one transaction. A record this device sent
+    before (same id, same content) is skipped; a repeated batch id answers as before."""
+    if body.protocol != PROTOCOL:
+        raise HTTPProblem(409, f"this server speaks sync protocol {PROTOCOL}, the client "
+                               f"{body.protocol}; upgrade the older side", code="protocol")
+    records = [r.model_dump() for r in body.records]
+    for r in records:
+        if r["kind"] == "session":
+            r["data"].pop("id", None)
+    return state.call(lambda lore: lore.sync.receive(body.device, body.batch_id, records))
+
+
+@router.get("/pull", response_model=PullOut)
+def pull(state: Read, device: Annotated[str, Query(pattern=DEVICE)],
+         cursor: Annotated[int, Query(ge=0)] = 0,
+         limit: Annotated[int, Query(ge=1, le=PULL_LIMIT)] = PULL_LIMIT) -> dict[str, Any]:
+    """Lessons a person decided on (approved or reviewed rules, active lessons) changed after
+    ``cursor``, without the versions ``device`` wrote itself; ask again from the answer's
+    ``cursor`` while ``more``."""
+    return state.call(lambda lore: lore.sync.changes(device, cursor, limit))
