@@ -43,7 +43,8 @@ def row(lesson_id: str, title: str, tags: tuple[str, ...] = ()) -> LessonRow:
 def test_every_protocol_method_is_implemented(store):
     for proto, impl in ((protocol.Store, store), (protocol.ConversationStore, store.conversations),
                         (protocol.CorrectionStore, store.corrections),
-                        (protocol.SessionStore, store.sessions)):
+                        (protocol.SessionStore, store.sessions),
+                        (protocol.AnalysisStore, store.analysis)):
         for name, member in vars(proto).items():
             if name.startswith("_") or not callable(member):
                 continue
@@ -114,3 +115,34 @@ def test_conversations_corrections_and_sessions(store):
                                             at=now(), origin="hook") is None
     assert store.sessions.insert_snapshot("e2", "s1", "/p", now(), {"trigger": "auto"})
     assert store.integrity() == "ok" and not store.read_only
+
+
+def test_schedule_runs_newest_first_with_their_summary(store):
+    first = {"trigger": "schedule", "started_at": "2026-11-20T03:00:00.000Z",
+             "finished_at": "2026-11-20T03:00:02.500Z", "duration_ms": 2500, "outcome": "ok",
+             "summary": {"ingested": {"files": 3}, "rescored": 2}}
+    store.analysis.record_schedule_run(first)
+    store.analysis.record_schedule_run({"trigger": "api", "started_at": "2026-11-21T03:00:00.000Z",
+                                        "outcome": "failed", "error": "the model cannot load"})
+    runs = store.analysis.schedule_runs(5)
+    assert [r["trigger"] for r in runs] == ["api", "schedule"]
+    assert runs[0]["error"] == "the model cannot load" and runs[0]["summary"] == {}
+    assert runs[1]["summary"] == first["summary"] and runs[1]["duration_ms"] == 2500
+    assert len(store.analysis.schedule_runs(1)) == 1
+
+
+def test_lesson_activity_is_what_was_created_or_reviewed_since(store):
+    old, new, reviewed = new_id(), new_id(), new_id()
+    review = ('{"learning": {"review": {"action": "reject", "at": "2026-11-20T09:00:00.000Z", '
+              '"reason": "one-off"}, "rejected_reason": "one-off"}}')
+    for lid, title, created, metadata in ((old, "old", "2026-01-01T00:00:00.000Z", "{}"),
+                                          (new, "new", "2026-11-22T00:00:00.000Z", "{}"),
+                                          (reviewed, "reviewed", "2026-01-02T00:00:00.000Z", review)):
+        r = row(lid, title)
+        r.values.update(created_at=created, metadata=metadata)
+        store.insert(r)
+    found = {a["id"]: a for a in store.analysis.lesson_activity("2026-11-01")}
+    assert set(found) == {new, reviewed}
+    assert found[reviewed]["learned"] and found[reviewed]["review"]["action"] == "reject"
+    assert found[reviewed]["rejected_reason"] == "one-off"
+    assert not found[new]["learned"] and found[new]["review"] is None

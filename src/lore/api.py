@@ -419,6 +419,19 @@ class Lore:
                               "kind": titles.get(i, ("", ""))[1]} for i in load[key]]
         return loads
 
+    def lesson_activity(self, since: str) -> list[dict[str, Any]]:
+        """Lessons created or reviewed at or after ``since`` (ISO text), oldest first."""
+        return self.store.analysis.lesson_activity(since)
+
+    def record_schedule_run(self, run: dict[str, Any]) -> int:
+        """Keep one scheduled analysis run (lore.schedule)."""
+        with self.store.atomic():
+            return self.store.analysis.record_schedule_run(run)
+
+    def schedule_runs(self, limit: int = 10) -> list[dict[str, Any]]:
+        """The latest scheduled analysis runs, newest first."""
+        return self.store.analysis.schedule_runs(limit)
+
     def session_context(self, project: str | None, max_chars: int | None = None,
                         max_items: int | None = None) -> str:
         """What SessionStart tells a new session in ``project`` (empty when nothing applies)."""

@@ -585,9 +585,31 @@ def m009_context_loads(conn: Any) -> None:
     )
 
 
+def m012_schedule_runs(conn: Any) -> None:
+    """One row per scheduled analysis (`schedule.analysis`): when it ran, how long, what it
+    did (a JSON summary) and its error; a run skipped because another was going is kept too."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE schedule_runs (
+            id INTEGER PRIMARY KEY,
+            trigger TEXT NOT NULL,            -- schedule | command | api | dashboard
+            started_at TEXT NOT NULL,
+            finished_at TEXT,
+            duration_ms INTEGER,
+            outcome TEXT NOT NULL,            -- ok | failed | skipped
+            summary TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(summary)),
+            error TEXT
+        );
+        CREATE INDEX idx_schedule_runs_started ON schedule_runs(started_at);
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[Any], None]] = [
     m001_core, m002_conversations, m003_corrections, m004_filter_index, m005_learning,
     m006_redact_stored, m007_analysis, m008_server_tokens, m009_context_loads,
+    m012_schedule_runs,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
