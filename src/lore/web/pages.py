@@ -238,7 +238,7 @@ def trends_page(request: Request, period: str = "week", at: str = "") -> Respons
     d, runs = state.call(load)
     shown = digest.parse_period(period, d["period"])
     weekly = d["weekly"]
-    labels = [w["week"] for w in weekly]
+    labels = [w["week"].split("-")[-1] for w in weekly]  # W47
     charts = {
         "repeated": charts_svg.bars("Corrections per week, and how many repeated a known rule",
                                     labels, [("corrections", [w["corrections"] for w in weekly]),
