@@ -33,6 +33,7 @@ from lore.recall import graph as graph_ops
 from lore.store import Store, open_store, storage_error
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
     from pathlib import Path
 
     from lore.apply.files import Plan
@@ -41,6 +42,19 @@ if TYPE_CHECKING:
     from lore.core.conversations import Conversations
     from lore.core.learner import Learner
     from lore.core.tokens import Tokens
+
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _embedding_pool() -> ThreadPoolExecutor:
+    """Threads that embed queries beside the keyword stage (made on first use)."""
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lore-query-embed")
+    return _POOL
+
 
 def approved(lesson: Lesson) -> bool:
     """Active, and a person's decision: a learned rule only once reviewed (or set active by
@@ -232,6 +246,11 @@ class Lore:
         if limit < 1:
             raise InvalidInput(f"limit must be at least 1 (got {limit})")
         embed = self.embedding.query_function() if mode != "keyword" else None
+        if embed is not None and mode == "hybrid" and query.strip():
+            # The model works while the keyword stage runs: both release the GIL (ONNX
+            # Runtime, SQLite), so a search costs about the longer of the two, not their sum.
+            pending = _embedding_pool().submit(embed, query)
+            embed = lambda _query: pending.result()  # noqa: E731
         results = hybrid.search(self.store, query, filters, limit, self.config.search, embed,
                                 self.vectors, mode)
         if track:

