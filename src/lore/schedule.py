@@ -11,6 +11,7 @@ serialises. Every run is kept in ``schedule_runs`` and logged to ``logs/schedule
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lore.errors import ConfigError
-from lore.home import file_logger, lock_file, unlock_file
+from lore.home import alive, file_logger, lock_file, read_pid, unlock_file
 from lore.ids import now
 
 if TYPE_CHECKING:
@@ -64,7 +65,10 @@ class Scheduler:
         self._busy = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.log = file_logger("schedule", settings.home / "logs" / "schedule.log")
+        try:
+            self.log = file_logger("schedule", settings.home / "logs" / "schedule.log")
+        except OSError:  # a read-only home: the runs are still recorded in the database
+            self.log = logging.getLogger("lore.schedule")
 
     # ---- one run ------------------------------------------------------------------------
     def run(self, trigger: str = "command") -> dict[str, Any]:
@@ -118,7 +122,11 @@ class Scheduler:
                 learned = lore.learner.backfill(roots)
                 summary["learned"] = {"messages": learned["messages"], "rules": learned["rules"],
                                       "actions": learned["actions"]}
-            summary["processed"] = len(lore.learner.process_pending())
+            pid = read_pid(self.settings.home / "worker.pid")
+            if pid is not None and alive(pid):
+                summary["processed"] = "left to the running worker"  # one writer learns each
+            else:
+                summary["processed"] = len(lore.learner.process_pending())
             summary["rescored"] = lore.learner.rescore()
             if cfg.digests:
                 folder = self.settings.home / DIGESTS
