@@ -131,18 +131,24 @@ def test_schedule_runs_newest_first_with_their_summary(store):
     assert len(store.analysis.schedule_runs(1)) == 1
 
 
-def test_lesson_activity_is_what_was_created_or_reviewed_since(store):
-    old, new, reviewed = new_id(), new_id(), new_id()
+def test_lesson_activity_is_learned_rules_created_or_reviewed_since(store):
+    old, new, reviewed, plain = new_id(), new_id(), new_id(), new_id()
+    learning = '{"learning": {"occurrences": 1}}'
     review = ('{"learning": {"review": {"action": "reject", "at": "2026-11-20T09:00:00.000Z", '
               '"reason": "one-off"}, "rejected_reason": "one-off"}}')
-    for lid, title, created, metadata in ((old, "old", "2026-01-01T00:00:00.000Z", "{}"),
-                                          (new, "new", "2026-11-22T00:00:00.000Z", "{}"),
-                                          (reviewed, "reviewed", "2026-01-02T00:00:00.000Z", review)):
+    for lid, title, created, updated, metadata in (
+            (old, "old", "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:00.000Z", learning),
+            (new, "new", "2026-11-22T00:00:00.000Z", "2026-11-22T00:00:00.000Z", learning),
+            (reviewed, "reviewed", "2026-01-02T00:00:00.000Z", "2026-11-20T09:00:00.000Z", review),
+            (plain, "plain", "2026-11-22T10:00:00.000Z", "2026-11-22T10:00:00.000Z", "{}")):
         r = row(lid, title)
-        r.values.update(created_at=created, metadata=metadata)
+        r.values.update(created_at=created, updated_at=updated, metadata=metadata)
+        r.values["project"] = "/p" if lid == plain else None
         store.insert(r)
     found = {a["id"]: a for a in store.analysis.lesson_activity("2026-11-01")}
     assert set(found) == {new, reviewed}
-    assert found[reviewed]["learned"] and found[reviewed]["review"]["action"] == "reject"
+    assert found[reviewed]["review"]["action"] == "reject"
     assert found[reviewed]["rejected_reason"] == "one-off"
-    assert not found[new]["learned"] and found[new]["review"] is None
+    assert found[new]["review"] is None
+    added = {(a["day"], a["project"], a["count"]) for a in store.analysis.lessons_added("2026-11-01")}
+    assert added == {("2026-11-22", None, 1), ("2026-11-22", "/p", 1)}

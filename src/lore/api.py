@@ -439,8 +439,12 @@ class Lore:
         return loads
 
     def lesson_activity(self, since: str) -> list[dict[str, Any]]:
-        """Lessons created or reviewed at or after ``since`` (ISO text), oldest first."""
+        """Learned rules created or reviewed at or after ``since`` (ISO text), oldest first."""
         return self.store.analysis.lesson_activity(since)
+
+    def lessons_added(self, since: str) -> list[dict[str, Any]]:
+        """Lessons created since ``since``: ``{"day", "project", "count"}`` rows."""
+        return self.store.analysis.lessons_added(since)
 
     def record_schedule_run(self, run: dict[str, Any]) -> int:
         """Keep one scheduled analysis run (lore.schedule)."""

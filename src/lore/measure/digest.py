@@ -35,6 +35,12 @@ class Period:
     kind: Kind
     start: date
     end: date
+    since: str = ""  # the bounds as ISO text, compared with stored timestamps
+    until: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "since", f"{self.start.isoformat()}T00:00:00")
+        object.__setattr__(self, "until", f"{self.end.isoformat()}T00:00:00")
 
     @property
     def label(self) -> str:
@@ -43,16 +49,8 @@ class Period:
         year, week, _ = self.start.isocalendar()
         return f"{year}-W{week:02d}"
 
-    @property
-    def since(self) -> str:
-        return f"{self.start.isoformat()}T00:00:00"
-
-    @property
-    def until(self) -> str:
-        return f"{self.end.isoformat()}T00:00:00"
-
     def holds(self, at: str | None) -> bool:
-        return bool(at) and self.since <= str(at) < self.until
+        return at is not None and self.since <= at < self.until
 
     def previous(self) -> Period:
         return period_of(self.kind, self.start - timedelta(days=1))
@@ -98,10 +96,9 @@ def parse_period(kind: str, label: str | None = None, today: date | None = None)
         raise InvalidInput(f"'{label}' is not a {kind}; write it like {example}") from None
 
 
-def _figures(period: Period, activity: list[dict[str, Any]], corrections: list[dict[str, Any]],
-             approved_at: dict[str, str]) -> dict[str, Any]:
-    created = [a for a in activity if period.holds(a["created_at"])]
-    learned = [a for a in created if a["learned"]]
+def _figures(period: Period, activity: list[dict[str, Any]], added: list[dict[str, Any]],
+             corrections: list[dict[str, Any]], approved_at: dict[str, str]) -> dict[str, Any]:
+    learned = [a for a in activity if period.holds(a["created_at"])]
     reviewed = [a for a in activity if a["review"] and period.holds(a["review"].get("at"))]
     approved = [a for a in reviewed if a["review"].get("action") in DECIDED]
     rejected = [a for a in reviewed if a["review"].get("action") == "reject"]
@@ -112,10 +109,12 @@ def _figures(period: Period, activity: list[dict[str, Any]], corrections: list[d
     by_rule = Counter(c["lesson_id"] for c in repeated)
     re_corrected = Counter(c["lesson_id"] for c in repeated
                            if c["lesson_id"] in approved_at and (c["at"] or "") > approved_at[c["lesson_id"]])
+    days = [a for a in added if period.since[:10] <= a["day"] < period.until[:10]]
     projects = Counter(c["project"] or "(global)" for c in inside)
-    projects.update(a["project"] or "(global)" for a in created)
+    for a in days:
+        projects[a["project"] or "(global)"] += a["count"]
     return {
-        "lessons_added": len(created),
+        "lessons_added": sum(a["count"] for a in days),
         "learned": [_item(a) for a in learned],
         "approved": [_item(a) for a in approved],
         "rejected": [{**_item(a), "reason": a["rejected_reason"] or a["review"].get("reason")}
@@ -154,10 +153,11 @@ def build(lore: Lore, kind: str = "week", label: str | None = None,
         - timedelta(weeks=TREND_WEEKS - 1)
     since = min(before.start, trend_start)
     activity = lore.lesson_activity(f"{since.isoformat()}T00:00:00")
+    added = lore.lessons_added(f"{since.isoformat()}T00:00:00")
     corrections = [c for c in lore.learned_corrections() if (c["at"] or "") >= since.isoformat()]
     approved_at = _approval_times(lore, corrections, activity)
-    now = _figures(period, activity, corrections, approved_at)
-    prev = _figures(before, activity, corrections, approved_at)
+    now = _figures(period, activity, added, corrections, approved_at)
+    prev = _figures(before, activity, added, corrections, approved_at)
     titles = lore.titles([r["id"] for r in now["repeated_rules"] + now["re_corrected"]])
     for r in now["repeated_rules"] + now["re_corrected"]:
         r["title"] = titles.get(r["id"], ("(deleted)", ""))[0]
@@ -166,8 +166,11 @@ def build(lore: Lore, kind: str = "week", label: str | None = None,
     for a in activity:
         week = _week_of(a["created_at"])
         if week in counts:
-            counts[week]["lessons_added"] += 1
-            counts[week]["learned"] += a["learned"]
+            counts[week]["learned"] += 1
+    for a in added:
+        week = _week_of(a["day"])
+        if week in counts:
+            counts[week]["lessons_added"] += a["count"]
     for c in corrections:
         week = _week_of(c["at"])
         if week in counts:

@@ -198,13 +198,10 @@ def rules_page(request: Request, project: str = "all", file_type: str = "") -> R
 def review_page(request: Request, project: str = "") -> Response:
     """What waits for a person's word, as `lore review` lists it, with a form per decision."""
     state = access(request)
-
-    def load(lore: Any) -> tuple[list[dict[str, Any]], list[str]]:
-        items = lore.learner.waiting(project or None, all_projects=not project, limit=200)
-        projects = sorted(p for p in lore.stats()["by_project"] if p != "(global)")
-        return items, projects
-
-    items, projects = state.call(load)
+    every = state.call(lambda lore: lore.learner.waiting(None, all_projects=True, limit=200))
+    # A project's queue is its rules and the global ones, as `lore review --project`.
+    items = [i for i in every if not project or i["scope"] in (project, "global")]
+    projects = sorted({i["scope"] for i in every} - {"global"} | ({project} if project else set()))
     return render(request, "review.html", items=items, project=project, projects=projects)
 
 

@@ -68,20 +68,25 @@ class AnalysisTables(Tables):
                 for r in rows]
 
     def lesson_activity(self, since: str) -> list[dict[str, Any]]:
-        """Lessons created or reviewed at or after ``since`` (ISO text), oldest first: what a
-        digest reports. ``review`` is the learner's record of a person's decision, if any."""
+        """Learned rules (metadata with a 'learning' record) created or changed at or after
+        ``since`` (ISO text), oldest first: what a digest lists. ``review`` is the record of a
+        person's decision, if any."""
         rows = self.conn.execute(
             "SELECT id, title, kind, status, project, source, created_at, "
-            "json_extract(metadata, '$.learning') IS NOT NULL AS learned, "
             "json_extract(metadata, '$.learning.review') AS review, "
             "json_extract(metadata, '$.learning.rejected_reason') AS rejected_reason "
-            "FROM lessons WHERE created_at >= ? "
-            "OR json_extract(metadata, '$.learning.review.at') >= ? ORDER BY created_at, id",
+            "FROM lessons WHERE (created_at >= ? OR updated_at >= ?) "
+            "AND json_extract(metadata, '$.learning') IS NOT NULL ORDER BY created_at, id",
             (since, since)).fetchall()
         return [{"id": r[0], "title": r[1], "kind": r[2], "status": r[3], "project": r[4],
-                 "source": r[5], "created_at": r[6], "learned": bool(r[7]),
-                 "review": json.loads(r[8]) if r[8] else None, "rejected_reason": r[9]}
-                for r in rows]
+                 "source": r[5], "created_at": r[6], "review": json.loads(r[7]) if r[7] else None,
+                 "rejected_reason": r[8]} for r in rows]
+
+    def lessons_added(self, since: str) -> list[dict[str, Any]]:
+        """How many lessons were created per day (``YYYY-MM-DD``) and project since ``since``."""
+        return [{"day": r[0], "project": r[1], "count": r[2]} for r in self.conn.execute(
+            "SELECT substr(created_at, 1, 10) AS day, project, count(*) FROM lessons "
+            "WHERE created_at >= ? GROUP BY day, project ORDER BY day, project", (since,))]
 
     def run_summary(self, project: str | None) -> dict[str, Any]:
         """Sessions seen, runs by outcome, skips by reason, the last run and the last error."""
