@@ -66,6 +66,11 @@ def main() -> None:
             ids = [r["id"] for r in some]
             for a, b in zip(ids, ids[1:], strict=False):  # a chain: lesson pages draw a graph
                 lore.link(a, b, "related_to")
+            # Learned rules for the review queue and the digests: 60 corrections, 30 rules.
+            for i in range(60):
+                lore.learner.record(f"No, don't use library{i % 30} here, use tool{i % 30} instead",
+                                    f"I'll add library{i % 30} to the module.", project=f"/srv/p{i % 4}",
+                                    session_id=f"bench-{i}")
             lore.warm()
             queries = make_queries(args.queries)
             with running(lore) as url, httpx.Client(base_url=url, timeout=60) as client:
@@ -91,6 +96,9 @@ def main() -> None:
                          "lesson page (graph, depth 2)": (f"/lessons/{ids[10]}", {}),
                          "rules": ("/rules", {}),
                          "stats": ("/stats", {}),
+                         "review queue": ("/review", {}),
+                         "trends (week digest, charts)": ("/trends", {}),
+                         "trends (month)": ("/trends", {"period": "month"}),
                          "API lessons list": ("/api/v1/lessons", {"limit": 50}),
                          "API stats": ("/api/v1/stats", {})}
                 for name, (path, params) in pages.items():

@@ -25,7 +25,8 @@ LAYERS = [
     (3, ("lore.apply",)),
     (4, ("lore.core",)),
     (5, ("lore.api",)),
-    (6, ("lore.worker", "lore.doctor", "lore.install", "lore.demo", "lore.measure")),
+    (6, ("lore.worker", "lore.doctor", "lore.install", "lore.demo", "lore.measure",
+         "lore.schedule")),
     # The faces: each parses input, calls the facade, renders the result.
     (7, ("lore.mcp", "lore.capture.hooks", "lore.cli", "lore.web", "lore.__main__", "lore.entry")),
 ]

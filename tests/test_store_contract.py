@@ -208,3 +208,40 @@ def test_sync_change_log_cursors_dedup_origins_and_history(store):
                       "winner_updated_at": "2026-01-02T00:00:00.000Z", "data": {"title": "old"}})
     assert [(h["device"], h["data"]) for h in sync.history(a)] == [("DEV", {"title": "old"})]
     assert sync.history(b) == []
+
+
+def test_schedule_runs_newest_first_with_their_summary(store):
+    first = {"trigger": "schedule", "started_at": "2026-11-20T03:00:00.000Z",
+             "finished_at": "2026-11-20T03:00:02.500Z", "duration_ms": 2500, "outcome": "ok",
+             "summary": {"ingested": {"files": 3}, "rescored": 2}}
+    store.analysis.record_schedule_run(first)
+    store.analysis.record_schedule_run({"trigger": "api", "started_at": "2026-11-21T03:00:00.000Z",
+                                        "outcome": "failed", "error": "the model cannot load"})
+    runs = store.analysis.schedule_runs(5)
+    assert [r["trigger"] for r in runs] == ["api", "schedule"]
+    assert runs[0]["error"] == "the model cannot load" and runs[0]["summary"] == {}
+    assert runs[1]["summary"] == first["summary"] and runs[1]["duration_ms"] == 2500
+    assert len(store.analysis.schedule_runs(1)) == 1
+
+
+def test_lesson_activity_is_learned_rules_created_or_reviewed_since(store):
+    old, new, reviewed, plain = new_id(), new_id(), new_id(), new_id()
+    learning = '{"learning": {"occurrences": 1}}'
+    review = ('{"learning": {"review": {"action": "reject", "at": "2026-11-20T09:00:00.000Z", '
+              '"reason": "one-off"}, "rejected_reason": "one-off"}}')
+    for lid, title, created, updated, metadata in (
+            (old, "old", "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:00.000Z", learning),
+            (new, "new", "2026-11-22T00:00:00.000Z", "2026-11-22T00:00:00.000Z", learning),
+            (reviewed, "reviewed", "2026-01-02T00:00:00.000Z", "2026-11-20T09:00:00.000Z", review),
+            (plain, "plain", "2026-11-22T10:00:00.000Z", "2026-11-22T10:00:00.000Z", "{}")):
+        r = row(lid, title)
+        r.values.update(created_at=created, updated_at=updated, metadata=metadata)
+        r.values["project"] = "/p" if lid == plain else None
+        store.insert(r)
+    found = {a["id"]: a for a in store.analysis.lesson_activity("2026-11-01")}
+    assert set(found) == {new, reviewed}
+    assert found[reviewed]["review"]["action"] == "reject"
+    assert found[reviewed]["rejected_reason"] == "one-off"
+    assert found[new]["review"] is None
+    added = {(a["day"], a["project"], a["count"]) for a in store.analysis.lessons_added("2026-11-01")}
+    assert added == {("2026-11-22", None, 1), ("2026-11-22", "/p", 1)}

@@ -31,6 +31,7 @@ from lore.private import tighten_home
 from lore.store import Store, open_store, storage_error
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
     from pathlib import Path
 
     from lore.apply.files import Plan
@@ -42,6 +43,19 @@ if TYPE_CHECKING:
     from lore.core.tokens import Tokens
     from lore.recall import MemoryIndex, hybrid
     from lore.recall import graph as graph_ops
+
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _embedding_pool() -> ThreadPoolExecutor:
+    """Threads that embed queries beside the keyword stage (made on first use)."""
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lore-query-embed")
+    return _POOL
+
 
 def approved(lesson: Lesson) -> bool:
     """Active, and a person's decision: a learned rule only once reviewed (or set active by
@@ -257,6 +271,11 @@ class Lore:
         embed = self.embedding.query_function() if mode != "keyword" else None
         from lore.recall import hybrid
 
+        if embed is not None and mode == "hybrid" and query.strip():
+            # The model works while the keyword stage runs: both release the GIL (ONNX
+            # Runtime, SQLite), so a search costs about the longer of the two, not their sum.
+            pending = _embedding_pool().submit(embed, query)
+            embed = lambda _query: pending.result()  # noqa: E731
         results = hybrid.search(self.store, query, filters, limit, self.config.search, embed,
                                 self.vectors, mode)
         if track:
@@ -449,6 +468,23 @@ class Lore:
                 load[key] = [{"id": i, "title": titles.get(i, ("(deleted)", ""))[0],
                               "kind": titles.get(i, ("", ""))[1]} for i in load[key]]
         return loads
+
+    def lesson_activity(self, since: str) -> list[dict[str, Any]]:
+        """Learned rules created or reviewed at or after ``since`` (ISO text), oldest first."""
+        return self.store.analysis.lesson_activity(since)
+
+    def lessons_added(self, since: str) -> list[dict[str, Any]]:
+        """Lessons created since ``since``: ``{"day", "project", "count"}`` rows."""
+        return self.store.analysis.lessons_added(since)
+
+    def record_schedule_run(self, run: dict[str, Any]) -> int:
+        """Keep one scheduled analysis run (lore.schedule)."""
+        with self.store.atomic():
+            return self.store.analysis.record_schedule_run(run)
+
+    def schedule_runs(self, limit: int = 10) -> list[dict[str, Any]]:
+        """The latest scheduled analysis runs, newest first."""
+        return self.store.analysis.schedule_runs(limit)
 
     def session_context(self, project: str | None, max_chars: int | None = None,
                         max_items: int | None = None) -> str:

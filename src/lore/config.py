@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -196,6 +197,39 @@ class AnalysisConfig(_Strict):
         return self.threshold
 
 
+class ScheduleConfig(_Strict):
+    """What `lore serve` runs on its own (docs/server.md): cron expressions in the server's
+    local time; None: never."""
+
+    analysis: str | None = None  # e.g. "0 3 * * *": ingest, learn, rescore, write the digests
+    transcripts: list[str] = Field(default_factory=list)  # folders; none: Claude Code's and Codex's
+    digests: bool = True  # write digests/<week>.md and digests/<month>.md into the home
+
+    @field_validator("analysis")
+    @classmethod
+    def _cron(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        value = " ".join(value.split())
+        check_cron(value)
+        return value
+
+
+def check_cron(expression: str) -> None:
+    """Raise ValueError unless ``expression`` is a five-field cron expression."""
+    if len(expression.split()) != 5:
+        raise ValueError("a cron expression has five fields: minute hour day-of-month month "
+                         "day-of-week, e.g. \"0 3 * * *\"")
+    try:
+        from cronsim import CronSim, CronSimError
+    except ImportError:  # checked again when the server, which needs it, starts
+        return
+    try:
+        CronSim(expression, datetime.now())
+    except CronSimError as exc:
+        raise ValueError(f"not a valid cron expression ({exc})") from None
+
+
 class LLMCostConfig(_Strict):
     """Prices in US dollars per million tokens, for the cost budget and the log."""
 
@@ -253,6 +287,7 @@ class Config(_Strict):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
     sync: SyncConfig = Field(default_factory=SyncConfig)
+    schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
     tag_aliases: dict[str, str] = Field(default_factory=dict)
     known_tags: list[str] = Field(default_factory=list)
     database: str | None = None  # the database file (or a store plugin's URL); default $LORE_HOME/lore.db

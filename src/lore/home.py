@@ -5,6 +5,7 @@ Standard library only: the hooks import this on the agent's critical path.
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -46,3 +47,39 @@ def spawn_worker(home: Path) -> int:
                                 stdout=out, stderr=out, stdin=subprocess.DEVNULL,
                                 start_new_session=True, env=dict(os.environ))
     return proc.pid
+
+
+def lock_file(fd: int) -> None:
+    """An exclusive lock on an open file, at once or OSError (another process holds it)."""
+    if os.name == "nt":  # pragma: no cover - exercised on Windows only
+        import msvcrt
+
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
+    else:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def unlock_file(fd: int) -> None:
+    if os.name == "nt":  # pragma: no cover
+        import msvcrt
+
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]
+    else:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def file_logger(name: str, path: Path) -> logging.Logger:
+    """A logger writing to ``path`` (its folder made), one handler however often asked."""
+    log = logging.getLogger(f"lore.{name}.{path}")
+    if not log.handlers:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path, encoding="utf-8")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+    return log

@@ -24,7 +24,7 @@ from lore.api import Lore
 from lore.capture.queue import Event, Queue
 from lore.config import Settings
 from lore.errors import AlreadyRunning, ConfigError
-from lore.home import alive, read_pid, spawn_worker
+from lore.home import alive, file_logger, lock_file, read_pid, spawn_worker, unlock_file
 
 POLL_SECONDS = 1.0
 RESCORE_SECONDS = 3600.0  # recency fades: learned rules are rescored this often
@@ -343,35 +343,9 @@ def _iso(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
 
 
-def _lock(fd: int) -> None:
-    if os.name == "nt":  # pragma: no cover - exercised on Windows only
-        import msvcrt
-
-        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
-    else:
-        import fcntl
-
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-
-
-def _unlock(fd: int) -> None:
-    if os.name == "nt":  # pragma: no cover
-        import msvcrt
-
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]
-    else:
-        import fcntl
-
-        fcntl.flock(fd, fcntl.LOCK_UN)
+_lock = lock_file
+_unlock = unlock_file
 
 
 def _logger(path: Path) -> logging.Logger:
-    log = logging.getLogger(f"lore.worker.{path}")
-    if not log.handlers:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(path, encoding="utf-8")
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-        log.addHandler(handler)
-        log.setLevel(logging.INFO)
-        log.propagate = False
-    return log
+    return file_logger("worker", path)

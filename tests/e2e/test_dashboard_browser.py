@@ -1,11 +1,15 @@
 """The dashboard in a real headless Chromium (Debian's `chromium`, driven by Playwright): search,
 read the explanation, open a lesson, follow a link in its graph with the keyboard, and the
-pages at phone width. With LORE_SCREENSHOTS=1 the main pages are saved into docs/images/."""
+pages at phone width, and the review queue: approve, reject with a reason, edit then approve,
+checked with the CLI against the same home. With LORE_SCREENSHOTS=1 the main pages are saved
+into docs/images/."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -125,3 +129,105 @@ def test_add_a_lesson_with_the_form(browser, lore, seeded):
         page.wait_for_url("**/lessons/*")
         assert page.locator("h1").inner_text() == "Prefer pathlib over os.path"
         assert lore.lesson_count() == 5
+
+
+# ---- the review queue ---------------------------------------------------------------------------
+
+def waiting(lore, text: str, previous: str, project: str = "/srv/shop") -> str:
+    out = lore.learner.record(text, previous, project=project, session_id="s-7")
+    assert out.lesson is not None, out
+    if out.lesson.status == "candidate":
+        lore.update_lesson(out.lesson.id, status="proposed")
+    return out.lesson.id
+
+
+def lore_cli(*args: str) -> subprocess.CompletedProcess:
+    """The CLI in its own process against the same home (LORE_HOME is the test's)."""
+    return subprocess.run([sys.executable, "-m", "lore", *args], capture_output=True, text=True,
+                          timeout=120, env=os.environ.copy())
+
+
+@pytest.fixture
+def queue(lore):
+    return {
+        "httpx": waiting(lore, "No, don't use requests here, use httpx instead",
+                         "I'll add requests to fetch the price list."),
+        "tabs": waiting(lore, "Always indent the Makefile with tabs, never spaces",
+                        "I indented the new Makefile target with four spaces."),
+        "black": waiting(lore, "Don't run black on the generated files",
+                         "I formatted everything under gen/ with black."),
+    }
+
+
+def test_review_in_the_browser(browser, lore, queue):
+    with running(lore) as url:
+        page = browser.new_page(viewport={"width": 1100, "height": 900})
+        page.goto(url + "/review")
+        cards = page.locator("article.review")
+        assert cards.count() == 3
+        httpx_card = cards.filter(has_text="use httpx instead")
+        assert "I'll add requests to fetch the price list." in httpx_card.inner_text()
+        assert "scope /srv/shop" in httpx_card.inner_text() and "session s-7" in httpx_card.inner_text()
+        shoot(page, "review.png")
+
+        # Approve with the keyboard: focus the button, press Enter.
+        httpx_card.get_by_role("button", name="Approve").focus()
+        page.keyboard.press("Enter")
+        page.wait_for_url("**/review")
+        assert page.get_by_role("status").inner_text().startswith("Approved: “")
+        assert page.locator("article.review").count() == 2
+
+        # Reject with a reason.
+        tabs = page.locator("article.review", has_text="Makefile")
+        tabs.get_by_label("Reason").fill("this repository has no Makefile")
+        tabs.get_by_role("button", name="Reject").click()
+        page.wait_for_url("**/review")
+        assert "(this repository has no Makefile)" in page.get_by_role("status").inner_text()
+
+        # Edit, then approve.
+        black = page.locator("article.review", has_text="black")
+        black.locator("summary").click()
+        black.get_by_label("Title").fill("Never reformat generated code under gen/")
+        black.get_by_role("button", name="Save and approve").click()
+        page.wait_for_url("**/review")
+        assert page.locator("article.review").count() == 0
+        assert "Nothing waits for review." in page.locator("main").inner_text()
+
+    shown = lore_cli("recall", "preferences", "--project", "/srv/shop", "--json")
+    assert shown.returncode == 0, shown.stderr
+    rules = {r["id"]: r for r in json.loads(shown.stdout)["preferences"]}
+    assert rules[queue["httpx"]]["status"] == "active"
+    assert rules[queue["black"]]["title"] == "Never reformat generated code under gen/"
+    assert rules[queue["black"]]["status"] == "active" and queue["tabs"] not in rules
+    rejected = lore.get_lesson(queue["tabs"])
+    assert rejected.status == "rejected"
+    assert rejected.metadata["learning"]["rejected_reason"] == "this repository has no Makefile"
+
+
+def test_review_and_trends_fit_a_phone(browser, lore, queue):
+    from datetime import UTC, datetime, timedelta
+
+    # Weeks of history: the same correction again and again, fewer as the rule settles in.
+    for weeks_ago, times in ((5, 3), (4, 3), (3, 2), (2, 2), (1, 1)):
+        for i in range(times):
+            at = (datetime.now(UTC) - timedelta(weeks=weeks_ago, hours=i))
+            lore.learner.record("No, don't use requests here, use httpx instead",
+                                "I'll add requests to fetch the price list.", project="/srv/shop",
+                                session_id=f"s-{weeks_ago}-{i}",
+                                at=at.isoformat(timespec="milliseconds").replace("+00:00", "Z"))
+    lore.learner.review(queue["httpx"], "approve")
+    lore.learner.review(queue["tabs"], "reject", reason="this repository has no Makefile")
+    with running(lore) as url:
+        page = browser.new_page(viewport={"width": 375, "height": 740}, is_mobile=True)
+        for path in ("/review", "/trends", "/trends?period=month"):
+            page.goto(url + path)
+            width = page.evaluate("document.documentElement.scrollWidth")
+            assert width <= 376, f"{path} scrolls sideways at phone width ({width}px)"
+        shoot(page, "phone-trends.png")
+        wide = browser.new_page(viewport={"width": 1100, "height": 900})
+        wide.goto(url + "/trends")
+        assert wide.locator("svg.chart").count() >= 2
+        bars = wide.locator("svg.chart").first.locator("rect title").all_text_contents()
+        assert any(t.endswith("repeated 3") for t in bars), bars  # five weeks ago
+        assert "this repository has no Makefile" in wide.locator("main").inner_text()
+        shoot(wide, "trends.png")

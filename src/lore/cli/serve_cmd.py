@@ -15,21 +15,32 @@ from lore.cli.common import LoreGroup, emit_json, json_option, notice, table, wi
 @click.option("--port", type=click.IntRange(1, 65535), default=8420, show_default=True)
 @click.option("--require-token", is_flag=True,
               help="Require a token on loopback too (always on for other addresses).")
+@click.option("--run-schedule-now", is_flag=True,
+              help="Run the scheduled analysis once (ingest, learn, rescore, digests) and exit "
+                   "without serving.")
+@json_option
 @click.pass_context
-def serve(ctx: click.Context, host: str, port: int, require_token: bool) -> None:
+def serve(ctx: click.Context, host: str, port: int, require_token: bool, run_schedule_now: bool,
+          json_: bool) -> None:
     """Serve the REST API (/api/v1) and the dashboard in a browser (needs the `server` extra).
 
     On loopback (the default) anyone on this machine may read and write, as with the CLI.
     Binding another address needs a token on every request: make one first with
-    `lore serve token create`. docs/server.md describes the API and the pages.
+    `lore serve token create`. With `schedule.analysis` set in config.yaml (a cron
+    expression) the server also ingests transcripts, learns, rescores and writes the
+    digests at those times. docs/server.md describes the API and the pages.
 
     \b
     Examples:
       lore serve                      # http://127.0.0.1:8420
       lore serve token create --scope write --name laptop
       lore serve --host 0.0.0.0 --port 8420
+      lore serve --run-schedule-now   # one scheduled analysis, then exit
     """
     if ctx.invoked_subcommand is not None:
+        return
+    if run_schedule_now:
+        _run_schedule(ctx, json_)
         return
     try:
         from lore.web import serve as run
@@ -38,12 +49,32 @@ def serve(ctx: click.Context, host: str, port: int, require_token: bool) -> None
                                    "missing): pip install 'lore-memory[server]'") from None
     from lore.cli.common import settings
 
-    def ready(tokens: bool) -> None:
+    def ready(tokens: bool, scheduler: Any) -> None:
         shown = f"[{host}]" if ":" in host else host
         notice(f"serving Lore on http://{shown}:{port}/ "
                f"({'tokens required' if tokens else 'loopback, no token needed'}); Ctrl-C stops")
+        if scheduler.next_run is not None:
+            notice(f"scheduled analysis '{scheduler.expression}': next run "
+                   f"{scheduler.next_run:%Y-%m-%d %H:%M %Z}")
 
     run(settings(ctx), host, port, require_token=require_token, ready=ready)
+
+
+def _run_schedule(ctx: click.Context, json_: bool) -> None:
+    from lore.cli.common import settings
+    from lore.schedule import Scheduler
+
+    run = Scheduler(settings(ctx)).run("command")
+    if json_:
+        emit_json(run)
+    else:
+        summary = run["summary"]
+        notice(f"scheduled analysis {run['outcome']} in {run['duration_ms'] / 1000:.1f} s"
+               + (f": {run['error']}" if run["error"] else ""))
+        for key, value in summary.items():
+            click.echo(f"  {key}: {value}")
+    if run["outcome"] != "ok":
+        ctx.exit(1)
 
 
 @serve.group("token", cls=LoreGroup)

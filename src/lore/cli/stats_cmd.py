@@ -3,6 +3,7 @@ learning curve (repeated corrections per session over time)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +31,20 @@ from lore.cli.common import (
                    "charts extra).")
 @click.option("--project", help="Rules of this project and global ones ('.' = current); "
                                 "default: every project.")
-@click.option("--yes", "-y", is_flag=True, help="Overwrite an existing chart file without asking.")
+@click.option("--digest", type=click.Choice(["week", "month"]),
+              help="A trend report of this week or month as Markdown: learned, approved, "
+                   "rejected, repeated and re-corrected, top projects, against the previous one.")
+@click.option("--period", metavar="LABEL",
+              help="With --digest: which week (2026-W47) or month (2026-11); default: the current.")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False),
+              help="With --digest: write the report to FILE instead of printing it.")
+@click.option("--yes", "-y", is_flag=True, help="Overwrite an existing chart or digest file without asking.")
 @json_option
 @click.pass_context
 def stats(ctx: click.Context, rules_: bool, learning: bool, chart: str | None,
-          project: str | None, yes: bool, json_: bool) -> None:
+          project: str | None, digest: str | None, period: str | None, out_file: str | None,
+          yes: bool,
+          json_: bool) -> None:
     """Whether the user still has to repeat corrections.
 
     --rules counts, for each approved rule, the corrections of the same rule after its
@@ -46,8 +56,19 @@ def stats(ctx: click.Context, rules_: bool, learning: bool, chart: str | None,
     Examples:
       lore stats --rules
       lore stats --learning --chart learning.png
+      lore stats --digest week --out digest.md
+      lore stats --digest month --period 2026-10
     """
     from lore.measure.learning import learning_curve, rates, rule_follow, sparkline, summary
+
+    if (period or out_file) and not digest:
+        raise click.UsageError("--period and --out go with --digest week|month", ctx)
+    if digest:
+        if rules_ or learning or chart:
+            raise click.UsageError("--digest is a report of its own; leave out --rules, "
+                                   "--learning and --chart", ctx)
+        _digest(ctx, digest, period, out_file, yes, json_)
+        return
 
     if chart and not learning:
         raise click.UsageError("--chart draws the learning curve; add --learning", ctx)
@@ -90,3 +111,20 @@ def stats(ctx: click.Context, rules_: bool, learning: bool, chart: str | None,
                    f"{lc['repeated_per_session_second_half']} per session)")
         if chart:
             notice(f"wrote {chart}")
+
+
+def _digest(ctx: click.Context, kind: str, period: str | None, out: str | None, yes: bool,
+            json_: bool) -> None:
+    from lore.measure import digest
+
+    digest.parse_period(kind, period)  # a bad label fails before the database opens
+    if out:
+        check_output(ctx, out, yes)
+    with open_lore(ctx) as lore:
+        report = digest.build(lore, kind, period)
+    text = json.dumps(report, indent=2, ensure_ascii=False) + "\n" if json_ else digest.markdown(report)
+    if out:
+        Path(out).write_text(text, encoding="utf-8")
+        notice(f"wrote {out} ({report['title']})")
+    else:
+        click.echo(text, nl=False)

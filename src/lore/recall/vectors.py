@@ -82,11 +82,18 @@ class MemoryIndex:
                allowed: Iterable[int] | None = None) -> list[tuple[int, float]]:
         if self.size == 0 or qvec.shape[0] != self.dims:
             return []
-        sims = self.matrix[: self.size] @ qvec
+        sims = similarities(self.matrix[: self.size], qvec)
         if allowed is not None:
             idx = np.fromiter((self.rows[s] for s in allowed if s in self.rows), dtype=np.int64)
             return top(self.seqs[idx], sims[idx], depth)
         return top(self.seqs[: self.size], sims, depth)
+
+
+def similarities(matrix: np.ndarray, qvec: np.ndarray) -> np.ndarray:
+    """``matrix @ qvec`` on this thread. A matrix-vector product goes to OpenBLAS, which splits
+    it across every core and waits for them: on a loaded machine that took 16-24 ms at
+    10,000 × 384 against 1-9 ms for einsum's single-threaded loop (bench/serve_bench.py)."""
+    return np.einsum("ij,j->i", matrix, qvec)
 
 
 def top(seqs: np.ndarray, sims: np.ndarray, depth: int) -> list[tuple[int, float]]:
@@ -107,7 +114,7 @@ def score_rows(rows: list[tuple[int, bytes]], qvec: np.ndarray, depth: int) -> l
     if matrix.shape[1] != qvec.shape[0]:
         return []
     return top(np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
-               matrix @ qvec, depth)
+               similarities(matrix, qvec), depth)
 
 
 def candidates(

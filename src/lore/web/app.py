@@ -22,17 +22,24 @@ from lore.web.state import LOOPBACK_HOSTS, ServerState
 if TYPE_CHECKING:
     from lore.api import Lore
     from lore.config import Settings
+    from lore.schedule import Scheduler
 
 API_PREFIX = "/api/"
 
 
-def create_app(lore: Lore, *, require_token: bool = False) -> FastAPI:
-    """The app over an open facade. Without ``require_token`` it answers loopback names only."""
+def create_app(lore: Lore, *, require_token: bool = False, scheduler: Scheduler | None = None
+               ) -> FastAPI:
+    """The app over an open facade. Without ``require_token`` it answers loopback names only.
+    ``scheduler`` runs the scheduled analysis (default: one for the facade's home that runs
+    when asked; serve() starts its clock)."""
+    from lore.schedule import Scheduler
     app = FastAPI(title="Lore", version=__version__, openapi_url="/api/v1/openapi.json",
                   docs_url=None, redoc_url=None,
                   description="A local-first learning memory for AI coding agents: lessons, "
                               "hybrid search, preferences and past conversations.")
-    app.state.lore = ServerState(lore, require_token=require_token)
+    if scheduler is None:
+        scheduler = Scheduler(lore.settings, embedder=lambda: lore.embedder)
+    app.state.lore = ServerState(lore, require_token=require_token, scheduler=scheduler)
     app.include_router(api.router)
     app.include_router(sync.router)
     app.include_router(pages.router)
@@ -109,14 +116,21 @@ def serve(settings: Settings, host: str, port: int, *, require_token: bool = Fal
 
     require_token = require_token or not is_loopback(host)
     lore = Lore.open(settings)
+    scheduler: Scheduler | None = None
     try:
         if require_token and lore.tokens.active_count() == 0:
             raise InvalidInput(f"serving on {host} needs a token; make one with `lore serve token "
                                "create --scope write` (or serve on 127.0.0.1)")
-        app = create_app(lore, require_token=require_token)
+        from lore.schedule import Scheduler
+
+        scheduler = Scheduler(settings, embedder=lambda: lore.embedder)
+        app = create_app(lore, require_token=require_token, scheduler=scheduler)
         threading.Thread(target=app.state.lore.warm, name="lore-warm", daemon=True).start()
+        scheduler.start()
         if ready is not None:
-            ready(require_token)
+            ready(require_token, scheduler)
         uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
     finally:
+        if scheduler is not None:
+            scheduler.stop()
         lore.close()

@@ -1,11 +1,13 @@
 """The dashboard: server-rendered pages with plain forms (no script). Search with each part of
 the score, lessons and their pages (evidence, history, the graph around them), the rules per
-project and file type, and the numbers. Forms that change something carry a CSRF token."""
+project and file type, the review queue, the trends (digests, charts, the scheduled analysis)
+and the numbers. Forms that change something carry a CSRF token."""
 
 from __future__ import annotations
 
 from importlib import resources
 from typing import Annotated, Any
+from urllib.parse import quote, unquote, urlencode
 
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -13,7 +15,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from lore import __version__
 from lore.models import Filters
-from lore.web import graph_svg
+from lore.web import charts_svg, graph_svg
 from lore.web.auth import CSRF_COOKIE, TOKEN_COOKIE, authorize, check_csrf, new_csrf
 from lore.web.state import ServerState
 
@@ -24,6 +26,9 @@ templates = Environment(loader=PackageLoader("lore.web", "templates"),
 # Read once from the package: no request path ever names a file.
 STYLE = resources.files("lore.web").joinpath("static/style.css").read_bytes()
 PAGE_SIZE = 50
+FLASH_COOKIE = "lore_flash"
+REVIEW_DONE = {"approve": "Approved", "edit": "Edited and approved", "reject": "Rejected",
+               "defer": "Deferred"}
 EXPLAIN_PARTS = ("vector_rank", "similarity", "keyword_rank", "bm25", "rrf", "relevance",
                  "confidence_bonus", "usage_bonus", "recency_bonus", "context_factor", "total")
 
@@ -48,17 +53,21 @@ def can_write(request: Request) -> bool:
 
 
 def render(request: Request, name: str, http_status: int = 200, **context: Any) -> HTMLResponse:
-    """A page, with the CSRF cookie its forms repeat (made on the first page seen)."""
+    """A page, with the CSRF cookie its forms repeat (made on the first page seen) and the
+    flash line the last form left (shown once)."""
     csrf = request.cookies.get(CSRF_COOKIE) or new_csrf()
     state = state_of(request)
+    flash = request.cookies.get(FLASH_COOKIE)
     html = templates.get_template(name).render(
-        csrf=csrf, version=__version__, path=request.url.path,
+        csrf=csrf, version=__version__, path=request.url.path, flash=unquote(flash or ""),
         signed_in=state.require_token and bool(request.cookies.get(TOKEN_COOKIE)),
         tokens=state.require_token, writable=can_write(request) and not state.lore.read_only,
         **context)
     response = HTMLResponse(html, status_code=http_status)
     if request.cookies.get(CSRF_COOKIE) != csrf:
         response.set_cookie(CSRF_COOKIE, csrf, httponly=True, samesite="strict", path="/")
+    if flash:
+        response.delete_cookie(FLASH_COOKIE, path="/")
     return response
 
 
@@ -68,8 +77,13 @@ def error_page(request: Request, status: int, message: str) -> Response:
     return render(request, "error.html", http_status=status, status_code=status, message=message)
 
 
-def see(url: str) -> RedirectResponse:
-    return RedirectResponse(url, status_code=303)
+def see(url: str, flash: str | None = None) -> RedirectResponse:
+    """Back to a page after a form; ``flash`` is the line it shows once."""
+    response = RedirectResponse(url, status_code=303)
+    if flash:
+        response.set_cookie(FLASH_COOKIE, quote(flash[:300]), httponly=True, samesite="strict",
+                            path="/", max_age=60)
+    return response
 
 
 def form_guard(request: Request, csrf: str | None, *, write: bool) -> ServerState:
@@ -178,6 +192,75 @@ def rules_page(request: Request, project: str = "all", file_type: str = "") -> R
             groups.setdefault(where, {}).setdefault(ft, []).append(p)
     return render(request, "rules.html", groups=groups, projects=projects, project=project,
                   file_type=file_type, count=len(found))
+
+
+@router.get("/review", response_class=HTMLResponse)
+def review_page(request: Request, project: str = "") -> Response:
+    """What waits for a person's word, as `lore review` lists it, with a form per decision."""
+    state = access(request)
+    every = state.call(lambda lore: lore.learner.waiting(None, all_projects=True, limit=200))
+    # A project's queue is its rules and the global ones, as `lore review --project`.
+    items = [i for i in every if not project or i["scope"] in (project, "global")]
+    projects = sorted({i["scope"] for i in every} - {"global"} | ({project} if project else set()))
+    return render(request, "review.html", items=items, project=project, projects=projects)
+
+
+@router.post("/review/{lesson_id}")
+def review_decide(request: Request, lesson_id: str, action: Annotated[str, Form()],
+                  reason: Annotated[str, Form()] = "", title: Annotated[str, Form()] = "",
+                  content: Annotated[str, Form()] = "", project: Annotated[str, Form()] = "",
+                  csrf: Annotated[str | None, Form()] = None) -> Response:
+    state = form_guard(request, csrf, write=True)
+    lesson = state.call(lambda lore: lore.learner.review(
+        lesson_id, action, reason=reason.strip() or None, title=title.strip() or None,
+        content=content.strip() or None))
+    back = "/review" + (f"?{urlencode({'project': project})}" if project else "")
+    why = f" ({reason.strip()})" if action == "reject" and reason.strip() else ""
+    return see(back, f"{REVIEW_DONE.get(action, action)}: “{lesson.title}”{why}.")
+
+
+@router.get("/trends", response_class=HTMLResponse)
+def trends_page(request: Request, period: str = "week", at: str = "") -> Response:
+    """The digest of a week or a month beside the previous one, its charts, and the
+    scheduled analysis (next run, the last runs)."""
+    from lore.measure import digest
+
+    state = access(request)
+    if period not in digest.KINDS:
+        period = "week"
+
+    def load(lore: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        return digest.build(lore, period, at or None), lore.schedule_runs(5)
+
+    d, runs = state.call(load)
+    shown = digest.parse_period(period, d["period"])
+    weekly = d["weekly"]
+    labels = [w["week"].split("-")[-1] for w in weekly]  # W47
+    charts = {
+        "repeated": charts_svg.bars("Corrections per week, and how many repeated a known rule",
+                                    labels, [("corrections", [w["corrections"] for w in weekly]),
+                                             ("repeated", [w["repeated"] for w in weekly])]),
+        "learned": charts_svg.bars("Lessons added and rules learned per week", labels,
+                                   [("lessons added", [w["lessons_added"] for w in weekly]),
+                                    ("rules learned", [w["learned"] for w in weekly])]),
+        "loads": charts_svg.bars("Lessons each session start loaded", [
+            (ld["session_id"] or "?") for ld in d["context_loads"]],
+            [("shown", [ld["shown"] for ld in d["context_loads"]]),
+             ("left out", [ld["dropped"] for ld in d["context_loads"]])], short=6)
+        if d["context_loads"] else None,
+    }
+    return render(request, "trends.html", d=d, period=period, charts=charts,
+                  before=shown.previous().label,
+                  after=digest.period_of(period, shown.end).label,
+                  schedule=state.scheduler.status(runs), compared=digest.COMPARED)
+
+
+@router.post("/schedule/run")
+def schedule_run(request: Request, csrf: Annotated[str | None, Form()] = None) -> Response:
+    state = form_guard(request, csrf, write=True)
+    started = state.scheduler.start_in_background("dashboard")
+    return see("/trends", "The analysis is running; reload to see its outcome." if started
+               else "An analysis is already running; this one was skipped.")
 
 
 @router.get("/stats", response_class=HTMLResponse)

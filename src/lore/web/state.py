@@ -1,5 +1,6 @@
-"""What every request shares: one facade on one connection under one lock, and the rules of
-access (whether a token is required, which hosts a loopback server answers)."""
+"""What every request shares: one facade on one connection under one lock, the rules of
+access (whether a token is required, which hosts a loopback server answers) and the scheduled
+analysis (which runs on its own connection, never under the lock)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, TypeVar
 if TYPE_CHECKING:
     from lore.api import Lore
     from lore.core.tokens import TokenInfo
+    from lore.schedule import Scheduler
 
 T = TypeVar("T")
 
@@ -19,9 +21,10 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 class ServerState:
     """The facade and the access rules of one running server."""
 
-    def __init__(self, lore: Lore, *, require_token: bool) -> None:
+    def __init__(self, lore: Lore, *, require_token: bool, scheduler: Scheduler) -> None:
         self.lore = lore
         self.require_token = require_token
+        self.scheduler = scheduler
         self._lock = threading.Lock()
 
     def call(self, fn: Callable[[Lore], T]) -> T:

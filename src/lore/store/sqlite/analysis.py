@@ -59,6 +59,46 @@ class AnalysisTables(Tables):
             f"VALUES ({', '.join('?' for _ in RUN_COLUMNS)})", [values[k] for k in RUN_COLUMNS])
         return int(cur.lastrowid or 0)
 
+    def record_schedule_run(self, run: dict[str, Any]) -> int:
+        """Keep one scheduled run (``trigger``, ``started_at``, ``finished_at``, ``duration_ms``,
+        ``outcome``, ``summary``, ``error``)."""
+        cur = self.conn.execute(
+            "INSERT INTO schedule_runs (trigger, started_at, finished_at, duration_ms, outcome, "
+            "summary, error) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (run["trigger"], run["started_at"], run.get("finished_at"), run.get("duration_ms"),
+             run["outcome"], json.dumps(run.get("summary") or {}), run.get("error")))
+        return int(cur.lastrowid or 0)
+
+    def schedule_runs(self, limit: int) -> list[dict[str, Any]]:
+        """The latest scheduled runs, newest first."""
+        rows = self.conn.execute(
+            "SELECT id, trigger, started_at, finished_at, duration_ms, outcome, summary, error "
+            "FROM schedule_runs ORDER BY started_at DESC, id DESC LIMIT ?", (limit,)).fetchall()
+        return [{"id": r[0], "trigger": r[1], "started_at": r[2], "finished_at": r[3],
+                 "duration_ms": r[4], "outcome": r[5], "summary": json.loads(r[6]), "error": r[7]}
+                for r in rows]
+
+    def lesson_activity(self, since: str) -> list[dict[str, Any]]:
+        """Learned rules (metadata with a 'learning' record) created or changed at or after
+        ``since`` (ISO text), oldest first: what a digest lists. ``review`` is the record of a
+        person's decision, if any."""
+        rows = self.conn.execute(
+            "SELECT id, title, kind, status, project, source, created_at, "
+            "json_extract(metadata, '$.learning.review') AS review, "
+            "json_extract(metadata, '$.learning.rejected_reason') AS rejected_reason "
+            "FROM lessons WHERE (created_at >= ? OR updated_at >= ?) "
+            "AND json_extract(metadata, '$.learning') IS NOT NULL ORDER BY created_at, id",
+            (since, since)).fetchall()
+        return [{"id": r[0], "title": r[1], "kind": r[2], "status": r[3], "project": r[4],
+                 "source": r[5], "created_at": r[6], "review": json.loads(r[7]) if r[7] else None,
+                 "rejected_reason": r[8]} for r in rows]
+
+    def lessons_added(self, since: str) -> list[dict[str, Any]]:
+        """How many lessons were created per day (``YYYY-MM-DD``) and project since ``since``."""
+        return [{"day": r[0], "project": r[1], "count": r[2]} for r in self.conn.execute(
+            "SELECT substr(created_at, 1, 10) AS day, project, count(*) FROM lessons "
+            "WHERE created_at >= ? GROUP BY day, project ORDER BY day, project", (since,))]
+
     def run_summary(self, project: str | None) -> dict[str, Any]:
         """Sessions seen, runs by outcome, skips by reason, the last run and the last error."""
         where, params = ("WHERE project = ?", [project]) if project else ("", [])

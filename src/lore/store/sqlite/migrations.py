@@ -652,6 +652,29 @@ def m011_sync(conn: Any) -> None:
     )
     # Lessons written before the log existed are changes not yet pushed.
     conn.execute("INSERT INTO lesson_changes (lesson_id) SELECT id FROM lessons ORDER BY seq")
+
+
+def m012_schedule_runs(conn: Any) -> None:
+    """One row per scheduled analysis (`schedule.analysis`): when it ran, how long, what it
+    did (a JSON summary) and its error; a run skipped because another was going is kept too."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE schedule_runs (
+            id INTEGER PRIMARY KEY,
+            trigger TEXT NOT NULL,            -- schedule | command | api | dashboard
+            started_at TEXT NOT NULL,
+            finished_at TEXT,
+            duration_ms INTEGER,
+            outcome TEXT NOT NULL,            -- ok | failed | skipped
+            summary TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(summary)),
+            error TEXT
+        );
+        CREATE INDEX idx_schedule_runs_started ON schedule_runs(started_at);
+        """,
+    )
+
+
 def m015_session_start_commit(conn: Any) -> None:
     """The commit each session started from (read by the SessionStart hook), so the end of the
     session diffs from it rather than from the last commit before its start time."""
@@ -669,7 +692,7 @@ def m015_session_start_commit(conn: Any) -> None:
 MIGRATIONS: list[Callable[[Any], None]] = [
     m001_core, m002_conversations, m003_corrections, m004_filter_index, m005_learning,
     m006_redact_stored, m007_analysis, m008_server_tokens, m009_context_loads, m011_sync,
-    m015_session_start_commit,
+    m012_schedule_runs, m015_session_start_commit,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
