@@ -137,16 +137,24 @@ class ConversationTables(Tables):
                 names[name] = None
         return list(names)
 
-    def chunks_needing_vectors(self) -> list[tuple[int, str, str, str, str]]:
-        """(id, text, before, after, content_hash) of chunks whose vector is missing or stale."""
+    def chunks_needing_vectors(self, limit: int | None = None) -> list[tuple[int, str, str, str, str]]:
+        """(id, text, before, after, content_hash) of chunks whose vector is missing or stale,
+        oldest first; at most ``limit`` (a batch of the backlog)."""
         return [
             (r[0], r[1], r[2], r[3], r[4])
             for r in self.conn.execute(
                 "SELECT c.id, c.text, c.ctx_before, c.ctx_after, c.content_hash FROM chunks c "
                 "LEFT JOIN chunk_vectors v ON v.chunk_id = c.id "
-                "WHERE v.chunk_id IS NULL OR v.content_hash <> c.content_hash ORDER BY c.id"
+                "WHERE v.chunk_id IS NULL OR v.content_hash <> c.content_hash ORDER BY c.id "
+                "LIMIT ?", (-1 if limit is None else limit,)
             )
         ]
+
+    def vector_backlog(self) -> int:
+        """How many chunks wait for a vector (missing or stale)."""
+        return int(self.conn.execute(
+            "SELECT count(*) FROM chunks c LEFT JOIN chunk_vectors v ON v.chunk_id = c.id "
+            "WHERE v.chunk_id IS NULL OR v.content_hash <> c.content_hash").fetchone()[0])
 
     def vector_versions(self) -> tuple[int, int]:
         rows = dict(self.conn.execute(
@@ -172,6 +180,25 @@ class ConversationTables(Tables):
         return [(r[0], r[1]) for r in self.conn.execute(
             "SELECT chunk_id, embedding FROM chunk_vectors WHERE version > ? ORDER BY chunk_id",
             (version,))]
+
+    def vectors_page(self, after: int, limit: int) -> list[tuple[int, bytes]]:
+        """Vectors by chunk id from ``after`` on, ``limit`` at a time (an index is built from
+        pages: a million vectors never sit in memory at once)."""
+        return [(r[0], r[1]) for r in self.conn.execute(
+            "SELECT chunk_id, embedding FROM chunk_vectors WHERE chunk_id > ? ORDER BY chunk_id "
+            "LIMIT ?", (after, limit))]
+
+    def vector_total(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM chunk_vectors").fetchone()[0])
+
+    def in_project(self, ids: Sequence[int], project: str) -> set[int]:
+        """Those of ``ids`` that are chunks of ``project``."""
+        out: set[int] = set()
+        for chunk in chunks(list(ids)):
+            marks = ",".join("?" * len(chunk))
+            out.update(r[0] for r in self.conn.execute(
+                f"SELECT id FROM chunks WHERE id IN ({marks}) AND project = ?", [*chunk, project]))
+        return out
 
     def vectors_for(self, ids: Sequence[int]) -> list[tuple[int, bytes]]:
         out: list[tuple[int, bytes]] = []
