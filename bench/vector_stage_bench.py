@@ -70,7 +70,7 @@ def recall(got: np.ndarray, truth: np.ndarray) -> float:
     return len(set(got[:K].tolist()) & set(truth[:K].tolist())) / K
 
 
-def run(n: int, qvecs: np.ndarray, rs: list[int], efs: list[int]) -> None:
+def run(n: int, qvecs: np.ndarray, rs: list[int], efs: list[int], graph_max: int) -> None:
     mat = np.ascontiguousarray(vectors(n))
     project = np.arange(n) % PROJECTS
     mine = np.flatnonzero(project == 3)
@@ -107,7 +107,15 @@ def run(n: int, qvecs: np.ndarray, rs: list[int], efs: list[int]) -> None:
         line(f"binary codes in memory, Hamming, re-score {r}", times, float(np.mean(rec)),
              f"one project {np.mean(rec_p):.3f}; {bits.nbytes / 1e6:.0f} MB; built {built:.1f} s")
 
-    # usearch HNSW over int8, saved and memory-mapped
+    if n <= graph_max:
+        graph(n, mat, qvecs, truth, truth_p, project, efs)
+    if n <= 200_000:
+        sqlite_vec_bits(mat, qvecs, truth)
+    print(f"\npeak RSS so far {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+
+def graph(n, mat, qvecs, truth, truth_p, project, efs) -> None:  # type: ignore[no-untyped-def]
+    """usearch HNSW over int8, saved and memory-mapped."""
     from usearch.index import Index
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -144,9 +152,6 @@ def run(n: int, qvecs: np.ndarray, rs: list[int], efs: list[int]) -> None:
                      times, float(np.mean(rec)),
                      f"built {built:.0f} s, file {size / 1e6:.0f} MB, opened in {opened:.1f} ms")
         del view
-    if n <= 200_000:
-        sqlite_vec_bits(mat, qvecs, truth)
-    print(f"\npeak RSS so far {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
 
 def sqlite_vec_bits(mat: np.ndarray, qvecs: np.ndarray, truth: list[np.ndarray]) -> None:
@@ -178,7 +183,9 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--rescore", type=int, nargs="+", default=[200, 500, 1000])
-    ap.add_argument("--ef", type=int, nargs="+", default=[64, 128, 256, 512])
+    ap.add_argument("--ef", type=int, nargs="+", default=[64, 128, 256])
+    ap.add_argument("--graph-max", type=int, default=200_000,
+                    help="build the graph only up to this size (scale_bench.py builds the 1M one)")
     args = ap.parse_args()
     from lore.config import EmbeddingConfig
     from lore.embed import create_embedder
@@ -189,7 +196,7 @@ def main() -> None:
     per = (time.perf_counter() - t) * 1000 / args.queries
     print(f"baseline: query embedding alone {per:.1f} ms a query (mean, same run)")
     for n in args.sizes:
-        run(n, qvecs, args.rescore, args.ef)
+        run(n, qvecs, args.rescore, args.ef, args.graph_max)
 
 
 if __name__ == "__main__":
