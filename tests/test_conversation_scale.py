@@ -243,3 +243,30 @@ def test_worker_run_embeds_the_backlog_between_events(fake_lore, tmp_path, setti
     assert fake_lore.conversations.backlog() > 0
     Worker(settings, fake_lore).run(once=True)
     assert fake_lore.conversations.backlog() == 0
+
+
+def test_ingest_leaves_a_large_backlog_to_the_worker_and_status_shows_it(run, tmp_path,
+                                                                          monkeypatch):
+    import lore.cli.ingest_cmd as ingest_cmd
+    import lore.worker as worker
+
+    started = []
+    monkeypatch.setattr(ingest_cmd, "FOREGROUND_CHUNKS", 0)
+    monkeypatch.setattr(worker, "start_background", lambda settings: started.append(1) or 4242)
+    folder = tmp_path / "projects" / "-work-shop"
+    folder.mkdir(parents=True)
+    (folder / "22222222-3333-4444-5555-666666666666.jsonl").write_text(transcript_lines(40))
+    out = run("ingest", str(tmp_path / "projects"), "--json")
+    assert out.exit_code == 0, out.output
+    report = json.loads(out.stdout)
+    assert started and report["embedded"] == 0 and report["left_to_embed"] == report["chunks"] > 0
+    status = run("worker", "status", "--json")
+    backlog = json.loads(status.stdout)["embedding_backlog"]
+    assert backlog["chunks"] == report["chunks"] and backlog["eta_seconds"] is None
+    text = run("worker", "status").output
+    assert f"{report['chunks']} chunks" in text
+    found = run("recall", "conversations", "websocket nginx", "--project", "all", "--explain")
+    assert "not embedded yet" in found.output
+    # --wait embeds here, however many.
+    run("ingest", str(tmp_path / "projects"), "--wait")
+    assert json.loads(run("worker", "status", "--json").stdout)["embedding_backlog"]["chunks"] == 0
