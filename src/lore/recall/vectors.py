@@ -161,6 +161,19 @@ class ChunkSource(VectorSource, Protocol):
     def in_project(self, ids: Sequence[int], project: str) -> set[int]: ...
 
 
+def usearch_index() -> Any:
+    """usearch's ``Index`` class. ONNX Runtime is imported first when it is installed: with
+    usearch 2.26 loaded first, importing onnxruntime afterwards crashes the process (a
+    segmentation fault, reproduced with the two imports alone); the other order works."""
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        pass
+    from usearch.index import Index
+
+    return Index
+
+
 class ChunkIndex:
     """An HNSW graph of the conversation chunk vectors (usearch, int8) in a file beside the
     database, opened as a memory map: nothing to load, a few pages touched per search.
@@ -181,8 +194,8 @@ class ChunkIndex:
     STALE_SHARE = 0.05
     STALE_MIN = 2_000
     CONNECTIVITY = 16
-    EXPANSION_ADD = 128
-    EXPANSION_SEARCH = 128
+    EXPANSION_ADD = 64
+    EXPANSION_SEARCH = 400
     RESCORE = 200  # candidates re-scored exactly, at least
     PROJECT_OVERSAMPLE = 12  # × depth candidates when one project is searched
     MAX_CANDIDATES = 4_000
@@ -220,7 +233,7 @@ class ChunkIndex:
         return rec
 
     def _open(self) -> Any:
-        from usearch.index import Index
+        Index = usearch_index()
 
         assert self.path is not None
         st = self.path.stat()
@@ -296,7 +309,7 @@ class ChunkIndex:
         return f"added {len(delta)} vectors"
 
     def build(self, store: ChunkSource) -> None:
-        from usearch.index import Index
+        Index = usearch_index()
 
         version, reset = store.vector_versions()
         index = None
@@ -319,7 +332,7 @@ class ChunkIndex:
                            "count": count})
 
     def _update(self, rec: dict[str, int], delta: list[tuple[int, bytes]], version: int) -> bool:
-        from usearch.index import Index
+        Index = usearch_index()
 
         assert self.path is not None
         index = Index.restore(str(self.path))
