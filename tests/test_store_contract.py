@@ -245,3 +245,27 @@ def test_lesson_activity_is_learned_rules_created_or_reviewed_since(store):
     assert found[new]["review"] is None
     added = {(a["day"], a["project"], a["count"]) for a in store.analysis.lessons_added("2026-11-01")}
     assert added == {("2026-11-22", None, 1), ("2026-11-22", "/p", 1)}
+
+
+def test_chunk_vectors_backlog_pages_and_projects(store):
+    conv = store.conversations
+    ids = []
+    with store.atomic():
+        for n, project in enumerate(["/a", "/a", "/b"]):
+            conv.upsert_session(f"s{n}", "claude-code", project, "dev", None, None, None)
+            seq = conv.insert_message({
+                "uuid": f"u{n}", "session_id": f"s{n}", "parent_uuid": None, "role": "user",
+                "speaker": "user", "text": f"text {n}", "tool_calls": "[]", "timestamp": now(),
+                "is_sidechain": 0, "agent_id": None, "is_meta": 0, "injected": 0})
+            assert seq is not None
+            cid = conv.insert_chunk(f"s{n}", project, [seq], None, None, "user", f"text {n}")
+            conv.set_context(cid, [], [], "", f"hash-{n}")
+            ids.append(cid)
+    assert conv.vector_backlog() == 3 and conv.vector_total() == 0
+    assert [r[0] for r in conv.chunks_needing_vectors(2)] == ids[:2]
+    conv.put_vectors([(ids[0], "hash-0", b"\x00" * 8), (ids[1], "stale", b"\x01" * 8)])
+    assert conv.vector_backlog() == 2 and conv.vector_total() == 2  # one missing, one stale
+    assert [r[0] for r in conv.chunks_needing_vectors()] == ids[1:]
+    assert conv.vectors_page(-1, 1) == [(ids[0], b"\x00" * 8)]
+    assert conv.vectors_page(ids[0], 10) == [(ids[1], b"\x01" * 8)]
+    assert conv.in_project(ids, "/a") == set(ids[:2]) and conv.in_project(ids, "/c") == set()

@@ -17,6 +17,9 @@ REPLACEMENT = "\ufffd"
 # A lone surrogate (JavaScript writes one when it cuts a string inside an emoji; a JSON "\ud83d"
 # escape decodes to it) cannot be encoded as UTF-8; a NUL cuts C strings short.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+# The escapes that can decode to an unstorable character (NUL, a surrogate); \u2192 and the
+# like, common in tool output, cannot, so their texts skip the walk over every string.
+_RISKY = re.compile("[\x00\ud800-\udfff]|" + r"\\u(?:0000|[dD][89a-fA-F])")
 
 _SPACES = re.compile(r"\s+")
 
@@ -86,7 +89,7 @@ def json_value(raw: str | bytes) -> Any:
     text = raw.decode("utf-8-sig", "replace") if isinstance(raw, bytes) else raw
     try:
         value = json.loads(text, strict=False)
-        if "\\u" in text or _UNSTORABLE.search(text):
+        if _RISKY.search(text):  # one pass over the line, not one per string in it
             value = storable_json(value)
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None

@@ -484,6 +484,19 @@ _REFERENCE = _Rule((), _REFERENCE_SOURCE, _I, None)
 # short command, a sentence) skips all of them at the cost of one scan.
 _RUNS = _Rule((), r"[\w.~+/=:-]{15,}", 0, None)
 _KEY_RULE = _Rule((), _KEY, _I, None)
+_FORMAT_RULES = [r for r in _RULES if r.in_runs]
+# The rules in order, the fixed formats (consecutive in _RULES) as one step, None.
+_STEPS: list[_Rule | None] = [None if r is _FORMAT_RULES[0] else r for r in _RULES
+                              if not r.in_runs or r is _FORMAT_RULES[0]]
+
+
+def _escape(literal: str) -> str:
+    return "".join("\\" + c if not c.isalnum() and c != "_" else c for c in literal)
+
+
+# Any trigger of any fixed format (longest first), as one pattern: the gate before them all.
+_ANY_FORMAT_TRIGGER = _Rule((), "|".join(_escape(t) for t in sorted(
+    {t for r in _FORMAT_RULES for t in r.triggers}, key=len, reverse=True)), 0, None)
 
 
 def _reference(value: str) -> bool:
@@ -503,17 +516,9 @@ def redact(text: str) -> str:
 def _redact(text: str) -> str:
     low = text.lower()
     low_of = text
-    runs: str | None = None
-    for rule in _RULES:
-        if rule.in_runs:
-            if runs is None:
-                runs = " ".join(_RUNS.pattern().findall(text))
-            if not runs:
-                continue
-            for t in rule.triggers:
-                if t in runs:
-                    text = rule.apply(text, text)
-                    break
+    for rule in _STEPS:
+        if rule is None:
+            text = _formats(text)
             continue
         # Case-insensitive rules look for their triggers in the lower-cased text.
         if rule.flags & _I:
@@ -525,6 +530,20 @@ def _redact(text: str) -> str:
         for t in rule.triggers:
             if t in seen:
                 text = rule.apply(text, seen)
+                break
+    return text
+
+
+def _formats(text: str) -> str:
+    """The fixed formats, in order, each where one of its triggers is in a run. One search
+    for any trigger comes first: nine texts in ten with runs (paths, hashes) hold none."""
+    runs = " ".join(_RUNS.pattern().findall(text))
+    if not runs or not _ANY_FORMAT_TRIGGER.pattern().search(runs):
+        return text
+    for rule in _FORMAT_RULES:
+        for t in rule.triggers:
+            if t in runs:
+                text = rule.apply(text, text)
                 break
     return text
 

@@ -13,6 +13,7 @@ events behind it go on meanwhile. KeyboardInterrupt and SystemExit are not caugh
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -34,6 +35,8 @@ TRANSCRIPT_EVENTS = ("SessionEnd", "Stop", "SubagentStop", "PreCompact")
 TEXT_FIELDS = ("session_id", "cwd", "transcript_path", "tool_name", "trigger", "prompt")
 MAX_ATTEMPTS = 5  # failed attempts before an event is quarantined
 RETRY_DELAYS = (5.0, 20.0, 80.0, 320.0)  # seconds before the 2nd, 3rd, … attempt
+BACKLOG_RECHECK_SECONDS = 30.0  # an empty backlog is counted again after this, or after an event
+EMBED_BATCH = 64  # backlog chunks embedded between two looks at the queue (~7 s on 2 cores)
 
 
 class Worker:
@@ -42,6 +45,8 @@ class Worker:
         self.home = settings.home
         self.queue = Queue(self.home / "queue")
         self.pid_file = self.home / "worker.pid"
+        self.rate_file = self.home / "embedding.json"
+        self._backlog_quiet_until = 0.0
         self._lore = lore
         self._owns_lore = lore is None
         self._stop = False
@@ -106,12 +111,15 @@ class Worker:
                     for event in self.queue.take():
                         handled += self.handle(event)
                         batch += 1
+                        self._backlog_quiet_until = 0.0  # an event may have imported text
                         if self._stop:
                             break
                 except Exception:  # noqa: BLE001 - the queue itself failed (disk full, read-only home)
                     self.log.exception("queue bookkeeping failed; trying again in %.0f s",
                                        POLL_SECONDS)
                     batch = 0
+                if batch == 0 and not self._stop and self.embed_backlog():
+                    continue  # events first, then the next batch of the backlog
                 if once and batch == 0:
                     break
                 if batch == 0:
@@ -120,6 +128,48 @@ class Worker:
             self.log.info("worker %s stopping after %d events", os.getpid(), handled)
             self.release()
         return handled
+
+    def embed_backlog(self) -> int:
+        """Embed one batch of the chunks that wait for a vector (a first import leaves them
+        here so that it need not wait for the model); return how many. The rate goes to
+        ``embedding.json`` for the ETA of `lore worker status`."""
+        started = time.monotonic()
+        if started < self._backlog_quiet_until:
+            return 0
+        if self._lore is None and not os.path.exists(self.settings.db_location):
+            return 0  # nothing imported yet (and a URL names a server this loop leaves alone)
+        try:
+            done = self.lore.conversations.embed_pending(limit=EMBED_BATCH)
+        except Exception:  # noqa: BLE001 - tried again at the next idle moment
+            self.log.exception("embedding the backlog failed")
+            self._reset()
+            return 0
+        if done:
+            took = max(time.monotonic() - started, 1e-6)
+            try:
+                self.rate_file.write_text(json.dumps({"rate": done / took, "at": time.time()}),
+                                          encoding="utf-8")
+            except OSError:
+                pass
+            self.log.info("embedded %d chunks (%.1f a second)", done, done / took)
+        else:  # counting an empty backlog reads every chunk: look again after a while
+            self._backlog_quiet_until = time.monotonic() + BACKLOG_RECHECK_SECONDS
+        return done
+
+    def backlog(self) -> dict[str, Any]:
+        """The chunks that wait for a vector, the worker's last rate and the time left."""
+        if self._lore is None and not os.path.exists(self.settings.db_location):
+            left = 0
+        else:
+            with Lore.open(self.settings, create=False) as lore:
+                left = lore.conversations.backlog()
+        rate = None
+        try:
+            rate = float(json.loads(self.rate_file.read_text(encoding="utf-8"))["rate"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        eta = left / rate if rate and left else (0.0 if not left else None)
+        return {"chunks": left, "rate": rate, "eta_seconds": eta}
 
     def rescore(self) -> None:
         try:
@@ -170,7 +220,7 @@ class Worker:
         outcome = "kept"
         path = event.payload.get("transcript_path")
         if event.kind in TRANSCRIPT_EVENTS and isinstance(path, str) and os.path.isfile(path):
-            report = self.lore.conversations.ingest([Path(path)])
+            report = self.lore.conversations.ingest([Path(path)], embed=False)
             outcome = f"imported {report.messages} messages"
         signals = event.payload.get("lore_signals") or {}
         if signals.get("correction") and signals.get("user_message"):

@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import socket
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,6 +47,7 @@ class IngestReport:
     malformed: int = 0
     unknown: int = 0
     embedded: int = 0
+    background: int = 0  # chunks left to the background worker to embed
     sessions: set[str] = field(default_factory=set)
 
     def to_dict(self) -> dict[str, Any]:
@@ -56,6 +57,7 @@ class IngestReport:
             "messages": self.messages, "duplicates": self.duplicates, "chunks": self.chunks,
             "edits": self.edits, "malformed_lines": self.malformed,
             "unknown_records": self.unknown, "embedded": self.embedded,
+            "left_to_embed": self.background,
             "sessions": len(self.sessions),
         }
 
@@ -96,13 +98,23 @@ class Ingest:
 
     def files(self, paths: Sequence[Path], report: IngestReport,
               progress: Any = None) -> None:
+        """Import every transcript under ``paths``; ``progress`` hears (kilobytes read, of
+        kilobytes to read) after each batch."""
         files, report.skipped = discover(paths)
-        for i, path in enumerate(files):
-            self.file(path, report)
-            if progress:
-                progress(i + 1, len(files))
+        sizes = [_size(f) for f in files]
+        total, before = sum(sizes) // 1024, 0
+        for path, size in zip(files, sizes, strict=True):
+            def step(offset: int, base: int = before) -> None:
+                if progress:
+                    progress(min((base + offset) // 1024, total), total)
 
-    def file(self, path: Path, report: IngestReport) -> None:
+            self.file(path, report, step)
+            before += size
+            if progress:
+                progress(min(before // 1024, total), total)
+
+    def file(self, path: Path, report: IngestReport,
+             progress: Callable[[int], None] | None = None) -> None:
         from lore.capture.readers import reader_for
         from lore.capture.transcripts import ParseStats
 
@@ -140,6 +152,8 @@ class Ingest:
                 batch.add(item)
                 if batch.pending >= COMMIT_EVERY:
                     batch.commit(stats, size, report)
+                    if progress:
+                        progress(stats.end_offset)
             batch.commit(stats, size, report)
         except OSError as exc:
             # The batch in hand was never written; the ones before it stay, with the offset
@@ -202,10 +216,11 @@ class Ingest:
             self.tables.set_context(chunk["id"], before, after, date_words(chunk["started_at"]),
                                     hashlib.sha256(embedded.encode()).hexdigest())
 
-    def texts_to_embed(self) -> list[tuple[int, str, str]]:
-        """(chunk id, text to embed, its hash) of every chunk without an up-to-date vector."""
+    def texts_to_embed(self, limit: int | None = None) -> list[tuple[int, str, str]]:
+        """(chunk id, text to embed, its hash) of chunks without an up-to-date vector, oldest
+        first, at most ``limit``."""
         return [(cid, embed_text(text, json.loads(before), json.loads(after)), h)
-                for cid, text, before, after, h in self.tables.chunks_needing_vectors()]
+                for cid, text, before, after, h in self.tables.chunks_needing_vectors(limit)]
 
 
 class _Batch:
@@ -306,6 +321,13 @@ def _groups(rows: Iterable[tuple[int, str, str, str | None]],
         size += n
     if group:
         yield group
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _hash_at(path: Path, start: int, length: int) -> str:

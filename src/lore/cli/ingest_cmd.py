@@ -10,22 +10,33 @@ import click
 
 from lore.cli.common import LoreCommand, emit_json, json_option, notice, progress_bar, with_lore
 
+FOREGROUND_CHUNKS = 1000  # about two minutes of the model on two cores: worth waiting for
+CHUNKS_PER_SECOND = 9.0  # the int8 model on 2 cores (docs/benchmarks.md), for the estimate
+
 
 @click.command("ingest", cls=LoreCommand)
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--watch", is_flag=True, help="Keep running and import files as they change.")
 @click.option("--no-embed", is_flag=True, help="Store and index keywords only; embed later.")
+@click.option("--wait", is_flag=True,
+              help="Embed here before returning, however long it takes (by default a large "
+                   "backlog is left to the background worker).")
 @click.option("--learn", "learn_", is_flag=True,
               help="Also learn from the messages the user typed: corrections become candidates "
                    "for `lore review` (a message seen before is skipped).")
 @json_option
 @with_lore
-def ingest(lore: Any, paths: tuple[str, ...], watch: bool, no_embed: bool, learn_: bool,
-           json_: bool) -> None:
+def ingest(lore: Any, paths: tuple[str, ...], watch: bool, no_embed: bool, wait: bool,
+           learn_: bool, json_: bool) -> None:
     """Import Claude Code transcripts (and Codex CLI rollouts) incrementally.
 
     Each file is read on from where the last import stopped; a rewritten file is read
     again; messages are stored once even when a resumed session copies them.
+
+    Keyword search works as soon as the text is in. Embedding (search by meaning) is
+    slower: a backlog of more than a few minutes is left to the background worker, which
+    is started for it (`lore worker status` shows what is left); --wait embeds here.
+    Ctrl-C stops at any point; the next run goes on where this one stopped.
 
     \b
     Examples:
@@ -40,7 +51,12 @@ def ingest(lore: Any, paths: tuple[str, ...], watch: bool, no_embed: bool, learn
     roots = [Path(p) for p in paths] or default_roots()
     if not any(r.exists() for r in roots):
         raise click.ClickException(f"no such file or folder: {', '.join(map(str, roots))}")
-    report = _run(lore, roots, no_embed)
+    try:
+        report = _run(lore, roots, no_embed, wait, json_)
+    except KeyboardInterrupt:
+        notice("stopped: what was imported and embedded so far is kept; run `lore ingest` "
+               "again to go on")
+        raise SystemExit(130) from None
     learned = _learn(lore, roots) if learn_ else None
     if json_:
         emit_json({**report.to_dict(), **({"learned": learned} if learned else {})})
@@ -52,14 +68,27 @@ def ingest(lore: Any, paths: tuple[str, ...], watch: bool, no_embed: bool, learn
         _watch(lore, [r for r in roots if r.exists()], no_embed)
 
 
-def _run(lore: Any, roots: list[Path], no_embed: bool) -> Any:
-    bar, update = progress_bar("importing")
+def _run(lore: Any, roots: list[Path], no_embed: bool, wait: bool, quiet: bool) -> Any:
+    bar, update = progress_bar("importing (KB)")
     with bar:
         report = lore.conversations.ingest(roots, embed=False, progress=update)
-    if not no_embed:
-        bar, update = progress_bar("embedding")
-        with bar:
-            report.embedded = lore.conversations.embed_pending(update)
+    if no_embed:
+        return report
+    left = lore.conversations.backlog()
+    if left > FOREGROUND_CHUNKS and not wait:
+        from lore.worker import start_background
+
+        started = start_background(lore.settings)
+        report.background = left
+        if not quiet:
+            notice(f"{left:,} chunks to embed (about {left / CHUNKS_PER_SECOND / 60:.0f} min): "
+                   f"the background worker {'was started and ' if started else ''}embeds them. "
+                   "Keyword search works now; search by meaning covers what is embedded so "
+                   "far; `lore worker status` shows what is left")
+        return report
+    bar, update = progress_bar("embedding")
+    with bar:
+        report.embedded = lore.conversations.embed_pending(update)
     return report
 
 

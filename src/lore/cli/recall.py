@@ -341,6 +341,10 @@ def recall_conversations(lore: Any, query: str, limit: int, project: str | None,
     table(None, ["chunk", "date", "session", "snippet", "score"],
           [[h.chunk_id, (h.date or "")[:10], h.session_id[:8], h.snippet, f"{h.score:.3f}"]
            for h in hits])
+    if explain:
+        for h in hits:
+            notice(f"chunk {h.chunk_id}: " + ", ".join(
+                f"{k} {v}" for k, v in h.parts.items() if v is not None))
     notice("read a hit in its conversation: lore recall turns CHUNK")
 
 

@@ -66,7 +66,11 @@ def worker_stop(ctx: click.Context) -> None:
 @json_option
 @click.pass_context
 def worker_status(ctx: click.Context, json_: bool) -> None:
-    """Whether the worker runs, the queue depth, the last event handled, failures.
+    """Whether the worker runs, the queue depth, what is left to embed, failures.
+
+    Chunks imported without their vectors (a first `lore ingest` leaves them to the
+    worker) are found by keywords now and by meaning once embedded; the time left is
+    estimated from the worker's last rate.
 
     Failed events are retried with backoff, then quarantined with the reason;
     `lore worker requeue` puts quarantined events back in the queue.
@@ -77,7 +81,9 @@ def worker_status(ctx: click.Context, json_: bool) -> None:
     """
     from lore.worker import Worker
 
-    st = Worker(settings(ctx)).status()
+    w = Worker(settings(ctx))
+    st = w.status()
+    st["embedding_backlog"] = w.backlog()
     if json_:
         emit_json(st)
         return
@@ -85,6 +91,7 @@ def worker_status(ctx: click.Context, json_: bool) -> None:
     table(None, ["", ""], [
         ["running", f"yes (pid {st['pid']})" if st["running"] else "no"],
         ["queue depth", st["queue_depth"]],
+        ["to embed", _backlog(st["embedding_backlog"], st["running"])],
         ["last event", f"{last.get('kind', '-')} {last.get('outcome', '')}".strip()],
         ["errors", st["errors"]["count"]],
         ["retrying", len(st["retrying"])],
@@ -96,6 +103,18 @@ def worker_status(ctx: click.Context, json_: bool) -> None:
                f"{r['last_error']}")
     for q in st["quarantined"]:
         notice(f"quarantined {q['file']}: {q['reason']}")
+
+
+def _backlog(b: dict, running: bool) -> str:
+    """"1,234 chunks, about 3 min at 8.5 a second" (search by meaning covers the rest)."""
+    if not b["chunks"]:
+        return "nothing"
+    text = f"{b['chunks']:,} chunks"
+    if b["eta_seconds"] is not None:
+        minutes = b["eta_seconds"] / 60
+        left = f"{minutes:.0f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
+        text += f", about {left} at {b['rate']:.1f} a second"
+    return text + ("" if running else " (start the worker: `lore worker start`)")
 
 
 @worker.command("requeue")

@@ -11,11 +11,21 @@ from lore.capture.ingest import Ingest, IngestReport
 from lore.config import Config
 from lore.core.embedding import Embedding, Progress
 from lore.recall import conversations as recall
-from lore.recall.vectors import MemoryIndex
+from lore.recall.vectors import ChunkIndex, MemoryIndex
 from lore.store import Store
 
 if TYPE_CHECKING:
     from lore.capture.transcripts import FileEdit
+
+
+EMBED_BATCH = 64  # chunks a transaction: ~7 s of the model on two cores
+
+
+def index_path(location: str) -> Path | None:
+    """The chunk index beside a database file; None for a database that is not a file."""
+    if not location or "://" in location or location == ":memory:":
+        return None
+    return Path(location).with_name(Path(location).name + ".chunks.usearch")
 
 
 class Conversations:
@@ -26,7 +36,8 @@ class Conversations:
         self.embedding = embedding
         self.config = config
         self.importer = Ingest(store, config.conversations.context_turns)
-        self.vectors = MemoryIndex()  # loaded on the first vector search
+        self.vectors = MemoryIndex()  # loaded on the first vector search of a small database
+        self.index = ChunkIndex(index_path(store.location))
 
     # ---- import -----------------------------------------------------------------------
     def ingest(self, paths: Sequence[Path], *, embed: bool = True,
@@ -37,15 +48,42 @@ class Conversations:
             report.embedded = self.embed_pending()
         return report
 
-    def embed_pending(self, progress: Progress | None = None) -> int:
-        todo = self.importer.texts_to_embed()
-        if not todo:
-            return 0
-        self.embedding.check_model()
-        vectors = self.embedding.embed([text for _, text, _ in todo], progress)
-        self.store.put_vectors([(cid, h, v) for (cid, _, h), v in zip(todo, vectors, strict=True)])
-        self.embedding.record_model()
-        return len(todo)
+    def embed_pending(self, progress: Progress | None = None, *, limit: int | None = None,
+                      batch: int = EMBED_BATCH) -> int:
+        """Embed the chunks that wait for a vector (all, or at most ``limit``), a batch at a
+        time: each batch is stored in its own transaction, so an interrupted run keeps what it
+        embedded. ``progress`` hears (done, total) after each batch. Then the chunk index is
+        brought in step. Returns how many were embedded."""
+        total = self.store.vector_backlog()
+        if limit is not None:
+            total = min(total, limit)
+        done = 0
+        try:
+            while done < total:
+                todo = self.importer.texts_to_embed(min(batch, total - done))
+                if not todo:
+                    break
+                if done == 0:
+                    self.embedding.check_model()
+                vectors = self.embedding.embed([text for _, text, _ in todo])
+                self.store.put_vectors([(cid, h, v)
+                                        for (cid, _, h), v in zip(todo, vectors, strict=True)])
+                done += len(todo)
+                if progress:
+                    progress(done, total)
+        finally:
+            if done:
+                self.embedding.record_model()
+                self.refresh_index()
+        return done
+
+    def backlog(self) -> int:
+        """How many chunks wait for a vector."""
+        return self.store.vector_backlog()
+
+    def refresh_index(self, *, force: bool = False) -> str:
+        """Bring the chunk index file in step with the vectors (the writer's job)."""
+        return self.index.refresh(self.store, force=force)
 
     def add_turns(self, session_id: str, agent: str, project: str | None,
                   turns: Sequence[tuple[str, str, str, str | None]], *, per_turn: bool = False,
@@ -67,7 +105,8 @@ class Conversations:
         cfg = self.config.conversations
         embed = (self.embedding.query_function()
                  if mode in ("hybrid", "vector") and query.strip() else None)
-        return recall.search(self.store, cfg, query, embed, self.vectors, project=project,
+        return recall.search(self.store, cfg, query, embed, self.vectors, self.index,
+                             project=project,
                              limit=limit, min_score=min_score,
                              decay=cfg.decay if decay is None else decay, mode=mode,
                              at=now_ or datetime.now(UTC))

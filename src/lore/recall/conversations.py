@@ -17,7 +17,7 @@ from lore.config import ConversationsConfig
 from lore.errors import InvalidInput, NotFound
 from lore.ids import parse_time
 from lore.recall.snippet import snippet
-from lore.recall.vectors import MemoryIndex
+from lore.recall.vectors import ChunkIndex, MemoryIndex
 from lore.store import ConversationStore
 
 
@@ -43,7 +43,8 @@ class ConversationHit:
 
 
 def search(store: ConversationStore, cfg: ConversationsConfig, query: str,
-           embed_query: Callable[[str], Any] | None, memory: MemoryIndex, *,
+           embed_query: Callable[[str], Any] | None, memory: MemoryIndex,
+           index: ChunkIndex | None = None, *,
            project: str | None, limit: int, min_score: float, decay: bool, mode: str,
            at: datetime) -> list[ConversationHit]:
     """Chunks ranked by normalised BM25 + weighted cosine, the speaker bonus and decay.
@@ -60,9 +61,12 @@ def search(store: ConversationStore, cfg: ConversationsConfig, query: str,
     vector: list[tuple[int, float]] = []
     if mode in ("hybrid", "vector") and embed_query is not None and query.strip():
         qvec = np.asarray(embed_query(strip_names(query, speakers)), dtype=np.float32)
-        memory.sync(store)
-        allowed = store.chunk_ids(project) if project else None
-        vector = memory.search(qvec, depth, allowed)
+        found = index.search(store, qvec, depth, project) if index is not None else None
+        if found is None:  # no index (a small database) or not usable: exact, in memory
+            memory.sync(store)
+            allowed = store.chunk_ids(project) if project else None
+            found = memory.search(qvec, depth, allowed)
+        vector = found
     return fuse(store, cfg, query, keyword, vector, named, limit, min_score, decay, mode, at)
 
 
@@ -96,17 +100,25 @@ def fuse(store: ConversationStore, cfg: ConversationsConfig, query: str,
         total = relevance + speaker_bonus + bonus
         if total < min_score:
             continue
-        parts = {"keyword_rank": krank.get(cid), "bm25_normalised": kscore.get(cid),
+        parts: dict[str, Any] = {"keyword_rank": krank.get(cid), "bm25_normalised": kscore.get(cid),
                  "vector_rank": vrank.get(cid), "similarity": vscore.get(cid),
                  "relevance": round(relevance, 6), "speaker_bonus": speaker_bonus,
                  "decay_bonus": round(bonus, 6)}
         scored.append((total, cid, parts))
     scored.sort(key=lambda t: (-t[0], t[1]))
+    scored = scored[:limit]
+    if mode == "hybrid":
+        # A chunk still waiting in the embedding backlog is ranked by its keywords alone.
+        unscored = [cid for _, cid, _ in scored if cid not in vscore]
+        embedded = {cid for cid, _ in store.vectors_for(unscored)} if unscored else set()
+        for _, cid, parts in scored:
+            if cid not in vscore and cid not in embedded:
+                parts["vector"] = "not embedded yet: ranked by keywords only"
     return [
         ConversationHit(cid, rows[cid]["session_id"], rows[cid]["project"],
                         rows[cid]["ended_at"], rows[cid]["speakers"],
                         snippet(rows[cid]["text"], query, 240), total, parts)
-        for total, cid, parts in scored[:limit]
+        for total, cid, parts in scored
     ]
 
 

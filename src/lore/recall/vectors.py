@@ -10,8 +10,11 @@ for candidates and re-scores them exactly instead of loading 150 MB first.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Protocol
+import json
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -154,3 +157,215 @@ def candidates(
             return memory.search(qvec, depth, allowed)
         return score_rows(store.vectors_for(allowed), qvec, depth)
     return kept
+
+
+class ChunkSource(VectorSource, Protocol):
+    """What a conversation chunk index reads: the vectors, in pages and by id, and projects."""
+
+    def vectors_page(self, after: int, limit: int) -> list[tuple[int, bytes]]: ...
+    def vectors_for(self, ids: Sequence[int]) -> list[tuple[int, bytes]]: ...
+    def vector_total(self) -> int: ...
+    def in_project(self, ids: Sequence[int], project: str) -> set[int]: ...
+
+
+def usearch_index() -> Any:
+    """usearch's ``Index`` class. ONNX Runtime is imported first when it is installed: with
+    usearch 2.26 loaded first, importing onnxruntime afterwards crashes the process (a
+    segmentation fault, reproduced with the two imports alone); the other order works."""
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        pass
+    from usearch.index import Index
+
+    return Index
+
+
+class ChunkIndex:
+    """An HNSW graph of the conversation chunk vectors (usearch, int8) in a file beside the
+    database, opened as a memory map: nothing to load, a few pages touched per search.
+
+    Chosen by measurement at 1,000,000 chunks (docs/benchmarks.md#conversation-memory-at-scale).
+    The float32 vectors in the database stay the truth: the graph proposes candidates and
+    they are re-scored exactly, so a stale entry can cost recall but never a wrong score.
+
+    The file records the vector version it holds (``<file>.json``, written after the graph:
+    a reader that sees the record sees a graph at least that new). Vectors written since are
+    scored exactly beside the graph's candidates, so a search covers everything embedded so
+    far. The single writer (:meth:`refresh`, after each batch of vectors) adds them to the
+    graph once they are more than ``STALE_SHARE`` of it, and rebuilds a missing, unreadable or
+    reset graph from scratch.
+    """
+
+    MIN_SIZE = 20_000  # below this an exact scan of the vectors in memory is cheap (MemoryIndex)
+    STALE_SHARE = 0.05
+    STALE_MIN = 2_000
+    CONNECTIVITY = 16
+    EXPANSION_ADD = 64
+    EXPANSION_SEARCH = 400
+    RESCORE = 200  # candidates re-scored exactly, at least
+    PROJECT_OVERSAMPLE = 12  # × depth candidates when one project is searched
+    MAX_CANDIDATES = 4_000
+    PAGE = 20_000
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._view: Any = None
+        self._view_key: tuple[int, int, int] | None = None
+
+    @property
+    def meta_path(self) -> Path | None:
+        return self.path.with_name(self.path.name + ".json") if self.path else None
+
+    def record(self) -> dict[str, int] | None:
+        """What the file holds: {version, reset, dims, count}, or None without a usable file."""
+        if self.meta_path is None:
+            return None
+        try:
+            data = json.loads(self.meta_path.read_text(encoding="utf-8"))
+            out = {k: int(data[k]) for k in ("version", "reset", "dims", "count")}
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return out if self.path is not None and self.path.exists() else None
+
+    def usable(self, store: VectorSource) -> dict[str, int] | None:
+        """The record, when the graph can serve searches of ``store`` (present, same model,
+        nothing removed since it was written)."""
+        rec = self.record()
+        if rec is None:
+            return None
+        version, reset = store.vector_versions()
+        if reset > rec["version"] or version < rec["version"]:
+            return None  # vectors were removed, or the database is not the one indexed
+        return rec
+
+    def _open(self) -> Any:
+        Index = usearch_index()
+
+        assert self.path is not None
+        st = self.path.stat()
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if self._view is None or key != self._view_key:
+            self._view = Index.restore(str(self.path), view=True)
+            self._view_key = key
+        return self._view
+
+    def _readable(self, rec: dict[str, int]) -> bool:
+        try:
+            index = self._open()
+        except (OSError, RuntimeError, ValueError):
+            return False
+        return index is not None and len(index) == rec["count"] and index.ndim == rec["dims"]
+
+    def close(self) -> None:
+        self._view = None
+        self._view_key = None
+
+    def search(self, store: ChunkSource, qvec: np.ndarray, depth: int,
+               project: str | None) -> list[tuple[int, float]] | None:
+        """(chunk id, exact cosine) best first, or None when the graph cannot answer."""
+        rec = self.usable(store)
+        if rec is None or rec["dims"] != qvec.shape[0]:
+            return None
+        try:
+            index = self._open()
+        except (OSError, RuntimeError, ValueError):  # unreadable: the writer rebuilds it
+            index = None
+        if index is None:
+            return None
+        delta = dict(store.vectors_since(rec["version"])) if store.vector_versions()[0] > rec[
+            "version"] else {}
+        want = max(depth, self.RESCORE) if project is None else depth * self.PROJECT_OVERSAMPLE
+        while True:
+            k = min(want, self.MAX_CANDIDATES, max(len(index), 1))
+            index.expansion_search = max(self.EXPANSION_SEARCH, k)
+            found = index.search(qvec, k, threads=1)
+            ids = [int(x) for x in found.keys]
+            cands = list(dict.fromkeys([*ids, *delta]))
+            if project is not None:
+                keep = store.in_project(cands, project)
+                cands = [c for c in cands if c in keep]
+            if project is None or len(cands) >= depth or k >= min(self.MAX_CANDIDATES, len(index)):
+                break
+            want = k * 4
+        rows = [(c, delta[c]) for c in cands if c in delta]
+        rows += store.vectors_for([c for c in cands if c not in delta])
+        return score_rows(rows, qvec, depth)
+
+    # ---- the writer's side ------------------------------------------------------------
+    def refresh(self, store: ChunkSource, *, force: bool = False) -> str:
+        """Bring the file in step with the vectors: what was done, in a few words."""
+        if self.path is None:
+            return "no index (the database is not a file)"
+        total = store.vector_total()
+        if total < self.MIN_SIZE and not force:
+            return f"no index below {self.MIN_SIZE} vectors"
+        rec = self.usable(store)
+        version = store.vector_versions()[0]
+        if rec is None or not self._readable(rec):
+            self.build(store)
+            return "rebuilt"
+        if version == rec["version"]:
+            return "in step"
+        delta = store.vectors_since(rec["version"])
+        if len(delta) < max(self.STALE_MIN, self.STALE_SHARE * rec["count"]) and not force:
+            return f"{len(delta)} vectors scored beside the graph"
+        if not self._update(rec, delta, version):
+            self.build(store)
+            return "rebuilt"
+        return f"added {len(delta)} vectors"
+
+    def build(self, store: ChunkSource) -> None:
+        Index = usearch_index()
+
+        version, reset = store.vector_versions()
+        index = None
+        after, count = -1, 0
+        while True:
+            page = store.vectors_page(after, self.PAGE)
+            if not page:
+                break
+            matrix = np.frombuffer(b"".join(b for _, b in page), dtype=np.float32).reshape(
+                len(page), -1)
+            if index is None:
+                index = Index(ndim=matrix.shape[1], metric="cos", dtype="i8",
+                              connectivity=self.CONNECTIVITY, expansion_add=self.EXPANSION_ADD)
+            index.add(np.fromiter((i for i, _ in page), dtype=np.uint64, count=len(page)), matrix)
+            count += len(page)
+            after = page[-1][0]
+        if index is None:
+            return
+        self._save(index, {"version": version, "reset": reset, "dims": int(index.ndim),
+                           "count": count})
+
+    def _update(self, rec: dict[str, int], delta: list[tuple[int, bytes]], version: int) -> bool:
+        Index = usearch_index()
+
+        assert self.path is not None
+        index = Index.restore(str(self.path))
+        if index is None:  # not a graph usearch can read
+            return False
+        keys = np.fromiter((i for i, _ in delta), dtype=np.uint64, count=len(delta))
+        index.remove(keys)
+        index.add(keys, np.frombuffer(b"".join(b for _, b in delta), dtype=np.float32).reshape(
+            len(delta), -1))
+        self._save(index, {**rec, "version": version, "count": len(index)})
+        return True
+
+    def _save(self, index: Any, record: dict[str, int]) -> None:
+        """The graph first, then its record, each replaced atomically."""
+        assert self.path is not None and self.meta_path is not None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        index.save(str(tmp))
+        os.replace(tmp, self.path)
+        tmp_meta = self.meta_path.with_name(self.meta_path.name + ".tmp")
+        tmp_meta.write_text(json.dumps(record), encoding="utf-8")
+        os.replace(tmp_meta, self.meta_path)
+        self.close()
+
+    def remove(self) -> None:
+        for p in (self.meta_path, self.path):
+            if p is not None:
+                p.unlink(missing_ok=True)
+        self.close()

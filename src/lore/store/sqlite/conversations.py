@@ -137,16 +137,24 @@ class ConversationTables(Tables):
                 names[name] = None
         return list(names)
 
-    def chunks_needing_vectors(self) -> list[tuple[int, str, str, str, str]]:
-        """(id, text, before, after, content_hash) of chunks whose vector is missing or stale."""
+    def chunks_needing_vectors(self, limit: int | None = None) -> list[tuple[int, str, str, str, str]]:
+        """(id, text, before, after, content_hash) of chunks whose vector is missing or stale,
+        oldest first; at most ``limit`` (a batch of the backlog)."""
         return [
             (r[0], r[1], r[2], r[3], r[4])
             for r in self.conn.execute(
                 "SELECT c.id, c.text, c.ctx_before, c.ctx_after, c.content_hash FROM chunks c "
                 "LEFT JOIN chunk_vectors v ON v.chunk_id = c.id "
-                "WHERE v.chunk_id IS NULL OR v.content_hash <> c.content_hash ORDER BY c.id"
+                "WHERE v.chunk_id IS NULL OR v.content_hash <> c.content_hash ORDER BY c.id "
+                "LIMIT ?", (-1 if limit is None else limit,)
             )
         ]
+
+    def vector_backlog(self) -> int:
+        """How many chunks wait for a vector (missing or stale)."""
+        return int(self.conn.execute(
+            "SELECT count(*) FROM chunks c LEFT JOIN chunk_vectors v ON v.chunk_id = c.id "
+            "WHERE v.chunk_id IS NULL OR v.content_hash <> c.content_hash").fetchone()[0])
 
     def vector_versions(self) -> tuple[int, int]:
         rows = dict(self.conn.execute(
@@ -173,6 +181,25 @@ class ConversationTables(Tables):
             "SELECT chunk_id, embedding FROM chunk_vectors WHERE version > ? ORDER BY chunk_id",
             (version,))]
 
+    def vectors_page(self, after: int, limit: int) -> list[tuple[int, bytes]]:
+        """Vectors by chunk id from ``after`` on, ``limit`` at a time (an index is built from
+        pages: a million vectors never sit in memory at once)."""
+        return [(r[0], r[1]) for r in self.conn.execute(
+            "SELECT chunk_id, embedding FROM chunk_vectors WHERE chunk_id > ? ORDER BY chunk_id "
+            "LIMIT ?", (after, limit))]
+
+    def vector_total(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM chunk_vectors").fetchone()[0])
+
+    def in_project(self, ids: Sequence[int], project: str) -> set[int]:
+        """Those of ``ids`` that are chunks of ``project``."""
+        out: set[int] = set()
+        for chunk in chunks(list(ids)):
+            marks = ",".join("?" * len(chunk))
+            out.update(r[0] for r in self.conn.execute(
+                f"SELECT id FROM chunks WHERE id IN ({marks}) AND project = ?", [*chunk, project]))
+        return out
+
     def vectors_for(self, ids: Sequence[int]) -> list[tuple[int, bytes]]:
         out: list[tuple[int, bytes]] = []
         for chunk in chunks(list(ids)):
@@ -198,10 +225,7 @@ class ConversationTables(Tables):
         if not terms:
             return []
         if len(terms) > 1:
-            counts = [int(self.conn.execute(
-                "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
-                ("{text date context} : " + t,)).fetchone()[0]) for t in terms]
-            terms = prune_terms(terms, counts, max_postings)
+            terms = prune_terms(terms, self._term_counts(terms), max_postings)
         match = " OR ".join("{text date context} : " + t for t in terms)
         if project is None:
             sql = ("SELECT rowid, bm25(chunks_fts, ?, ?, ?, ?) AS s FROM chunks_fts "
@@ -213,6 +237,25 @@ class ConversationTables(Tables):
             "WHERE chunks_fts MATCH ? AND c.project = ? ORDER BY s LIMIT ?"
         )
         return [(r[0], r[1]) for r in self.conn.execute(sql, [*weights, match, project, limit])]
+
+    def _term_counts(self, terms: Sequence[str]) -> list[int]:
+        """How many chunks match each term. Counting reads the term's whole posting list (tens
+        of milliseconds for a common word at 100,000 chunks), and pruning needs only the order
+        of magnitude, so a count is reused until the chunks have grown by a tenth."""
+        cache: dict[str, tuple[int, int]] = self.__dict__.setdefault("_counts", {})
+        size = int(self.conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0])
+        out = []
+        for t in terms:
+            hit = cache.get(t)
+            if hit is None or size > hit[1] * 1.1 or size < hit[1]:
+                hit = (int(self.conn.execute(
+                    "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                    ("{text date context} : " + t,)).fetchone()[0]), size)
+                if len(cache) > 50_000:
+                    cache.clear()
+                cache[t] = hit
+            out.append(hit[0])
+        return out
 
     def chunk_rows(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         out: dict[int, dict[str, Any]] = {}
