@@ -1,7 +1,7 @@
 """The store protocol as a backend must keep it, through the protocol's methods only.
 
-Parametrised by backend location: SQLite today; a Postgres backend adds its URL here (or in
-its own package's tests) and must pass the same checks.
+Parametrised by backend: an SQLite file and a schema on a real PostgreSQL server with
+pgvector (the ``pg_url`` fixture); both must pass the same checks.
 """
 
 from __future__ import annotations
@@ -20,9 +20,15 @@ from lore.store import Store, open_store, protocol
 from lore.store.protocol import LessonRow
 
 
-@pytest.fixture(params=["sqlite"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    location = {"sqlite": str(tmp_path / "contract.db")}[request.param]
+@pytest.fixture(params=["sqlite", "postgresql"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "contract.db")
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def store(location: str) -> Iterator[Store]:
     s = open_store(location)
     yield s
     s.close()

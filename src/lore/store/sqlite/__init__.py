@@ -14,10 +14,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from lore.store.protocol import Store
+from lore.errors import InvalidInput, NotFound
+from lore.store.protocol import VISIBILITIES, Store
 from lore.store.sqlite import migrations
 from lore.store.sqlite.analysis import AnalysisTables
 from lore.store.sqlite.conversations import ConversationTables
+from lore.store.sqlite.copy import CopyTables
 from lore.store.sqlite.corrections import CorrectionTables
 from lore.store.sqlite.db import atomic, connect, storage_error
 from lore.store.sqlite.lessons import LessonTables
@@ -26,7 +28,7 @@ from lore.store.sqlite.sessions import SessionTables
 from lore.store.sqlite.tokens import TokenTables
 
 
-class SQLiteStore(LessonTables):
+class SQLiteStore(LessonTables, CopyTables):
     """One Lore database file (implements :class:`lore.store.protocol.Store`)."""
 
     def __init__(self, conn: Any, location: str = "") -> None:
@@ -56,6 +58,18 @@ class SQLiteStore(LessonTables):
     def read_only(self) -> bool:
         """Opened read-only (the file or its folder is not writable): nothing is written."""
         return bool(getattr(self.conn, "read_only", False))
+
+    def set_identity(self, user: str | None, device: str | None) -> None:
+        self.conn.lore_user, self.conn.lore_device = user, device
+
+    def set_visibility(self, lesson_id: str, visibility: str) -> None:
+        if visibility not in VISIBILITIES:
+            raise InvalidInput(f"invalid visibility '{visibility}'; valid: {', '.join(VISIBILITIES)}")
+        with atomic(self.conn):
+            cur = self.conn.execute("UPDATE lessons SET visibility = ? WHERE id = ?",
+                                    (visibility, lesson_id))
+        if cur.rowcount == 0:
+            raise NotFound(f"no lesson with id {lesson_id}; `lore recall search` finds ids")
 
     @contextmanager
     def atomic(self) -> Iterator[Any]:
