@@ -18,6 +18,65 @@ def lore_home() -> Path:
     return Path(os.environ.get("LORE_HOME") or Path.home() / ".lore").expanduser()
 
 
+def is_url(location: str | Path | None) -> bool:
+    """A database location naming a server (``postgresql://…``) rather than a file."""
+    return bool(location) and "://" in str(location)
+
+
+def mask_url(location: str) -> str:
+    """A database URL with its password shown as ``***`` (never print the password)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    if not is_url(location):
+        return location
+    try:
+        parts = urlsplit(location)
+        password = parts.password
+    except ValueError:
+        password = None
+    if password is None:
+        # A password in the query (?password=…) is masked too.
+        import re
+
+        return re.sub(r"(password=)[^&]*", r"\1***", location)
+    user, _, host = parts.netloc.rpartition("@")
+    name = user.split(":", 1)[0]
+    return mask_url(urlunsplit((parts.scheme, f"{name}:***@{host}", parts.path, parts.query,
+                                parts.fragment)))
+
+
+def device_id(home: Path | None = None) -> str:
+    """This home's device id: ``$LORE_DEVICE``, else the one kept in ``HOME/device`` (made on
+    first use: the host name and a random suffix, so two homes on one machine differ). It is
+    kept beside the home rather than in the database, which several devices may share."""
+    env = os.environ.get("LORE_DEVICE")
+    if env:
+        return env
+    path = (home or lore_home()) / "device"
+    try:
+        return path.read_text(encoding="utf-8").strip() or _new_device(path)
+    except FileNotFoundError:
+        return _new_device(path)
+    except OSError:
+        import socket
+
+        return socket.gethostname() or "unknown"
+
+
+def _new_device(path: Path) -> str:
+    import secrets
+    import socket
+
+    value = f"{socket.gethostname() or 'device'}-{secrets.token_hex(3)}"
+    try:
+        private_dir(path.parent)
+        with open(open_private(path, "w"), "w", encoding="utf-8") as f:
+            f.write(value + "\n")
+    except OSError:
+        pass  # a read-only home: the id holds for this process only
+    return value
+
+
 def read_pid(path: Path) -> int | None:
     try:
         text = path.read_text().strip()

@@ -16,12 +16,13 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from lore.errors import ConfigError, InvalidInput, NotFound
+from lore.home import mask_url as masked
 from lore.store.postgres import migrations
 from lore.store.postgres.db import (
+    INSTALL,
     Connection,
     atomic,
     connect,
-    masked,
     register_vectors,
     storage_error,
 )
@@ -58,7 +59,7 @@ def split_url(location: str) -> tuple[str, str]:
     if not _SCHEMA_NAME.match(schema):
         raise ConfigError(f"the schema name {schema!r} in the database URL is not valid; use "
                           "lower-case letters, digits and underscores")
-    url = urlunsplit(parts._replace(scheme="postgresql", query=urlencode(kept)))
+    url = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(kept), parts.fragment))
     return url, schema
 
 
@@ -93,10 +94,11 @@ class PostgresStore(PGLessonTables):
 
     @classmethod
     @contextmanager
-    def session_reader(cls, location: str) -> Iterator[PGSessionTables]:
+    def session_reader(cls, location: str, user: str | None = None) -> Iterator[PGSessionTables]:
         """The SessionStart context's queries without migrating (the hook's path)."""
         url, schema = split_url(str(location))
         conn = connect(url)
+        conn.lore_user = user
         try:
             conn.execute(f'SET search_path TO "{schema}", public')
             yield PGSessionTables(conn)
@@ -104,6 +106,26 @@ class PostgresStore(PGLessonTables):
             conn.close()
 
     storage_error = staticmethod(storage_error)
+
+    @classmethod
+    def diagnose(cls) -> list[tuple[str, bool, str, str]]:
+        """psycopg and the pgvector package are installed (the server is checked on open)."""
+        out: list[tuple[str, bool, str, str]] = []
+        try:
+            import psycopg
+
+            out.append(("postgres driver", True, f"psycopg {psycopg.__version__}", ""))
+        except ImportError:
+            out.append(("postgres driver", False, "psycopg is not installed", INSTALL))
+        try:
+            from importlib.metadata import version
+
+            import pgvector  # noqa: F401
+
+            out.append(("pgvector", True, f"pgvector (Python) {version('pgvector')}", ""))
+        except ImportError:
+            out.append(("pgvector", False, "the pgvector package is not installed", INSTALL))
+        return out
 
     @property
     def read_only(self) -> bool:
@@ -157,6 +179,10 @@ class PostgresStore(PGLessonTables):
         return [r[0] for r in self.conn.execute(
             "SELECT column_name FROM information_schema.columns WHERE table_schema = ? "
             "AND table_name = ? ORDER BY ordinal_position", (self.schema, table))]
+
+    def rows_in(self, table: str) -> int:
+        assert table in COPY_TABLES
+        return int(self.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
 
     def export_rows(self, table: str, batch: int) -> Iterator[list[tuple[Any, ...]]]:
         cols = self.copy_columns(table)

@@ -15,9 +15,9 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from lore.errors import BackendUnavailable, StorageError, StoreBusy
+from lore.home import mask_url as masked
 
 INSTALL = "pip install 'lore[postgres]'"
 
@@ -32,33 +32,18 @@ def driver() -> Any:
     return psycopg
 
 
-def masked(url: str) -> str:
-    """The URL with its password replaced by ``***`` (for messages, doctor and config)."""
-    if "://" not in url:
-        return url
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
-
-
 class Row(tuple):  # type: ignore[type-arg]
     """A row read by position (``r[0]``), by name (``r["id"]``) and as ``dict(r)``."""
 
-    _index: dict[str, int]
+    columns: dict[str, int]  # name -> position, shared by the rows of one result
 
     def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
         if isinstance(key, str):
-            return tuple.__getitem__(self, self._index[key])
+            return tuple.__getitem__(self, self.columns[key])
         return tuple.__getitem__(self, key)
 
     def keys(self) -> list[str]:
-        return list(self._index)
+        return list(self.columns)
 
 
 def _row_factory(cursor: Any) -> Any:
@@ -69,7 +54,7 @@ def _row_factory(cursor: Any) -> Any:
 
     def make(values: Sequence[Any]) -> Row:
         row = Row(values)
-        row._index = index
+        row.columns = index
         return row
 
     return make

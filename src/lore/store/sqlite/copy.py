@@ -21,6 +21,10 @@ class CopyTables(Tables):
         assert table in COPY_TABLES
         return [r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")]
 
+    def rows_in(self, table: str) -> int:
+        assert table in COPY_TABLES
+        return int(self.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
     def export_rows(self, table: str, batch: int) -> Iterator[list[tuple[Any, ...]]]:
         cols = ", ".join(self.copy_columns(table))
         cur = self.conn.execute(f"SELECT {cols} FROM {table}")
