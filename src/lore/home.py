@@ -34,15 +34,15 @@ def mask_url(location: str) -> str:
         password = parts.password
     except ValueError:
         password = None
-    if password is None:
-        # A password in the query (?password=…) is masked too.
-        import re
+    import re
 
-        return re.sub(r"(password=)[^&]*", r"\1***", location)
-    user, _, host = parts.netloc.rpartition("@")
-    name = user.split(":", 1)[0]
-    return mask_url(urlunsplit((parts.scheme, f"{name}:***@{host}", parts.path, parts.query,
-                                parts.fragment)))
+    if password:
+        user, _, host = parts.netloc.rpartition("@")
+        name = user.split(":", 1)[0]
+        location = urlunsplit((parts.scheme, f"{name}:***@{host}", parts.path, parts.query,
+                               parts.fragment))
+    # A password in the query (?password=…) is masked too.
+    return re.sub(r"(password=)[^&]*", r"\1***", location)
 
 
 def device_id(home: Path | None = None) -> str:

@@ -255,6 +255,14 @@ class PGSessionTables(SessionTables):
             "c.ordinal DESC, l.usage_count DESC, l.updated_at DESC "
             "LIMIT ?", (status, project, min_seen, *who, limit))]
 
+    def session_files(self, session_id: str | None, limit: int = 20) -> list[str]:
+        """The files a session edited, most recent first."""
+        if not session_id:
+            return []
+        return [r[0] for r in self.conn.execute(
+            "SELECT file_path FROM file_edits WHERE session_id = ? GROUP BY file_path "
+            "ORDER BY max(id) DESC LIMIT ?", (session_id, limit))]
+
     def insert_snapshot(self, event_id: str, session_id: str | None, project: str | None,
                         at: str, data: dict[str, Any]) -> bool:
         cur = self.conn.execute(
