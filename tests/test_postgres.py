@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FakeEmbedder, make_settings
-from test_store_contract import fill, row
 
+from conftest import FakeEmbedder, make_settings
 from lore.api import Lore
 from lore.ids import new_id, now
 from lore.models import Filters
 from lore.store import open_store
 from lore.store.protocol import COPY_TABLES
+from test_store_contract import fill, row
 
 
 def with_password(url: str) -> str:
@@ -56,9 +56,9 @@ def test_cli_end_to_end_with_a_database_url(run, pg_url, monkeypatch):
 def test_the_web_api_and_the_session_start_hook_read_postgres(pg_url, lore_home, monkeypatch,
                                                                 real_embedder):
     import httpx
-    from server_util import running
 
     from lore.capture.hooks import session_context
+    from server_util import running
 
     settings = make_settings(lore_home, database=pg_url)
     with Lore.open(settings, embedder=real_embedder) as lore:
@@ -101,7 +101,8 @@ def test_eight_writers_lose_nothing_and_duplicate_nothing(pg_url):
     store = open_store(pg_url)
     shared = new_id()
     store.insert(row(shared, "Shared lesson"))
-    ctx = multiprocessing.get_context("spawn")
+    store.close()  # no connection crosses the fork
+    ctx = multiprocessing.get_context("fork")
     out = ctx.Queue()
     procs = [ctx.Process(target=_writer, args=(pg_url, 15, shared, out)) for _ in range(8)]
     for p in procs:
@@ -111,6 +112,7 @@ def test_eight_writers_lose_nothing_and_duplicate_nothing(pg_url):
         p.join(60)
         assert p.exitcode == 0
     every = [i for ids in written for i in ids]
+    store = open_store(pg_url)
     try:
         assert len(every) == len(set(every)) == 120
         assert store.count() == 121 and store.existing_ids(every) == set(every)
