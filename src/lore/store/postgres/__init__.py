@@ -26,7 +26,7 @@ from lore.store.postgres.db import (
     register_vectors,
     storage_error,
 )
-from lore.store.postgres.lessons import PGLessonTables, vector_bytes, vector_value
+from lore.store.postgres.lessons import LESSON_DOC, PGLessonTables, vector_bytes, vector_value
 from lore.store.postgres.tables import (
     PGAnalysisTables,
     PGConversationTables,
@@ -222,7 +222,8 @@ class PostgresStore(PGLessonTables):
             self.conn.execute("ALTER TABLE lesson_vectors ALTER COLUMN embedding TYPE vector")
 
     def rebuild_indexes(self) -> None:
-        """Keywords from the rows, identity counters past the copied keys, the vector index."""
+        """Keywords from the rows (one statement per table), identity counters past the copied
+        keys, the vector index at the copied vectors' dimensions."""
         from lore.normalize import date_words
 
         with atomic(self.conn):
@@ -231,8 +232,8 @@ class PostgresStore(PGLessonTables):
                     f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
                     f"coalesce((SELECT max({column}) FROM {table}), 0) + 1, false)")
             self.conn.execute("DELETE FROM lessons_fts")
-            for seq, lid in self.conn.execute("SELECT seq, id FROM lessons").fetchall():
-                self.index_keywords(seq, lid)
+            self.conn.execute(f"INSERT INTO lessons_fts (seq, doc) SELECT l.seq, {LESSON_DOC} "
+                              "FROM lessons l")
             self.conn.execute("DELETE FROM chunks_fts")
             for r in self.conn.execute("SELECT id, started_at, ctx_before, ctx_after "
                                        "FROM chunks").fetchall():
@@ -240,8 +241,7 @@ class PostgresStore(PGLessonTables):
                     r[0], date_words(r[1]), "\n".join([*json.loads(r[2]), *json.loads(r[3])]))
             first = self.conn.execute("SELECT vector_dims(embedding) FROM lesson_vectors "
                                       "LIMIT 1").fetchone()
-            if first is not None:
-                self.conn.execute("DROP INDEX IF EXISTS idx_lesson_vectors_hnsw")
+            self.conn.execute("DROP INDEX IF EXISTS idx_lesson_vectors_hnsw")
         if first is not None:
             self.create_vector_index(int(first[0]))
 

@@ -20,6 +20,18 @@ from lore.store.sqlite.lessons import LessonTables
 TS_CONFIG = "english"
 
 
+# A lesson's keywords: the title (weight A), the tags (B), the other text fields (C), over
+# ``lessons l``; the same fields as the FTS5 columns title, tags, body on SQLite.
+LESSON_DOC = (
+    f"setweight(to_tsvector('{TS_CONFIG}', l.title), 'A') || "
+    f"setweight(to_tsvector('{TS_CONFIG}', replace(coalesce((SELECT string_agg(t.tag, ' ') "
+    "FROM lesson_tags t WHERE t.lesson_id = l.id), ''), '-', ' ')), 'B') || "
+    f"setweight(to_tsvector('{TS_CONFIG}', concat_ws(E'\\n', l.content, l.summary, "
+    "l.problem_solved, l.when_to_apply, l.pref_context, l.pref_rejected, l.pref_preferred, "
+    "l.pref_reasoning)), 'C')"
+)
+
+
 def unquote(term: str) -> str:
     """An FTS5-quoted term (``"word"``, see ``store.fts_terms``) as its plain word."""
     if len(term) >= 2 and term[0] == term[-1] == '"':
@@ -82,15 +94,9 @@ class PGLessonTables(LessonTables):
 
     # ---- keywords ---------------------------------------------------------------------
     def index_keywords(self, seq: int, lesson_id: str) -> None:
-        """One lesson's tsvector: title (A), tags (B), the other text fields (C)."""
+        """One lesson's tsvector (see ``LESSON_DOC``), in the same transaction as the write."""
         self.conn.execute(
-            "INSERT INTO lessons_fts (seq, doc) SELECT l.seq, "
-            f"setweight(to_tsvector('{TS_CONFIG}', l.title), 'A') || "
-            f"setweight(to_tsvector('{TS_CONFIG}', replace(coalesce((SELECT string_agg(t.tag, ' ') "
-            "FROM lesson_tags t WHERE t.lesson_id = l.id), ''), '-', ' ')), 'B') || "
-            f"setweight(to_tsvector('{TS_CONFIG}', concat_ws(E'\\n', l.content, l.summary, "
-            "l.problem_solved, l.when_to_apply, l.pref_context, l.pref_rejected, "
-            "l.pref_preferred, l.pref_reasoning)), 'C') "
+            f"INSERT INTO lessons_fts (seq, doc) SELECT l.seq, {LESSON_DOC} "
             "FROM lessons l WHERE l.seq = ? "
             "ON CONFLICT (seq) DO UPDATE SET doc = excluded.doc", (seq,))
 
@@ -140,6 +146,8 @@ class PGLessonTables(LessonTables):
             return
         dims = int(dimensions)
         with atomic(self.conn):
+            # Building the graph in memory is several times faster than spilling to disk.
+            self.conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
             self.conn.execute(
                 f"ALTER TABLE lesson_vectors ALTER COLUMN embedding TYPE vector({dims})")
             self.conn.execute(
