@@ -189,7 +189,7 @@ class PostgresStore(PGLessonTables):
         quoted = ", ".join(f'"{c}"' for c in cols)
         vec = cols.index("embedding") if table in _VECTOR_TABLES else -1
         key = _IDENTITY.get(table) or cols[0]
-        cur = self.conn.execute(f'SELECT {quoted} FROM {table} ORDER BY "{key}"')
+        cur = self.conn.execute(f'SELECT {quoted} FROM {table} ORDER BY "{key}"', binary=vec >= 0)
         while rows := cur.fetchmany(batch):
             if vec >= 0:
                 rows = [(*r[:vec], vector_bytes(r[vec]), *r[vec + 1:]) for r in rows]

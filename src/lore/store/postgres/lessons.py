@@ -195,7 +195,7 @@ class PGLessonTables(LessonTables):
     def vectors_since(self, version: int) -> list[tuple[int, bytes]]:
         return [(r[0], vector_bytes(r[1])) for r in self.conn.execute(
             "SELECT seq, embedding FROM lesson_vectors WHERE version > ? ORDER BY seq",
-            (version,))]
+            (version,), binary=True)]
 
     def vector_count(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM lesson_vectors").fetchone()[0])
@@ -204,7 +204,8 @@ class PGLessonTables(LessonTables):
         out: list[tuple[int, bytes]] = []
         for chunk in chunks(list(seqs)):
             out += [(r[0], vector_bytes(r[1])) for r in self.conn.execute(
-                "SELECT seq, embedding FROM lesson_vectors WHERE seq = ANY(?)", (chunk,))]
+                "SELECT seq, embedding FROM lesson_vectors WHERE seq = ANY(?)", (chunk,),
+                binary=True)]
         return out
 
     # ---- graph ------------------------------------------------------------------------

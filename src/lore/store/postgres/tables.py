@@ -124,14 +124,14 @@ class PGConversationTables(ConversationTables):
     def vectors_since(self, version: int) -> list[tuple[int, bytes]]:
         return [(r[0], vector_bytes(r[1])) for r in self.conn.execute(
             "SELECT chunk_id, embedding FROM chunk_vectors WHERE version > ? ORDER BY chunk_id",
-            (version,))]
+            (version,), binary=True)]
 
     def vectors_for(self, ids: Sequence[int]) -> list[tuple[int, bytes]]:
         out: list[tuple[int, bytes]] = []
         for chunk in chunks(list(ids)):
             out += [(r[0], vector_bytes(r[1])) for r in self.conn.execute(
                 "SELECT chunk_id, embedding FROM chunk_vectors WHERE chunk_id = ANY(?)",
-                (chunk,))]
+                (chunk,), binary=True)]
         return out
 
     def keyword_search(self, terms: Sequence[str], weights: tuple[float, float, float, float],
