@@ -75,6 +75,19 @@ def test_the_web_api_and_the_session_start_hook_read_postgres(pg_url, lore_home,
     assert record is not None and record["shown"] == [rule.id]
 
 
+def test_the_hook_fails_open_fast_when_the_server_is_away(monkeypatch):
+    import time
+
+    from lore.capture import hooks
+
+    monkeypatch.setattr(hooks, "ensure_worker", lambda: None)
+    monkeypatch.setenv("LORE_DATABASE_URL", "postgresql://me:pw@10.255.255.1:5432/lore")
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO('{"cwd": "/p"}'))
+    started = time.monotonic()
+    assert hooks.main("SessionStart") == 0
+    assert time.monotonic() - started < 6
+
+
 def _writer(url: str, n: int, shared: str, out: Any) -> None:
     store = open_store(url)
     try:

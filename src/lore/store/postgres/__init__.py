@@ -95,9 +95,10 @@ class PostgresStore(PGLessonTables):
     @classmethod
     @contextmanager
     def session_reader(cls, location: str, user: str | None = None) -> Iterator[PGSessionTables]:
-        """The SessionStart context's queries without migrating (the hook's path)."""
+        """The SessionStart context's queries without migrating (the hook's path: a server
+        that does not answer within 2 s costs the session its context, not its start)."""
         url, schema = split_url(str(location))
-        conn = connect(url)
+        conn = connect(url, timeout=2)
         conn.lore_user = user
         try:
             conn.execute(f'SET search_path TO "{schema}", public')

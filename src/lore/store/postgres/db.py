@@ -128,11 +128,12 @@ class Connection:
         self.raw.close()
 
 
-def connect(url: str) -> Connection:
-    """Connect (autocommit: every statement outside ``atomic`` commits on its own)."""
+def connect(url: str, timeout: int = 10) -> Connection:
+    """Connect (autocommit: every statement outside ``atomic`` commits on its own);
+    ``timeout``: seconds to wait for the server."""
     psycopg = driver()
     try:
-        raw = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        raw = psycopg.connect(url, autocommit=True, connect_timeout=timeout)
     except psycopg.OperationalError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise StorageError(f"cannot connect to the Postgres database {masked(url)}: {first}",
