@@ -75,6 +75,44 @@ def test_the_web_api_and_the_session_start_hook_read_postgres(pg_url, lore_home,
     assert record is not None and record["shown"] == [rule.id]
 
 
+def test_lore_serve_searches_postgres(pg_url, lore_home, tmp_path, real_embedder):
+    """`lore serve` as its own process, given only LORE_DATABASE_URL."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    from server_util import free_port
+
+    with Lore.open(make_settings(lore_home, database=pg_url), embedder=real_embedder) as lore:
+        rule = lore.add_lesson("Retry flaky network calls with backoff", CORPUS[5][1])
+    port = free_port()
+    env = {**os.environ, "LORE_DATABASE_URL": pg_url, "LORE_HOME": str(lore_home)}
+    log = (tmp_path / "serve.log").open("w")
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "lore"), "serve", "--port",
+                             str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/api/v1/health").status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, \
+                (tmp_path / "serve.log").read_text()
+            time.sleep(0.3)
+        got = httpx.get(f"http://127.0.0.1:{port}/api/v1/search",
+                        params={"q": "payment provider timeouts"}, timeout=60)
+        assert got.status_code == 200 and got.json()["results"][0]["id"] == rule.id
+    finally:
+        proc.terminate()
+        proc.wait(20)
+        log.close()
+
+
 def test_the_hook_fails_open_fast_when_the_server_is_away(monkeypatch):
     import time
 
