@@ -46,35 +46,17 @@ def mask_url(location: str) -> str:
 
 
 def device_id(home: Path | None = None) -> str:
-    """This home's device id: ``$LORE_DEVICE``, else the one kept in ``HOME/device`` (made on
-    first use: the host name and a random suffix, so two homes on one machine differ). It is
-    kept beside the home rather than in the database, which several devices may share."""
+    """This home's device id: ``$LORE_DEVICE``, else the host name and a short hash of the
+    home's path. Stable without a file to keep (nothing is written to the home for it), and two
+    homes on one machine differ. Not kept in the database, which several devices may share."""
     env = os.environ.get("LORE_DEVICE")
     if env:
         return env
-    path = (home or lore_home()) / "device"
-    try:
-        return path.read_text(encoding="utf-8").strip() or _new_device(path)
-    except FileNotFoundError:
-        return _new_device(path)
-    except OSError:
-        import socket
-
-        return socket.gethostname() or "unknown"
-
-
-def _new_device(path: Path) -> str:
-    import secrets
+    import hashlib
     import socket
 
-    value = f"{socket.gethostname() or 'device'}-{secrets.token_hex(3)}"
-    try:
-        private_dir(path.parent)
-        with open(open_private(path, "w"), "w", encoding="utf-8") as f:
-            f.write(value + "\n")
-    except OSError:
-        pass  # a read-only home: the id holds for this process only
-    return value
+    where = str((home or lore_home()).expanduser().absolute())
+    return f"{socket.gethostname() or 'device'}-{hashlib.sha256(where.encode()).hexdigest()[:6]}"
 
 
 def read_pid(path: Path) -> int | None:

@@ -54,7 +54,7 @@ def diagnose(location: str | Path) -> list[tuple[str, bool, str, str]]:
         cls = plugins.load("lore.stores", backend_name(location), "database backend")
     except LoreError as exc:
         return [("database backend", False, str(exc), "use a path or a postgresql:// URL")]
-    checks: list[tuple[str, bool, str, str]] = cls.diagnose()
+    checks: list[tuple[str, bool, str, str]] = cls.diagnose() if hasattr(cls, "diagnose") else []
     return checks
 
 
@@ -63,8 +63,16 @@ def session_reader(location: str | Path, user: str | None = None) -> Iterator[Se
     """The SessionStart context's queries on an existing database, without migrating or
     loading a model (the hook's path); ``user``: whose personal lessons count."""
     cls = plugins.load("lore.stores", backend_name(location), "database backend")
-    with cls.session_reader(str(location), user) as reader:
-        yield reader
+    if hasattr(cls, "session_reader"):
+        with cls.session_reader(str(location), user) as reader:
+            yield reader
+        return
+    store: Store = cls.open(location, create=False)  # a plugin without the light path
+    try:
+        store.set_identity(user, None)
+        yield store.sessions
+    finally:
+        store.close()
 
 
 def open_store(location: str | Path, *, create: bool = True) -> Store:
