@@ -186,8 +186,9 @@ class PGLessonTables(LessonTables):
     def knn(self, query: bytes, k: int) -> list[int]:
         """Nearest by cosine distance through the HNSW index, nearest first."""
         with atomic(self.conn):
-            # The index returns at most ef_search rows: ask for enough.
-            self.conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(int(k), 1000))}")
+            # The index returns at most ef_search rows, and a wider search finds the true
+            # neighbours among many near-duplicates (bench/postgres_bench.py): 4 k, 200..1000.
+            self.conn.execute(f"SET LOCAL hnsw.ef_search = {max(200, min(4 * int(k), 1000))}")
             return [r[0] for r in self.conn.execute(
                 "SELECT seq FROM lesson_vectors ORDER BY embedding <=> ? LIMIT ?",
                 (vector_value(query), k))]
