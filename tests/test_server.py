@@ -321,9 +321,11 @@ def test_a_database_of_the_previous_release_gains_the_token_table(settings, monk
     from lore.store.sqlite.migrations import MIGRATIONS
 
     released = MIGRATIONS.index(next(m for m in MIGRATIONS if m.__name__ == "m008_server_tokens"))
+    # Plus the who-wrote-it columns every write of this release fills in.
+    who = next(m for m in MIGRATIONS if m.__name__ == "m013_who_and_where")
     with monkeypatch.context() as m:
-        m.setattr("lore.store.sqlite.migrations.MIGRATIONS", MIGRATIONS[:released])
-        m.setattr("lore.store.sqlite.migrations.SCHEMA_VERSION", released)
+        m.setattr("lore.store.sqlite.migrations.MIGRATIONS", [*MIGRATIONS[:released], who])
+        m.setattr("lore.store.sqlite.migrations.SCHEMA_VERSION", 13)
         with Lore.open(settings, embedder=FakeEmbedder()) as old:
             kept = old.add_lesson("Made before the server existed").id
             with pytest.raises(Exception, match="server_tokens"):

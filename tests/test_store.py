@@ -11,13 +11,13 @@ import pytest
 from lore.api import Lore
 from lore.errors import MigrationError, NotALoreDatabase
 from lore.store.sqlite import SCHEMA_VERSION, connect, migrate
-from lore.store.sqlite.migrations import MIGRATIONS
+from lore.store.sqlite.migrations import MIGRATIONS, numbers
 
 
 def test_blank_database_gets_every_migration(settings):
     with Lore.open(settings) as lore:
         rows = lore.store.conn.execute("SELECT version, name FROM schema_migrations").fetchall()
-        assert [r[0] for r in rows] == list(range(1, SCHEMA_VERSION + 1))
+        assert [r[0] for r in rows] == numbers()
         assert rows[0][1] == "m001_core"
         assert lore.store.meta("app") == "lore"
 
@@ -82,8 +82,9 @@ def test_failed_migration_rolls_back(settings, monkeypatch):
         conn.execute("CREATE TABLE half_done (x)")
         raise RuntimeError("boom")
 
+    expected = numbers()
     monkeypatch.setattr("lore.store.sqlite.migrations.MIGRATIONS", [*MIGRATIONS, broken])
-    monkeypatch.setattr("lore.store.sqlite.migrations.SCHEMA_VERSION", len(MIGRATIONS) + 1)
+    monkeypatch.setattr("lore.store.sqlite.migrations.SCHEMA_VERSION", SCHEMA_VERSION + 1)
     with pytest.raises(RuntimeError):
         Lore.open(settings)
     conn = stdlib_sqlite3.connect(settings.db_path)
@@ -91,7 +92,7 @@ def test_failed_migration_rolls_back(settings, monkeypatch):
     versions = [r[0] for r in conn.execute("SELECT version FROM schema_migrations")]
     conn.close()
     assert "half_done" not in names
-    assert versions == list(range(1, len(MIGRATIONS) + 1))
+    assert versions == expected
 
 
 def test_reference_tables_are_extensible_by_insert(fake_lore):
@@ -154,7 +155,7 @@ def test_database_of_the_previous_schema_is_upgraded_in_place(settings, monkeypa
     monkeypatch.undo()
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         versions = [r[0] for r in lore.store.conn.execute("SELECT version FROM schema_migrations")]
-        assert versions == list(range(1, SCHEMA_VERSION + 1))
+        assert versions == numbers()
         assert lore.get_lesson(kept_id).tags == ("old",)
         assert lore.get_lesson(kept_id).evidence[0].context is None
         assert lore.conversations.store.stats()["sessions"] == 0

@@ -1,7 +1,7 @@
 """The store protocol as a backend must keep it, through the protocol's methods only.
 
-Parametrised by backend location: SQLite today; a Postgres backend adds its URL here (or in
-its own package's tests) and must pass the same checks.
+Parametrised by backend: an SQLite file and a schema on a real PostgreSQL server with
+pgvector (the ``pg_url`` fixture); both must pass the same checks.
 """
 
 from __future__ import annotations
@@ -14,15 +14,22 @@ from typing import Any
 import numpy as np
 import pytest
 
+from lore.errors import InvalidInput, NotFound
 from lore.ids import new_id, now
-from lore.models import Edge, Evidence, Filters
+from lore.models import CodeExample, Edge, Evidence, Filters, TradeOff
 from lore.store import Store, open_store, protocol
 from lore.store.protocol import LessonRow
 
 
-@pytest.fixture(params=["sqlite"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    location = {"sqlite": str(tmp_path / "contract.db")}[request.param]
+@pytest.fixture(params=["sqlite", "postgresql"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "contract.db")
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def store(location: str) -> Iterator[Store]:
     s = open_store(location)
     yield s
     s.close()
@@ -41,10 +48,14 @@ def row(lesson_id: str, title: str, tags: tuple[str, ...] = ()) -> LessonRow:
 
 
 def test_every_protocol_method_is_implemented(store):
-    for proto, impl in ((protocol.Store, store), (protocol.ConversationStore, store.conversations),
+    for proto, impl in ((protocol.Store, store), (protocol.LessonStore, store),
+                        (protocol.CopyStore, store),
+                        (protocol.ConversationStore, store.conversations),
                         (protocol.CorrectionStore, store.corrections),
-                        (protocol.SessionStore, store.sessions), (protocol.AnalysisStore, store.analysis),
-                        (protocol.SyncStore, store.sync)):
+                        (protocol.SessionStore, store.sessions),
+                        (protocol.AnalysisStore, store.analysis),
+                        (protocol.SyncStore, store.sync),
+                        (protocol.TokenStore, store.tokens)):
         for name, member in vars(proto).items():
             if name.startswith("_") or not callable(member):
                 continue
@@ -269,3 +280,256 @@ def test_chunk_vectors_backlog_pages_and_projects(store):
     assert conv.vectors_page(-1, 1) == [(ids[0], b"\x00" * 8)]
     assert conv.vectors_page(ids[0], 10) == [(ids[1], b"\x01" * 8)]
     assert conv.in_project(ids, "/a") == set(ids[:2]) and conv.in_project(ids, "/c") == set()
+
+
+# ---- the whole protocol, group by group --------------------------------------------------
+def fill(store: Store) -> dict[str, Any]:
+    """Rows in every table a copy carries, written through the protocol only."""
+    a, b, c = new_id(), new_id(), new_id()
+    rng = np.random.default_rng(7)
+    with store.atomic():
+        seqs = [store.insert(row(a, "Pin numpy below 2", ("deps", "python"))),
+                store.insert(row(b, "Use uv for installs", ("deps", "tools"))),
+                store.insert(LessonRow(
+                    id=c, values={**row(c, "Sessions in files").values, "kind": "preference",
+                                  "source": "correction", "pref_rejected": "Redis",
+                                  "pref_preferred": "files",
+                                  "metadata": '{"learning": {"occurrences": 3}}'},
+                    tags=("web",), contexts=("flask",), anti_contexts=("django",),
+                    file_types=("py",), examples=(CodeExample(code="x = 1", language="python"),),
+                    trade_offs=(TradeOff(type="pro", description="simple"),),
+                    evidence=(Evidence(quote="no, files", session_id="s1", context="Redis?"),)))]
+    store.create_vector_index(64)
+    vecs = rng.standard_normal((3, 64)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    store.put_vectors([(s, f"h{i}", vecs[i].tobytes()) for i, s in enumerate(seqs)])
+    store.add_edge(Edge(a, b, "related_to", now()))
+    store.merge_tag("tools", "tooling")
+    store.record_usage([a, a, b], now())
+    store.log_search(now(), "numpy pin", {"tags": []}, [a], 1.5, "cli")
+    conv = store.conversations
+    with store.atomic():
+        conv.upsert_session("s1", "claude-code", "/p", "dev", "main", "/t/s1.jsonl", "first")
+        m1 = conv.insert_message({
+            "uuid": "u1", "session_id": "s1", "parent_uuid": None, "role": "user",
+            "speaker": "user", "text": "please use pnpm for the build", "tool_calls": "[]",
+            "timestamp": "2025-03-01T10:00:00Z", "is_sidechain": 0, "agent_id": None,
+            "is_meta": 0, "injected": 0})
+        m2 = conv.insert_message({
+            "uuid": "u2", "session_id": "s1", "parent_uuid": "u1", "role": "assistant",
+            "speaker": "assistant", "text": "switching the build to pnpm", "tool_calls": "[]",
+            "timestamp": "2025-03-01T10:01:00Z", "is_sidechain": False, "agent_id": None,
+            "is_meta": 0, "injected": 0})
+        assert m1 is not None and m2 is not None
+        chunk = conv.insert_chunk("s1", "/p", [m1, m2], "2025-03-01T10:00:00Z",
+                                  "2025-03-01T10:01:00Z", "user assistant",
+                                  "user: please use pnpm for the build\nassistant: switching")
+        conv.set_context(chunk, [], ["later turn"], "march 2025 saturday", "ch1")
+        conv.refresh_session("s1")
+        conv.insert_edit({"session_id": "s1", "message_uuid": "u2", "tool": "Edit",
+                          "file_path": "/p/build.sh", "file_type": "sh", "old_text": "npm",
+                          "new_text": "pnpm", "timestamp": "2025-03-01T10:01:00Z",
+                          "succeeded": 1})
+        conv.save_file_state(protocol.FileState("/t/s1.jsonl", "claude-code", 100, 100, "hh",
+                                                "tt"), now(), 2, 0, 0)
+    conv.put_vectors([(chunk, "ch1", vecs[0].tobytes())])
+    cid = store.corrections.add_correction(
+        event_id="e1", session_id="s1", project="/p", user_message="no, use files",
+        proposal="I'll add Redis", files=["/p/app.py"], at="2025-03-01T10:02:00Z", origin="hook")
+    assert cid is not None
+    store.corrections.set_verdict(cid, status="extracted", label="preference",
+                                  correction_type="explicit", durable=True, probability=0.9,
+                                  cues=["no,"], lesson_id=c, action="created")
+    store.sessions.insert_snapshot("e2", "s1", "/p", now(), {"trigger": "auto"})
+    store.sessions.insert_context_load("e3", "s1", "/p", now(),
+                                       {"shown": [a], "dropped": [b], "chars": 10})
+    store.analysis.record_start("s1", "/p", "2025-03-01T09:59:00Z")
+    store.analysis.record_run({"event_id": "e4", "at": now(), "trigger": "command",
+                               "session_id": "s1", "project": "/p", "outcome": "analysed",
+                               "reason": "", "lesson_ids": [a], "created": 1})
+    store.tokens.insert_token({"id": "t1", "name": "ci", "scope": "read", "salt": "s",
+                               "secret_hash": "h", "created_at": now()})
+    return {"ids": (a, b, c), "seqs": seqs, "chunk": chunk, "correction": cid, "vecs": vecs}
+
+
+def test_lesson_reads_filters_and_reference_values(store):
+    got = fill(store)
+    a, b, c = got["ids"]
+    sa, sb, sc = got["seqs"]
+    assert store.meta("app") == "lore" and store.meta("nope") is None
+    store.set_meta("k", "v1")
+    store.set_meta("k", "v2")
+    assert store.meta("k") == "v2"
+    store.delete_meta("k")
+    assert store.meta("k") is None
+    assert [i.name for i in store.reference("confidence")][0] == "very-low"
+    assert {"correction", "manual"} <= {i.name for i in store.reference("source")}
+    assert "preference" in {i.name for i in store.reference("kind")}
+    with pytest.raises(InvalidInput):
+        store.check_reference("kind", "nonsense")
+    assert store.confidence_for_score(0.72) == "high" and store.max_confidence_ordinal() == 5
+    assert store.seq_of(a) == sa and store.titles([a, c])[c] == ("Sessions in files", "preference")
+    with pytest.raises(NotFound):
+        store.seq_of(new_id())
+    lesson = store.get(c)
+    assert lesson.contexts == ("flask",) and lesson.anti_contexts == ("django",)
+    assert lesson.examples[0].code == "x = 1" and lesson.trade_offs[0].type == "pro"
+    assert lesson.preference is not None and lesson.preference.preferred == "files"
+    assert [x.id for x in store.iter_lessons()] == [a, b, c]
+    where, params = store.filter_sql(Filters(contexts=("django",), file_types=("py",)),
+                                     anti_contexts_exclude=True)
+    assert c not in {store.brief([s])[s]["id"] for s in store.allowed_seqs(where, params)}
+    assert store.count_where(where, params) == 2
+    where, params = store.filter_sql(Filters(min_confidence="medium", project="/p"),
+                                     anti_contexts_exclude=False)
+    assert store.seqs_where([sa, sb, sc], where, params) == {sa, sb, sc}
+    assert store.anti_context_hits([sa, sc], ["django"]) == {sc}
+    assert store.contents([sa])[sa] == "Pin numpy below 2 body"
+    assert store.brief([sa])[sa]["ordinal"] == 3
+    hits = store.keyword_search(['"numpy"', '"installs"'], (3.0, 2.0, 1.0), 10, "1", [], 1000)
+    assert {s for s, _ in hits} == {sa, sb}
+    titled = store.keyword_search(['"files"'], (3.0, 2.0, 1.0), 10, "1", [], 1000)
+    assert titled[0][0] == sc  # a title hit ranks first
+
+
+def test_vectors_graph_tags_usage_and_statistics(store):
+    got = fill(store)
+    a, b, c = got["ids"]
+    sa, sb, sc = got["seqs"]
+    vecs = got["vecs"]
+    assert store.has_vector_index() and store.vector_count() == 3
+    assert store.knn(vecs[2].tobytes(), 1) == [sc]
+    assert dict(store.vectors_for([sb]))[sb] == vecs[1].tobytes()
+    assert [s for s, _ in store.vectors_since(0)] == [sa, sb, sc]
+    version = store.vector_versions()[0]
+    assert store.vectors_since(version) == []
+    assert [t[0] for t in store.lesson_texts()] == [sa, sb, sc]
+    assert [t[0] for t in store.lessons_needing_vectors()] == [sa, sb, sc]  # hashes differ
+    assert [(e.from_id, e.to_id) for e in store.neighbours([b], [])] == [(a, b)]
+    assert store.add_edge(Edge(b, c, "supersedes", now())) and not store.add_edge(
+        Edge(b, c, "supersedes", now()))
+    assert [(r[0], r[1]) for r in store.walk(a, 2, [], "out")] == [(b, 1), (c, 2)]
+    assert [r[0] for r in store.walk(c, 2, ["supersedes"], "in")] == [b]
+    assert store.tag_aliases() == {"tools": "tooling"}
+    assert dict(store.tag_counts()) == {"deps": 2, "python": 1, "tooling": 1, "web": 1}
+    assert store.most_used(5)[0] == (a, "Pin numpy below 2", 2)
+    store.merge_usage(sb, 7, "2999-01-01T00:00:00Z")
+    assert store.get(b).usage_count == 7 and store.get(b).last_used == "2999-01-01T00:00:00Z"
+    assert store.top_queries(3) == [("numpy pin", 1)]
+    assert dict(store.grouped_counts("kind")) == {"learning": 2, "preference": 1}
+    assert store.table_count("edges") == 2 and store.table_count("search_log") == 1
+    store.drop_vectors()
+    assert store.vector_count() == 0 and store.vector_versions()[1] > 0
+    assert store.size_bytes() > 0 and store.schema_version() >= 13
+
+
+def test_conversation_tables(store):
+    got = fill(store)
+    conv, chunk = store.conversations, got["chunk"]
+    assert conv.file_state("/t/s1.jsonl").offset == 100
+    assert conv.session("s1")["message_count"] == 2
+    assert conv.session("s1")["speakers"] in ("user assistant", "assistant user")
+    assert conv.count() == 1 and conv.chunk_ids("/p") == [chunk]
+    assert conv.scope_speakers("/p") and conv.chunks_needing_vectors() == []
+    assert conv.chunk_first_uuids([chunk]) == {chunk: "u1"}
+    assert conv.chunk_rows([chunk])[chunk]["agent"] == "claude-code"
+    assert [m["uuid"] for m in conv.neighbours(chunk, 1, 1)] == ["u1", "u2"]
+    assert conv.turns_around("s1", 2, 2, 1) == (["please use pnpm for the build"], [])
+    assert [r["id"] for r in conv.chunks_to_contextualise("s1", chunk, 2)] == [chunk]
+    assert conv.keyword_search(['"pnpm"'], (1.0, 0.0, 0.5, 0.5), 5, "/p", 1000)[0][0] == chunk
+    assert conv.keyword_search(['"march"'], (1.0, 0.0, 0.5, 0.5), 5, None, 1000)[0][0] == chunk
+    assert conv.keyword_search(['"pnpm"'], (1.0, 0.0, 0.5, 0.5), 5, "/other", 1000) == []
+    assert [i for i, _ in conv.vectors_since(0)] == [chunk] and conv.vector_versions()[0] == 1
+    assert dict(conv.vectors_for([chunk]))[chunk] == got["vecs"][0].tobytes()
+    assert conv.insert_message({
+        "uuid": "u1", "session_id": "s1", "parent_uuid": None, "role": "user", "speaker": "user",
+        "text": "again", "tool_calls": "[]", "timestamp": None, "is_sidechain": 0,
+        "agent_id": None, "is_meta": 0, "injected": 0}) is None
+    assert conv.stats() == {"sessions": 1, "messages": 2, "chunks": 1, "file_edits": 1, "files": 1}
+
+
+def test_corrections_sessions_analysis_and_tokens(store):
+    got = fill(store)
+    a, b, c = got["ids"]
+    corr, cid = store.corrections, got["correction"]
+    assert corr.correction(cid)["label"] == "preference" and corr.pending(5) == []
+    assert [r["id"] for r in corr.list_corrections("/p", 5)] == [cid]
+    assert corr.list_corrections(None, 5) == []
+    assert [r["id"] for r in corr.list_corrections(None, 5, all_projects=True,
+                                                   labels=["preference"])] == [cid]
+    assert [r["id"] for r in corr.rule_candidates("/p")] == [c]
+    assert corr.learned_rule_ids() == [c]
+    assert corr.preferences("/p", all_projects=False, file_type="py", statuses=["active"],
+                            limit=5) == [c]
+    edits = corr.unchecked_edits(session_id="s1")
+    assert [e["file_path"] for e in edits] == ["/p/build.sh"]
+    corr.mark_edits_checked([edits[0]["id"]], now())
+    assert corr.unchecked_edits(project="/p") == []
+    assert corr.message("u1")["project"] == "/p"
+    assert [r["lesson_id"] for r in corr.learned_corrections()] == [c]
+    assert [s["id"] for s in corr.session_spans()] == ["s1"]
+    assert corr.sessions_mentioning("PNPM") == {"s1"}
+    ses = store.sessions
+    rules = ses.rules_and_preferences("/p", 10, "active", min_seen=3)
+    assert [r["id"] for r in rules] == [c]
+    assert ses.rules_and_preferences("/p", 10, "active", min_seen=4) == []
+    assert [r["id"] for r in ses.other_lessons("/p", 10)] == [a, b] or \
+        {r["id"] for r in ses.other_lessons("/p", 10)} == {a, b}
+    assert ses.session_files("s1") == ["/p/build.sh"]
+    assert not ses.insert_snapshot("e2", "s1", "/p", now(), {})
+    assert ses.context_loads("s1", 5)[0]["shown"] == [a]
+    assert not ses.insert_context_load("e3", "s1", "/p", now(), {})
+    an = store.analysis
+    assert not an.record_start("s1", "/p", now()) and an.started_at("s1") == "2025-03-01T09:59:00Z"
+    assert an.session_corrections("s1") == [("no, use files", None)]
+    assert an.has_run("e4") and not an.has_run("e5")
+    an.record_run({"event_id": "e4", "at": now(), "trigger": "command", "outcome": "skipped",
+                   "reason": "again"})  # the same event: stored once
+    summary = an.run_summary("/p")
+    assert summary["sessions_seen"] == 1 and summary["outcomes"] == {"analysed": 1}
+    assert summary["last_run"]["lesson_ids"] == [a] and summary["created"] == 1
+    assert an.learned_by_kind(("correction",), None) == {"preference": {"active": 1}}
+    tok = store.tokens
+    assert tok.token("t1")["scope"] == "read" and [t["id"] for t in tok.list_tokens()] == ["t1"]
+    tok.touch_token("t1", "2025-01-01")
+    assert tok.revoke_token("t1", now()) and not tok.revoke_token("t1", now())
+
+
+def test_who_wrote_it_and_who_may_find_it(location):
+    mine = open_store(location)
+    mine.set_identity("ana", "laptop-1")
+    theirs = open_store(location)
+    theirs.set_identity("ben", "desk-2")
+    try:
+        learned, shared = new_id(), new_id()
+        mine.insert(LessonRow(id=learned, values={**row(learned, "Ana's rule").values,
+                                                  "source": "correction"},
+                              tags=(), contexts=(), anti_contexts=(), file_types=(), examples=(),
+                              trade_offs=(), evidence=()))
+        mine.insert(row(shared, "Team rule"))
+        mine.add_edge(Edge(learned, shared, "related_to", now()))
+        for s, sees in ((mine, {learned, shared}), (theirs, {shared})):
+            where, params = s.filter_sql(Filters(), anti_contexts_exclude=True)
+            assert {s.brief([q])[q]["id"] for q in s.allowed_seqs(where, params)} == sees
+            assert {r["id"] for r in s.sessions.other_lessons(None, 10)} == sees
+        with pytest.raises(InvalidInput):
+            mine.set_visibility(learned, "everyone")
+        with pytest.raises(NotFound):
+            mine.set_visibility(new_id(), "team")
+        mine.set_visibility(learned, "team")
+        where, params = theirs.filter_sql(Filters(), anti_contexts_exclude=True)
+        assert theirs.count_where(where, params) == 2
+        cid = theirs.corrections.add_correction(event_id="e9", session_id=None, project=None,
+                                                user_message="no", proposal=None, files=[],
+                                                at=now(), origin="manual")
+        assert cid is not None
+        rows = {t: list(mine.export_rows(t, 100))[0] for t in ("lessons", "corrections")}
+        cols = {t: mine.copy_columns(t) for t in rows}
+        by = {r[cols["lessons"].index("id")]: r for r in rows["lessons"]}
+        assert by[learned][cols["lessons"].index("author")] == "ana"
+        assert by[learned][cols["lessons"].index("device")] == "laptop-1"
+        assert by[shared][cols["lessons"].index("visibility")] == "team"
+        assert rows["corrections"][0][cols["corrections"].index("author")] == "ben"
+    finally:
+        mine.close()
+        theirs.close()

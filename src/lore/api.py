@@ -16,7 +16,7 @@ and the parts in :mod:`lore.core`: ``embedding``, ``lessons``, ``conversations``
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lore import normalize
@@ -92,7 +92,9 @@ class Lore:
     def open(cls, settings: Settings, *, embedder: Embedder | None = None,
              create: bool = True) -> Lore:
         tighten_home(settings.home)  # a home made by an older Lore becomes private
-        return cls(settings, open_store(settings.db_location, create=create), embedder)
+        store = open_store(settings.db_location, create=create)
+        store.set_identity(settings.user, settings.device)
+        return cls(settings, store, embedder)
 
     def close(self) -> None:
         try:
@@ -374,12 +376,27 @@ class Lore:
             raise NotFound(f"no lesson is tagged '{old_n}'; `lore recall tags` lists the tags")
         return len(self.store.merge_tag(old_n, new_n))
 
+    def set_visibility(self, lesson_id: str, visibility: str) -> None:
+        """Who finds a lesson: personal (its author), project or team (docs/storage.md)."""
+        self.store.set_visibility(require_id(lesson_id), visibility)
+
+    def migrate_to(self, target: str, *, force: bool = False,
+                   progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        """Copy this whole database to another location (a file or a server URL)."""
+        from lore.core.copy import copy_database, open_target
+
+        store = open_target(target)
+        try:
+            return copy_database(self.store, store, force=force, progress=progress)
+        finally:
+            store.close()
+
     # ---- statistics -------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         model, dims = self.stored_model()
         s = self.store
         return {
-            "database": self.settings.db_location,
+            "database": self.settings.db_shown,
             "size_bytes": s.size_bytes(),
             "schema_version": s.schema_version(),
             "lessons": s.count(),

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from lore.errors import ConfigError
-from lore.home import lore_home
+from lore.home import device_id, is_url, lore_home, mask_url
 
 ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -291,11 +291,14 @@ class Config(_Strict):
     tag_aliases: dict[str, str] = Field(default_factory=dict)
     known_tags: list[str] = Field(default_factory=list)
     database: str | None = None  # the database file (or a store plugin's URL); default $LORE_HOME/lore.db
+    user: str | None = None  # who writes (stamped on rows, owns personal lessons); default: the OS login
 
 
 # Environment variables that override config keys.
 ENV_KEYS: dict[str, str] = {
-    "LORE_DB": "database",
+    "LORE_DATABASE_URL": "database",
+    "LORE_DB": "database",  # after the URL: the more specific of the two wins, as --db does
+    "LORE_USER": "user",
     "LORE_EMBEDDING_BACKEND": "embedding.backend",
     "LORE_EMBEDDING_MODEL": "embedding.model",
     "LORE_EMBEDDING_DIMENSIONS": "embedding.dimensions",
@@ -317,7 +320,14 @@ class Settings:
 
     @property
     def db_path(self) -> Path:
-        return Path(self.config.database).expanduser() if self.config.database else self.home / "lore.db"
+        """The database file (a URL's database has none: its location is ``db_location``)."""
+        if self.config.database and not is_url(self.config.database):
+            return Path(self.config.database).expanduser()
+        return self.home / "lore.db"
+
+    @property
+    def db_is_url(self) -> bool:
+        return is_url(self.config.database)
 
     @property
     def review_folder(self) -> Path:
@@ -329,7 +339,28 @@ class Settings:
     def db_location(self) -> str:
         """Where the store lives as given: a file path, or a backend's URL (``scheme://…``)."""
         db = self.config.database
-        return db if db and "://" in db else str(self.db_path)
+        return db if db and is_url(db) else str(self.db_path)
+
+    @property
+    def db_shown(self) -> str:
+        """The database location for people to read: a URL's password masked."""
+        return mask_url(self.db_location)
+
+    @property
+    def user(self) -> str:
+        """Who writes: config ``user`` (or $LORE_USER), else the OS login."""
+        if self.config.user:
+            return self.config.user
+        import getpass
+
+        try:
+            return getpass.getuser()
+        except (KeyError, OSError):
+            return "unknown"
+
+    @property
+    def device(self) -> str:
+        return device_id(self.home)
 
 
 def config_file() -> Path:
@@ -364,7 +395,7 @@ def check_database_path(settings: Settings) -> None:
     """A database path that was configured (config file, $LORE_DB, --db) must sit in an
     existing folder: a typo must not create folders and an empty database somewhere.
     Only the default home is created on first use."""
-    if not settings.config.database:
+    if not settings.config.database or settings.db_is_url:
         return
     folder = settings.db_path.parent
     if folder.is_dir():
@@ -491,4 +522,6 @@ def _section_model(loc: list[str]) -> type[BaseModel] | None:
 def _mask(key: str, value: Any) -> Any:
     if key.endswith("api_key") and value:
         return "***" + str(value)[-4:]
+    if key == "database" and isinstance(value, str):
+        return mask_url(value)
     return value

@@ -28,9 +28,6 @@ class Check:
 
 def run_checks(load_settings: Callable[[], Any]) -> list[Check]:
     checks: list[Check] = []
-    checks.append(_driver())
-    checks.append(_fts5())
-    checks.append(_sqlite_vec())
     settings = None
     try:
         settings = load_settings()
@@ -42,8 +39,12 @@ def run_checks(load_settings: Callable[[], Any]) -> list[Check]:
     if settings is None:
         from lore.config import lore_home
 
-        return checks + _home(lore_home(), lore_home())
+        return _backend(str(lore_home() / "lore.db")) + checks + _home(lore_home(), lore_home())
+    checks = _backend(settings.db_location) + checks
     checks.append(_model(settings))
+    if settings.db_is_url:
+        home = _home(settings.home, settings.home) if settings.home.exists() else []
+        return checks + home + _database(settings)
     home = _home(Path(settings.db_path).parent, settings.home)
     checks += home
     checks += _database(settings, home_ok=all(c.ok for c in home))
@@ -96,36 +97,12 @@ def _free_space(folder: Path) -> Check:
     return Check("disk space", True, f"{shown} free")
 
 
-def _driver() -> Check:
-    try:
-        import sqlean
+def _backend(location: str) -> list[Check]:
+    """The backend's own checks (the SQLite driver, FTS5 and sqlite-vec; or psycopg and
+    pgvector), through the store package rather than a backend's modules."""
+    from lore.store import diagnose
 
-        return Check("sqlite driver", True, f"sqlean.py with SQLite {sqlean.sqlite_version}")
-    except ImportError:
-        return Check("sqlite driver", False, "sqlean.py is not installed",
-                     "pip install --force-reinstall lore-memory")
-
-
-def _fts5() -> Check:
-    try:
-        from lore.store.sqlite.db import check_fts5
-
-        check_fts5()
-        return Check("fts5", True, "available")
-    except Exception as exc:  # noqa: BLE001 - report whatever broke
-        return Check("fts5", False, str(exc), "reinstall sqlean.py: pip install -U sqlean.py")
-
-
-def _sqlite_vec() -> Check:
-    try:
-        from lore.store.sqlite.db import connect, versions
-
-        conn = connect(":memory:")
-        v = versions(conn)["sqlite_vec"]
-        conn.close()
-        return Check("sqlite-vec", True, f"loaded {v}")
-    except Exception as exc:  # noqa: BLE001
-        return Check("sqlite-vec", False, str(exc), "pip install -U sqlite-vec")
+    return [Check(*c) for c in diagnose(location)]
 
 
 def _model(settings: Any) -> Check:
@@ -154,14 +131,14 @@ def _model(settings: Any) -> Check:
 
 
 def _database(settings: Any, home_ok: bool = True) -> list[Check]:
-    from lore.api import Lore
-    from lore.store.sqlite.db import driver, storage_error
+    from lore.api import Lore, storage_error
 
-    path = Path(settings.db_path)
-    if not home_ok and not path.is_file():
+    remote = settings.db_is_url
+    path = settings.db_shown if remote else Path(settings.db_path)
+    if not remote and not home_ok and not Path(path).is_file():
         return [Check("database", False, f"{path} cannot be opened or created: see the check "
                       "above", "fix the folder first")]
-    if not path.exists():
+    if not remote and not Path(path).exists():
         return [Check("database", True, f"{path} does not exist yet (created on first use)")]
     out: list[Check] = []
     try:
@@ -186,8 +163,8 @@ def _database(settings: Any, home_ok: bool = True) -> list[Check]:
     except StorageError as exc:
         out.append(Check("database", False, exc.problem, exc.fix))
         return out
-    except driver().Error as exc:  # a read-only file that needs a migration, a full disk …
-        found = storage_error(exc, path)
+    except Exception as exc:  # a read-only file that needs a migration, a full disk …
+        found = storage_error(exc, settings.db_location)
         if found is None:
             raise
         out.append(Check("database", False, found.problem, found.fix))
@@ -196,7 +173,7 @@ def _database(settings: Any, home_ok: bool = True) -> list[Check]:
         out.append(Check("database", False, str(exc),
                          "point LORE_DB/--db at a Lore database, or move the file away"))
         return out
-    if os.name == "posix":
+    if os.name == "posix" and not remote:
         mode = stat.S_IMODE(path.stat().st_mode)
         out.append(Check("permissions", mode & 0o077 == 0, f"{path} mode {oct(mode)}",
                          "" if mode & 0o077 == 0 else f"chmod 600 {path}"))

@@ -19,6 +19,47 @@ def lore_home() -> Path:
     return Path(os.environ.get("LORE_HOME") or Path.home() / ".lore").expanduser()
 
 
+def is_url(location: str | Path | None) -> bool:
+    """A database location naming a server (``postgresql://…``) rather than a file."""
+    return bool(location) and "://" in str(location)
+
+
+def mask_url(location: str) -> str:
+    """A database URL with its password shown as ``***`` (never print the password)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    if not is_url(location):
+        return location
+    try:
+        parts = urlsplit(location)
+        password = parts.password
+    except ValueError:
+        password = None
+    import re
+
+    if password:
+        user, _, host = parts.netloc.rpartition("@")
+        name = user.split(":", 1)[0]
+        location = urlunsplit((parts.scheme, f"{name}:***@{host}", parts.path, parts.query,
+                               parts.fragment))
+    # A password in the query (?password=…) is masked too.
+    return re.sub(r"(password=)[^&]*", r"\1***", location)
+
+
+def device_id(home: Path | None = None) -> str:
+    """This home's device id: ``$LORE_DEVICE``, else the host name and a short hash of the
+    home's path. Stable without a file to keep (nothing is written to the home for it), and two
+    homes on one machine differ. Not kept in the database, which several devices may share."""
+    env = os.environ.get("LORE_DEVICE")
+    if env:
+        return env
+    import hashlib
+    import socket
+
+    where = str((home or lore_home()).expanduser().absolute())
+    return f"{socket.gethostname() or 'device'}-{hashlib.sha256(where.encode()).hexdigest()[:6]}"
+
+
 def read_pid(path: Path) -> int | None:
     try:
         text = path.read_text().strip()

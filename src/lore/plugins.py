@@ -27,7 +27,9 @@ from lore.errors import ConfigError
 GROUPS = ("lore.stores", "lore.embedders", "lore.extractors")
 
 BUILTIN: dict[str, dict[str, str]] = {
-    "lore.stores": {"sqlite": "lore.store.sqlite:SQLiteStore"},
+    "lore.stores": {"sqlite": "lore.store.sqlite:SQLiteStore",
+                    "postgresql": "lore.store.postgres:PostgresStore",
+                    "postgres": "lore.store.postgres:PostgresStore"},
     "lore.embedders": {
         "fastembed": "lore.embed.fastembed_backend:FastEmbedEmbedder",
         "sentence-transformers": "lore.embed.sentence_transformers_backend:SentenceTransformersEmbedder",

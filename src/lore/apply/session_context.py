@@ -37,18 +37,15 @@ class Built:
                 "chars": len(self.text), "dropped_chars": self.dropped_chars}
 
 
-def from_file(db: Path, project: str | None, max_chars: int, max_items: int,
-              proposed_min_seen: int = 2) -> Built:
-    """The context straight from a database file, for the SessionStart hook: the SQLite
-    tables only, no migration, no model, no numpy (the hook runs on the agent's critical path)."""
-    from lore.store.sqlite.db import connect
-    from lore.store.sqlite.sessions import SessionTables
+def from_file(db: Path | str, project: str | None, max_chars: int, max_items: int,
+              proposed_min_seen: int = 2, user: str | None = None) -> Built:
+    """The context straight from the database (a file or a server URL), for the SessionStart
+    hook: the tables only, no migration, no model, no numpy (the hook runs on the agent's
+    critical path). ``user``: whose personal lessons are told."""
+    from lore.store import session_reader
 
-    conn = connect(db, create=False)
-    try:
-        return build_report(SessionTables(conn), project, max_chars, max_items, proposed_min_seen)
-    finally:
-        conn.close()
+    with session_reader(db, user) as queries:
+        return build_report(queries, project, max_chars, max_items, proposed_min_seen)
 
 
 def build(queries: SessionStore, project: str | None, max_chars: int = 4000,

@@ -21,7 +21,7 @@ from lore.capture.githead import read_head
 from lore.capture.queue import Queue
 from lore.capture.signals import might_teach
 from lore.capture.tail import MAX_FIELD, last_assistant, last_exchange
-from lore.home import alive, lore_home, read_pid, spawn_worker
+from lore.home import alive, is_url, lore_home, read_pid, spawn_worker
 from lore.normalize import json_value
 from lore.private import open_private, private_dir, tighten_home
 from lore.redact import redact, redact_value
@@ -73,21 +73,33 @@ def session_context(cwd: Any) -> tuple[str | None, dict[str, Any] | None]:
     """The hookSpecificOutput JSON with what Lore knows for this project (or None), and the
     record of what it holds and what the budget left out (None: no database yet)."""
     settings = _light_settings()
-    db = Path(os.environ.get("LORE_DB") or settings.get("database") or lore_home() / "lore.db")
-    if not db.is_file():
+    location = (os.environ.get("LORE_DB") or os.environ.get("LORE_DATABASE_URL")
+                or settings.get("database") or str(lore_home() / "lore.db"))
+    if not is_url(location) and not Path(location).expanduser().is_file():
         return None, None
+    db: Path | str = location if is_url(location) else Path(location).expanduser()
     from lore.apply.session_context import from_file  # no model, no numpy
 
     ctx = settings.get("context") or {}
     learning = settings.get("learning") or {}
     built = from_file(db, cwd if isinstance(cwd, str) else None,
                       int(ctx.get("max_chars", 4000)), int(ctx.get("max_items", 60)),
-                      int(learning.get("inject_proposed_min_seen", 2)))
+                      int(learning.get("inject_proposed_min_seen", 2)),
+                      user=os.environ.get("LORE_USER") or settings.get("user") or _login())
     record = {**built.record(), "at": time.time()}
     if not built.text:
         return None, record
     return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart",
                                               "additionalContext": built.text}}), record
+
+
+def _login() -> str | None:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return None
 
 
 def _light_settings() -> dict[str, Any]:

@@ -71,7 +71,7 @@ def admin_init(ctx: click.Context, json_: bool) -> None:
     from lore.api import Lore
 
     s = settings(ctx)
-    existed = s.db_path.exists()
+    existed = s.db_is_url or s.db_path.exists()
     wrote_config = False
     if not s.config_path.exists():
         private_dir(s.config_path.parent)
@@ -80,13 +80,13 @@ def admin_init(ctx: click.Context, json_: bool) -> None:
         wrote_config = True
     with Lore.open(s) as lore:
         count = lore.lesson_count()
-    result = {"database": str(s.db_path), "created": not existed, "lessons": count,
+    result = {"database": s.db_shown, "created": not existed, "lessons": count,
               "config": str(s.config_path), "config_created": wrote_config}
     if json_:
         emit_json(result)
         return
-    click.echo(str(s.db_path))
-    notice(("created" if not existed else "already initialised") + f": {s.db_path} "
+    click.echo(s.db_shown)
+    notice(("created" if not existed else "already initialised") + f": {s.db_shown} "
            f"({count} lessons)")
     if wrote_config:
         notice(f"wrote a commented config to {s.config_path}")
@@ -181,6 +181,55 @@ def admin_import(lore: Any, lines: list[str], skip_invalid: bool, json_: bool) -
         notice(f"imported: {report.added} added, {report.updated} updated, "
                f"{report.unchanged} unchanged, {report.edges} links, "
                f"{len(report.skipped)} skipped")
+
+
+@admin.command("migrate-to")
+@click.argument("target")
+@click.option("--force", is_flag=True,
+              help="Replace what the target holds (its lessons, conversations and history are "
+                   "deleted first); without it a target holding Lore data is refused.")
+@json_option
+@with_lore
+def admin_migrate_to(lore: Any, target: str, force: bool, json_: bool) -> None:
+    """Copy the whole database to another one: a Postgres server or an SQLite file.
+
+    Everything travels: lessons with their tags, contexts, examples, evidence and vectors,
+    links, conversations, corrections, sessions, usage, searches and access tokens. The
+    target rebuilds its keyword and vector indexes. The database in use is not changed;
+    point `database:` (or LORE_DATABASE_URL) at the target afterwards.
+
+    \b
+    Examples:
+      lore admin migrate-to postgresql://me@db.example/lore
+      LORE_DATABASE_URL=postgresql://me@db.example/lore lore admin migrate-to ~/lore-copy.db
+    """
+    from lore.home import mask_url
+
+    bar, update = progress_bar("copying rows")
+    with bar:
+        copied = lore.migrate_to(target, force=force, progress=update)
+    if json_:
+        emit_json({"target": mask_url(target), "rows": copied})
+        return
+    notice(f"copied {sum(copied.values())} rows in {len(copied)} tables to {mask_url(target)} "
+           f"({copied.get('lessons', 0)} lessons, {copied.get('chunks', 0)} conversation chunks)")
+
+
+@admin.command("visibility")
+@click.argument("lesson_id")
+@click.argument("visibility", type=click.Choice(["personal", "project", "team"]))
+@with_lore
+def admin_visibility(lore: Any, lesson_id: str, visibility: str) -> None:
+    """Set who finds a lesson in a shared database: personal (you), project or team.
+
+    Rules learned from your corrections start personal; lessons added by hand start team.
+
+    \b
+    Example:
+      lore admin visibility 01JD8X3Q5M4Z2Y7T6R1W0V9K8J team
+    """
+    lore.set_visibility(lesson_id, visibility)
+    notice(f"{lesson_id} is now {visibility}")
 
 
 def _read_lines(ctx: click.Context, param: click.Parameter, file: str) -> list[str]:

@@ -99,7 +99,7 @@ class LoreGroup(click.Group):
 
 
 def _storage_error(ctx: click.Context, exc: Exception) -> Exception | None:
-    if type(exc).__module__.split(".")[0] not in ("sqlean", "sqlite3"):
+    if type(exc).__module__.split(".")[0] not in ("sqlean", "sqlite3", "psycopg"):
         return None
     from lore.api import storage_error
 
@@ -118,7 +118,7 @@ def settings(ctx: click.Context) -> Settings:
         s.config.database = obj["db_path"]
         s.sources["database"] = "--db"
         check_database_path(s)
-    obj["resolved_db"] = str(s.db_path)
+    obj["resolved_db"] = s.db_location
     return s
 
 

@@ -33,10 +33,10 @@ def config_show(ctx: click.Context, json_: bool) -> None:
     rows = effective(s)
     if json_:
         emit_json({"config_file": str(s.config_path), "home": str(s.home),
-                   "database": str(s.db_path),
+                   "database": s.db_shown,
                    "settings": [{"key": k, "value": v, "source": src} for k, v, src in rows]})
         return
-    click.echo(f"# home {s.home}\n# config {s.config_path}\n# database {s.db_path}", err=True)
+    click.echo(f"# home {s.home}\n# config {s.config_path}\n# database {s.db_shown}", err=True)
     table(None, ["key", "value", "source"], [[k, repr(v) if isinstance(v, str) else v, src]
                                              for k, v, src in rows])
 

@@ -8,6 +8,8 @@ a plain path is an SQLite file (:mod:`lore.store.sqlite`).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from lore import plugins
@@ -46,6 +48,33 @@ def storage_error(exc: Exception, location: str | Path) -> StorageError | None:
     return found
 
 
+def diagnose(location: str | Path) -> list[tuple[str, bool, str, str]]:
+    """The backend's own health checks for ``lore admin doctor``: (name, ok, detail, fix)."""
+    try:
+        cls = plugins.load("lore.stores", backend_name(location), "database backend")
+    except LoreError as exc:
+        return [("database backend", False, str(exc), "use a path or a postgresql:// URL")]
+    checks: list[tuple[str, bool, str, str]] = cls.diagnose() if hasattr(cls, "diagnose") else []
+    return checks
+
+
+@contextmanager
+def session_reader(location: str | Path, user: str | None = None) -> Iterator[SessionStore]:
+    """The SessionStart context's queries on an existing database, without migrating or
+    loading a model (the hook's path); ``user``: whose personal lessons count."""
+    cls = plugins.load("lore.stores", backend_name(location), "database backend")
+    if hasattr(cls, "session_reader"):
+        with cls.session_reader(str(location), user) as reader:
+            yield reader
+        return
+    store: Store = cls.open(location, create=False)  # a plugin without the light path
+    try:
+        store.set_identity(user, None)
+        yield store.sessions
+    finally:
+        store.close()
+
+
 def open_store(location: str | Path, *, create: bool = True) -> Store:
     """Open (and migrate) the database at ``location`` with the backend it names."""
     cls = plugins.load("lore.stores", backend_name(location), "database backend")
@@ -54,8 +83,8 @@ def open_store(location: str | Path, *, create: bool = True) -> Store:
 
 
 __all__ = [
-    "open_store", "storage_error", "backend_name", "Store", "LessonStore", "ConversationStore",
-    "CorrectionStore",
+    "open_store", "session_reader", "diagnose", "storage_error", "backend_name", "Store", "LessonStore",
+    "ConversationStore", "CorrectionStore",
     "SessionStore", "TokenStore", "LessonRow", "fts_query", "fts_terms", "PREFERENCE_COLUMNS",
     "PREFERENCE_KEYS",
     "TEXT_FIELDS",

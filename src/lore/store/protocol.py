@@ -26,6 +26,34 @@ TEXT_FIELDS = ("title", "content", "source_notes", "project", "summary", "proble
                "when_to_apply", "when_not_to_apply", "source", "score")
 
 
+# Who may see a lesson in a database several people share: its author only, everyone working
+# in its project (the project filter as before), or everyone.
+VISIBILITIES = ("personal", "project", "team")
+# Rules learned from one person's corrections are theirs until they share them.
+LEARNED_SOURCES = ("correction", "preference", "silent_fix")
+
+# Every table a database copy carries, parents before children (``lore admin migrate-to``).
+# The keyword and vector indexes are not copied: each backend rebuilds its own.
+COPY_TABLES = (
+    "meta", "confidence_levels", "source_types", "lesson_kinds", "lesson_statuses",
+    "relation_types", "lessons", "lesson_tags", "lesson_contexts", "lesson_file_types",
+    "code_examples", "trade_offs", "evidence", "edges", "tag_relations", "lesson_vectors",
+    "search_log", "sessions", "messages", "chunks", "chunk_vectors", "file_edits", "ingest_files",
+    "corrections", "snapshots", "analysis_sessions", "analysis_runs", "server_tokens",
+    "context_loads",
+)
+
+
+def stamped(values: dict[str, Any], user: str | None, device: str | None) -> dict[str, Any]:
+    """A new lesson's row values with who wrote it, where, and its default visibility."""
+    out = dict(values)
+    out.setdefault("author", user)
+    out.setdefault("device", device)
+    if not out.get("visibility"):
+        out["visibility"] = "personal" if out.get("source") in LEARNED_SOURCES else "team"
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class LessonRow:
     """What the store needs to write a lesson; the core builds it after validation."""
@@ -271,8 +299,29 @@ class SyncStore(Protocol):
     def history(self, lesson_id: str) -> list[dict[str, Any]]: ...
 
 
-class Store(LessonStore, Protocol):
+class CopyStore(Protocol):
+    """A whole database as rows, table by table (``lore admin migrate-to``): values are plain
+    (text, numbers, None) except vectors, which travel as float32 bytes."""
+
+    def copy_columns(self, table: str) -> list[str]: ...
+    def rows_in(self, table: str) -> int: ...
+    def export_rows(self, table: str, batch: int) -> Iterator[list[tuple[Any, ...]]]: ...
+    def import_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> int: ...
+    def rebuild_indexes(self) -> None: ...
+    def clear(self) -> None: ...
+
+
+class Store(LessonStore, CopyStore, Protocol):
     """One Lore database: lessons plus the table groups below, and its transactions."""
+
+    def set_identity(self, user: str | None, device: str | None) -> None:
+        """Who writes through this store and from which device: stamped on lessons,
+        corrections, edges and the search log; another user's personal lessons are not found."""
+        ...
+
+    def set_visibility(self, lesson_id: str, visibility: str) -> None:
+        """personal | project | team (NotFound for an unknown id)."""
+        ...
 
     @property
     def location(self) -> str:

@@ -14,12 +14,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from lore.store.protocol import Store
+from lore.errors import InvalidInput, NotFound
+from lore.store.protocol import VISIBILITIES, Store
 from lore.store.sqlite import migrations
 from lore.store.sqlite.analysis import AnalysisTables
 from lore.store.sqlite.conversations import ConversationTables
+from lore.store.sqlite.copy import CopyTables
 from lore.store.sqlite.corrections import CorrectionTables
-from lore.store.sqlite.db import atomic, connect, storage_error
+from lore.store.sqlite.db import atomic, check_fts5, connect, driver, storage_error, versions
 from lore.store.sqlite.lessons import LessonTables
 from lore.store.sqlite.migrations import SCHEMA_VERSION, migrate
 from lore.store.sqlite.sessions import SessionTables
@@ -27,7 +29,7 @@ from lore.store.sqlite.sync import SyncTables
 from lore.store.sqlite.tokens import TokenTables
 
 
-class SQLiteStore(LessonTables):
+class SQLiteStore(LessonTables, CopyTables):
     """One Lore database file (implements :class:`lore.store.protocol.Store`)."""
 
     def __init__(self, conn: Any, location: str = "") -> None:
@@ -51,6 +53,40 @@ class SQLiteStore(LessonTables):
             raise
         return cls(conn, str(location))
 
+    @classmethod
+    def diagnose(cls) -> list[tuple[str, bool, str, str]]:
+        """The driver, FTS5 and sqlite-vec, each with its fix (``lore admin doctor``)."""
+        out: list[tuple[str, bool, str, str]] = []
+        try:
+            sqlite3 = driver()
+            out.append(("sqlite driver", True, f"sqlean.py with SQLite {sqlite3.sqlite_version}", ""))
+        except Exception as exc:  # noqa: BLE001 - report whatever broke
+            out.append(("sqlite driver", False, str(exc), "pip install --force-reinstall lore-memory"))
+        try:
+            check_fts5()
+            out.append(("fts5", True, "available", ""))
+        except Exception as exc:  # noqa: BLE001
+            out.append(("fts5", False, str(exc), "reinstall sqlean.py: pip install -U sqlean.py"))
+        try:
+            conn = connect(":memory:")
+            v = versions(conn)["sqlite_vec"]
+            conn.close()
+            out.append(("sqlite-vec", True, f"loaded {v}", ""))
+        except Exception as exc:  # noqa: BLE001
+            out.append(("sqlite-vec", False, str(exc), "pip install -U sqlite-vec"))
+        return out
+
+    @classmethod
+    @contextmanager
+    def session_reader(cls, location: str, user: str | None = None) -> Iterator[SessionTables]:
+        """The SessionStart queries on the file as it is: no migration (the hook's path)."""
+        conn = connect(location, create=False)
+        conn.lore_user = user
+        try:
+            yield SessionTables(conn)
+        finally:
+            conn.close()
+
     # A driver exception as the StorageError that says what to do (see lore.store.storage_error).
     storage_error = staticmethod(storage_error)
 
@@ -58,6 +94,18 @@ class SQLiteStore(LessonTables):
     def read_only(self) -> bool:
         """Opened read-only (the file or its folder is not writable): nothing is written."""
         return bool(getattr(self.conn, "read_only", False))
+
+    def set_identity(self, user: str | None, device: str | None) -> None:
+        self.conn.lore_user, self.conn.lore_device = user, device
+
+    def set_visibility(self, lesson_id: str, visibility: str) -> None:
+        if visibility not in VISIBILITIES:
+            raise InvalidInput(f"invalid visibility '{visibility}'; valid: {', '.join(VISIBILITIES)}")
+        with atomic(self.conn):
+            cur = self.conn.execute("UPDATE lessons SET visibility = ? WHERE id = ?",
+                                    (visibility, lesson_id))
+        if cur.rowcount == 0:
+            raise NotFound(f"no lesson with id {lesson_id}; `lore recall search` finds ids")
 
     @contextmanager
     def atomic(self) -> Iterator[Any]:

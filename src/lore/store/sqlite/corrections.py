@@ -23,10 +23,10 @@ class CorrectionTables(Tables):
         """Store one captured message; None when this session already holds the same message."""
         cur = self.conn.execute(
             "INSERT OR IGNORE INTO corrections (event_id, session_id, project, user_message, "
-            "assistant_proposal, files, at, origin, message_uuid, proposal_uuid, diff, correction_type) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "assistant_proposal, files, at, origin, message_uuid, proposal_uuid, diff, correction_type, "
+            "author, device) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (event_id, session_id, project, user_message, proposal, json.dumps(list(files)), at, origin,
-             message_uuid, proposal_uuid, diff, correction_type))
+             message_uuid, proposal_uuid, diff, correction_type, *self.who))
         return int(cur.lastrowid) if cur.rowcount else None
 
 

@@ -97,6 +97,8 @@ def _connection_class() -> Any:
     if _CONNECTION is None:
         class Connection(driver().Connection):  # type: ignore[misc,name-defined]
             read_only = False
+            lore_user: str | None = None  # who writes (Store.set_identity)
+            lore_device: str | None = None
 
         _CONNECTION = Connection
     return _CONNECTION
@@ -288,3 +290,8 @@ class Tables:
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
+
+    @property
+    def who(self) -> tuple[str | None, str | None]:
+        """(user, device) stamped on the rows this connection writes (None: not set)."""
+        return getattr(self.conn, "lore_user", None), getattr(self.conn, "lore_device", None)

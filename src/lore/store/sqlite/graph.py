@@ -42,9 +42,9 @@ class EdgeTables(Tables):
     def add_edge(self, edge: Edge) -> bool:
         with atomic(self.conn):
             cur = self.conn.execute(
-                "INSERT OR IGNORE INTO edges (from_id, to_id, relation, created_at) "
-                "VALUES (?, ?, ?, ?)",
-                (edge.from_id, edge.to_id, edge.relation, edge.created_at),
+                "INSERT OR IGNORE INTO edges (from_id, to_id, relation, created_at, author) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (edge.from_id, edge.to_id, edge.relation, edge.created_at, self.who[0]),
             )
         return cur.rowcount > 0
 

@@ -11,7 +11,7 @@ from typing import Any
 from lore.errors import NotFound
 from lore.ids import new_id
 from lore.models import CodeExample, Evidence, Lesson, Preference, TradeOff
-from lore.store.protocol import PREFERENCE_COLUMNS, LessonRow
+from lore.store.protocol import PREFERENCE_COLUMNS, LessonRow, stamped
 from lore.store.sqlite.db import atomic, chunks
 from lore.store.sqlite.graph import EdgeTables
 from lore.store.sqlite.search import KeywordIndex
@@ -39,12 +39,13 @@ class LessonTables(VectorTables, KeywordIndex, EdgeTables, UsageTables):
         return found
 
     def insert(self, row: LessonRow) -> int:
-        cols = ["id", *row.values]
+        values = stamped(row.values, *self.who)
+        cols = ["id", *values]
         marks = ",".join("?" * len(cols))
         with atomic(self.conn):
             cur = self.conn.execute(
                 f"INSERT INTO lessons ({','.join(cols)}) VALUES ({marks})",
-                [row.id, *row.values.values()],
+                [row.id, *values.values()],
             )
             seq = int(cur.lastrowid)
             self._write_children(row)

@@ -6,6 +6,7 @@ appended to ``MIGRATIONS``. docs/storage.md describes the resulting schema.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -675,6 +676,27 @@ def m012_schedule_runs(conn: Any) -> None:
     )
 
 
+def m013_who_and_where(conn: Any) -> None:
+    """Who wrote a row (a user name) and on which device, for a database several people or
+    machines share; and who may see a lesson: ``visibility`` personal (its author only; the
+    default for learned rules), project or team. Rows written before keep NULL authors and
+    stay visible to everyone."""
+    run_script(
+        conn,
+        """
+        ALTER TABLE lessons ADD COLUMN author TEXT;
+        ALTER TABLE lessons ADD COLUMN device TEXT;
+        ALTER TABLE lessons ADD COLUMN visibility TEXT NOT NULL DEFAULT 'personal'
+            CHECK (visibility IN ('personal', 'project', 'team'));
+        CREATE INDEX idx_lessons_visibility ON lessons(visibility, author);
+        ALTER TABLE corrections ADD COLUMN author TEXT;  -- corrections.device came with m011
+        ALTER TABLE edges ADD COLUMN author TEXT;
+        ALTER TABLE search_log ADD COLUMN author TEXT;
+        ALTER TABLE search_log ADD COLUMN device TEXT;
+        """,
+    )
+
+
 def m015_session_start_commit(conn: Any) -> None:
     """The commit each session started from (read by the SessionStart hook), so the end of the
     session diffs from it rather than from the last commit before its start time."""
@@ -689,12 +711,26 @@ def m015_session_start_commit(conn: Any) -> None:
     )
 
 
+# Each migration keeps its number (the digits of its name): migrations are added on several
+# lines of work at once, and a database records which numbers it has run, not a count.
 MIGRATIONS: list[Callable[[Any], None]] = [
     m001_core, m002_conversations, m003_corrections, m004_filter_index, m005_learning,
     m006_redact_stored, m007_analysis, m008_server_tokens, m009_context_loads, m011_sync,
-    m012_schedule_runs, m015_session_start_commit,
+    m012_schedule_runs, m013_who_and_where, m015_session_start_commit,
 ]
-SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def number(position: int, migration: Callable[[Any], None]) -> int:
+    """The migration's number: the digits of its name (``m013_…``), else its place (1-based)."""
+    m = re.match(r"m(\d{3})_", migration.__name__)
+    return int(m.group(1)) if m else position + 1
+
+
+def numbers() -> list[int]:
+    return [number(i, m) for i, m in enumerate(MIGRATIONS)]
+
+
+SCHEMA_VERSION = max(numbers())
 
 
 def migrate(conn: Any, path: str = "") -> int:
@@ -710,14 +746,16 @@ def migrate(conn: Any, path: str = "") -> int:
             "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
         )
     current = current_version(conn)
+    applied = {int(r[0]) for r in conn.execute("SELECT version FROM schema_migrations")}
     if current > SCHEMA_VERSION:
         raise MigrationError(
             f"{path or 'the database'} was written by a newer Lore (schema {current}; this "
             f"Lore knows up to {SCHEMA_VERSION}); upgrade with `pip install -U lore-memory`"
         )
     ran = 0
-    for version, migration in enumerate(MIGRATIONS, start=1):
-        if version <= current:
+    for position, migration in enumerate(MIGRATIONS):
+        version = number(position, migration)
+        if version in applied:
             continue
         with atomic(conn):
             migration(conn)

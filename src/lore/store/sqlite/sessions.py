@@ -18,6 +18,7 @@ class SessionTables(Tables):
                               min_seen: int = 1) -> list[dict[str, Any]]:
         """Preferences and rules of this project and global ones in one status, most confident
         first; ``min_seen``: only rules learned that many times (a lesson added by hand counts once)."""
+        vis, who = self._visible()
         return [dict(r) for r in self.conn.execute(
             "SELECT l.id, l.title, l.content, l.kind, l.project, l.pref_context, l.pref_rejected, "
             "l.pref_preferred, l.pref_reasoning, l.score, c.ordinal FROM lessons l "
@@ -25,20 +26,28 @@ class SessionTables(Tables):
             f"WHERE l.status = ? AND l.kind IN {_RULE_KINDS} "
             "AND (l.project IS NULL OR l.project = ?) "
             "AND coalesce(json_extract(l.metadata, '$.learning.occurrences'), 1) >= ? "
-            "ORDER BY (l.project IS NOT NULL) DESC, coalesce(l.score, c.ordinal / 5.0) DESC, "
+            f"{vis}ORDER BY (l.project IS NOT NULL) DESC, coalesce(l.score, c.ordinal / 5.0) DESC, "
             "c.ordinal DESC, l.usage_count DESC, l.updated_at DESC "
-            "LIMIT ?", (status, project, min_seen, limit))]
+            "LIMIT ?", (status, project, min_seen, *who, limit))]
 
 
     def other_lessons(self, project: str | None, limit: int) -> list[dict[str, Any]]:
         """Other active lessons for this project (and global), by confidence, use and recency."""
+        vis, who = self._visible()
         return [dict(r) for r in self.conn.execute(
             "SELECT l.id, l.title, l.kind FROM lessons l "
             "JOIN confidence_levels c ON c.name = l.confidence "
             f"WHERE l.status = 'active' AND l.kind NOT IN {_RULE_KINDS} "
             "AND (l.project IS NULL OR l.project = ?) "
-            "ORDER BY (l.project IS NOT NULL) DESC, c.ordinal DESC, l.usage_count DESC, "
-            "l.updated_at DESC LIMIT ?", (project, limit))]
+            f"{vis}ORDER BY (l.project IS NOT NULL) DESC, c.ordinal DESC, "
+            "l.usage_count DESC, l.updated_at DESC LIMIT ?", (project, *who, limit))]
+
+    def _visible(self) -> tuple[str, list[str]]:
+        """Another user's personal lessons are left out (once the user is known)."""
+        user = self.who[0]
+        if user is None:
+            return "", []
+        return "AND (l.visibility <> 'personal' OR l.author IS NULL OR l.author = ?) ", [user]
 
 
     def session_files(self, session_id: str | None, limit: int = 20) -> list[str]:

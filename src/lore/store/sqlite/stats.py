@@ -36,9 +36,10 @@ class UsageTables(Tables):
     ) -> None:
         with atomic(self.conn):
             self.conn.execute(
-                "INSERT INTO search_log (at, query, filters, result_ids, took_ms, interface) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (at, query, json.dumps(filters), json.dumps(list(ids)), took_ms, interface),
+                "INSERT INTO search_log (at, query, filters, result_ids, took_ms, interface, "
+                "author, device) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (at, query, json.dumps(filters), json.dumps(list(ids)), took_ms, interface,
+                 *self.who),
             )
 
 

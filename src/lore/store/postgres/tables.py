@@ -1,0 +1,337 @@
+"""Conversations, corrections, session context, analysis runs and tokens on Postgres: the
+SQLite backend's code where portable, and Postgres's SQL where not (``ON CONFLICT``,
+``RETURNING``, ``string_agg``, JSON paths, the quoted ``"offset"`` column, tsvector search)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from lore.models import RULE_KINDS
+from lore.store.postgres.db import atomic, chunks
+from lore.store.postgres.lessons import TS_CONFIG, tsquery, vector_bytes, vector_value
+from lore.store.protocol import FileState
+from lore.store.sqlite.analysis import RUN_COLUMNS, AnalysisTables
+from lore.store.sqlite.conversations import ConversationTables
+from lore.store.sqlite.corrections import CorrectionTables
+from lore.store.sqlite.search import prune_terms
+from lore.store.sqlite.sessions import SessionTables
+from lore.store.sqlite.tokens import TokenTables
+
+_RULE_KINDS = "(" + ", ".join(f"'{k}'" for k in RULE_KINDS) + ")"
+_OCCURRENCES = "coalesce((l.metadata::jsonb #>> '{learning,occurrences}')::numeric, 1)"
+
+
+class PGConversationTables(ConversationTables):
+    """Imported transcripts on Postgres (implements ``ConversationStore``)."""
+
+    def file_state(self, path: str) -> FileState | None:
+        r = self.conn.execute(
+            'SELECT path, agent, size, "offset", head_hash, tail_hash FROM ingest_files '
+            "WHERE path = ?", (path,)).fetchone()
+        return FileState(*r) if r else None
+
+    def save_file_state(self, st: FileState, at: str, messages: int, malformed: int,
+                        unknown: int) -> None:
+        self.conn.execute(
+            'INSERT INTO ingest_files (path, agent, size, "offset", head_hash, tail_hash, '
+            "imported_at, messages, malformed, unknown) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (path) DO UPDATE SET agent = excluded.agent, size = excluded.size, "
+            '"offset" = excluded."offset", head_hash = excluded.head_hash, '
+            "tail_hash = excluded.tail_hash, imported_at = excluded.imported_at, "
+            "messages = ingest_files.messages + excluded.messages, "
+            "malformed = ingest_files.malformed + excluded.malformed, "
+            "unknown = ingest_files.unknown + excluded.unknown",
+            (st.path, st.agent, st.size, st.offset, st.head_hash, st.tail_hash, at, messages,
+             malformed, unknown))
+
+    def refresh_session(self, session_id: str) -> None:
+        self.conn.execute(
+            "UPDATE sessions SET started_at = m.first, ended_at = m.last, message_count = m.n, "
+            "speakers = m.speakers FROM (SELECT min(timestamp) AS first, max(timestamp) AS last, "
+            "count(*) AS n, coalesce(string_agg(DISTINCT speaker, ' ') FILTER (WHERE speaker "
+            "IS NOT NULL AND chunk_id IS NOT NULL), '') AS speakers FROM messages "
+            "WHERE session_id = ?) m WHERE id = ?", (session_id, session_id))
+
+    def insert_message(self, row: dict[str, Any]) -> int | None:
+        r = self.conn.execute(
+            "INSERT INTO messages (uuid, session_id, parent_uuid, role, speaker, text, "
+            "tool_calls, timestamp, is_sidechain, agent_id, is_meta, injected) "
+            "VALUES (:uuid, :session_id, :parent_uuid, :role, :speaker, :text, :tool_calls, "
+            ":timestamp, :is_sidechain, :agent_id, :is_meta, :injected) "
+            "ON CONFLICT (uuid) DO NOTHING RETURNING seq", _ints(row)).fetchone()
+        return int(r[0]) if r else None
+
+    def insert_edit(self, row: dict[str, Any]) -> None:
+        self.conn.execute(
+            "INSERT INTO file_edits (session_id, message_uuid, tool, file_path, file_type, "
+            "old_text, new_text, timestamp, succeeded) VALUES (:session_id, :message_uuid, :tool, "
+            ":file_path, :file_type, :old_text, :new_text, :timestamp, :succeeded) "
+            "ON CONFLICT DO NOTHING", _ints(row))
+
+    def insert_chunk(self, session_id: str, project: str | None, seqs: Sequence[int],
+                     started: str | None, ended: str | None, speakers: str, text: str) -> int:
+        chunk_id = int(self.conn.execute(
+            "INSERT INTO chunks (session_id, project, first_seq, last_seq, started_at, ended_at, "
+            "speakers, text, content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, '') RETURNING id",
+            (session_id, project, min(seqs), max(seqs), started, ended, speakers, text),
+        ).fetchone()[0])
+        self.conn.execute("UPDATE messages SET chunk_id = ? WHERE seq = ANY(?)",
+                          (chunk_id, list(seqs)))
+        return chunk_id
+
+    def set_context(self, chunk_id: int, before: Sequence[str], after: Sequence[str],
+                    date_words: str, embed_hash: str) -> None:
+        self.conn.execute(
+            "UPDATE chunks SET ctx_before = ?, ctx_after = ?, content_hash = ? WHERE id = ?",
+            (json.dumps(list(before)), json.dumps(list(after)), embed_hash, chunk_id))
+        self.index_chunk(chunk_id, date_words, "\n".join([*before, *after]))
+
+    def index_chunk(self, chunk_id: int, date_words: str, context: str) -> None:
+        """A chunk's tsvector: its text (A), the date in words (B), neighbouring turns (C)."""
+        self.conn.execute(
+            "INSERT INTO chunks_fts (chunk_id, doc) SELECT c.id, "
+            f"setweight(to_tsvector('{TS_CONFIG}', c.text), 'A') || "
+            f"setweight(to_tsvector('{TS_CONFIG}', ?), 'B') || "
+            f"setweight(to_tsvector('{TS_CONFIG}', ?), 'C') FROM chunks c WHERE c.id = ? "
+            "ON CONFLICT (chunk_id) DO UPDATE SET doc = excluded.doc",
+            (date_words, context, chunk_id))
+
+    def chunks_to_contextualise(self, session_id: str, first_new: int,
+                                previous: int) -> list[dict[str, Any]]:
+        rows = self.conn.execute(
+            "SELECT * FROM ((SELECT id, first_seq, last_seq, text, started_at FROM chunks "
+            "WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?) "
+            "UNION ALL (SELECT id, first_seq, last_seq, text, started_at FROM chunks "
+            "WHERE session_id = ? AND id >= ?)) c ORDER BY id",
+            (session_id, first_new, previous, session_id, first_new)).fetchall()
+        return [dict(r) for r in rows]
+
+    def put_vectors(self, rows: Sequence[tuple[int, str, bytes]]) -> None:
+        with atomic(self.conn):
+            version = int(self.conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('chunk_vectors_version', '1') "
+                "ON CONFLICT (key) DO UPDATE SET value = (meta.value::bigint + 1)::text "
+                "RETURNING value").fetchone()[0])
+            self.conn.executemany(
+                "INSERT INTO chunk_vectors (chunk_id, content_hash, version, embedding) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (chunk_id) DO UPDATE SET "
+                "content_hash = excluded.content_hash, version = excluded.version, "
+                "embedding = excluded.embedding",
+                [(cid, h, version, vector_value(blob)) for cid, h, blob in rows])
+
+    def vectors_since(self, version: int) -> list[tuple[int, bytes]]:
+        return [(r[0], vector_bytes(r[1])) for r in self.conn.execute(
+            "SELECT chunk_id, embedding FROM chunk_vectors WHERE version > ? ORDER BY chunk_id",
+            (version,), binary=True)]
+
+    def vectors_for(self, ids: Sequence[int]) -> list[tuple[int, bytes]]:
+        out: list[tuple[int, bytes]] = []
+        for chunk in chunks(list(ids)):
+            out += [(r[0], vector_bytes(r[1])) for r in self.conn.execute(
+                "SELECT chunk_id, embedding FROM chunk_vectors WHERE chunk_id = ANY(?)",
+                (chunk,), binary=True)]
+        return out
+
+    def keyword_search(self, terms: Sequence[str], weights: tuple[float, float, float, float],
+                       limit: int, project: str | None,
+                       max_postings: int) -> list[tuple[int, float]]:
+        """(chunk id, -rank) best first; weights (text, speakers, date, context): the
+        speakers are not searched, as on SQLite."""
+        if not terms:
+            return []
+        if len(terms) > 1:
+            counts = []
+            for t in terms:
+                q, qp = tsquery([t])
+                counts.append(int(self.conn.execute(
+                    f"SELECT count(*) FROM chunks_fts WHERE doc @@ {q}", qp).fetchone()[0]))
+            terms = prune_terms(terms, counts, max_postings)
+        query, qparams = tsquery(terms)
+        text_w, _, date_w, ctx_w = weights
+        top = max(text_w, date_w, ctx_w, 1e-9)
+        w = f"'{{0.0, {ctx_w / top:.6f}, {date_w / top:.6f}, {text_w / top:.6f}}}'"
+        scope, sparams = ("AND c.project = ?", [project]) if project is not None else ("", [])
+        sql = (f"SELECT f.chunk_id, -ts_rank_cd({w}, f.doc, q.q) AS s "
+               f"FROM (SELECT {query} AS q) q, chunks_fts f JOIN chunks c ON c.id = f.chunk_id "
+               f"WHERE f.doc @@ q.q {scope} ORDER BY s, f.chunk_id LIMIT ?")
+        return [(r[0], float(r[1]))
+                for r in self.conn.execute(sql, [*qparams, *sparams, limit])]
+
+    def neighbours(self, chunk_id: int, before: int, after: int) -> list[dict[str, Any]]:
+        row = self.conn.execute(
+            "SELECT session_id, first_seq, last_seq FROM chunks WHERE id = ?", (chunk_id,)
+        ).fetchone()
+        if row is None:
+            return []
+        sid, first, last = row
+        cols = "seq, uuid, role, speaker, text, timestamp, is_meta, injected"
+        rows = self.conn.execute(
+            f"SELECT * FROM ((SELECT {cols} FROM messages WHERE session_id = ? AND seq < ? "
+            f"ORDER BY seq DESC LIMIT ?) UNION ALL (SELECT {cols} FROM messages "
+            "WHERE session_id = ? AND seq BETWEEN ? AND ?) "
+            f"UNION ALL (SELECT {cols} FROM messages WHERE session_id = ? AND seq > ? "
+            "ORDER BY seq LIMIT ?)) m ORDER BY seq",
+            (sid, first, before, sid, first, last, sid, last, after)).fetchall()
+        return [dict(r) | {"in_chunk": first <= r["seq"] <= last} for r in rows]
+
+
+class PGCorrectionTables(CorrectionTables):
+    """Captured messages and their verdicts on Postgres (implements ``CorrectionStore``)."""
+
+    def add_correction(self, *, event_id: str, session_id: str | None, project: str | None,
+                       user_message: str, proposal: str | None, files: Sequence[str], at: str,
+                       origin: str, message_uuid: str | None = None,
+                       proposal_uuid: str | None = None, diff: str | None = None,
+                       correction_type: str | None = None) -> int | None:
+        r = self.conn.execute(
+            "INSERT INTO corrections (event_id, session_id, project, user_message, "
+            "assistant_proposal, files, at, origin, message_uuid, proposal_uuid, diff, "
+            "correction_type, author, device) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING RETURNING id",
+            (event_id, session_id, project, user_message, proposal, json.dumps(list(files)), at,
+             origin, message_uuid, proposal_uuid, diff, correction_type, *self.who)).fetchone()
+        return int(r[0]) if r else None
+
+    def list_corrections(self, project: str | None, limit: int, *, all_projects: bool = False,
+                         labels: Sequence[str] = ()) -> list[dict[str, Any]]:
+        where: list[str] = ["TRUE"]
+        params: list[Any] = []
+        if not all_projects:
+            where.append("project IS NOT DISTINCT FROM ?")
+            params.append(project)
+        if labels:
+            where.append("label = ANY(?)")
+            params.append(list(labels))
+        return [dict(r) for r in self.conn.execute(
+            f"SELECT * FROM corrections WHERE {' AND '.join(where)} ORDER BY at DESC, id DESC "
+            "LIMIT ?", (*params, limit))]
+
+    def learned_rule_ids(self) -> list[str]:
+        """Every lesson whose metadata has a 'learning' entry (not JSON null, as on SQLite)."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT id FROM lessons WHERE jsonb_typeof(metadata::jsonb -> 'learning') <> 'null'")]
+
+    def session_spans(self) -> list[dict[str, Any]]:
+        rows: dict[str, dict[str, Any]] = {}
+        for r in self.conn.execute("SELECT id, project, coalesce(started_at, ended_at) AS at "
+                                   "FROM sessions"):
+            rows[r["id"]] = {"id": r["id"], "project": r["project"], "at": r["at"],
+                             "file_types": set()}
+        for r in self.conn.execute(
+                "SELECT DISTINCT ON (session_id) session_id, project, at FROM corrections "
+                "WHERE session_id IS NOT NULL ORDER BY session_id, at"):
+            row = rows.setdefault(r["session_id"], {"id": r["session_id"], "project": r["project"],
+                                                    "at": r["at"], "file_types": set()})
+            if not row["at"] or (r["at"] and r["at"] < row["at"]):
+                row["at"] = r["at"]
+        for r in self.conn.execute("SELECT DISTINCT session_id, file_type FROM file_edits "
+                                   "WHERE file_type IS NOT NULL"):
+            if r["session_id"] in rows:
+                rows[r["session_id"]]["file_types"].add(r["file_type"])
+        return sorted(rows.values(), key=lambda x: (x["at"] or "", x["id"]))
+
+    def sessions_mentioning(self, term: str) -> set[str]:
+        return {r[0] for r in self.conn.execute(
+            "SELECT DISTINCT session_id FROM messages WHERE strpos(lower(text), ?) > 0 "
+            "AND injected = 0", (term.casefold(),))}
+
+
+class PGSessionTables(SessionTables):
+    """The SessionStart context's queries on Postgres (implements ``SessionStore``)."""
+
+    def rules_and_preferences(self, project: str | None, limit: int, status: str = "active",
+                              min_seen: int = 1) -> list[dict[str, Any]]:
+        vis, who = self._visible()
+        return [dict(r) for r in self.conn.execute(
+            "SELECT l.id, l.title, l.content, l.kind, l.project, l.pref_context, l.pref_rejected, "
+            "l.pref_preferred, l.pref_reasoning, l.score, c.ordinal FROM lessons l "
+            "JOIN confidence_levels c ON c.name = l.confidence "
+            f"WHERE l.status = ? AND l.kind IN {_RULE_KINDS} "
+            "AND (l.project IS NULL OR l.project = ?) "
+            f"AND {_OCCURRENCES} >= ? "
+            f"{vis}ORDER BY (l.project IS NOT NULL) DESC, coalesce(l.score, c.ordinal / 5.0) DESC, "
+            "c.ordinal DESC, l.usage_count DESC, l.updated_at DESC "
+            "LIMIT ?", (status, project, min_seen, *who, limit))]
+
+    def session_files(self, session_id: str | None, limit: int = 20) -> list[str]:
+        """The files a session edited, most recent first."""
+        if not session_id:
+            return []
+        return [r[0] for r in self.conn.execute(
+            "SELECT file_path FROM file_edits WHERE session_id = ? GROUP BY file_path "
+            "ORDER BY max(id) DESC LIMIT ?", (session_id, limit))]
+
+    def insert_snapshot(self, event_id: str, session_id: str | None, project: str | None,
+                        at: str, data: dict[str, Any]) -> bool:
+        cur = self.conn.execute(
+            "INSERT INTO snapshots (event_id, session_id, project, at, data) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (event_id, session_id, project, at, json.dumps(data)))
+        return bool(cur.rowcount > 0)
+
+    def insert_context_load(self, event_id: str, session_id: str | None, project: str | None,
+                            at: str, data: dict[str, Any]) -> bool:
+        cur = self.conn.execute(
+            "INSERT INTO context_loads (event_id, session_id, project, at, shown, "
+            "dropped, chars, dropped_chars) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (event_id, session_id, project, at, json.dumps(list(data.get("shown") or [])),
+             json.dumps(list(data.get("dropped") or [])), int(data.get("chars") or 0),
+             int(data.get("dropped_chars") or 0)))
+        return bool(cur.rowcount > 0)
+
+
+class PGAnalysisTables(AnalysisTables):
+    """Session starts and analysis runs on Postgres (implements ``AnalysisStore``)."""
+
+    def record_start(self, session_id: str, project: str | None, at: str) -> bool:
+        cur = self.conn.execute(
+            "INSERT INTO analysis_sessions (session_id, project, started_at) VALUES (?, ?, ?) "
+            "ON CONFLICT DO NOTHING", (session_id, project, at))
+        return bool(cur.rowcount > 0)
+
+    def record_run(self, run: dict[str, Any]) -> int:
+        values = {k: run.get(k) for k in RUN_COLUMNS}
+        values["lesson_ids"] = json.dumps(list(run.get("lesson_ids") or []))
+        values["created"] = int(run.get("created") or 0)
+        values["reinforced"] = int(run.get("reinforced") or 0)
+        r = self.conn.execute(
+            f"INSERT INTO analysis_runs ({', '.join(RUN_COLUMNS)}) "
+            f"VALUES ({', '.join('?' for _ in RUN_COLUMNS)}) ON CONFLICT DO NOTHING RETURNING id",
+            [values[k] for k in RUN_COLUMNS]).fetchone()
+        return int(r[0]) if r else 0
+
+    def run_summary(self, project: str | None) -> dict[str, Any]:
+        where, params = ("WHERE project = ?", [project]) if project else ("", [])
+        and_ = "AND" if project else "WHERE"
+        seen = self.conn.execute(
+            "SELECT count(*) FROM (SELECT session_id FROM analysis_sessions "
+            + ("WHERE project = ? " if project else "")
+            + "UNION SELECT session_id FROM analysis_runs "
+            f"{where} {and_} session_id IS NOT NULL) s", params * 2).fetchone()[0]
+        q = self.conn.execute
+        outcomes = {r[0]: r[1] for r in q(
+            f"SELECT outcome, count(*) FROM analysis_runs {where} GROUP BY outcome", params)}
+        skipped = {r[0]: r[1] for r in q(
+            f"SELECT reason, count(*) FROM analysis_runs {where} {and_} outcome = 'skipped' "
+            "GROUP BY reason ORDER BY count(*) DESC", params)}
+        totals = q(f"SELECT coalesce(sum(created), 0), coalesce(sum(reinforced), 0) "
+                   f"FROM analysis_runs {where}", params).fetchone()
+        last = q(f"SELECT * FROM analysis_runs {where} ORDER BY id DESC LIMIT 1", params).fetchone()
+        error = q(f"SELECT at, error FROM analysis_runs {where} {and_} error IS NOT NULL "
+                  "ORDER BY id DESC LIMIT 1", params).fetchone()
+        return {"sessions_seen": int(seen), "outcomes": outcomes, "skipped_by_reason": skipped,
+                "created": int(totals[0]), "reinforced": int(totals[1]),
+                "last_run": {**dict(last), "lesson_ids": json.loads(last["lesson_ids"])}
+                if last else None,
+                "last_error": {"at": error[0], "error": error[1]} if error else None}
+
+
+class PGTokenTables(TokenTables):
+    """Access tokens on Postgres: the SQLite backend's SQL is portable as it is."""
+
+
+def _ints(row: dict[str, Any]) -> dict[str, Any]:
+    """Booleans as 0/1, as SQLite stores them (the columns are integers on both)."""
+    return {k: int(v) if isinstance(v, bool) else v for k, v in row.items()}

@@ -1,0 +1,343 @@
+"""Lore on a real PostgreSQL server with pgvector (the ``pg_url`` fixture): the CLI end to
+end, the web API, the SessionStart hook, concurrent writers, the same search results as
+SQLite with the real model, and whole-database copies in both directions."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import FakeEmbedder, make_settings
+from lore.api import Lore
+from lore.ids import new_id, now
+from lore.models import Filters
+from lore.store import open_store
+from lore.store.protocol import COPY_TABLES
+from test_store_contract import fill, row
+
+
+def with_password(url: str) -> str:
+    """The same server with a password in the URL (trust authentication ignores it)."""
+    return url.replace("postgres:@", "postgres:s3cret-pw@", 1)
+
+
+def test_cli_end_to_end_with_a_database_url(run, pg_url, monkeypatch):
+    url = with_password(pg_url)
+    monkeypatch.setenv("LORE_DATABASE_URL", url)
+    added = run("learn", "add", "Use pnpm, not npm", "The monorepo's lockfile is pnpm's; npm "
+                "rewrites it.", "--tag", "build", "--kind", "project_rule")
+    assert added.exit_code == 0, added.output
+    lesson_id = added.stdout.strip()
+    found = json.loads(run("recall", "search", "installing node packages in the monorepo",
+                           "--json").stdout)
+    assert found["results"][0]["id"] == lesson_id
+    assert json.loads(run("recall", "show", lesson_id, "--json").stdout)["tags"] == ["build"]
+    run("learn", "correction", "don't do that again", "--global",
+        "--previous", "I rewrote the whole module.")
+    [item] = json.loads(run("review", "--json").stdout)["waiting"]
+    assert json.loads(run("review", "reject", item["id"], "--reason", "a one-off",
+                          "--json").stdout)["status"] == "rejected"
+    shown = run("config", "show", "--json").stdout
+    stats = run("admin", "stats", "--json").stdout
+    doctor = run("admin", "doctor")
+    for text in (shown, stats, doctor.stdout + doctor.stderr):
+        assert "s3cret-pw" not in text
+    assert "postgres:***@" in json.loads(shown)["database"]
+    assert json.loads(stats)["lessons"] == 2
+    assert "postgres driver" in doctor.stdout and "2 lessons" in doctor.stdout
+    # The lesson is in Postgres, not in a file of the home.
+    assert not (Path(run("config", "path").stdout.strip()).parent / "lore.db").exists()
+
+
+def test_the_web_api_and_the_session_start_hook_read_postgres(pg_url, lore_home, monkeypatch,
+                                                                real_embedder):
+    import httpx
+
+    from lore.capture.hooks import session_context
+    from server_util import running
+
+    settings = make_settings(lore_home, database=pg_url)
+    with Lore.open(settings, embedder=real_embedder) as lore:
+        rule = lore.add_lesson("Sessions live in files", "Keep web sessions in local files, "
+                               "not Redis.", kind="preference", status="active",
+                               preference={"rejected": "Redis", "preferred": "local files"})
+        with running(lore) as base:
+            got = httpx.get(f"{base}/api/v1/search", params={"q": "where to keep sessions"})
+        assert got.status_code == 200 and got.json()["results"][0]["id"] == rule.id
+    monkeypatch.setenv("LORE_DATABASE_URL", pg_url)
+    told, record = session_context("/any/project")
+    assert told is not None and "Sessions live in files" in json.loads(told)[
+        "hookSpecificOutput"]["additionalContext"]
+    assert record is not None and record["shown"] == [rule.id]
+
+
+def test_lore_serve_searches_postgres(pg_url, lore_home, tmp_path, real_embedder):
+    """`lore serve` as its own process, given only LORE_DATABASE_URL."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    from server_util import free_port
+
+    with Lore.open(make_settings(lore_home, database=pg_url), embedder=real_embedder) as lore:
+        rule = lore.add_lesson("Retry flaky network calls with backoff", CORPUS[5][1])
+    port = free_port()
+    env = {**os.environ, "LORE_DATABASE_URL": pg_url, "LORE_HOME": str(lore_home)}
+    log = (tmp_path / "serve.log").open("w")
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "lore"), "serve", "--port",
+                             str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/api/v1/health").status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, \
+                (tmp_path / "serve.log").read_text()
+            time.sleep(0.3)
+        got = httpx.get(f"http://127.0.0.1:{port}/api/v1/search",
+                        params={"q": "payment provider timeouts"}, timeout=60)
+        assert got.status_code == 200 and got.json()["results"][0]["id"] == rule.id
+    finally:
+        proc.terminate()
+        proc.wait(20)
+        log.close()
+
+
+def test_the_hook_fails_open_fast_when_the_server_is_away(monkeypatch):
+    import time
+
+    from lore.capture import hooks
+
+    monkeypatch.setattr(hooks, "ensure_worker", lambda: None)
+    monkeypatch.setenv("LORE_DATABASE_URL", "postgresql://me:pw@10.255.255.1:5432/lore")
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO('{"cwd": "/p"}'))
+    started = time.monotonic()
+    assert hooks.main("SessionStart") == 0
+    assert time.monotonic() - started < 6
+
+
+def _writer(url: str, n: int, shared: str, out: Any) -> None:
+    store = open_store(url)
+    try:
+        ids = []
+        for i in range(n):
+            lid = new_id()
+            store.insert(row(lid, f"writer lesson {i} {lid}"))
+            store.record_usage([shared], now())
+            ids.append(lid)
+        # Every process stores the same captured message: one row, whoever comes first.
+        store.corrections.add_correction(event_id="same-event", session_id="s", project=None,
+                                         user_message="no, use pnpm", proposal=None, files=[],
+                                         at=now(), origin="hook")
+        import numpy as np
+
+        seqs = [store.seq_of(i) for i in ids]
+        store.put_vectors([(s, "h", np.ones(8, dtype=np.float32).tobytes()) for s in seqs])
+        out.put(ids)
+    finally:
+        store.close()
+
+
+def test_eight_writers_lose_nothing_and_duplicate_nothing(pg_url):
+    store = open_store(pg_url)
+    shared = new_id()
+    store.insert(row(shared, "Shared lesson"))
+    store.close()  # no connection crosses the fork
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_writer, args=(pg_url, 15, shared, out)) for _ in range(8)]
+    for p in procs:
+        p.start()
+    written = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    every = [i for ids in written for i in ids]
+    store = open_store(pg_url)
+    try:
+        assert len(every) == len(set(every)) == 120
+        assert store.count() == 121 and store.existing_ids(every) == set(every)
+        assert store.get(shared).usage_count == 120  # no lost update
+        assert store.corrections.list_corrections(None, 50, all_projects=True)[0]["event_id"] \
+            == "same-event" and store.rows_in("corrections") == 1
+        seqs = [s for s, _ in store.vectors_since(0)]
+        assert len(seqs) == len(set(seqs)) == 120
+        assert store.vector_versions()[0] == 8  # each writer's batch got its own version
+    finally:
+        store.close()
+
+
+CORPUS = [
+    ("Pin numpy below 2", "numpy 2 changed the C ABI; compiled extensions built against 1.x "
+     "crash on import, so pin numpy<2 until every wheel is rebuilt."),
+    ("Use pnpm in the monorepo", "The lockfile is pnpm's; running npm install rewrites it and "
+     "breaks the workspace links."),
+    ("Keep web sessions in files", "Redis was dropped for sessions: local file storage is "
+     "enough for one server and has nothing to operate."),
+    ("Run migrations in a transaction", "A schema change that fails half-way must leave "
+     "nothing behind; wrap each migration in BEGIN/COMMIT."),
+    ("Prefer pathlib over os.path", "pathlib.Path reads better and handles joins and suffixes "
+     "without string surgery."),
+    ("Retry flaky network calls with backoff", "HTTP calls to the payment provider time out "
+     "under load; retry three times with exponential backoff and jitter."),
+    ("Log in JSON lines", "Structured logs are parsed by the collector; free text lines are "
+     "dropped by the pipeline."),
+    ("Never commit secrets", "API keys go in the environment or the secret manager, never in "
+     "the repository; the pre-commit hook scans for them."),
+    ("Tests use a real database", "Mocks hid a broken SQL query twice; the test suite starts "
+     "a real server on loopback instead."),
+    ("Format with ruff", "ruff format replaces black and isort; run it before committing."),
+    ("Dates are UTC in storage", "Store timestamps in UTC ISO 8601 and convert to local time "
+     "only when displaying them to a person."),
+    ("Cache the embedding model", "Loading the ONNX model costs seconds; keep one instance per "
+     "process instead of loading it per request."),
+    ("Use feature flags for risky changes", "Ship dark behind a flag, enable for staff first, "
+     "then roll out by percentage."),
+    ("Index foreign keys", "Postgres does not index referencing columns by itself; a delete on "
+     "the parent scans the child table without one."),
+    ("Write small pull requests", "Reviews of more than 400 lines miss bugs; split the work into "
+     "steps that each build and pass the tests."),
+    ("Docker images pin their base", "FROM python:3.12 moves under you; pin the digest so "
+     "builds are reproducible."),
+    ("Avoid N+1 queries", "Load the related rows in one query with a join or an IN list rather "
+     "than one query per row in a loop."),
+    ("Type hints on public functions", "mypy catches wrong call sites only where the function "
+     "declares what it takes and returns."),
+    ("Back up before a data migration", "Take a snapshot of the database before a migration "
+     "that rewrites rows, and test the restore."),
+    ("Time zones in cron jobs", "The scheduler runs in UTC; a job meant for 9am local time "
+     "must be shifted when daylight saving changes."),
+]
+QUERIES = [
+    "numpy version crash on import", "which package manager for the workspace",
+    "where to store user sessions", "schema change failed half way", "joining file paths",
+    "payment API timeouts", "log format for the collector", "api key in the repository",
+    "should tests mock the database", "code formatter", "storing timestamps",
+    "slow model loading", "rolling out a risky change gradually", "slow delete on parent table",
+    "large code reviews", "reproducible docker builds", "too many queries in a loop",
+    "static type checking", "backup before migration", "daylight saving and scheduled jobs",
+]
+
+
+def test_hybrid_search_finds_the_same_lessons_on_both_backends(pg_url, tmp_path, lore_home,
+                                                               real_embedder):
+    sqlite = make_settings(lore_home, database=str(tmp_path / "a.db"))
+    pg = make_settings(lore_home, database=pg_url)
+    top: dict[str, list[list[str]]] = {}
+    for name, settings in (("sqlite", sqlite), ("postgres", pg)):
+        with Lore.open(settings, embedder=real_embedder) as lore:
+            titles = {}
+            for title, content in CORPUS:
+                titles[lore.add_lesson(title, content, status="active").id] = title
+            top[name] = [[titles[r.id] for r in lore.recall(q, limit=5, track=False)] for q in QUERIES]
+    # Below 5 results when fewer pass the similarity floor: overlap of what each returned.
+    overlaps = [len(set(a) & set(b)) / max(len(a), len(b), 1)
+                for a, b in zip(top["sqlite"], top["postgres"], strict=True)]
+    assert sum(overlaps) / len(overlaps) >= 0.9, overlaps
+    firsts = sum(a[0] == b[0] for a, b in zip(top["sqlite"], top["postgres"], strict=True))
+    assert firsts >= 18, (top["sqlite"], top["postgres"])
+
+
+def _tables(store: Any) -> dict[str, list[tuple[Any, ...]]]:
+    """Every copied table's rows in its column order, sorted: the content, not the count."""
+    out = {}
+    for t in COPY_TABLES:
+        cols = store.copy_columns(t)
+        rows = [r for batch in store.export_rows(t, 500) for r in batch]
+        out[t] = sorted((tuple(zip(cols, r, strict=True)) for r in rows), key=repr)
+    return out
+
+
+def test_migrate_to_postgres_and_back_loses_nothing(run, pg_url, tmp_path, lore_home,
+                                                    monkeypatch):
+    home_db = lore_home / "lore.db"
+    settings = make_settings(lore_home)
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:
+        fill(lore.store)
+        lore.add_lesson("Added through the facade", "with its vector", tags=["facade"])
+        original = _tables(lore.store)
+    assert home_db.exists() and all(original[t] for t in ("lessons", "chunks", "corrections"))
+
+    to_pg = run("admin", "migrate-to", pg_url, "--json")
+    assert to_pg.exit_code == 0, to_pg.output
+    assert json.loads(to_pg.stdout)["rows"]["lessons"] == 4
+    refused = run("admin", "migrate-to", pg_url)
+    assert refused.exit_code == 1 and "--force" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert run("admin", "migrate-to", pg_url, "--force").exit_code == 0
+
+    pg = open_store(pg_url)
+    try:
+        assert _tables(pg) == original
+        assert pg.has_vector_index() and pg.integrity() == "ok"
+    finally:
+        pg.close()
+
+    back = tmp_path / "back.db"
+    monkeypatch.setenv("LORE_DATABASE_URL", pg_url)
+    result = run("admin", "migrate-to", str(back))
+    assert result.exit_code == 0, result.output
+    copy = open_store(back)
+    try:
+        assert _tables(copy) == original
+        # The copy searches: keywords and vectors were rebuilt from the rows.
+        where, params = copy.filter_sql(Filters(statuses=()),
+                                        anti_contexts_exclude=True)
+        assert copy.keyword_search(['"facade"'], (1.0, 1.0, 1.0), 5, where, params, 1000)
+        assert copy.has_vector_index() and copy.vector_count() == 4
+    finally:
+        copy.close()
+    monkeypatch.delenv("LORE_DATABASE_URL")
+    with Lore.open(make_settings(lore_home, database=str(back)), embedder=FakeEmbedder()) as lore:
+        assert lore.recall("facade vector", limit=1)[0].title == "Added through the facade"
+
+
+def test_a_server_that_does_not_answer_is_one_line(run, monkeypatch):
+    monkeypatch.setenv("LORE_DATABASE_URL", "postgresql://me:pw@127.0.0.1:1/lore")
+    result = run("recall", "search", "anything")
+    assert result.exit_code == 1
+    [line] = result.stderr.strip().splitlines()
+    assert "cannot connect to the Postgres database postgresql://me:***@127.0.0.1:1/lore" in line
+    assert "pw@" not in line
+
+
+def test_a_wrong_url_and_a_missing_driver_are_one_line(run, monkeypatch, pg_url):
+    monkeypatch.setenv("LORE_DATABASE_URL", pg_url + "&schema=Not-Valid")
+    bad = run("recall", "search", "anything")
+    assert bad.exit_code == 1 and len(bad.stderr.strip().splitlines()) == 1
+    assert "schema name" in bad.stderr
+    monkeypatch.setenv("LORE_DATABASE_URL", "postgresql://me@localhost/lore?sslmode=bogus")
+    bad = run("recall", "search", "anything")
+    assert bad.exit_code == 1 and len(bad.stderr.strip().splitlines()) == 1
+    monkeypatch.setitem(__import__("sys").modules, "psycopg", None)
+    missing = run("recall", "search", "anything")
+    assert missing.exit_code == 1
+    assert "pip install 'lore[postgres]'" in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("name", ["lessons", "chunks"])
+def test_keyword_index_rows_follow_deletes(pg_url, name):
+    store = open_store(pg_url)
+    try:
+        got = fill(store)
+        if name == "lessons":
+            store.delete(got["ids"][0])
+            assert store.count() == 2
+            assert store.rows_in("lessons") == 2
+        else:
+            store.clear()
+            assert store.conversations.count() == 0 and store.count() == 0
+        assert store.integrity() == "ok"
+    finally:
+        store.close()
