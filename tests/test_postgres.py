@@ -266,6 +266,8 @@ def test_migrate_to_postgres_and_back_loses_nothing(run, pg_url, tmp_path, lore_
         fill(lore.store)
         lore.add_lesson("Added through the facade", "with its vector", tags=["facade"])
         original = _tables(lore.store)
+        original_log = lore.store.sync.lesson_changes_after(0, 100)
+    assert len(original_log) >= 4  # fill's lessons, the facade's, the merged tag's rewrites
     assert home_db.exists() and all(original[t] for t in ("lessons", "chunks", "corrections"))
 
     to_pg = run("admin", "migrate-to", pg_url, "--json")
@@ -280,6 +282,10 @@ def test_migrate_to_postgres_and_back_loses_nothing(run, pg_url, tmp_path, lore_
     try:
         assert _tables(pg) == original
         assert pg.has_vector_index() and pg.integrity() == "ok"
+        # The change log is the source's (the sync cursors point into it): copying the lessons
+        # added no change, and the next local change comes after every copied one.
+        end = original_log[-1][0]
+        assert pg.sync.lesson_changes_after(0, 100) == original_log
     finally:
         pg.close()
 
@@ -295,6 +301,14 @@ def test_migrate_to_postgres_and_back_loses_nothing(run, pg_url, tmp_path, lore_
                                         anti_contexts_exclude=True)
         assert copy.keyword_search(['"facade"'], (1.0, 1.0, 1.0), 5, where, params, 1000)
         assert copy.has_vector_index() and copy.vector_count() == 4
+        assert copy.sync.lesson_changes_after(0, 100) == original_log
+        for target in (copy, open_store(pg_url)):
+            later = new_id()
+            target.insert(row(later, "Written after the copy"))
+            [(seq, lid)] = target.sync.lesson_changes_after(end, 5)
+            assert seq > end and lid == later
+            if target is not copy:
+                target.close()
     finally:
         copy.close()
     monkeypatch.delenv("LORE_DATABASE_URL")
