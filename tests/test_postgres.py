@@ -355,3 +355,27 @@ def test_keyword_index_rows_follow_deletes(pg_url, name):
         assert store.integrity() == "ok"
     finally:
         store.close()
+
+
+def test_conversation_vectors_are_searched_by_the_server(pg_url, tmp_path, real_embedder):
+    """On Postgres pgvector answers the vector stage: no index file is written anywhere and
+    the vectors are not loaded into memory; a paraphrase is found by meaning alone."""
+    home = tmp_path / "home"
+    with Lore.open(make_settings(home, database=pg_url), embedder=real_embedder) as lore:
+        conv = lore.conversations
+        conv.add_turns("s-shop", "test", "/work/shop", [
+            ("m1", "user", "the payments API returns ECONNRESET under load",
+             "2026-11-01T10:00:00Z"),
+            ("m2", "assistant", "raise the keep-alive timeout of the pool",
+             "2026-11-01T10:01:00Z")])
+        conv.add_turns("s-garden", "test", "/work/garden", [
+            ("m3", "user", "the tomatoes need watering twice a week", "2026-11-01T10:00:00Z")])
+        assert conv.embed_pending() == 2
+        assert conv.refresh_index().startswith("no index")
+        hits = conv.search("connections dropped by the payment service when busy",
+                           mode="vector", limit=2)
+        assert hits and hits[0].project == "/work/shop"
+        scoped = conv.search("watering plants", mode="vector", project="/work/garden")
+        assert [h.project for h in scoped] == ["/work/garden"]
+        assert not conv.vectors.loaded  # pgvector answered, not the in-memory scan
+    assert not [p for p in tmp_path.rglob("*") if "usearch" in p.name]

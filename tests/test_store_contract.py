@@ -285,6 +285,19 @@ def test_chunk_vectors_backlog_pages_and_projects(store):
     assert conv.vectors_page(ids[0], 10) == [(ids[1], b"\x01" * 8)]
     assert conv.in_project(ids, "/a") == set(ids[:2]) and conv.in_project(ids, "/c") == set()
 
+    # The backend's own nearest-neighbour search: pgvector on Postgres; none on SQLite, where
+    # the index file beside the database (or an exact scan) answers instead.
+    unit = [np.array(v, dtype=np.float32).tobytes() for v in ([1, 0], [0.6, 0.8], [0, 1])]
+    conv.put_vectors([(cid, f"hash-{n}", unit[n]) for n, cid in enumerate(ids)])
+    got = conv.nearest(unit[0], 2, None)
+    if "://" not in store.location:
+        assert got is None
+        return
+    assert [c for c, _ in got] == ids[:2]
+    assert got[0][1] == pytest.approx(1.0) and got[1][1] == pytest.approx(0.6)
+    assert [c for c, _ in conv.nearest(unit[0], 5, "/b")] == [ids[2]]
+    assert conv.nearest(unit[0], 5, "/none") == []
+
 
 # ---- the whole protocol, group by group --------------------------------------------------
 def fill(store: Store) -> dict[str, Any]:

@@ -68,9 +68,13 @@ def device_id(home: Path | None = None, kept: Callable[[], str | None] | None = 
     value = (kept() if kept else None) or _new_device()
     try:
         private_dir(folder)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another process made it first: theirs is the id
-        return _read_device(path) or value
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process made it first: theirs is the id
+            found = _read_device(path)
+            if found:
+                return found
+            fd = os.open(path, os.O_WRONLY | os.O_TRUNC)  # an empty or unreadable file
     except OSError:
         import hashlib
         import socket
