@@ -379,3 +379,29 @@ def test_conversation_vectors_are_searched_by_the_server(pg_url, tmp_path, real_
         assert [h.project for h in scoped] == ["/work/garden"]
         assert not conv.vectors.loaded  # pgvector answered, not the in-memory scan
     assert not [p for p in tmp_path.rglob("*") if "usearch" in p.name]
+
+
+def test_a_schema_made_before_sync_gets_it_on_open(pg_url):
+    """A schema at 13 (who wrote it, with corrections.device) runs 11, 12 and 15 on open: its
+    lessons are logged as changes not yet pushed, the column is not added twice."""
+    store = open_store(pg_url)
+    try:
+        got = fill(store)
+        conn = store.conn  # type: ignore[attr-defined]
+        conn.execute("DROP TABLE lesson_changes, lesson_origins, lesson_history, sync_records, "
+                     "sync_batches, schedule_runs")
+        conn.execute("DROP FUNCTION lesson_changes_append() CASCADE")
+        conn.execute("ALTER TABLE analysis_sessions DROP COLUMN start_commit, "
+                     "DROP COLUMN start_branch, DROP COLUMN start_git")
+        conn.execute("DELETE FROM schema_migrations WHERE version IN (11, 12, 15)")
+    finally:
+        store.close()
+    again = open_store(pg_url)
+    try:
+        assert sorted(lid for _, lid in again.sync.lesson_changes_after(0, 10)) == sorted(
+            got["ids"])
+        assert again.schema_version() == 15
+        assert again.analysis.record_start("s9", None, now(), "d" * 40, "main", "commit")
+        assert again.analysis.schedule_runs(5) == []
+    finally:
+        again.close()

@@ -366,7 +366,7 @@ def fill(store: Store) -> dict[str, Any]:
                                         "summary": {"analysed": 1}})
     sync = store.sync
     sync.add_synced_corrections([{
-        "event_id": "dev:e5", "session_id": None, "project": "/p", "user_message": "not that",
+        "event_id": "dev:e5", "session_id": None, "project": "/q", "user_message": "not that",
         "assistant_proposal": None, "files": "[]", "at": now(), "origin": "hook",
         "message_uuid": None, "proposal_uuid": None, "diff": None, "correction_type": None,
         "device": "DEV"}])
