@@ -266,6 +266,8 @@ def test_migrate_to_postgres_and_back_loses_nothing(run, pg_url, tmp_path, lore_
         fill(lore.store)
         lore.add_lesson("Added through the facade", "with its vector", tags=["facade"])
         original = _tables(lore.store)
+        original_log = lore.store.sync.lesson_changes_after(0, 100)
+    assert len(original_log) >= 4  # fill's lessons, the facade's, the merged tag's rewrites
     assert home_db.exists() and all(original[t] for t in ("lessons", "chunks", "corrections"))
 
     to_pg = run("admin", "migrate-to", pg_url, "--json")
@@ -280,6 +282,10 @@ def test_migrate_to_postgres_and_back_loses_nothing(run, pg_url, tmp_path, lore_
     try:
         assert _tables(pg) == original
         assert pg.has_vector_index() and pg.integrity() == "ok"
+        # The change log is the source's (the sync cursors point into it): copying the lessons
+        # added no change, and the next local change comes after every copied one.
+        end = original_log[-1][0]
+        assert pg.sync.lesson_changes_after(0, 100) == original_log
     finally:
         pg.close()
 
@@ -295,6 +301,14 @@ def test_migrate_to_postgres_and_back_loses_nothing(run, pg_url, tmp_path, lore_
                                         anti_contexts_exclude=True)
         assert copy.keyword_search(['"facade"'], (1.0, 1.0, 1.0), 5, where, params, 1000)
         assert copy.has_vector_index() and copy.vector_count() == 4
+        assert copy.sync.lesson_changes_after(0, 100) == original_log
+        for target in (copy, open_store(pg_url)):
+            later = new_id()
+            target.insert(row(later, "Written after the copy"))
+            [(seq, lid)] = target.sync.lesson_changes_after(end, 5)
+            assert seq > end and lid == later
+            if target is not copy:
+                target.close()
     finally:
         copy.close()
     monkeypatch.delenv("LORE_DATABASE_URL")
@@ -341,3 +355,53 @@ def test_keyword_index_rows_follow_deletes(pg_url, name):
         assert store.integrity() == "ok"
     finally:
         store.close()
+
+
+def test_conversation_vectors_are_searched_by_the_server(pg_url, tmp_path, real_embedder):
+    """On Postgres pgvector answers the vector stage: no index file is written anywhere and
+    the vectors are not loaded into memory; a paraphrase is found by meaning alone."""
+    home = tmp_path / "home"
+    with Lore.open(make_settings(home, database=pg_url), embedder=real_embedder) as lore:
+        conv = lore.conversations
+        conv.add_turns("s-shop", "test", "/work/shop", [
+            ("m1", "user", "the payments API returns ECONNRESET under load",
+             "2026-11-01T10:00:00Z"),
+            ("m2", "assistant", "raise the keep-alive timeout of the pool",
+             "2026-11-01T10:01:00Z")])
+        conv.add_turns("s-garden", "test", "/work/garden", [
+            ("m3", "user", "the tomatoes need watering twice a week", "2026-11-01T10:00:00Z")])
+        assert conv.embed_pending() == 2
+        assert conv.refresh_index().startswith("no index")
+        hits = conv.search("connections dropped by the payment service when busy",
+                           mode="vector", limit=2)
+        assert hits and hits[0].project == "/work/shop"
+        scoped = conv.search("watering plants", mode="vector", project="/work/garden")
+        assert [h.project for h in scoped] == ["/work/garden"]
+        assert not conv.vectors.loaded  # pgvector answered, not the in-memory scan
+    assert not [p for p in tmp_path.rglob("*") if "usearch" in p.name]
+
+
+def test_a_schema_made_before_sync_gets_it_on_open(pg_url):
+    """A schema at 13 (who wrote it, with corrections.device) runs 11, 12 and 15 on open: its
+    lessons are logged as changes not yet pushed, the column is not added twice."""
+    store = open_store(pg_url)
+    try:
+        got = fill(store)
+        conn = store.conn  # type: ignore[attr-defined]
+        conn.execute("DROP TABLE lesson_changes, lesson_origins, lesson_history, sync_records, "
+                     "sync_batches, schedule_runs")
+        conn.execute("DROP FUNCTION lesson_changes_append() CASCADE")
+        conn.execute("ALTER TABLE analysis_sessions DROP COLUMN start_commit, "
+                     "DROP COLUMN start_branch, DROP COLUMN start_git")
+        conn.execute("DELETE FROM schema_migrations WHERE version IN (11, 12, 15)")
+    finally:
+        store.close()
+    again = open_store(pg_url)
+    try:
+        assert sorted(lid for _, lid in again.sync.lesson_changes_after(0, 10)) == sorted(
+            got["ids"])
+        assert again.schema_version() == 15
+        assert again.analysis.record_start("s9", None, now(), "d" * 40, "main", "commit")
+        assert again.analysis.schedule_runs(5) == []
+    finally:
+        again.close()

@@ -183,6 +183,7 @@ def test_sync_change_log_cursors_dedup_origins_and_history(store):
     store.conversations.insert_edit({"session_id": "s1", "message_uuid": "u1", "tool": "Edit",
                                      "file_path": "a.py", "file_type": "py", "old_text": "a",
                                      "new_text": "b", "timestamp": None, "succeeded": 1})
+    store.set_identity("ann", "HERE")  # a local capture is stamped with this home's device
     store.corrections.add_correction(event_id="e1", session_id="s1", project="/p",
                                      user_message="no, use b", proposal=None, files=["a.py"],
                                      at=now(), origin="hook")
@@ -199,6 +200,9 @@ def test_sync_change_log_cursors_dedup_origins_and_history(store):
     assert sync.add_synced_corrections([other, other]) == 1
     assert sync.add_synced_corrections([other]) == 0
     assert sync.pending_count("corrections", 0) == 1
+    assert [c["event_id"] for c in sync.corrections_after(0, 10)] == ["e1"]  # stamped, still ours
+    assert {c["event_id"]: c["device"] for c in store.corrections.list_corrections(
+        None, 10, all_projects=True)} == {"e1": "HERE", "dev:e9": "DEV"}
 
     assert sync.add_records("DEV", "b1", now(), [("message", "u1", "h1"), ("message", "u1", "h1"),
                                                  ("edit", "u1", "h1")]) == [True, False, True]
@@ -281,6 +285,19 @@ def test_chunk_vectors_backlog_pages_and_projects(store):
     assert conv.vectors_page(ids[0], 10) == [(ids[1], b"\x01" * 8)]
     assert conv.in_project(ids, "/a") == set(ids[:2]) and conv.in_project(ids, "/c") == set()
 
+    # The backend's own nearest-neighbour search: pgvector on Postgres; none on SQLite, where
+    # the index file beside the database (or an exact scan) answers instead.
+    unit = [np.array(v, dtype=np.float32).tobytes() for v in ([1, 0], [0.6, 0.8], [0, 1])]
+    conv.put_vectors([(cid, f"hash-{n}", unit[n]) for n, cid in enumerate(ids)])
+    got = conv.nearest(unit[0], 2, None)
+    if "://" not in store.location:
+        assert got is None
+        return
+    assert [c for c, _ in got] == ids[:2]
+    assert got[0][1] == pytest.approx(1.0) and got[1][1] == pytest.approx(0.6)
+    assert [c for c, _ in conv.nearest(unit[0], 5, "/b")] == [ids[2]]
+    assert conv.nearest(unit[0], 5, "/none") == []
+
 
 # ---- the whole protocol, group by group --------------------------------------------------
 def fill(store: Store) -> dict[str, Any]:
@@ -343,7 +360,22 @@ def fill(store: Store) -> dict[str, Any]:
     store.sessions.insert_snapshot("e2", "s1", "/p", now(), {"trigger": "auto"})
     store.sessions.insert_context_load("e3", "s1", "/p", now(),
                                        {"shown": [a], "dropped": [b], "chars": 10})
-    store.analysis.record_start("s1", "/p", "2025-03-01T09:59:00Z")
+    store.analysis.record_start("s1", "/p", "2025-03-01T09:59:00Z", "c" * 40, "main", "commit")
+    store.analysis.record_schedule_run({"trigger": "schedule", "started_at": now(),
+                                        "finished_at": now(), "duration_ms": 5, "outcome": "ok",
+                                        "summary": {"analysed": 1}})
+    sync = store.sync
+    sync.add_synced_corrections([{
+        "event_id": "dev:e5", "session_id": None, "project": "/q", "user_message": "not that",
+        "assistant_proposal": None, "files": "[]", "at": now(), "origin": "hook",
+        "message_uuid": None, "proposal_uuid": None, "diff": None, "correction_type": None,
+        "device": "DEV"}])
+    sync.add_records("DEV", "b1", now(), [("lesson", b, "h1")])
+    sync.add_batch("DEV", "b1", now(), 1, 1)
+    sync.set_origin(b, "DEV", "2025-03-01T10:00:00.000Z")
+    sync.add_history({"lesson_id": b, "device": "DEV2", "updated_at": "2025-02-01T00:00:00.000Z",
+                      "at": now(), "outcome": "replaced", "winner_device": "DEV",
+                      "winner_updated_at": "2025-03-01T10:00:00.000Z", "data": {"title": "x"}})
     store.analysis.record_run({"event_id": "e4", "at": now(), "trigger": "command",
                                "session_id": "s1", "project": "/p", "outcome": "analysed",
                                "reason": "", "lesson_ids": [a], "created": 1})

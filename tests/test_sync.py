@@ -423,3 +423,37 @@ def run_cli(real_embedder):
         return CliRunner().invoke(cli, list(args), obj={"embedder": real_embedder})
 
     return invoke
+
+
+def test_a_server_on_postgres_receives_and_hands_out_as_on_sqlite(tmp_path, pg_url,
+                                                                  real_embedder):
+    """The same push and pull with the server's memory in a shared Postgres database."""
+    a, b = (Lore.open(make_settings(tmp_path / n), embedder=real_embedder) for n in ("a", "b"))
+    server = Lore.open(make_settings(tmp_path / "server", database=pg_url),
+                       embedder=real_embedder)
+    try:
+        rule = a.add_lesson(RULE["title"], RULE["content"],
+                            **{k: v for k, v in RULE.items() if k not in ("title", "content")})
+        capture(a, 4)
+        with running(server) as url:
+            report = sync(a, url)
+            assert report.pushed == {"lessons": 1, "corrections": 4, "messages": 4, "edits": 1}
+            again = sync(a, url)  # nothing new: nothing sent, nothing stored twice
+            assert sum(again.pushed.values()) == 0
+            assert sync(b, url).merge.added == 1
+        counts = server_counts(server)
+        assert counts["corrections"] == 4 and counts["messages"] == 4 and counts["edits"] == 1
+        kinds = dict(server.store.conn.execute(  # type: ignore[attr-defined]
+            "SELECT kind, count(*) FROM sync_records GROUP BY kind").fetchall())
+        assert kinds == {"lesson": 1, "correction": 4, "message": 4, "edit": 1, "session": 1}
+        assert counts["lessons"] == 1 and counts["records"] == 11
+        assert server.store.sync.record_count(a.sync.device_id()) == 11
+        # Received messages are kept as evidence, not pushed on, whatever the stamp says.
+        assert server.store.sync.pending_count("corrections", 0) == 0
+        assert server.store.sync.origins([rule.id]) == {
+            rule.id: (a.sync.device_id(), rule.updated_at)}
+        assert b.get_lesson(rule.id).title == rule.title
+        assert server.conversations.search("helper", mode="keyword", project="/srv/app")
+    finally:
+        for lore in (a, b, server):
+            lore.close()

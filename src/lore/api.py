@@ -87,14 +87,16 @@ class Lore:
         self._analyzer: Analyzer | None = None
         self._tokens: Tokens | None = None
         self._sync: Sync | None = None
+        self._device: str | None = None
 
     @classmethod
     def open(cls, settings: Settings, *, embedder: Embedder | None = None,
              create: bool = True) -> Lore:
         tighten_home(settings.home)  # a home made by an older Lore becomes private
         store = open_store(settings.db_location, create=create)
-        store.set_identity(settings.user, settings.device)
-        return cls(settings, store, embedder)
+        lore = cls(settings, store, embedder)
+        store.set_identity(settings.user, lore.device)
+        return lore
 
     def close(self) -> None:
         try:
@@ -108,6 +110,19 @@ class Lore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @property
+    def device(self) -> str:
+        """This home's device id (:func:`lore.home.device_id`): a home that synced before the id
+        had its file keeps the one its SQLite database held; a shared database holds none."""
+        if self._device is None:
+            from lore.home import device_id, is_url
+
+            store = self.store
+            kept = None if is_url(str(self.settings.db_location)) else (
+                lambda: store.meta("sync.device"))
+            self._device = device_id(self.settings.home, kept)
+        return self._device
 
     @property
     def vectors(self) -> MemoryIndex:
@@ -181,7 +196,7 @@ class Lore:
             from lore.core.sync import Sync
 
             self._sync = Sync(self.store, self.lessons, self.embedding,
-                              self.config.conversations.context_turns)
+                              self.config.conversations.context_turns, self.device)
         return self._sync
 
     # ---- embeddings -------------------------------------------------------------------

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from lore.errors import ConfigError
-from lore.home import device_id, is_url, lore_home, mask_url
+from lore.home import is_url, lore_home, mask_url
 
 ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -357,10 +357,6 @@ class Settings:
             return getpass.getuser()
         except (KeyError, OSError):
             return "unknown"
-
-    @property
-    def device(self) -> str:
-        return device_id(self.home)
 
 
 def config_file() -> Path:

@@ -9,6 +9,7 @@ import logging
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from lore.private import open_private, private_dir
@@ -46,18 +47,60 @@ def mask_url(location: str) -> str:
     return re.sub(r"(password=)[^&]*", r"\1***", location)
 
 
-def device_id(home: Path | None = None) -> str:
-    """This home's device id: ``$LORE_DEVICE``, else the host name and a short hash of the
-    home's path. Stable without a file to keep (nothing is written to the home for it), and two
-    homes on one machine differ. Not kept in the database, which several devices may share."""
+DEVICE_FILE = "device"
+
+
+def device_id(home: Path | None = None, kept: Callable[[], str | None] | None = None) -> str:
+    """This home's device id, the only source of it (sync's device and the device stamped on
+    written rows): ``$LORE_DEVICE``, else the id in the home's ``device`` file (0600), made
+    once. A home that synced before the file existed keeps its id: ``kept`` reads it (the
+    SQLite database's ``sync.device``); else a new ULID. Not kept in the database, which
+    several devices may share. A home that cannot be written gets the host name and a short
+    hash of the home's path, stable without a file."""
     env = os.environ.get("LORE_DEVICE")
     if env:
         return env
-    import hashlib
-    import socket
+    folder = (home or lore_home()).expanduser()
+    path = folder / DEVICE_FILE
+    found = _read_device(path)
+    if found:
+        return found
+    value = (kept() if kept else None) or _new_device()
+    try:
+        private_dir(folder)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process made it first: theirs is the id
+            found = _read_device(path)
+            if found:
+                return found
+            fd = os.open(path, os.O_WRONLY | os.O_TRUNC)  # an empty or unreadable file
+    except OSError:
+        import hashlib
+        import socket
 
-    where = str((home or lore_home()).expanduser().absolute())
-    return f"{socket.gethostname() or 'device'}-{hashlib.sha256(where.encode()).hexdigest()[:6]}"
+        where = str(folder.absolute())
+        return f"{socket.gethostname() or 'device'}-{hashlib.sha256(where.encode()).hexdigest()[:6]}"
+    with open(fd, "w") as f:
+        f.write(value + "\n")
+    return value
+
+
+def _read_device(path: Path) -> str | None:
+    try:
+        text = path.read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if text and len(text) <= 200 and text.isprintable() else None
+
+
+def _new_device() -> str:
+    """A ULID (Crockford base 32 of 48 bits of milliseconds and 80 random bits)."""
+    import time
+
+    alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+    n = (int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10), "big")
+    return "".join(alphabet[(n >> (5 * i)) & 31] for i in reversed(range(26)))
 
 
 def read_pid(path: Path) -> int | None:

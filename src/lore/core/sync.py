@@ -30,7 +30,7 @@ from lore.core.embedding import Embedding
 from lore.core.learner import decided
 from lore.core.lessons import Lessons
 from lore.errors import BackendUnavailable, ConfigError, InvalidInput, NotFound
-from lore.ids import new_id, now
+from lore.ids import now
 from lore.models import Lesson
 from lore.redact import redact_value
 from lore.store import Store
@@ -46,7 +46,7 @@ LESSON_BATCH = 100        # lessons are embedded by the server: smaller batches 
 STREAMS = ("lessons", "corrections", "messages", "edits")
 KINDS = ("session", "message", "edit", "correction", "lesson")  # the order a batch is applied in
 
-DEVICE_KEY = "sync.device"
+DEVICE_KEY = "sync.device"  # where a home kept its device id before lore.home.device_id
 SERVER_KEY = "sync.server"
 PULL_KEY = "sync.pull"
 LAST_PUSH_KEY = "sync.last_push"
@@ -141,8 +141,9 @@ class Sync:
     the batches it receives and the changes it hands out."""
 
     def __init__(self, store: Store, lessons: Lessons, embedding: Embedding,
-                 context_turns: int) -> None:
+                 context_turns: int, device: str) -> None:
         self.store = store
+        self.device = device
         self.tables = store.sync
         self.lessons = lessons
         self.embedding = embedding
@@ -151,13 +152,9 @@ class Sync:
 
     # ---- identity and state ---------------------------------------------------------
     def device_id(self) -> str:
-        """This home's device id: made once, kept in the store's meta."""
-        device = self.store.meta(DEVICE_KEY)
-        if device is None:
-            device = new_id()
-            with self.store.atomic():
-                self.store.set_meta(DEVICE_KEY, device)
-        return device
+        """This home's device id (:func:`lore.home.device_id`, the one stamped on written rows
+        too); a home that synced before keeps the id its database held under ``sync.device``."""
+        return self.device
 
     def cursor(self, stream: str) -> int:
         return int(self.store.meta(cursor_key(stream)) or 0)

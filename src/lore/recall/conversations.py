@@ -61,7 +61,10 @@ def search(store: ConversationStore, cfg: ConversationsConfig, query: str,
     vector: list[tuple[int, float]] = []
     if mode in ("hybrid", "vector") and embed_query is not None and query.strip():
         qvec = np.asarray(embed_query(strip_names(query, speakers)), dtype=np.float32)
-        found = index.search(store, qvec, depth, project) if index is not None else None
+        # A server's database answers itself (pgvector); a file has its index beside it.
+        found = store.nearest(qvec.tobytes(), depth, project)
+        if found is None and index is not None:
+            found = index.search(store, qvec, depth, project)
         if found is None:  # no index (a small database) or not usable: exact, in memory
             memory.sync(store)
             allowed = store.chunk_ids(project) if project else None

@@ -40,8 +40,12 @@ COPY_TABLES = (
     "code_examples", "trade_offs", "evidence", "edges", "tag_relations", "lesson_vectors",
     "search_log", "sessions", "messages", "chunks", "chunk_vectors", "file_edits", "ingest_files",
     "corrections", "snapshots", "analysis_sessions", "analysis_runs", "server_tokens",
-    "context_loads",
+    "context_loads", "schedule_runs", "lesson_changes", "lesson_origins", "lesson_history",
+    "sync_records", "sync_batches",
 )
+# A copy's lesson change log is the source's, row for row (the sync cursors in ``meta`` point
+# into it): the rows the target's triggers append while the lessons are copied are dropped.
+LOG_TABLE = "lesson_changes"
 
 
 def stamped(values: dict[str, Any], user: str | None, device: str | None) -> dict[str, Any]:
@@ -188,6 +192,9 @@ class ConversationStore(Protocol):
     def vectors_page(self, after: int, limit: int) -> list[tuple[int, bytes]]: ...
     def vector_total(self) -> int: ...
     def in_project(self, ids: Sequence[int], project: str) -> set[int]: ...
+    def nearest(self, query: bytes, k: int, project: str | None) -> list[tuple[int, float]] | None:
+        """(chunk id, cosine similarity) best first from the backend's own vector search, or
+        None when it has none (SQLite: the index file or an exact scan answers)."""
     def count(self) -> int: ...
     def chunk_ids(self, project: str) -> list[int]: ...
     def keyword_search(self, terms: Sequence[str], weights: tuple[float, float, float, float],

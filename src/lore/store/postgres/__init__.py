@@ -27,6 +27,7 @@ from lore.store.postgres.db import (
     storage_error,
 )
 from lore.store.postgres.lessons import LESSON_DOC, PGLessonTables, vector_bytes, vector_value
+from lore.store.postgres.sync import PGSyncTables
 from lore.store.postgres.tables import (
     PGAnalysisTables,
     PGConversationTables,
@@ -34,13 +35,14 @@ from lore.store.postgres.tables import (
     PGSessionTables,
     PGTokenTables,
 )
-from lore.store.protocol import COPY_TABLES, VISIBILITIES, Store
+from lore.store.protocol import COPY_TABLES, LOG_TABLE, VISIBILITIES, Store
 
 DEFAULT_SCHEMA = "lore"
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _VECTOR_TABLES = {"lesson_vectors", "chunk_vectors"}
 _IDENTITY = {"lessons": "seq", "search_log": "id", "messages": "seq", "chunks": "id",
-             "file_edits": "id", "corrections": "id", "snapshots": "id", "analysis_runs": "id"}
+             "file_edits": "id", "corrections": "id", "snapshots": "id", "analysis_runs": "id",
+             "lesson_changes": "seq", "lesson_history": "id", "schedule_runs": "id"}
 _REFERENCE = ("meta", "confidence_levels", "source_types", "lesson_kinds", "lesson_statuses",
               "relation_types")
 
@@ -75,6 +77,7 @@ class PostgresStore(PGLessonTables):
         self.sessions = PGSessionTables(conn)
         self.analysis = PGAnalysisTables(conn)
         self.tokens = PGTokenTables(conn)
+        self.sync = PGSyncTables(conn)
 
     @classmethod
     def open(cls, location: str, *, create: bool = True) -> PostgresStore:
@@ -211,8 +214,12 @@ class PostgresStore(PGLessonTables):
                 row[vec] = vector_value(row[vec])
             values.append(row)
         with atomic(self.conn):
+            end = int(self.conn.execute(f"SELECT coalesce(max(seq), 0) FROM {LOG_TABLE}")
+                      .fetchone()[0]) if table == "lessons" else 0
             cur = self.conn.executemany(
                 f"INSERT INTO {table} ({quoted}) VALUES ({marks}) {conflict}", values)
+            if table == "lessons":  # not new local changes: the log is copied as it is
+                self.conn.execute(f"DELETE FROM {LOG_TABLE} WHERE seq > ?", (end,))
         return max(int(cur.rowcount), 0)
 
     def clear(self) -> None:

@@ -134,6 +134,35 @@ class PGConversationTables(ConversationTables):
                 (chunk,), binary=True)]
         return out
 
+    def chunks_needing_vectors(self, limit: int | None = None) -> list[
+            tuple[int, str, str, str, str]]:
+        return [(r[0], r[1], r[2], r[3], r[4]) for r in self.conn.execute(
+            "SELECT c.id, c.text, c.ctx_before, c.ctx_after, c.content_hash FROM chunks c "
+            "LEFT JOIN chunk_vectors v ON v.chunk_id = c.id "
+            "WHERE v.chunk_id IS NULL OR v.content_hash <> c.content_hash ORDER BY c.id "
+            "LIMIT ?", (limit,))]  # LIMIT NULL: all
+
+    def vectors_page(self, after: int, limit: int) -> list[tuple[int, bytes]]:
+        return [(r[0], vector_bytes(r[1])) for r in self.conn.execute(
+            "SELECT chunk_id, embedding FROM chunk_vectors WHERE chunk_id > ? ORDER BY chunk_id "
+            "LIMIT ?", (after, limit), binary=True)]
+
+    def in_project(self, ids: Sequence[int], project: str) -> set[int]:
+        out: set[int] = set()
+        for part in chunks(list(ids)):
+            out.update(r[0] for r in self.conn.execute(
+                "SELECT id FROM chunks WHERE id = ANY(?) AND project = ?", (part, project)))
+        return out
+
+    def nearest(self, query: bytes, k: int, project: str | None) -> list[tuple[int, float]]:
+        """The server answers: (chunk id, cosine similarity) by pgvector's cosine distance,
+        best first, within one project when given (no index file beside a server's database)."""
+        scope, params = ("JOIN chunks c ON c.id = v.chunk_id WHERE c.project = ? ",
+                         [project]) if project is not None else ("", [])
+        return [(int(r[0]), 1.0 - float(r[1])) for r in self.conn.execute(
+            f"SELECT v.chunk_id, v.embedding <=> ? AS d FROM chunk_vectors v {scope}"
+            "ORDER BY d, v.chunk_id LIMIT ?", [vector_value(query), *params, k])]
+
     def keyword_search(self, terms: Sequence[str], weights: tuple[float, float, float, float],
                        limit: int, project: str | None,
                        max_postings: int) -> list[tuple[int, float]]:
@@ -285,11 +314,35 @@ class PGSessionTables(SessionTables):
 class PGAnalysisTables(AnalysisTables):
     """Session starts and analysis runs on Postgres (implements ``AnalysisStore``)."""
 
-    def record_start(self, session_id: str, project: str | None, at: str) -> bool:
+    def record_start(self, session_id: str, project: str | None, at: str,
+                     start_commit: str | None = None, start_branch: str | None = None,
+                     start_git: str | None = None) -> bool:
         cur = self.conn.execute(
-            "INSERT INTO analysis_sessions (session_id, project, started_at) VALUES (?, ?, ?) "
-            "ON CONFLICT DO NOTHING", (session_id, project, at))
+            "INSERT INTO analysis_sessions (session_id, project, started_at, start_commit, "
+            "start_branch, start_git) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (session_id, project, at, start_commit, start_branch, start_git))
         return bool(cur.rowcount > 0)
+
+    def record_schedule_run(self, run: dict[str, Any]) -> int:
+        return int(self.conn.execute(
+            "INSERT INTO schedule_runs (trigger, started_at, finished_at, duration_ms, outcome, "
+            "summary, error) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            (run["trigger"], run["started_at"], run.get("finished_at"), run.get("duration_ms"),
+             run["outcome"], json.dumps(run.get("summary") or {}), run.get("error"))
+        ).fetchone()[0])
+
+    def lesson_activity(self, since: str) -> list[dict[str, Any]]:
+        """As on SQLite, where json_extract reads a JSON null as NULL."""
+        learning = "nullif(metadata::jsonb -> 'learning', 'null'::jsonb)"
+        rows = self.conn.execute(
+            "SELECT id, title, kind, status, project, source, created_at, "
+            f"nullif({learning} -> 'review', 'null'::jsonb)::text AS review, "
+            f"{learning} ->> 'rejected_reason' AS rejected_reason "
+            "FROM lessons WHERE (created_at >= ? OR updated_at >= ?) "
+            f"AND {learning} IS NOT NULL ORDER BY created_at, id", (since, since)).fetchall()
+        return [{"id": r[0], "title": r[1], "kind": r[2], "status": r[3], "project": r[4],
+                 "source": r[5], "created_at": r[6], "review": json.loads(r[7]) if r[7] else None,
+                 "rejected_reason": r[8]} for r in rows]
 
     def record_run(self, run: dict[str, Any]) -> int:
         values = {k: run.get(k) for k in RUN_COLUMNS}
@@ -321,7 +374,12 @@ class PGAnalysisTables(AnalysisTables):
         last = q(f"SELECT * FROM analysis_runs {where} ORDER BY id DESC LIMIT 1", params).fetchone()
         error = q(f"SELECT at, error FROM analysis_runs {where} {and_} error IS NOT NULL "
                   "ORDER BY id DESC LIMIT 1", params).fetchone()
+        # No rowid here: sessions that started in the same instant are ordered by id.
+        start = q("SELECT session_id, project, started_at, start_commit, start_branch, "
+                  "start_git FROM analysis_sessions " + ("WHERE project = ? " if project else "")
+                  + "ORDER BY started_at DESC, session_id DESC LIMIT 1", params).fetchone()
         return {"sessions_seen": int(seen), "outcomes": outcomes, "skipped_by_reason": skipped,
+                "last_session_start": dict(start) if start else None,
                 "created": int(totals[0]), "reinforced": int(totals[1]),
                 "last_run": {**dict(last), "lesson_ids": json.loads(last["lesson_ids"])}
                 if last else None,

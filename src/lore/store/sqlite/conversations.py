@@ -208,6 +208,11 @@ class ConversationTables(Tables):
                 f"SELECT chunk_id, embedding FROM chunk_vectors WHERE chunk_id IN ({marks})", chunk)]
         return out
 
+    def nearest(self, query: bytes, k: int, project: str | None) -> list[tuple[int, float]] | None:
+        """None: an SQLite file has no nearest-neighbour search of its own; the caller uses the
+        chunk index file beside it, or scans the vectors exactly."""
+        return None
+
     def count(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
 

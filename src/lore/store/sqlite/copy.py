@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from lore.store.protocol import COPY_TABLES
+from lore.store.protocol import COPY_TABLES, LOG_TABLE
 from lore.store.sqlite.db import Tables, atomic
 
 # Rows whose key the target may already hold from its own first migration: the copy wins.
@@ -44,10 +44,19 @@ class CopyTables(Tables):
             upsert = f" ON CONFLICT({key}) DO UPDATE SET {sets}"
         with atomic(self.conn):
             before = self.conn.total_changes
+            end = self._log_end() if table == "lessons" else 0
             self.conn.executemany(
                 f"INSERT {conflict}INTO {table} ({cols}) VALUES ({marks}){upsert}",
                 [tuple(r) for r in rows])
-            return int(self.conn.total_changes - before)
+            stored = int(self.conn.total_changes - before)
+            if table == "lessons":  # not new local changes: the log is copied as it is
+                stored -= self.conn.execute(f"DELETE FROM {LOG_TABLE} WHERE seq > ?",
+                                            (end,)).rowcount
+            return stored
+
+    def _log_end(self) -> int:
+        return int(self.conn.execute(
+            f"SELECT coalesce(max(seq), 0) FROM {LOG_TABLE}").fetchone()[0])
 
     def clear(self) -> None:
         """Delete every row a copy carries (the target of ``migrate-to --force``)."""

@@ -17,7 +17,10 @@ STREAMS = {
     "messages": ("messages", "seq"),
     "edits": ("file_edits", "id"),
 }
-_OWN_CORRECTIONS = "device IS NULL"  # captured here, not received from another device
+# Captured here, not received from another device: a received message is stored with the
+# status 'synced' and never processed again. Its device column does not tell: every local
+# capture is stamped with this home's device too (who wrote each row).
+_OWN_CORRECTIONS = "status <> 'synced'"
 
 
 class SyncTables(Tables):
