@@ -70,7 +70,8 @@ def recall(got: np.ndarray, truth: np.ndarray) -> float:
     return len(set(got[:K].tolist()) & set(truth[:K].tolist())) / K
 
 
-def run(n: int, qvecs: np.ndarray, rs: list[int], efs: list[int], graph_max: int) -> None:
+def run(n: int, qvecs: np.ndarray, rs: list[int], efs: list[int], graph_max: int,
+        dtypes: tuple[str, ...] = ("i8",)) -> None:
     mat = np.ascontiguousarray(vectors(n))
     project = np.arange(n) % PROJECTS
     mine = np.flatnonzero(project == 3)
@@ -108,19 +109,20 @@ def run(n: int, qvecs: np.ndarray, rs: list[int], efs: list[int], graph_max: int
              f"one project {np.mean(rec_p):.3f}; {bits.nbytes / 1e6:.0f} MB; built {built:.1f} s")
 
     if n <= graph_max:
-        graph(n, mat, qvecs, truth, truth_p, project, efs)
+        for dtype in dtypes:
+            graph(n, mat, qvecs, truth, truth_p, project, efs, dtype)
     if n <= 200_000:
         sqlite_vec_bits(mat, qvecs, truth)
     print(f"\npeak RSS so far {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
 
-def graph(n, mat, qvecs, truth, truth_p, project, efs) -> None:  # type: ignore[no-untyped-def]
-    """usearch HNSW over int8, saved and memory-mapped."""
+def graph(n, mat, qvecs, truth, truth_p, project, efs, dtype="i8") -> None:  # type: ignore[no-untyped-def]
+    """usearch HNSW over int8 (or float16), saved and memory-mapped."""
     from usearch.index import Index
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "chunks.usearch"
-        index = Index(ndim=mat.shape[1], metric="cos", dtype="i8", connectivity=16,
+        index = Index(ndim=mat.shape[1], metric="cos", dtype=dtype, connectivity=16,
                       expansion_add=128)
         t = time.perf_counter()
         for s in range(0, n, 100_000):
@@ -148,7 +150,7 @@ def graph(n, mat, qvecs, truth, truth_p, project, efs) -> None:  # type: ignore[
                     times.append((time.perf_counter() - t0) * 1000)
                     rec.append(recall(got, tp if share > 1 else tr))
                 scope = "one project" if share > 1 else "every project"
-                line(f"usearch HNSW int8 (M 16), ef {ef}, {r} candidates re-scored, {scope}",
+                line(f"usearch HNSW {dtype} (M 16), ef {ef}, {r} candidates re-scored, {scope}",
                      times, float(np.mean(rec)),
                      f"built {built:.0f} s, file {size / 1e6:.0f} MB, opened in {opened:.1f} ms")
         del view
@@ -182,6 +184,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--graph-dtype", nargs="+", default=["i8", "f16"],
+                    help="the graph's vector types to compare (usearch: i8, f16, f32)")
     ap.add_argument("--rescore", type=int, nargs="+", default=[200, 500, 1000])
     ap.add_argument("--ef", type=int, nargs="+", default=[64, 128, 256])
     ap.add_argument("--graph-max", type=int, default=200_000,
@@ -196,7 +200,7 @@ def main() -> None:
     per = (time.perf_counter() - t) * 1000 / args.queries
     print(f"baseline: query embedding alone {per:.1f} ms a query (mean, same run)")
     for n in args.sizes:
-        run(n, qvecs, args.rescore, args.ef, args.graph_max)
+        run(n, qvecs, args.rescore, args.ef, args.graph_max, tuple(args.graph_dtype))
 
 
 if __name__ == "__main__":

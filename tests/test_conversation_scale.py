@@ -98,7 +98,9 @@ def test_new_vectors_are_searched_before_the_graph_holds_them(indexed):
     store, index = lore.conversations.store, lore.conversations.index
     new_ids = add_chunks(lore, 50, start=10_000)
     q = clustered(1, seed=21)[0]
-    put(lore, new_ids, np.tile(q, (len(new_ids), 1)))  # the best possible matches
+    # The best possible matches, each a little apart (a graph of identical points is degenerate).
+    near = np.tile(q, (len(new_ids), 1)) + np.random.default_rng(3).normal(0, 0.03, (len(new_ids), len(q)))
+    put(lore, new_ids, (near / np.linalg.norm(near, axis=1, keepdims=True)).astype(np.float32))
     assert index.refresh(store) == "50 vectors scored beside the graph"
     got = index.search(store, q, 10, None)
     assert got is not None and {c for c, _ in got} <= set(new_ids)
@@ -109,7 +111,9 @@ def test_new_vectors_are_searched_before_the_graph_holds_them(indexed):
     assert index.refresh(store, force=True) == "added 51 vectors"
     assert json.loads(index.meta_path.read_text())["version"] == store.vector_versions()[0]
     got = index.search(store, q, 60, None)
-    assert got is not None and {c for c, _ in got} >= {*new_ids, ids[0]}
+    # Now in the graph: 51 near-ties an approximate search may miss one or two of.
+    want = {*new_ids, ids[0]}
+    assert got is not None and len({c for c, _ in got} & want) >= 0.95 * len(want)
 
 
 def test_a_missing_stale_or_broken_index_is_rebuilt(indexed):
