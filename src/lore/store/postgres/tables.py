@@ -242,24 +242,8 @@ class PGCorrectionTables(CorrectionTables):
         return [r[0] for r in self.conn.execute(
             "SELECT id FROM lessons WHERE jsonb_typeof(metadata::jsonb -> 'learning') <> 'null'")]
 
-    def session_spans(self) -> list[dict[str, Any]]:
-        rows: dict[str, dict[str, Any]] = {}
-        for r in self.conn.execute("SELECT id, project, coalesce(started_at, ended_at) AS at "
-                                   "FROM sessions"):
-            rows[r["id"]] = {"id": r["id"], "project": r["project"], "at": r["at"],
-                             "file_types": set()}
-        for r in self.conn.execute(
-                "SELECT DISTINCT ON (session_id) session_id, project, at FROM corrections "
-                "WHERE session_id IS NOT NULL ORDER BY session_id, at"):
-            row = rows.setdefault(r["session_id"], {"id": r["session_id"], "project": r["project"],
-                                                    "at": r["at"], "file_types": set()})
-            if not row["at"] or (r["at"] and r["at"] < row["at"]):
-                row["at"] = r["at"]
-        for r in self.conn.execute("SELECT DISTINCT session_id, file_type FROM file_edits "
-                                   "WHERE file_type IS NOT NULL"):
-            if r["session_id"] in rows:
-                rows[r["session_id"]]["file_types"].add(r["file_type"])
-        return sorted(rows.values(), key=lambda x: (x["at"] or "", x["id"]))
+    FIRST_CORRECTIONS = ("SELECT DISTINCT ON (session_id) session_id, project, at FROM corrections "
+                         "WHERE session_id IS NOT NULL ORDER BY session_id, at")
 
     def sessions_mentioning(self, term: str) -> set[str]:
         return {r[0] for r in self.conn.execute(

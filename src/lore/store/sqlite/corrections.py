@@ -16,6 +16,11 @@ LEARNING_STATUSES = ("candidate", "proposed", "active")
 class CorrectionTables(Tables):
     """Captured messages and their verdicts, learned-rule lookups, the agent's edits to check."""
 
+    # Each session's first correction (its project and time); SQLite returns the project of the
+    # row that holds min(at), a backend without that rule says so its own way.
+    FIRST_CORRECTIONS = ("SELECT session_id, project, min(at) AS at FROM corrections "
+                         "WHERE session_id IS NOT NULL GROUP BY session_id")
+
     def add_correction(self, *, event_id: str, session_id: str | None, project: str | None,
                        user_message: str, proposal: str | None, files: Sequence[str], at: str,
                        origin: str, message_uuid: str | None = None, proposal_uuid: str | None = None,
@@ -148,8 +153,7 @@ class CorrectionTables(Tables):
                                    "FROM sessions"):
             rows[r["id"]] = {"id": r["id"], "project": r["project"], "at": r["at"],
                              "file_types": set()}
-        for r in self.conn.execute("SELECT session_id, project, min(at) AS at FROM corrections "
-                                   "WHERE session_id IS NOT NULL GROUP BY session_id"):
+        for r in self.conn.execute(self.FIRST_CORRECTIONS):
             row = rows.setdefault(r["session_id"], {"id": r["session_id"], "project": r["project"],
                                                     "at": r["at"], "file_types": set()})
             if not row["at"] or (r["at"] and r["at"] < row["at"]):
