@@ -1,4 +1,4 @@
-"""Conversation memory at scale: the chunk index file (HNSW, int8) against exact search, kept in
+"""Conversation memory at scale: the chunk index file (faiss lists, 8-bit codes) against exact search, kept in
 step with the vectors and rebuilt when missing or stale; the embedding backlog a first import
 leaves to the worker; an interrupted import resumed without duplicates."""
 
@@ -19,9 +19,10 @@ DIMS = 48
 
 
 def clustered(n: int, seed: int = 3) -> np.ndarray:
-    """Unit vectors in 60 clusters: neighbours exist, as with real embeddings."""
+    """Unit vectors in 60 clusters (the same 60 whatever the seed): neighbours exist, as with
+    real embeddings, and a query drawn with another seed asks about what is stored."""
+    centres = np.random.default_rng(3).normal(size=(60, DIMS))
     rng = np.random.default_rng(seed)
-    centres = rng.normal(size=(60, DIMS))
     v = centres[rng.integers(0, 60, n)] + rng.normal(scale=0.35, size=(n, DIMS))
     return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
 
@@ -101,7 +102,7 @@ def test_new_vectors_are_searched_before_the_graph_holds_them(indexed):
     # The best possible matches, each a little apart (a graph of identical points is degenerate).
     near = np.tile(q, (len(new_ids), 1)) + np.random.default_rng(3).normal(0, 0.03, (len(new_ids), len(q)))
     put(lore, new_ids, (near / np.linalg.norm(near, axis=1, keepdims=True)).astype(np.float32))
-    assert index.refresh(store) == "50 vectors scored beside the graph"
+    assert index.refresh(store) == "50 vectors scored beside the index"
     got = index.search(store, q, 10, None)
     assert got is not None and {c for c, _ in got} <= set(new_ids)
     # A chunk embedded again (its text changed) is scored with its new vector.
@@ -281,3 +282,83 @@ def test_ingest_leaves_a_large_backlog_to_the_worker_and_status_shows_it(run, tm
     # --wait embeds here, however many.
     run("ingest", str(tmp_path / "projects"), "--wait")
     assert json.loads(run("worker", "status", "--json").stdout)["embedding_backlog"]["chunks"] == 0
+
+
+def test_an_index_of_an_earlier_kind_is_replaced(indexed):
+    lore, _, _ = indexed
+    conv = lore.conversations
+    base = Path(lore.store.location)
+    old = [base.with_name(base.name + s) for s in (".chunks.usearch", ".chunks.usearch.json")]
+    for p in old:
+        p.write_bytes(b"an HNSW graph of an earlier version")
+    conv.refresh_index()
+    assert not any(p.exists() for p in old)
+    assert conv.index.path.exists() and conv.index.path.name.endswith(".chunks.faiss")
+
+
+def test_the_index_is_retrained_when_it_has_grown(indexed):
+    lore, ids, vecs = indexed
+    store, index = lore.conversations.store, lore.conversations.index
+    rec = index.record()
+    assert rec["trained"] == len(ids) and rec["lists"] == index.lists_for(len(ids))
+    assert set(rec["projects"]) == {"/work/p0", "/work/p1"}
+    more = add_chunks(lore, 4 * len(ids), start=20_000, project="/work/q")
+    put(lore, more, clustered(len(more), seed=17))
+    assert index.refresh(store) == "rebuilt"  # four times what the lists were trained on
+    rec = index.record()
+    assert rec["trained"] == rec["count"] == 5 * len(ids)
+    assert {"/work/q0", "/work/q1"} <= set(rec["projects"])
+    q = clustered(1, seed=19)[0]
+    got = index.search(store, q, 10, "/work/q1")
+    assert got and {c for c, _ in got} <= set(store.chunk_ids("/work/q1"))
+
+
+def test_a_project_new_since_the_index_was_built_is_searched(indexed):
+    lore, _, _ = indexed
+    store, index = lore.conversations.store, lore.conversations.index
+    new_ids = add_chunks(lore, 30, start=30_000, project="/work/new")
+    put(lore, new_ids, clustered(len(new_ids), seed=23))
+    assert "/work/new0" not in index.record()["projects"]
+    got = index.search(store, clustered(1, seed=29)[0], 5, "/work/new0")
+    assert got and {c for c, _ in got} <= set(new_ids)
+
+
+def test_probing_grows_with_the_lists_and_reads_a_bounded_share():
+    assert ChunkIndex.probes_for(45, 2_000) == 45  # small: every list
+    assert ChunkIndex.probes_for(1_000, 1_000_000) == 63  # 1/16 of the lists
+    assert ChunkIndex.probes_for(316, 100_000) == 104  # ~32,768 codes
+    assert ChunkIndex.probes_for(0, 0) == 0
+
+
+def test_a_common_word_scores_its_newest_rows_and_a_rare_one_all(fake_lore):
+    conv = fake_lore.conversations
+    turns = [(f"w{i}", "user", f"deploy step {i}" + (" flamingo" if i < 3 else ""),
+              "2026-10-01T00:00:00Z") for i in range(600)]
+    conv.add_turns("s-window", "test", "/work/w", turns, per_turn=True)
+    store = conv.store
+    weights = (1.0, 0.0, 1.0, 0.3)
+    ids = [r[0] for r in store.conn.execute("SELECT id FROM chunks ORDER BY id")]
+    common = store.keyword_search(['"deploy"'], weights, 1000, None, 100)
+    assert {c for c, _ in common} == set(ids[-100:])  # the newest 100 of 600
+    assert len(store.keyword_search(['"deploy"'], weights, 1000, None, 1000)) == 600
+    rare = store.keyword_search(['"deploy"', '"flamingo"'], weights, 10, None, 100)
+    # The rare word, kept alone, found in the oldest rows (its own turns first, then the turns
+    # that have it in their context).
+    assert {c for c, _ in rare[:3]} == set(ids[:3]) and {c for c, _ in rare} <= set(ids[:5])
+    within = store.keyword_search(['"deploy"'], weights, 1000, "/work/w", 100)
+    assert {c for c, _ in within} == set(ids[-100:])
+
+
+def test_a_prefetched_query_vector_is_the_one_asked_for():
+    from lore.embed import prefetch
+
+    calls = []
+
+    def embed(text):
+        calls.append(text)
+        return np.full(3, len(text), dtype=np.float32)
+
+    get = prefetch(embed, "four")
+    assert get("four").tolist() == [4.0] * 3
+    assert get("sixsix").tolist() == [6.0] * 3  # another text: embedded when asked
+    assert calls == ["four", "sixsix"]

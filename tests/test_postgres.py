@@ -378,7 +378,7 @@ def test_conversation_vectors_are_searched_by_the_server(pg_url, tmp_path, real_
         scoped = conv.search("watering plants", mode="vector", project="/work/garden")
         assert [h.project for h in scoped] == ["/work/garden"]
         assert not conv.vectors.loaded  # pgvector answered, not the in-memory scan
-    assert not [p for p in tmp_path.rglob("*") if "usearch" in p.name]
+    assert not [p for p in tmp_path.rglob("*") if ".chunks." in p.name]
 
 
 def test_a_schema_made_before_sync_gets_it_on_open(pg_url):

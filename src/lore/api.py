@@ -31,7 +31,6 @@ from lore.private import tighten_home
 from lore.store import Store, open_store, storage_error
 
 if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
     from pathlib import Path
 
     from lore.apply.files import Plan
@@ -43,19 +42,6 @@ if TYPE_CHECKING:
     from lore.core.tokens import Tokens
     from lore.recall import MemoryIndex, hybrid
     from lore.recall import graph as graph_ops
-
-_POOL: ThreadPoolExecutor | None = None
-
-
-def _embedding_pool() -> ThreadPoolExecutor:
-    """Threads that embed queries beside the keyword stage (made on first use)."""
-    global _POOL
-    if _POOL is None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lore-query-embed")
-    return _POOL
-
 
 def approved(lesson: Lesson) -> bool:
     """Active, and a person's decision: a learned rule only once reviewed (or set active by
@@ -289,10 +275,9 @@ class Lore:
         from lore.recall import hybrid
 
         if embed is not None and mode == "hybrid" and query.strip():
-            # The model works while the keyword stage runs: both release the GIL (ONNX
-            # Runtime, SQLite), so a search costs about the longer of the two, not their sum.
-            pending = _embedding_pool().submit(embed, query)
-            embed = lambda _query: pending.result()  # noqa: E731
+            from lore.embed import prefetch
+
+            embed = prefetch(embed, query)  # embedded while the keyword stage runs
         results = hybrid.search(self.store, query, filters, limit, self.config.search, embed,
                                 self.vectors, mode)
         if track:

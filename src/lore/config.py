@@ -110,7 +110,7 @@ class ConversationsConfig(_Strict):
     context_weight: float = Field(default=0.3, ge=0)
     context_turns: int = Field(default=2, ge=0, le=10)  # neighbouring turns on each side
     named_speaker_bonus: float = Field(default=0.1, ge=0)
-    keyword_max_postings: int = Field(default=5000, ge=100)
+    keyword_max_postings: int = Field(default=2000, ge=100)
     decay: bool = True
     decay_weight: float = Field(default=0.3, ge=0, le=1)
     decay_scale_days: float = Field(default=90.0, gt=0)

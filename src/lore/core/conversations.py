@@ -25,7 +25,10 @@ def index_path(location: str) -> Path | None:
     """The chunk index beside a database file; None for a database that is not a file."""
     if not location or "://" in location or location == ":memory:":
         return None
-    return Path(location).with_name(Path(location).name + ".chunks.usearch")
+    return Path(location).with_name(Path(location).name + ChunkIndex.SUFFIX)
+
+
+LEGACY_INDEX = (".chunks.usearch", ".chunks.usearch.json")  # an HNSW graph of earlier versions
 
 
 class Conversations:
@@ -83,6 +86,10 @@ class Conversations:
 
     def refresh_index(self, *, force: bool = False) -> str:
         """Bring the chunk index file in step with the vectors (the writer's job)."""
+        if self.index.path is not None:
+            for suffix in LEGACY_INDEX:
+                self.index.path.with_name(self.index.path.name.removesuffix(ChunkIndex.SUFFIX)
+                                          + suffix).unlink(missing_ok=True)
         return self.index.refresh(self.store, force=force)
 
     def add_turns(self, session_id: str, agent: str, project: str | None,

@@ -8,10 +8,12 @@ not embed never pay for onnxruntime or torch.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
     import numpy as np
 
     from lore.config import EmbeddingConfig
@@ -22,6 +24,27 @@ ALIASES = {
     "sentence-transformers/all-minilm-l6-v2": DEFAULT_MODEL,
     "all-minilm-l6-v2": DEFAULT_MODEL,
 }
+
+
+_POOL: ThreadPoolExecutor | None = None
+
+
+def prefetch(embed: Callable[[str], Any], text: str) -> Callable[[str], Any]:
+    """Start embedding ``text`` on a second thread now; the function returned gives that
+    vector when asked for ``text`` (and embeds anything else itself). The model works while
+    the keyword stage runs — both release the GIL (ONNX Runtime, SQLite) — so a search costs
+    about the longer of the two, not their sum."""
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lore-query-embed")
+    pending = _POOL.submit(embed, text)
+
+    def result(asked: str) -> Any:
+        return pending.result() if asked == text else embed(asked)
+
+    return result
 
 
 @runtime_checkable

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from lore.config import ConversationsConfig
+from lore.embed import prefetch
 from lore.errors import InvalidInput, NotFound
 from lore.ids import parse_time
 from lore.recall.snippet import snippet
@@ -54,6 +55,8 @@ def search(store: ConversationStore, cfg: ConversationsConfig, query: str,
     depth = max(cfg.candidates, limit)
     speakers = store.scope_speakers(project)
     terms, named = query_terms(query, speakers)
+    if embed_query is not None and mode == "hybrid" and query.strip():
+        embed_query = prefetch(embed_query, strip_names(query, speakers))
     keyword: list[tuple[int, float]] = []
     if mode in ("hybrid", "keyword"):
         weights = (cfg.text_weight, 0.0, cfg.date_weight, cfg.context_weight)
@@ -86,19 +89,19 @@ def fuse(store: ConversationStore, cfg: ConversationsConfig, query: str,
     kw = cfg.keyword_weight if mode != "vector" else 0.0
     vw = cfg.vector_weight if mode != "keyword" else 0.0
     ids = list(dict.fromkeys([c for c, _ in keyword] + [c for c, _ in vector]))
-    rows = store.chunk_rows(ids)
+    meta = store.chunk_meta(ids)  # what scoring needs; the text only for the results shown
     scored = []
     for cid in ids:
-        row = rows.get(cid)
-        if row is None:
+        if cid not in meta:
             continue
+        ended_at, speakers = meta[cid]
         relevance = kw * kscore.get(cid, 0.0) + vw * vscore.get(cid, 0.0)
         speaker_bonus = (cfg.named_speaker_bonus
-                         if named and mode == "hybrid" and named in row["speakers"].split()
+                         if named and mode == "hybrid" and named in speakers.split()
                          else 0.0)
         bonus = 0.0
-        if decay and row["ended_at"]:
-            age = max((at - parse_time(row["ended_at"])).total_seconds() / 86400, 0.0)
+        if decay and ended_at:
+            age = max((at - parse_time(ended_at)).total_seconds() / 86400, 0.0)
             bonus = cfg.decay_weight * math.exp(-age / cfg.decay_scale_days)
         total = relevance + speaker_bonus + bonus
         if total < min_score:
@@ -110,6 +113,8 @@ def fuse(store: ConversationStore, cfg: ConversationsConfig, query: str,
         scored.append((total, cid, parts))
     scored.sort(key=lambda t: (-t[0], t[1]))
     scored = scored[:limit]
+    rows = store.chunk_rows([cid for _, cid, _ in scored])
+    scored = [t for t in scored if t[1] in rows]  # a chunk removed meanwhile
     if mode == "hybrid":
         # A chunk still waiting in the embedding backlog is ranked by its keywords alone.
         unscored = [cid for _, cid, _ in scored if cid not in vscore]

@@ -1,4 +1,5 @@
-"""The vector stage: exact cosine similarity from an in-memory matrix, or sqlite-vec KNN.
+"""The vector stage: exact cosine similarity from an in-memory matrix, sqlite-vec KNN for
+lessons, and an inverted-file index (faiss) for a large conversation memory.
 
 Measured on 100,000 × 384 (docs/benchmarks.md): an exact float32 scan of a matrix in
 memory takes ~5 ms, sqlite-vec's KNN 45-60 ms whatever the quantisation, and its
@@ -166,47 +167,56 @@ class ChunkSource(VectorSource, Protocol):
     def vectors_for(self, ids: Sequence[int]) -> list[tuple[int, bytes]]: ...
     def vector_total(self) -> int: ...
     def in_project(self, ids: Sequence[int], project: str) -> set[int]: ...
+    def chunk_projects(self, ids: Sequence[int]) -> dict[int, str | None]: ...
 
 
-def usearch_index() -> Any:
-    """usearch's ``Index`` class. ONNX Runtime is imported first when it is installed: with
-    usearch 2.26 loaded first, importing onnxruntime afterwards crashes the process (a
-    segmentation fault, reproduced with the two imports alone); the other order works."""
-    try:
-        import onnxruntime  # noqa: F401
-    except ImportError:
-        pass
-    from usearch.index import Index
+def faiss_module() -> Any:
+    """faiss, imported when a large database is first searched or indexed (~60 ms), set to
+    search on the calling thread: one query at a time gains nothing from a thread pool, and
+    OpenMP's spinning workers cost a loaded machine dearly."""
+    import faiss
 
-    return Index
+    faiss.omp_set_num_threads(1)
+    return faiss
+
+
+def _matrix(page: Sequence[tuple[int, bytes]]) -> np.ndarray:
+    return np.frombuffer(b"".join(b for _, b in page), dtype=np.float32).reshape(len(page), -1)
 
 
 class ChunkIndex:
-    """An HNSW graph of the conversation chunk vectors (usearch, int8) in a file beside the
-    database, opened as a memory map: nothing to load, a few pages touched per search.
+    """An inverted-file index of the conversation chunk vectors (faiss ``IndexIVFScalarQuantizer``:
+    the vectors grouped into ~√n lists around k-means centres, each stored as 8-bit codes) in a
+    file beside the database, opened as a memory map: nothing to load, a search reads the lists
+    nearest the query.
 
-    Chosen by measurement at 1,000,000 chunks (docs/benchmarks.md#conversation-memory-at-scale).
-    The float32 vectors in the database stay the truth: the graph proposes candidates and
-    they are re-scored exactly, so a stale entry can cost recall but never a wrong score.
+    Chosen by measurement at 1,000,000 chunks (docs/benchmarks.md#conversation-memory-at-scale):
+    an HNSW graph (usearch, int8) reached recall@10 0.67 there, the lists 1.00, and they build in
+    seconds instead of minutes. The float32 vectors in the database stay the truth: the lists
+    propose candidates and those are re-scored exactly, so a stale entry can cost recall but
+    never a wrong score. Each entry's key carries its project in the bits above
+    ``PROJECT_SHIFT``, so a search within one project asks the index for that key range only.
 
-    The file records the vector version it holds (``<file>.json``, written after the graph:
-    a reader that sees the record sees a graph at least that new). Vectors written since are
-    scored exactly beside the graph's candidates, so a search covers everything embedded so
-    far. The single writer (:meth:`refresh`, after each batch of vectors) adds them to the
-    graph once they are more than ``STALE_SHARE`` of it, and rebuilds a missing, unreadable or
-    reset graph from scratch.
+    The file records what it holds (``<file>.json``, written after the index: a reader that sees
+    the record sees an index at least that new): the vector version, the number of vectors it was
+    trained on and the projects' codes. Vectors written since are scored exactly beside the
+    index's candidates, so a search covers everything embedded so far. The single writer
+    (:meth:`refresh`, after each batch of vectors) adds them once they are more than
+    ``STALE_SHARE`` of it, and rebuilds (new lists) a missing, unreadable or reset index, or one
+    that has grown to ``RETRAIN_GROWTH`` times what its lists were trained on.
     """
 
     MIN_SIZE = 20_000  # below this an exact scan of the vectors in memory is cheap (MemoryIndex)
     STALE_SHARE = 0.05
     STALE_MIN = 2_000
-    CONNECTIVITY = 16
-    EXPANSION_ADD = 64
-    EXPANSION_SEARCH = 400
+    RETRAIN_GROWTH = 4
+    SAMPLE_PER_LIST = 64  # training vectors a list (faiss asks for at least 39)
+    SCAN_CODES = 32_768  # a search reads the lists nearest the query until it has read this
+    PROBE_SHARE = 16  # many vectors' codes and at least 1/16 of the lists
     RESCORE = 200  # candidates re-scored exactly, at least
-    PROJECT_OVERSAMPLE = 12  # × depth candidates when one project is searched
-    MAX_CANDIDATES = 4_000
     PAGE = 20_000
+    PROJECT_SHIFT = 40  # chunk ids below 2**40; the project's code above
+    SUFFIX = ".chunks.faiss"
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
@@ -217,19 +227,38 @@ class ChunkIndex:
     def meta_path(self) -> Path | None:
         return self.path.with_name(self.path.name + ".json") if self.path else None
 
-    def record(self) -> dict[str, int] | None:
-        """What the file holds: {version, reset, dims, count}, or None without a usable file."""
+    @staticmethod
+    def lists_for(count: int) -> int:
+        return int(min(max(round(count ** 0.5), 16), 65_536))
+
+    @classmethod
+    def probes_for(cls, lists: int, count: int) -> int:
+        """How many lists a search reads: the nearest ones, enough to read ``SCAN_CODES``
+        codes and 1/``PROBE_SHARE`` of the lists (measured at 100,000 and 1,000,000 chunks:
+        docs/benchmarks.md#conversation-memory-at-scale)."""
+        per_list = max(count / max(lists, 1), 1.0)
+        return int(min(lists, max(-(-lists // cls.PROBE_SHARE), -(-cls.SCAN_CODES // per_list))))
+
+    def record(self) -> dict[str, Any] | None:
+        """What the file holds: {version, reset, dims, count, trained, lists, projects}, or
+        None without a usable file."""
         if self.meta_path is None:
             return None
         try:
             data = json.loads(self.meta_path.read_text(encoding="utf-8"))
-            out = {k: int(data[k]) for k in ("version", "reset", "dims", "count")}
+            out: dict[str, Any] = {k: int(data[k]) for k in ("version", "reset", "dims", "count",
+                                                             "trained", "lists")}
+            projects = data["projects"]
+            if not isinstance(projects, list) or not all(
+                    p is None or isinstance(p, str) for p in projects):
+                return None
+            out["projects"] = projects
         except (OSError, ValueError, KeyError, TypeError):
             return None
         return out if self.path is not None and self.path.exists() else None
 
-    def usable(self, store: VectorSource) -> dict[str, int] | None:
-        """The record, when the graph can serve searches of ``store`` (present, same model,
+    def usable(self, store: VectorSource) -> dict[str, Any] | None:
+        """The record, when the index can serve searches of ``store`` (present, same model,
         nothing removed since it was written)."""
         rec = self.record()
         if rec is None:
@@ -240,22 +269,21 @@ class ChunkIndex:
         return rec
 
     def _open(self) -> Any:
-        Index = usearch_index()
-
+        faiss = faiss_module()
         assert self.path is not None
         st = self.path.stat()
         key = (st.st_ino, st.st_size, st.st_mtime_ns)
         if self._view is None or key != self._view_key:
-            self._view = Index.restore(str(self.path), view=True)
+            self._view = faiss.read_index(str(self.path), faiss.IO_FLAG_MMAP)
             self._view_key = key
         return self._view
 
-    def _readable(self, rec: dict[str, int]) -> bool:
+    def _readable(self, rec: dict[str, Any]) -> bool:
         try:
             index = self._open()
         except (OSError, RuntimeError, ValueError):
             return False
-        return index is not None and len(index) == rec["count"] and index.ndim == rec["dims"]
+        return int(index.ntotal) == rec["count"] and int(index.d) == rec["dims"]
 
     def close(self) -> None:
         self._view = None
@@ -263,31 +291,38 @@ class ChunkIndex:
 
     def search(self, store: ChunkSource, qvec: np.ndarray, depth: int,
                project: str | None) -> list[tuple[int, float]] | None:
-        """(chunk id, exact cosine) best first, or None when the graph cannot answer."""
+        """(chunk id, exact cosine) best first, or None when the index cannot answer."""
         rec = self.usable(store)
         if rec is None or rec["dims"] != qvec.shape[0]:
             return None
         try:
             index = self._open()
         except (OSError, RuntimeError, ValueError):  # unreadable: the writer rebuilds it
-            index = None
-        if index is None:
             return None
+        if int(index.ntotal) != rec["count"] or int(index.d) != rec["dims"]:
+            return None
+        faiss = faiss_module()
         delta = dict(store.vectors_since(rec["version"])) if store.vector_versions()[0] > rec[
             "version"] else {}
-        want = max(depth, self.RESCORE) if project is None else depth * self.PROJECT_OVERSAMPLE
-        while True:
-            k = min(want, self.MAX_CANDIDATES, max(len(index), 1))
-            index.expansion_search = max(self.EXPANSION_SEARCH, k)
-            found = index.search(qvec, k, threads=1)
-            ids = [int(x) for x in found.keys]
-            cands = list(dict.fromkeys([*ids, *delta]))
-            if project is not None:
-                keep = store.in_project(cands, project)
-                cands = [c for c in cands if c in keep]
-            if project is None or len(cands) >= depth or k >= min(self.MAX_CANDIDATES, len(index)):
-                break
-            want = k * 4
+        k = max(depth, self.RESCORE)
+        params = faiss.SearchParametersIVF(
+            nprobe=self.probes_for(rec["lists"], rec["count"]))
+        ids: list[int] = []
+        sel = None
+        if project is not None and project in rec["projects"]:
+            code = rec["projects"].index(project)  # a project the index holds: its key range
+            sel = faiss.IDSelectorRange(code << self.PROJECT_SHIFT,
+                                        (code + 1) << self.PROJECT_SHIFT)
+            params.sel = sel
+        if project is None or sel is not None:
+            _, keys = index.search(np.ascontiguousarray(qvec[None, :], dtype=np.float32), k,
+                                   params=params)
+            mask = (1 << self.PROJECT_SHIFT) - 1
+            ids = [int(x) & mask for x in keys[0] if x >= 0]
+        cands = list(dict.fromkeys([*ids, *delta]))
+        if project is not None:  # the store has the last word on where a chunk belongs
+            keep = store.in_project(cands, project)
+            cands = [c for c in cands if c in keep]
         rows = [(c, delta[c]) for c in cands if c in delta]
         rows += store.vectors_for([c for c in cands if c not in delta])
         return score_rows(rows, qvec, depth)
@@ -302,62 +337,105 @@ class ChunkIndex:
             return f"no index below {self.MIN_SIZE} vectors"
         rec = self.usable(store)
         version = store.vector_versions()[0]
-        if rec is None or not self._readable(rec):
-            self.build(store)
-            return "rebuilt"
-        if version == rec["version"]:
-            return "in step"
-        delta = store.vectors_since(rec["version"])
-        if len(delta) < max(self.STALE_MIN, self.STALE_SHARE * rec["count"]) and not force:
-            return f"{len(delta)} vectors scored beside the graph"
-        if not self._update(rec, delta, version):
-            self.build(store)
-            return "rebuilt"
-        return f"added {len(delta)} vectors"
+        try:
+            if rec is None or not self._readable(rec) or total > self.RETRAIN_GROWTH * rec[
+                    "trained"]:
+                self.build(store)
+                return "rebuilt"
+            if version == rec["version"]:
+                return "in step"
+            delta = store.vectors_since(rec["version"])
+            if len(delta) < max(self.STALE_MIN, self.STALE_SHARE * rec["count"]) and not force:
+                return f"{len(delta)} vectors scored beside the index"
+            if not self._update(rec, delta, version, store):
+                self.build(store)
+                return "rebuilt"
+            return f"added {len(delta)} vectors"
+        except ValueError as e:  # keys out of range: searches scan the vectors exactly
+            self.remove()
+            return f"no index ({e})"
+
+    def _keys(self, ids: Sequence[int], store: ChunkSource, projects: list[str | None]) -> np.ndarray:
+        """Each chunk's key: its id, with its project's code above ``PROJECT_SHIFT`` (new
+        projects get the next code)."""
+        where = store.chunk_projects(ids)
+        codes = {p: i for i, p in enumerate(projects)}
+        out = np.empty(len(ids), dtype=np.int64)
+        for n, cid in enumerate(ids):
+            if cid >= 1 << self.PROJECT_SHIFT:
+                raise ValueError(f"chunk id {cid} is too large for the index's keys")
+            p = where.get(cid)
+            if p not in codes:
+                codes[p] = len(projects)
+                projects.append(p)
+            out[n] = (codes[p] << self.PROJECT_SHIFT) | cid
+        return out
+
+    def _pages(self, store: ChunkSource) -> Iterable[list[tuple[int, bytes]]]:
+        after = -1
+        while page := store.vectors_page(after, self.PAGE):
+            yield page
+            after = page[-1][0]
 
     def build(self, store: ChunkSource) -> None:
-        Index = usearch_index()
-
+        """New lists trained on a sample of the vectors, then every vector added: two reads of
+        the vectors, a page at a time (a million vectors never sit in memory at once)."""
+        faiss = faiss_module()
         version, reset = store.vector_versions()
-        index = None
-        after, count = -1, 0
-        while True:
-            page = store.vectors_page(after, self.PAGE)
-            if not page:
-                break
-            matrix = np.frombuffer(b"".join(b for _, b in page), dtype=np.float32).reshape(
-                len(page), -1)
-            if index is None:
-                index = Index(ndim=matrix.shape[1], metric="cos", dtype="i8",
-                              connectivity=self.CONNECTIVITY, expansion_add=self.EXPANSION_ADD)
-            index.add(np.fromiter((i for i, _ in page), dtype=np.uint64, count=len(page)), matrix)
-            count += len(page)
-            after = page[-1][0]
-        if index is None:
+        total = store.vector_total()
+        if total == 0:
             return
-        self._save(index, {"version": version, "reset": reset, "dims": int(index.ndim),
-                           "count": count})
+        nlist = self.lists_for(total)
+        share = min(1.0, nlist * self.SAMPLE_PER_LIST / total)
+        rng = np.random.default_rng(total)  # a random sample: every k-th row can alias
+        sample = [m[rng.random(len(m)) < share] for page in self._pages(store)
+                  for m in [_matrix(page)]]
+        train = np.ascontiguousarray(np.vstack(sample))
+        dims = train.shape[1]
+        nlist = min(nlist, len(train))
+        quantiser = faiss.IndexFlatIP(dims)
+        index = faiss.IndexIVFScalarQuantizer(quantiser, dims, nlist,
+                                              faiss.ScalarQuantizer.QT_8bit,
+                                              faiss.METRIC_INNER_PRODUCT)
+        projects: list[str | None] = []
+        faiss.omp_set_num_threads(os.cpu_count() or 1)
+        try:
+            index.train(train)
+            del sample, train
+            for page in self._pages(store):
+                matrix = _matrix(page)
+                if matrix.shape[1] != dims:
+                    return  # the model changed while reading: the next refresh starts again
+                index.add_with_ids(matrix, self._keys([i for i, _ in page], store, projects))
+        finally:
+            faiss.omp_set_num_threads(1)
+        self._save(index, {"version": version, "reset": reset, "dims": dims,
+                           "count": int(index.ntotal), "trained": total, "lists": nlist,
+                           "projects": projects})
 
-    def _update(self, rec: dict[str, int], delta: list[tuple[int, bytes]], version: int) -> bool:
-        Index = usearch_index()
-
+    def _update(self, rec: dict[str, Any], delta: list[tuple[int, bytes]], version: int,
+                store: ChunkSource) -> bool:
+        faiss = faiss_module()
         assert self.path is not None
-        index = Index.restore(str(self.path))
-        if index is None:  # not a graph usearch can read
+        try:
+            index = faiss.read_index(str(self.path))
+        except (OSError, RuntimeError, ValueError):  # not an index faiss can read
             return False
-        keys = np.fromiter((i for i, _ in delta), dtype=np.uint64, count=len(delta))
-        index.remove(keys)
-        index.add(keys, np.frombuffer(b"".join(b for _, b in delta), dtype=np.float32).reshape(
-            len(delta), -1))
-        self._save(index, {**rec, "version": version, "count": len(index)})
+        projects: list[str | None] = list(rec["projects"])
+        keys = self._keys([i for i, _ in delta], store, projects)
+        index.remove_ids(faiss.IDSelectorBatch(keys))  # vectors embedded again replace theirs
+        index.add_with_ids(_matrix(delta), keys)
+        self._save(index, {**rec, "version": version, "count": int(index.ntotal),
+                           "projects": projects})
         return True
 
-    def _save(self, index: Any, record: dict[str, int]) -> None:
-        """The graph first, then its record, each replaced atomically."""
+    def _save(self, index: Any, record: dict[str, Any]) -> None:
+        """The index first, then its record, each replaced atomically."""
+        faiss = faiss_module()
         assert self.path is not None and self.meta_path is not None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(self.path.name + ".tmp")
-        index.save(str(tmp))
+        faiss.write_index(index, str(tmp))
         os.replace(tmp, self.path)
         tmp_meta = self.meta_path.with_name(self.meta_path.name + ".tmp")
         tmp_meta.write_text(json.dumps(record), encoding="utf-8")

@@ -200,6 +200,14 @@ class ConversationTables(Tables):
                 f"SELECT id FROM chunks WHERE id IN ({marks}) AND project = ?", [*chunk, project]))
         return out
 
+    def chunk_projects(self, ids: Sequence[int]) -> dict[int, str | None]:
+        out: dict[int, str | None] = {}
+        for chunk in chunks(list(ids)):
+            marks = ",".join("?" * len(chunk))
+            out.update(self.conn.execute(
+                f"SELECT id, project FROM chunks WHERE id IN ({marks})", chunk).fetchall())
+        return out
+
     def vectors_for(self, ids: Sequence[int]) -> list[tuple[int, bytes]]:
         out: list[tuple[int, bytes]] = []
         for chunk in chunks(list(ids)):
@@ -226,27 +234,35 @@ class ConversationTables(Tables):
                        max_postings: int) -> list[tuple[int, float]]:
         """(chunk id, bm25) best first, in one project or (None) in all. Terms match the text,
         date and context columns (not the speakers: with two speakers a name is in half the
-        rows and carries no weight)."""
+        rows and carries no weight).
+
+        BM25 scores at most about ``max_postings`` rows: the rarest terms are kept while their
+        rows add up to that; when even the rarest term is in more rows (a common word in a
+        long history), its newest ``max_postings`` rows are scored — FTS5 walks the term's
+        rows newest first and stops, so the cost no longer grows with the history. Rare words
+        always search all of it; the vector stage covers what the window leaves out."""
         if not terms:
             return []
-        if len(terms) > 1:
-            terms = prune_terms(terms, self._term_counts(terms), max_postings)
+        counts = dict(zip(terms, self._term_counts(terms, 4 * max_postings), strict=True))
+        terms = prune_terms(terms, list(counts.values()), max_postings)
+        window = sum(counts[t] for t in terms) > max_postings
         match = " OR ".join("{text date context} : " + t for t in terms)
-        if project is None:
-            sql = ("SELECT rowid, bm25(chunks_fts, ?, ?, ?, ?) AS s FROM chunks_fts "
-                   "WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?")
-            return [(r[0], r[1]) for r in self.conn.execute(sql, [*weights, match, limit])]
-        sql = (
-            "SELECT f.rowid, bm25(chunks_fts, ?, ?, ?, ?) AS s FROM chunks_fts f "
-            "JOIN chunks c ON c.id = f.rowid "
-            "WHERE chunks_fts MATCH ? AND c.project = ? ORDER BY s LIMIT ?"
-        )
-        return [(r[0], r[1]) for r in self.conn.execute(sql, [*weights, match, project, limit])]
+        scope = "JOIN chunks c ON c.id = f.rowid WHERE chunks_fts MATCH ? AND c.project = ?" \
+            if project is not None else "WHERE chunks_fts MATCH ?"
+        params: list[Any] = [*weights, match, *([project] if project is not None else [])]
+        sql = f"SELECT f.rowid, bm25(chunks_fts, ?, ?, ?, ?) AS s FROM chunks_fts f {scope}"
+        if window:
+            sql = f"SELECT * FROM ({sql} ORDER BY f.rowid DESC LIMIT ?) ORDER BY s LIMIT ?"
+            params += [max_postings, limit]
+        else:
+            sql += " ORDER BY s LIMIT ?"
+            params.append(limit)
+        return [(r[0], r[1]) for r in self.conn.execute(sql, params)]
 
-    def _term_counts(self, terms: Sequence[str]) -> list[int]:
-        """How many chunks match each term. Counting reads the term's whole posting list (tens
-        of milliseconds for a common word at 100,000 chunks), and pruning needs only the order
-        of magnitude, so a count is reused until the chunks have grown by a tenth."""
+    def _term_counts(self, terms: Sequence[str], cap: int) -> list[int]:
+        """How many chunks match each term, counted up to ``cap`` (pruning needs only which
+        terms are rare; counting a common word in full reads its whole posting list). A count
+        is reused until the chunks have grown by a tenth."""
         cache: dict[str, tuple[int, int]] = self.__dict__.setdefault("_counts", {})
         size = int(self.conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0])
         out = []
@@ -254,12 +270,20 @@ class ConversationTables(Tables):
             hit = cache.get(t)
             if hit is None or size > hit[1] * 1.1 or size < hit[1]:
                 hit = (int(self.conn.execute(
-                    "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
-                    ("{text date context} : " + t,)).fetchone()[0]), size)
+                    "SELECT count(*) FROM (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
+                    "LIMIT ?)", ("{text date context} : " + t, cap)).fetchone()[0]), size)
                 if len(cache) > 50_000:
                     cache.clear()
                 cache[t] = hit
             out.append(hit[0])
+        return out
+
+    def chunk_meta(self, ids: Sequence[int]) -> dict[int, tuple[str | None, str]]:
+        out: dict[int, tuple[str | None, str]] = {}
+        for chunk in chunks(list(ids)):
+            marks = ",".join("?" * len(chunk))
+            out.update((r[0], (r[1], r[2])) for r in self.conn.execute(
+                f"SELECT id, ended_at, speakers FROM chunks WHERE id IN ({marks})", chunk))
         return out
 
     def chunk_rows(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
