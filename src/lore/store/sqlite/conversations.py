@@ -247,8 +247,11 @@ class ConversationTables(Tables):
         terms = prune_terms(terms, list(counts.values()), max_postings)
         window = sum(counts[t] for t in terms) > max_postings
         match = " OR ".join("{text date context} : " + t for t in terms)
-        scope = "JOIN chunks c ON c.id = f.rowid WHERE chunks_fts MATCH ? AND c.project = ?" \
-            if project is not None else "WHERE chunks_fts MATCH ?"
+        # One project: each row's project from the narrow (project, id) index, not the wide
+        # chunk row (half the time at a million chunks).
+        scope = "WHERE chunks_fts MATCH ?" + (
+            " AND EXISTS (SELECT 1 FROM chunks c INDEXED BY idx_chunks_project "
+            "WHERE c.project = ? AND c.id = f.rowid)" if project is not None else "")
         params: list[Any] = [*weights, match, *([project] if project is not None else [])]
         sql = f"SELECT f.rowid, bm25(chunks_fts, ?, ?, ?, ?) AS s FROM chunks_fts f {scope}"
         if window:
