@@ -11,8 +11,11 @@ vectors, every project and one project (a seventh of the chunks). The candidates
   1.5 GB at 1M, over the memory budget);
 - ``binary``: sign bits in memory (48 bytes a vector), Hamming distance by popcount, the best
   ``R`` re-scored exactly from the float32 vectors;
-- ``usearch``: an HNSW graph over int8 vectors in a file (usearch), opened as a memory map,
-  the best ``R`` re-scored exactly;
+- ``lists``: the product's stage — faiss inverted lists (≈√n k-means lists, 8-bit codes) in a
+  file opened as a memory map, the nearest lists read, the best 200 re-scored exactly; one
+  project as a key range, as the product does;
+- ``usearch``: an HNSW graph over int8 vectors in a file (usearch, when installed: the stage
+  before the lists), opened as a memory map, the best ``R`` re-scored exactly;
 - ``sqlite-vec bit``: sqlite-vec's binary vec0 index (KNN by Hamming) then exact re-scoring
   (100,000 only: it scans every row).
 """
@@ -108,6 +111,7 @@ def run(n: int, qvecs: np.ndarray, rs: list[int], efs: list[int], graph_max: int
         line(f"binary codes in memory, Hamming, re-score {r}", times, float(np.mean(rec)),
              f"one project {np.mean(rec_p):.3f}; {bits.nbytes / 1e6:.0f} MB; built {built:.1f} s")
 
+    lists(n, mat, qvecs, truth, truth_p, project)
     if n <= graph_max:
         for dtype in dtypes:
             graph(n, mat, qvecs, truth, truth_p, project, efs, dtype)
@@ -116,9 +120,64 @@ def run(n: int, qvecs: np.ndarray, rs: list[int], efs: list[int], graph_max: int
     print(f"\npeak RSS so far {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
 
+def lists(n, mat, qvecs, truth, truth_p, project) -> None:  # type: ignore[no-untyped-def]
+    """faiss inverted lists of 8-bit codes as the product builds them (ChunkIndex): a random
+    sample trains ≈√n lists, keys carry the project; several numbers of lists read."""
+    from lore.recall.vectors import ChunkIndex, faiss_module
+
+    faiss = faiss_module()
+    nlist = ChunkIndex.lists_for(n)
+    rng = np.random.default_rng(n)
+    sample = np.ascontiguousarray(mat[np.sort(rng.choice(
+        n, min(n, nlist * ChunkIndex.SAMPLE_PER_LIST), replace=False))])
+    index = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(mat.shape[1]), mat.shape[1], nlist,
+                                          faiss.ScalarQuantizer.QT_8bit,
+                                          faiss.METRIC_INNER_PRODUCT)
+    t = time.perf_counter()
+    faiss.omp_set_num_threads(2)
+    index.train(sample)
+    keys = (project.astype(np.int64) << ChunkIndex.PROJECT_SHIFT) | np.arange(n, dtype=np.int64)
+    for s in range(0, n, 100_000):
+        index.add_with_ids(np.ascontiguousarray(mat[s:s + 100_000]), keys[s:s + 100_000])
+    faiss.omp_set_num_threads(1)
+    built = time.perf_counter() - t
+    mask = (1 << ChunkIndex.PROJECT_SHIFT) - 1
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "chunks.faiss"
+        faiss.write_index(index, str(path))
+        size = path.stat().st_size
+        del index
+        view = faiss.read_index(str(path), faiss.IO_FLAG_MMAP)
+        chosen = ChunkIndex.probes_for(nlist, n)
+        for probes in sorted({max(1, chosen // 4), max(1, chosen // 2), chosen, min(nlist, chosen * 2)}):
+            for one in (False, True):
+                params = faiss.SearchParametersIVF(nprobe=probes)
+                sel = faiss.IDSelectorRange(3 << ChunkIndex.PROJECT_SHIFT, 4 << ChunkIndex.PROJECT_SHIFT)
+                if one:
+                    params.sel = sel
+                times, rec = [], []
+                for q, tr, tp in zip(qvecs, truth, truth_p, strict=True):
+                    t0 = time.perf_counter()
+                    _, found = view.search(q[None, :], ChunkIndex.RESCORE, params=params)
+                    cand = found[0][found[0] >= 0] & mask
+                    got = rescore(mat, q, cand, 100)
+                    times.append((time.perf_counter() - t0) * 1000)
+                    rec.append(recall(got, tp if one else tr))
+                scope = "one project" if one else "every project"
+                mark = " (the product's)" if probes == chosen else ""
+                line(f"faiss lists, 8-bit codes: {probes} of {nlist} lists read{mark}, "
+                     f"{ChunkIndex.RESCORE} re-scored, {scope}", times, float(np.mean(rec)),
+                     f"built {built:.0f} s, file {size / 1e6:.0f} MB")
+        del view
+
+
 def graph(n, mat, qvecs, truth, truth_p, project, efs, dtype="i8") -> None:  # type: ignore[no-untyped-def]
     """usearch HNSW over int8 (or float16), saved and memory-mapped."""
-    from usearch.index import Index
+    try:
+        from usearch.index import Index
+    except ImportError:
+        print("| usearch HNSW | – | – | – | not installed (pip install usearch to compare) |")
+        return
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "chunks.usearch"
