@@ -30,7 +30,6 @@ from lore.errors import (
 from lore.private import make_private, private_dir
 
 BUSY_TIMEOUT_MS = 5000
-MMAP_BYTES = 8 << 30  # the most of a database file read through a memory map
 LOCK_RETRIES = 5
 CHUNK = 500  # bound parameters per IN (...) list
 
@@ -86,11 +85,6 @@ def connect(path: Path | str, *, create: bool = True) -> Any:
     conn.execute("PRAGMA synchronous = NORMAL")
     # Child rows (tags, contexts, edges, evidence) go with their lesson.
     conn.execute("PRAGMA foreign_keys = ON")
-    # Reads through a memory map: a search's few hundred random row lookups (candidates,
-    # their vectors) cost a memory access each instead of a read() call; at 100,000
-    # conversation chunks that halved them (docs/benchmarks.md). Address space only: pages
-    # count as resident while in use and are the page cache's to drop.
-    conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     return conn
 
 
