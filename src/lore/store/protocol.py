@@ -326,6 +326,11 @@ class Store(LessonStore, CopyStore, Protocol):
         corrections, edges and the search log; another user's personal lessons are not found."""
         ...
 
+    @property
+    def who(self) -> tuple[str | None, str | None]:
+        """(user, device) as :meth:`set_identity` set them (None: not set)."""
+        ...
+
     def set_visibility(self, lesson_id: str, visibility: str) -> None:
         """personal | project | team (NotFound for an unknown id)."""
         ...
