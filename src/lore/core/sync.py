@@ -168,10 +168,8 @@ class Sync:
                 "pending": pending, "pending_total": sum(pending.values())}
 
     def pending(self, stream: str) -> int:
-        if stream != "lessons":
-            return self.tables.pending_count(stream, self.cursor(stream))
-        changes = self.tables.lesson_changes_after(self.cursor("lessons"), 1_000_000_000)
-        return len(self.own_versions(list(dict.fromkeys(lid for _, lid in changes))))
+        """What a push of ``stream`` would send, counted by the store."""
+        return self.tables.pending_count(stream, self.cursor(stream))
 
     # ---- push: what this device wrote ------------------------------------------------
     def next_batch(self, stream: str, size: int) -> Batch | None:
@@ -510,7 +508,7 @@ def run(sync: Sync, client: Client, *, batch_size: int = BATCH_SIZE, push: bool 
         sync.store.set_meta(SERVER_KEY, client.server)
     report = SyncReport(client.server, device)
     if push:
-        total = sum(sync.tables.pending_count(s, sync.cursor(s)) for s in STREAMS)
+        total = sum(sync.pending(s) for s in STREAMS)
         done = 0
         for stream in STREAMS:
             size = batch_size

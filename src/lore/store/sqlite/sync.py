@@ -29,6 +29,15 @@ class SyncTables(Tables):
 
     # ---- what a device has to push ---------------------------------------------------
     def pending_count(self, stream: str, after: int) -> int:
+        """Rows of ``stream`` after the cursor that a push would send; for ``lessons``, the
+        lessons changed since whose current version was written here (one per lesson, not
+        one per change; a deleted lesson or a version sync wrote here is not sent)."""
+        if stream == "lessons":
+            return int(self.conn.execute(
+                "SELECT count(*) FROM lessons l WHERE l.id IN (SELECT lesson_id FROM "
+                "lesson_changes WHERE seq > ?) AND NOT EXISTS (SELECT 1 FROM lesson_origins o "
+                "WHERE o.lesson_id = l.id AND o.updated_at = l.updated_at)",
+                (after,)).fetchone()[0])
         table, key = STREAMS[stream]
         own = f" AND {_OWN_CORRECTIONS}" if stream == "corrections" else ""
         row = self.conn.execute(f"SELECT count(*) FROM {table} WHERE {key} > ?{own}",
