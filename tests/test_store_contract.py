@@ -588,3 +588,37 @@ def test_who_wrote_it_and_who_may_find_it(location):
     finally:
         mine.close()
         theirs.close()
+
+
+def test_every_read_that_returns_lessons_leaves_out_another_users_personal_ones(location):
+    """One condition in the store: rule lookups (preferences, `lore apply`), id checks and the
+    graph never hand ben what ana keeps personal; ana and a store without a user see all."""
+    stores = {name: open_store(location) for name in ("ana", "ben", "nobody")}
+    stores["ana"].set_identity("ana", "laptop-1")
+    stores["ben"].set_identity("ben", "desk-2")
+    mine, hub, far = new_id(), new_id(), new_id()
+    try:
+        ana = stores["ana"]
+        with ana.atomic():
+            for lid, title, source in ((mine, "Ana's rule", "correction"), (hub, "Team hub", None),
+                                       (far, "Beyond Ana's rule", None)):
+                values = {**row(lid, title).values, "kind": "preference", "source": source}
+                ana.insert(LessonRow(id=lid, values=values, tags=(), contexts=(),
+                                     anti_contexts=(), file_types=(), examples=(),
+                                     trade_offs=(), evidence=()))
+            ana.add_edge(Edge(hub, mine, "related_to", now()))
+            ana.add_edge(Edge(mine, far, "related_to", now()))
+        everything = {mine, hub, far}
+        for name, sees in (("ana", everything), ("ben", {hub, far}), ("nobody", everything)):
+            s = stores[name]
+            assert s.visible_ids([mine, hub, far, new_id()]) == sees, name
+            assert set(s.corrections.preferences(None, all_projects=True, file_type=None,
+                                                 statuses=("active",), limit=10)) == sees, name
+            walked = {(r[0], r[1], r[3]) for r in s.walk(far, 3, [], "both")}
+            # hub is reached from far only through mine
+            assert walked == ({(mine, 1, "in"), (hub, 2, "in")} if mine in sees else set()), name
+            edges = {(e.from_id, e.to_id) for e in s.neighbours([hub, mine, far], [])}
+            assert edges == ({(hub, mine), (mine, far)} if mine in sees else set()), name
+    finally:
+        for s in stores.values():
+            s.close()

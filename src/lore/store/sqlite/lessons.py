@@ -38,6 +38,17 @@ class LessonTables(VectorTables, KeywordIndex, EdgeTables, UsageTables):
             )
         return found
 
+    def visible_ids(self, ids: Iterable[str]) -> set[str]:
+        """The ids among ``ids`` of lessons the store's user may be shown (``Tables.visible``)."""
+        visible, who = self.visible()
+        found: set[str] = set()
+        for part in chunks(list(dict.fromkeys(ids))):
+            marks = ",".join("?" * len(part))
+            found.update(r[0] for r in self.conn.execute(
+                f"SELECT l.id FROM lessons l WHERE l.id IN ({marks})"
+                + (f" AND {visible}" if visible else ""), [*part, *who]))
+        return found
+
     def insert(self, row: LessonRow) -> int:
         values = stamped(row.values, *self.who)
         cols = ["id", *values]
