@@ -227,25 +227,31 @@ def test_sync_change_log_cursors_dedup_origins_and_history(store):
 
 def test_pending_lessons_are_counted_once_each_and_only_when_written_here(store):
     """What `lore sync status` shows: one per changed lesson, not per change; a version sync
-    wrote here (its origin) is not pushed back, a later local edit is; a deleted one is gone."""
+    wrote here (its origin) is not pushed back, a later local edit is; a lesson deleted here is
+    one deletion to push, one whose deletion sync brought is not."""
+    store.set_identity("ana", "DEV-1")
     sync = store.sync
-    mine, pulled, gone = new_id(), new_id(), new_id()
+    mine, pulled, gone, elsewhere = new_id(), new_id(), new_id(), new_id()
     with store.atomic():
-        for lid in (mine, pulled, gone):
+        for lid in (mine, pulled, gone, elsewhere):
             store.insert(row(lid, f"Lesson {lid[-4:]}"))
         store.replace(store.seq_of(mine), row(mine, "Edited twice"))
-    assert sync.pending_count("lessons", 0) == 3
+    assert sync.pending_count("lessons", 0) == 4
     with store.atomic():
         sync.set_origin(pulled, "OTHER", store.get(pulled).updated_at)  # as a pull leaves it
         store.delete(gone)
-    assert sync.pending_count("lessons", 0) == 1
+        store.delete(elsewhere)  # as a pulled deletion leaves it: deleted, the tombstone theirs
+        sync.record_deletion(elsewhere, "2026-01-01T00:00:00.000Z", "OTHER")
+    assert sync.pending_count("lessons", 0) == 2  # mine, and the deletion of gone
+    assert sync.deletions([gone, elsewhere, mine])[gone][1] == "DEV-1"
+    assert sync.deletions([elsewhere])[elsewhere] == ("2026-01-01T00:00:00.000Z", "OTHER")
     end = sync.stream_end("lessons")
     assert sync.pending_count("lessons", end) == 0
     edited = row(pulled, "Edited here after the pull")
     edited.values["updated_at"] = "2999-01-01T00:00:00.000Z"
     with store.atomic():
         store.replace(store.seq_of(pulled), edited)
-    assert sync.pending_count("lessons", end) == 1 and sync.pending_count("lessons", 0) == 2
+    assert sync.pending_count("lessons", end) == 1 and sync.pending_count("lessons", 0) == 3
 
 
 def test_schedule_runs_newest_first_with_their_summary(store):

@@ -11,10 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from lore.ids import now
 from lore.models import Edge
 from lore.store.postgres.db import atomic, chunks
 from lore.store.protocol import LessonRow, stamped
 from lore.store.sqlite.lessons import LessonTables
+from lore.store.sqlite.sync import tombstone
 
 # The text search configuration: English stemming, as FTS5's porter tokenizer on SQLite.
 TS_CONFIG = "english"
@@ -91,6 +93,7 @@ class PGLessonTables(LessonTables):
         with atomic(self.conn):
             self.conn.execute("DELETE FROM lessons WHERE seq = ?", (seq,))  # index rows cascade
             self.delete_vector(seq)
+            tombstone(self.conn, lesson_id, now(), self.who[1] or "")
 
     # ---- keywords ---------------------------------------------------------------------
     def index_keywords(self, seq: int, lesson_id: str) -> None:

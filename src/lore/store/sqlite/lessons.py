@@ -9,13 +9,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from lore.errors import NotFound
-from lore.ids import new_id
+from lore.ids import new_id, now
 from lore.models import CodeExample, Evidence, Lesson, Preference, TradeOff
 from lore.store.protocol import PREFERENCE_COLUMNS, LessonRow, stamped
 from lore.store.sqlite.db import atomic, chunks
 from lore.store.sqlite.graph import EdgeTables
 from lore.store.sqlite.search import KeywordIndex
 from lore.store.sqlite.stats import UsageTables
+from lore.store.sqlite.sync import tombstone
 from lore.store.sqlite.vectors import VectorTables
 
 
@@ -82,6 +83,7 @@ class LessonTables(VectorTables, KeywordIndex, EdgeTables, UsageTables):
             self.conn.execute("DELETE FROM lessons_fts WHERE rowid = ?", (seq,))
             self.delete_vector(seq)
             self.conn.execute("DELETE FROM lessons WHERE seq = ?", (seq,))
+            tombstone(self.conn, lesson_id, now(), self.who[1] or "")
 
     def _write_children(self, row: LessonRow) -> None:
         lid = row.id
