@@ -3,6 +3,8 @@ on written rows; a file in the home, made once; an SQLite home that synced keeps
 
 from __future__ import annotations
 
+import json
+import socket
 import sqlite3
 import stat
 from pathlib import Path
@@ -93,3 +95,43 @@ def test_a_shared_database_never_gives_its_id_to_a_home(lore_home, tmp_path, pg_
                                           (lesson.id,)).fetchone()
             assert row[0] == ids[-1] == device_id(home)
     assert "SHARED" not in ids and ids[0] != ids[1]
+
+
+def _session_devices(db: Path) -> dict[str, str]:
+    conn = sqlite3.connect(db)
+    try:
+        return dict(conn.execute("SELECT id, device FROM sessions"))
+    finally:
+        conn.close()
+
+
+def _import_sessions(lore: Lore, folder: Path) -> None:
+    """One transcript file, one session of hand-made turns and one of hook-seen edits."""
+    folder.mkdir(parents=True, exist_ok=True)
+    record = {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s-file",
+              "cwd": "/work/shop", "timestamp": "2026-11-01T10:00:00Z", "version": "2.1.0",
+              "isSidechain": False, "message": {"role": "user", "content": "retry the upload"}}
+    (folder / "s-file.jsonl").write_text(json.dumps(record) + "\n")
+    lore.conversations.ingest([folder], embed=False)
+    lore.conversations.add_turns("s-turns", "eval", None,
+                                 [("t1", "ana", "the build needs uv", None)])
+    lore.record_edits("s-edits", "/work/shop", None, [])
+
+
+def test_imported_sessions_carry_the_homes_device_not_the_host_name(lore_home, tmp_path):
+    with Lore.open(make_settings(lore_home), embedder=FakeEmbedder()) as lore:
+        _import_sessions(lore, tmp_path / "projects")
+        mine = lore.device
+    assert mine == (lore_home / DEVICE_FILE).read_text().strip() != socket.gethostname()
+    assert _session_devices(lore_home / "lore.db") == {"s-file": mine, "s-turns": mine,
+                                                       "s-edits": mine}
+
+
+def test_lore_device_overrides_the_id_everywhere_it_is_stamped(lore_home, tmp_path, monkeypatch):
+    monkeypatch.setenv("LORE_DEVICE", "build-box")
+    with Lore.open(make_settings(lore_home), embedder=FakeEmbedder()) as lore:
+        _import_sessions(lore, tmp_path / "projects")
+        lore.add_lesson("Pin numpy below 2", "numpy 2 broke the build")
+        assert lore.sync.device_id() == "build-box"
+    assert set(_session_devices(lore_home / "lore.db").values()) == {"build-box"}
+    assert _stamped_device(lore_home / "lore.db") == ["build-box"]

@@ -4,6 +4,7 @@ chosen by the database URL's scheme, an embedder by ``embedding.backend``, an ex
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
 
@@ -110,3 +111,38 @@ def test_an_unknown_backend_names_the_valid_ones(lore_home):
         plugins.load("lore.stores", "nosuch", "database backend")
     with pytest.raises(Exception, match="unknown name 'nosuch'; valid: .*fastembed"):
         Config.model_validate({"embedding": {"backend": "nosuch"}})
+
+
+def test_the_built_in_table_is_what_pyproject_declares():
+    """Every group, language-model providers included, is found one way: the table names what
+    Lore's own package metadata registers, so a checkout without that metadata finds the same."""
+    import tomllib
+
+    pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    declared = tomllib.loads(pyproject.read_text())["project"]["entry-points"]
+    assert set(plugins.GROUPS) == set(declared) == set(plugins.BUILTIN)
+    for group in plugins.GROUPS:
+        assert plugins.BUILTIN[group] == declared[group], group
+
+
+def test_providers_load_like_every_backend_without_package_metadata(monkeypatch):
+    from lore.llm import registry
+
+    monkeypatch.setattr(plugins, "entry_points", lambda group: [])  # a bare source checkout
+    assert registry.factory("claude-cli").__name__ == "ClaudeCliProvider"
+    assert set(registry.installed()) == {"anthropic", "openai", "claude-cli"}
+    with pytest.raises(ConfigError, match=r"^unknown llm.provider 'gemini' \(installed: "
+                                          r"anthropic, claude-cli, openai\)$"):
+        registry.factory("gemini")
+
+
+def test_a_provider_entry_that_is_not_callable_is_a_config_error(plugin_package, monkeypatch):
+    from lore.llm import registry
+
+    info = plugin_package / "lore_example_plugin-1.0.dist-info" / "entry_points.txt"
+    info.write_text(info.read_text() + "\n[lore.llm_providers]\nconstant = lore_constant:NAME\n")
+    (plugin_package / "lore_constant.py").write_text("NAME = 'not a factory'\n")
+    with pytest.raises(ConfigError, match="^llm.provider 'constant': lore_constant:NAME is not "
+                                          "a provider factory$"):
+        registry.factory("constant")
+    sys.modules.pop("lore_constant", None)

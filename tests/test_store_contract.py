@@ -225,6 +225,35 @@ def test_sync_change_log_cursors_dedup_origins_and_history(store):
     assert sync.history(b) == []
 
 
+def test_pending_lessons_are_counted_once_each_and_only_when_written_here(store):
+    """What `lore sync status` shows: one per changed lesson, not per change; a version sync
+    wrote here (its origin) is not pushed back, a later local edit is; a lesson deleted here is
+    one deletion to push, one whose deletion sync brought is not."""
+    store.set_identity("ana", "DEV-1")
+    sync = store.sync
+    mine, pulled, gone, elsewhere = new_id(), new_id(), new_id(), new_id()
+    with store.atomic():
+        for lid in (mine, pulled, gone, elsewhere):
+            store.insert(row(lid, f"Lesson {lid[-4:]}"))
+        store.replace(store.seq_of(mine), row(mine, "Edited twice"))
+    assert sync.pending_count("lessons", 0) == 4
+    with store.atomic():
+        sync.set_origin(pulled, "OTHER", store.get(pulled).updated_at)  # as a pull leaves it
+        store.delete(gone)
+        store.delete(elsewhere)  # as a pulled deletion leaves it: deleted, the tombstone theirs
+        sync.record_deletion(elsewhere, "2026-01-01T00:00:00.000Z", "OTHER")
+    assert sync.pending_count("lessons", 0) == 2  # mine, and the deletion of gone
+    assert sync.deletions([gone, elsewhere, mine])[gone][1] == "DEV-1"
+    assert sync.deletions([elsewhere])[elsewhere] == ("2026-01-01T00:00:00.000Z", "OTHER")
+    end = sync.stream_end("lessons")
+    assert sync.pending_count("lessons", end) == 0
+    edited = row(pulled, "Edited here after the pull")
+    edited.values["updated_at"] = "2999-01-01T00:00:00.000Z"
+    with store.atomic():
+        store.replace(store.seq_of(pulled), edited)
+    assert sync.pending_count("lessons", end) == 1 and sync.pending_count("lessons", 0) == 3
+
+
 def test_schedule_runs_newest_first_with_their_summary(store):
     first = {"trigger": "schedule", "started_at": "2026-11-20T03:00:00.000Z",
              "finished_at": "2026-11-20T03:00:02.500Z", "duration_ms": 2500, "outcome": "ok",
@@ -565,3 +594,37 @@ def test_who_wrote_it_and_who_may_find_it(location):
     finally:
         mine.close()
         theirs.close()
+
+
+def test_every_read_that_returns_lessons_leaves_out_another_users_personal_ones(location):
+    """One condition in the store: rule lookups (preferences, `lore apply`), id checks and the
+    graph never hand ben what ana keeps personal; ana and a store without a user see all."""
+    stores = {name: open_store(location) for name in ("ana", "ben", "nobody")}
+    stores["ana"].set_identity("ana", "laptop-1")
+    stores["ben"].set_identity("ben", "desk-2")
+    mine, hub, far = new_id(), new_id(), new_id()
+    try:
+        ana = stores["ana"]
+        with ana.atomic():
+            for lid, title, source in ((mine, "Ana's rule", "correction"), (hub, "Team hub", None),
+                                       (far, "Beyond Ana's rule", None)):
+                values = {**row(lid, title).values, "kind": "preference", "source": source}
+                ana.insert(LessonRow(id=lid, values=values, tags=(), contexts=(),
+                                     anti_contexts=(), file_types=(), examples=(),
+                                     trade_offs=(), evidence=()))
+            ana.add_edge(Edge(hub, mine, "related_to", now()))
+            ana.add_edge(Edge(mine, far, "related_to", now()))
+        everything = {mine, hub, far}
+        for name, sees in (("ana", everything), ("ben", {hub, far}), ("nobody", everything)):
+            s = stores[name]
+            assert s.visible_ids([mine, hub, far, new_id()]) == sees, name
+            assert set(s.corrections.preferences(None, all_projects=True, file_type=None,
+                                                 statuses=("active",), limit=10)) == sees, name
+            walked = {(r[0], r[1], r[3]) for r in s.walk(far, 3, [], "both")}
+            # hub is reached from far only through mine
+            assert walked == ({(mine, 1, "in"), (hub, 2, "in")} if mine in sees else set()), name
+            edges = {(e.from_id, e.to_id) for e in s.neighbours([hub, mine, far], [])}
+            assert edges == ({(hub, mine), (mine, far)} if mine in sees else set()), name
+    finally:
+        for s in stores.values():
+            s.close()

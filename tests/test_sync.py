@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from conftest import FakeEmbedder, make_settings
 from lore.api import Lore
 from lore.capture.transcripts import FileEdit
-from lore.core.sync import Client, record_hash, run
+from lore.core.sync import PROTOCOL, Client, record_hash, run
 from lore.errors import BackendUnavailable, ConfigError, InvalidInput
 from server_util import running
 
@@ -127,7 +127,7 @@ def test_secrets_never_leave_the_device(homes):
         sync(a, url)
         with httpx.Client(base_url=f"{url}/api/v1/sync") as http:  # a client that did not redact
             answer = http.post("/push", json={
-                "protocol": 1, "device": "0" * 26, "batch_id": "raw", "records": [{
+                "protocol": PROTOCOL, "device": "0" * 26, "batch_id": "raw", "records": [{
                     "kind": "correction", "id": "raw-1", "data": {
                         "user_message": f"and the key is AKIAIOSFODNN7EXAMPLE, {secret}",
                         "at": "2026-11-01T10:00:00.000Z"}}]})
@@ -241,7 +241,7 @@ def test_tampered_batch_is_refused_whole(homes):
     device = a.sync.device_id()
     batch = a.sync.next_batch("corrections", 10)
     assert batch is not None
-    body = {"protocol": 1, "device": device, "batch_id": batch.batch_id, "records": batch.records}
+    body = {"protocol": PROTOCOL, "device": device, "batch_id": batch.batch_id, "records": batch.records}
     with running(server) as url, httpx.Client(base_url=f"{url}/api/v1/sync") as http:
         bad_kind = json.loads(json.dumps(body))
         bad_kind["records"][1]["kind"] = "dossier"
@@ -266,7 +266,7 @@ def test_tampered_batch_is_refused_whole(homes):
                             headers={"content-type": "application/json"})
         assert too_big.status_code == 413 and too_big.json()["error"]["code"] == "too_large"
         assert server_counts(server)["corrections"] == 0 and server.store.sync.record_count() == 0
-        old = http.post("/push", json={**body, "protocol": 2})
+        old = http.post("/push", json={**body, "protocol": PROTOCOL + 1})
         assert old.status_code == 409 and "protocol" in old.json()["error"]["message"]
         good = http.post("/push", json=body).json()
         assert good == {"batch_id": batch.batch_id, "received": 3, "stored": 3, "repeated": False}
@@ -295,8 +295,8 @@ def test_another_protocol_is_refused_before_anything_is_sent(homes, monkeypatch)
 
     a, _, server = homes
     capture(a, 2)
-    monkeypatch.setattr(web_sync, "PROTOCOL", 2)  # a newer server
-    with running(server) as url, pytest.raises(ConfigError, match="speaks sync protocol 2"):
+    monkeypatch.setattr(web_sync, "PROTOCOL", PROTOCOL + 1)  # a newer server
+    with running(server) as url, pytest.raises(ConfigError, match=f"speaks sync protocol {PROTOCOL + 1}"):
         sync(a, url)
     assert server_counts(server)["corrections"] == 0 and a.sync.status()["pending_total"] == 5
 
@@ -457,3 +457,55 @@ def test_a_server_on_postgres_receives_and_hands_out_as_on_sqlite(tmp_path, pg_u
     finally:
         for lore in (a, b, server):
             lore.close()
+
+
+def test_a_deletion_travels_and_does_not_come_back(homes):
+    """A deletes a lesson both devices hold: the server and B delete it too, and A's next
+    sync does not bring it back; nothing is pushed twice."""
+    a, b, server = homes
+    lesson = a.add_lesson(RULE["title"], RULE["content"], kind="preference", status="active")
+    kept = a.add_lesson("Pin numpy below 2", "numpy 2 broke the build", status="active")
+    with running(server) as url:
+        sync(a, url)
+        assert sync(b, url).merge.added == 2
+        a.delete_lesson(lesson.id)
+        assert a.sync.status()["pending"]["lessons"] == 1
+        report = sync(a, url)
+        assert report.pushed == {"lessons": 1} and report.merge.deleted == 0
+        assert server.store.existing_ids([lesson.id, kept.id]) == {kept.id}
+        assert sync(b, url).merge.deleted == 1
+        again = sync(a, url)
+        assert again.pulled == 0 and a.sync.status()["pending_total"] == 0
+        assert sync(b, url).stored == 0 and b.sync.status()["pending_total"] == 0
+    for lore in (a, b, server):
+        assert lore.store.existing_ids([lesson.id, kept.id]) == {kept.id}
+    # The deleted version is kept nowhere as a conflict: one device deleted what all held.
+    assert server.store.sync.history(lesson.id) == []
+
+
+def test_an_edit_later_than_a_deletion_wins_and_an_earlier_one_loses(homes):
+    """The rule of edits holds for deletions: the later of the two wins, everywhere, and the
+    loser is kept in the history."""
+    a, b, server = homes
+    first = a.add_lesson(RULE["title"], RULE["content"], kind="preference", status="active")
+    second = a.add_lesson("Pin numpy below 2", "numpy 2 broke the build", status="active")
+    with running(server) as url:
+        sync(a, url)
+        sync(b, url)
+        # first: B edits after A deleted it; second: B edits before A deletes it.
+        b.update_lesson(second.id, content="numpy 2 broke the build; pin <2 until the fix")
+        a.delete_lesson(first.id)
+        a.delete_lesson(second.id)
+        b.update_lesson(first.id, content="B still wants this rule, edited after the deletion")
+        sync(a, url)
+        report = sync(b, url)
+        assert report.merge.deleted == 1 and report.merge.conflicts >= 1
+        assert sync(a, url).merge.added == 1
+    for lore in (a, b, server):
+        assert lore.store.existing_ids([first.id, second.id]) == {first.id}, lore.settings.home
+        assert lore.get_lesson(first.id).content.startswith("B still wants")
+    outcomes = {h["lesson_id"]: h for h in server.store.sync.history(first.id)
+                + server.store.sync.history(second.id)}
+    assert outcomes[first.id]["data"].get("deleted") and outcomes[first.id]["outcome"] == "replaced"
+    assert outcomes[second.id]["data"]["content"].endswith("pin <2 until the fix")
+    assert outcomes[second.id]["outcome"] == "refused"

@@ -373,3 +373,53 @@ def test_cli_refused_import_prints_only_the_error_line(run, tmp_path):
     assert res.exit_code == 1
     assert res.stderr.strip().splitlines() == [res.stderr.strip()]
     assert res.stderr.startswith("Error: line 1:")
+
+
+def _linked_to_a_missing_lesson() -> str:
+    lesson = _good("X")
+    lesson["edges"] = [{"from": lesson["id"], "to": new_id(), "relation": "related_to"}]
+    return json.dumps(lesson) + "\n"
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("not json at all\n", "line 1: not valid JSON"),
+    ("[1, 2]\n", "line 1: each line must be a JSON object"),
+    ('{"title": "no id, no content"}\n', "line 1: "),
+    (json.dumps(_good("X", kind="nonsense")) + "\n", "line 1: invalid kind 'nonsense'"),
+    (_linked_to_a_missing_lesson(), "edge to missing lesson"),
+    (None, "no such file"),
+])
+def test_cli_refused_import_in_a_new_home_creates_nothing(run, tmp_path, monkeypatch, text,
+                                                          reason):
+    """Bad input is one line, exit status 1, and no home, database or device file is made,
+    whether it is refused before the database opens (its lines) or after (what only the
+    database can tell: kinds, links)."""
+    home = tmp_path / "new" / "home"
+    monkeypatch.setenv("LORE_HOME", str(home))
+    f = tmp_path / "in.jsonl"
+    if text is not None:
+        f.write_text(text, encoding="utf-8")
+    res = run("admin", "import", str(f))
+    assert res.exit_code == 1, res.output
+    assert res.stderr.strip().splitlines() == [res.stderr.strip()]
+    assert reason in res.stderr and "Traceback" not in res.output
+    assert not (tmp_path / "new").exists()
+
+
+def test_cli_import_with_nothing_valid_skipped_opens_no_database(run, tmp_path, monkeypatch):
+    monkeypatch.setenv("LORE_HOME", str(tmp_path / "home"))
+    f = tmp_path / "in.jsonl"
+    f.write_text("not json\n\n", encoding="utf-8")
+    res = run("admin", "import", str(f), "--skip-invalid", "--json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["skipped"][0]["line"] == 1
+    assert not (tmp_path / "home").exists()
+
+
+def test_cli_refused_import_leaves_an_existing_home_as_it_was(run, tmp_path):
+    """The undo is for a new home only: an existing database is never removed."""
+    _cli_add(run, "Pin numpy below 2")
+    f = tmp_path / "in.jsonl"
+    f.write_text(json.dumps(_good("X", kind="nonsense")) + "\n", encoding="utf-8")
+    assert run("admin", "import", str(f)).exit_code == 1
+    assert json.loads(run("admin", "stats", "--json").stdout)["lessons"] == 1

@@ -212,19 +212,28 @@ class Lore:
         return self.lessons.add(title, content, **fields)
 
     def get_lesson(self, lesson_id: str) -> Lesson:
-        return self.store.get(require_id(lesson_id))
+        """One lesson; another user's personal lesson is not found, as in every read."""
+        return self.store.get(self.shown(lesson_id))
+
+    def shown(self, lesson_id: str) -> str:
+        """``lesson_id`` when its lesson may be shown to this user; else NotFound, the same
+        error as for an id that names nothing (a hidden lesson is not confirmed to exist)."""
+        lesson_id = require_id(lesson_id)
+        if not self.store.visible_ids([lesson_id]):
+            raise NotFound(f"no lesson with id {lesson_id}; `lore recall search` finds ids")
+        return lesson_id
 
     def update_lesson(self, lesson_id: str, **changes: Any) -> Lesson:
         """Change the given fields; lists replace the old list. Re-embeds only changed text.
         A status set here is a person's decision: rescoring never changes it afterwards."""
-        lesson = self.lessons.update(require_id(lesson_id), **changes)
+        lesson = self.lessons.update(self.shown(lesson_id), **changes)
         if changes.get("status") is not None and "learning" in lesson.metadata:
             self.learner.decided_by_hand(lesson.id)
             lesson = self.get_lesson(lesson.id)
         return lesson
 
     def delete_lesson(self, lesson_id: str) -> Lesson:
-        return self.lessons.delete(require_id(lesson_id))
+        return self.lessons.delete(self.shown(lesson_id))
 
     def list_lessons(self, filters: Filters | None = None, limit: int = 50,
                      offset: int = 0) -> tuple[int, list[dict[str, Any]]]:
@@ -325,20 +334,20 @@ class Lore:
                 direction: str = "both") -> list[RelatedLesson]:
         from lore.recall import graph as graph_ops
 
-        return graph_ops.related(self.store, require_id(lesson_id), depth, relations, direction)
+        return graph_ops.related(self.store, self.shown(lesson_id), depth, relations, direction)
 
     def path(self, start: str, goal: str, max_depth: int = 6, relations: Sequence[str] = (),
              directed: bool = False) -> list[graph_ops.PathStep]:
         from lore.recall import graph as graph_ops
 
-        return graph_ops.shortest_path(self.store, require_id(start), require_id(goal), max_depth,
+        return graph_ops.shortest_path(self.store, self.shown(start), self.shown(goal), max_depth,
                                        relations, directed)
 
     def subgraph(self, lesson_id: str, depth: int = 1, relations: Sequence[str] = (),
                  direction: str = "both") -> graph_ops.Subgraph:
         from lore.recall import graph as graph_ops
 
-        return graph_ops.subgraph(self.store, require_id(lesson_id), depth, relations, direction)
+        return graph_ops.subgraph(self.store, self.shown(lesson_id), depth, relations, direction)
 
     # ---- reference data and tags ------------------------------------------------------
     def list_confidence_levels(self) -> list[RefItem]:
@@ -580,8 +589,11 @@ class Lore:
         return {"imported": imported, "exported": self.review_export(folder)}
 
     def approved_lessons(self) -> list[Lesson]:
-        """Every lesson a person approved (any kind), as ``approved_rules``."""
-        return [x for x in self.store.iter_lessons() if approved(x)]
+        """Every lesson a person approved (any kind) that this user may see, as
+        ``approved_rules``."""
+        found = [x for x in self.store.iter_lessons() if approved(x)]
+        visible = self.store.visible_ids(x.id for x in found)
+        return [x for x in found if x.id in visible]
 
     def skill_proposals(self) -> list[Any]:
         """Groups of approved lessons worth a skill (``core.skills.Proposal``), largest first."""

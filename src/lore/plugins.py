@@ -10,7 +10,8 @@ editing Lore (docs/plugins.md shows how):
   an :class:`lore.embed.Embedder`; chosen by ``embedding.backend``;
 - ``lore.extractors``: a class with no arguments implementing
   :class:`lore.extract.Extractor`; chosen by ``learning.extractor``;
-- ``lore.llm_providers``: language-model providers, found by :mod:`lore.llm.registry`.
+- ``lore.llm_providers``: a callable taking :class:`lore.llm.ProviderSettings` and
+  returning a :class:`lore.llm.Provider`; chosen by ``llm.provider`` (:mod:`lore.llm.registry`).
 
 The built-in backends are registered the same way in Lore's own package metadata; the
 table below is what an installation without that metadata (a source checkout) still finds.
@@ -24,7 +25,7 @@ from typing import Any
 
 from lore.errors import ConfigError
 
-GROUPS = ("lore.stores", "lore.embedders", "lore.extractors")
+GROUPS = ("lore.stores", "lore.embedders", "lore.extractors", "lore.llm_providers")
 
 BUILTIN: dict[str, dict[str, str]] = {
     "lore.stores": {"sqlite": "lore.store.sqlite:SQLiteStore",
@@ -36,6 +37,9 @@ BUILTIN: dict[str, dict[str, str]] = {
         "openai": "lore.embed.openai_backend:OpenAIEmbedder",
     },
     "lore.extractors": {"rules": "lore.extract.shapes:RuleExtractor"},
+    "lore.llm_providers": {"anthropic": "lore.llm.anthropic:AnthropicProvider",
+                           "openai": "lore.llm.openai_compat:OpenAICompatProvider",
+                           "claude-cli": "lore.llm.claude_cli:ClaudeCliProvider"},
 }
 
 
@@ -51,19 +55,29 @@ def is_known(group: str, name: str) -> bool:
     return name in BUILTIN.get(group, {}) or name in available(group)
 
 
-def load(group: str, name: str, what: str) -> Any:
-    """The object registered as ``name`` in ``group``; ``what`` names it in the error."""
+UNKNOWN = "unknown {what} '{name}'; valid: {names} (a plugin package adds more)"
+
+
+def reference(group: str, name: str) -> str | None:
+    """The object reference (``module:attribute``) registered as ``name``, or None."""
     # A built-in name needs no scan of the installed packages' metadata.
-    ref = BUILTIN.get(group, {}).get(name) or available(group).get(name)
+    return BUILTIN.get(group, {}).get(name) or available(group).get(name)
+
+
+def load(group: str, name: str, what: str, unknown: str = UNKNOWN) -> Any:
+    """The object registered as ``name`` in ``group``; ``what`` names it in the errors, and
+    ``unknown`` is the message for a name nothing registered (``{what}``, ``{name}`` and
+    ``{names}``, the valid ones, are filled in)."""
+    ref = reference(group, name)
     if ref is None:
-        valid = ", ".join(sorted(available(group)))
-        raise ConfigError(f"unknown {what} '{name}'; valid: {valid} (a plugin package adds more)")
+        names = ", ".join(sorted(available(group))) or "none"
+        raise ConfigError(unknown.format(what=what, name=name, names=names))
     module, _, attr = ref.partition(":")
     try:
         obj: Any = import_module(module)
         for part in attr.split(".") if attr else ():
             obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:  # a plugin's broken install is not a Lore bug
+    except Exception as exc:  # noqa: BLE001 - a plugin's broken install is not a Lore bug
         if name in BUILTIN.get(group, {}):
             raise
         raise ConfigError(f"{what} '{name}' cannot be loaded from {ref}: "

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import socket
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from lore import normalize
 from lore.embed import embed_text
+from lore.home import device_id
 from lore.ids import now
 from lore.normalize import date_words
 from lore.redact import redact, redact_value
@@ -62,10 +62,6 @@ class IngestReport:
         }
 
 
-def device_id() -> str:
-    return os.environ.get("LORE_DEVICE") or socket.gethostname() or "unknown"
-
-
 def default_roots() -> list[Path]:
     base = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
     return [base / "projects"]
@@ -95,6 +91,12 @@ class Ingest:
         self.store = store
         self.tables = store.conversations
         self.context_turns = context_turns
+
+    @property
+    def device(self) -> str:
+        """The device stamped on the sessions written here: the home's id, as the store was
+        opened with it (:func:`lore.home.device_id` for a store opened without one)."""
+        return self.store.who[1] or device_id()
 
     def files(self, paths: Sequence[Path], report: IngestReport,
               progress: Any = None) -> None:
@@ -168,7 +170,7 @@ class Ingest:
         ``per_turn`` makes every turn its own chunk (the evaluation protocol's unit).
         """
         with self.store.atomic():
-            self.tables.upsert_session(session_id, agent, project, device_id(), None, None, title)
+            self.tables.upsert_session(session_id, agent, project, self.device, None, None, title)
             rows = []
             for uuid, speaker, raw, ts in turns:
                 text = redact(raw)
@@ -186,7 +188,7 @@ class Ingest:
                      edits: Sequence[FileEdit]) -> int:
         """What the agent wrote (file, old and new text) as a hook saw it, for silent fixes."""
         with self.store.atomic():
-            self.tables.upsert_session(session_id, "claude-code", project, device_id(), None,
+            self.tables.upsert_session(session_id, "claude-code", project, self.device, None,
                                        transcript, None)
             for e in edits:
                 self.tables.insert_edit(_edit_row(e, succeeded=1))
@@ -247,7 +249,7 @@ class _Batch:
         with self.ingest.store.atomic():
             for item in self.items:
                 if isinstance(item, FileEdit):
-                    tables.upsert_session(item.session_id, self.agent, None, device_id(), None,
+                    tables.upsert_session(item.session_id, self.agent, None, self.ingest.device, None,
                                           self.path, None)
                     tables.insert_edit(_edit_row(item))
                     report.edits += 1
@@ -277,7 +279,7 @@ class _Batch:
         text = redact(t.text)
         if t.session_id not in self.projects:
             title = text[:120] if t.role == "user" and not t.is_meta else None
-            tables.upsert_session(t.session_id, self.agent, t.cwd, device_id(), t.git_branch,
+            tables.upsert_session(t.session_id, self.agent, t.cwd, self.ingest.device, t.git_branch,
                                   self.path, title)
             self.projects[t.session_id] = t.cwd
         seq = tables.insert_message({

@@ -161,8 +161,8 @@ def admin_export(ctx: click.Context, output: str | None, yes: bool) -> None:
 @click.option("--skip-invalid", is_flag=True,
               help="Import the valid lines and report each invalid one by number.")
 @json_option
-@with_lore
-def admin_import(lore: Any, lines: list[str], skip_invalid: bool, json_: bool) -> None:
+@click.pass_context
+def admin_import(ctx: click.Context, lines: list[str], skip_invalid: bool, json_: bool) -> None:
     """Import a JSON Lines export; idempotent by id, all-or-nothing unless --skip-invalid.
 
     \b
@@ -170,9 +170,20 @@ def admin_import(lore: Any, lines: list[str], skip_invalid: bool, json_: bool) -
       lore admin import laptop.jsonl
       cat desktop.jsonl | lore admin import - --skip-invalid
     """
-    bar, update = progress_bar("embedding")
-    with bar:
-        report = lore.import_lines(lines, skip_invalid=skip_invalid, progress=update)
+    from lore.core.transfer import parse_lines, refuse
+    from lore.models import ImportReport
+
+    # Lines that are not lessons are refused before the database is opened; a refusal after
+    # it (an unknown kind, a link to a missing lesson) in a new home leaves no database.
+    parsed, errors = parse_lines(lines)
+    if not skip_invalid:
+        refuse(errors)
+    if not parsed:  # nothing to write: the database is not even opened
+        report = ImportReport(skipped=errors)
+    else:
+        bar, update = progress_bar("embedding")
+        with open_lore(ctx, undo_new=True) as lore, bar:
+            report = lore.import_lines(lines, skip_invalid=skip_invalid, progress=update)
     for number, reason in report.skipped:
         notice(f"skipped line {number}: {reason}")
     if json_:

@@ -123,15 +123,57 @@ def settings(ctx: click.Context) -> Settings:
 
 
 @contextmanager
-def open_lore(ctx: click.Context) -> Iterator[Lore]:
+def open_lore(ctx: click.Context, *, undo_new: bool = False) -> Iterator[Lore]:
+    """The database for one command. ``undo_new``: if the command refuses its input (a Lore
+    error) in a home that had no database, what opening made is removed again (the database
+    file, the device file, the folders), so a refused command leaves nothing behind."""
     from lore.api import Lore
+    from lore.errors import LoreError
 
+    s = settings(ctx)
+    made = _would_make(s) if undo_new else []
     # ctx.obj may carry an already-loaded embedder (tests share one model across commands).
-    lore = Lore.open(settings(ctx), embedder=(ctx.find_root().obj or {}).get("embedder"))
+    lore = Lore.open(s, embedder=(ctx.find_root().obj or {}).get("embedder"))
+    closed = False
     try:
         yield lore
+    except LoreError:
+        if made:
+            lore.close()
+            closed = True
+            _remove(made)
+        raise
     finally:
-        lore.close()
+        if not closed:
+            lore.close()
+
+
+def _would_make(s: Settings) -> list[Path]:
+    """What opening a home without a database creates: the file with its -wal and -shm, the
+    device file, and the folders that do not exist yet (deepest first)."""
+    from lore.home import DEVICE_FILE, is_url
+
+    if is_url(s.db_location) or str(s.db_location) == ":memory:":
+        return []
+    db = Path(s.db_location)
+    if db.exists():
+        return []
+    out = [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")]
+    if not (s.home / DEVICE_FILE).exists():
+        out.append(s.home / DEVICE_FILE)
+    folders = {p for start in (db.parent, s.home) for p in (start, *start.parents) if not p.exists()}
+    return out + sorted(folders, key=lambda p: len(p.parts), reverse=True)
+
+
+def _remove(paths: Sequence[Path]) -> None:
+    for p in paths:
+        try:
+            if p.is_dir():
+                p.rmdir()  # only when empty: something else may have put a file there
+            else:
+                p.unlink(missing_ok=True)
+        except OSError:
+            pass
 
 
 def with_lore(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -75,7 +75,8 @@ def sync(ctx: click.Context, server: str | None, token: str | None, push_only: b
     pushed = sum(report.pushed.values())
     notice(f"synced with {report.server}: pushed {pushed} ({report.stored} new to the server, "
            f"{report.batches} batches), pulled {report.pulled} (added {report.merge.added}, "
-           f"updated {report.merge.updated}, conflicts {report.merge.conflicts})")
+           f"updated {report.merge.updated}, deleted {report.merge.deleted}, "
+           f"conflicts {report.merge.conflicts})")
 
 
 @sync.command("status")

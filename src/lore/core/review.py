@@ -91,6 +91,8 @@ def decisions(store: Store) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """Every learned rule a person decided on (or deferred) and that waits no more: its
     review item and the decision (action, at, reason, via), oldest decision first."""
     ids = store.corrections.learned_rule_ids()
+    shown = store.visible_ids(ids)  # another user's personal rules are theirs to decide
+    ids = [i for i in ids if i in shown]
     out = []
     for start in range(0, len(ids), 500):
         for lesson in store.get_many(ids[start : start + 500]):

@@ -12,6 +12,12 @@ lessons, rejected rules with the reason) from the server's change log, with a cu
 device keeps. Two devices that changed the same lesson resolve the same way everywhere: the
 later ``updated_at`` wins, a tie goes to the greater device id, and the version that lost is
 kept in ``lesson_history``.
+
+A **deletion** travels as a lesson record whose data is a tombstone, ``{"id", "updated_at":
+when it was deleted, "deleted": true}``, pushed from and pulled through the same change log,
+and it meets edits by the same rule: a deletion later than the version a device holds deletes
+it there (that version kept in the history), an edit later than the deletion brings the lesson
+back, and the one that lost is kept in the history.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from lore.store import Store
 if TYPE_CHECKING:
     import httpx
 
-PROTOCOL = 1
+PROTOCOL = 2  # 2: deletions travel as tombstones
 BATCH_SIZE = 500
 MAX_BATCH = 1000          # records in one pushed batch, checked by the server
 PULL_LIMIT = 500
@@ -86,6 +92,11 @@ def record_hash(kind: str, data: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def tombstone(lesson_id: str, deleted_at: str) -> dict[str, Any]:
+    """A deleted lesson as a record's data."""
+    return {"id": lesson_id, "updated_at": deleted_at, "deleted": True}
+
+
 def shared(lesson: Lesson) -> bool:
     """Does a pull hand this lesson out? A person's decision: a learned rule once reviewed
     (approved, edited, rejected), any other lesson while active."""
@@ -116,6 +127,7 @@ class MergeReport:
     updated: int = 0
     unchanged: int = 0
     conflicts: int = 0
+    deleted: int = 0
 
 
 @dataclass(slots=True)
@@ -132,7 +144,8 @@ class SyncReport:
         return {"server": self.server, "device": self.device, "pushed": self.pushed,
                 "stored": self.stored, "batches": self.batches, "pulled": self.pulled,
                 "added": self.merge.added, "updated": self.merge.updated,
-                "unchanged": self.merge.unchanged, "conflicts": self.merge.conflicts}
+                "unchanged": self.merge.unchanged, "conflicts": self.merge.conflicts,
+                "deleted": self.merge.deleted}
 
 
 class Sync:
@@ -168,10 +181,8 @@ class Sync:
                 "pending": pending, "pending_total": sum(pending.values())}
 
     def pending(self, stream: str) -> int:
-        if stream != "lessons":
-            return self.tables.pending_count(stream, self.cursor(stream))
-        changes = self.tables.lesson_changes_after(self.cursor("lessons"), 1_000_000_000)
-        return len(self.own_versions(list(dict.fromkeys(lid for _, lid in changes))))
+        """What a push of ``stream`` would send, counted by the store."""
+        return self.tables.pending_count(stream, self.cursor(stream))
 
     # ---- push: what this device wrote ------------------------------------------------
     def next_batch(self, stream: str, size: int) -> Batch | None:
@@ -215,6 +226,8 @@ class Sync:
         return out
 
     def lesson_records(self, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The versions written here of the lessons among ``ids``, and the tombstones of
+        those deleted here (a deletion sync applied here stays the other device's)."""
         device = self.device_id()
         out = []
         for lesson in self.own_versions(ids):
@@ -222,6 +235,11 @@ class Sync:
             data["edges"] = [e for e in data["edges"] if e["from"] == lesson.id]
             out.append({"kind": "lesson", "id": lesson.id, "device": device,
                         "data": redacted("lesson", data)})
+        present = self.store.existing_ids(ids)
+        for lid, (at, by) in self.tables.deletions([i for i in ids if i not in present]).items():
+            if by == device:
+                out.append({"kind": "lesson", "id": lid, "device": device,
+                            "data": tombstone(lid, at)})
         return out
 
     def row_records(self, stream: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -281,32 +299,46 @@ class Sync:
         own = self.device_id()
         existing = self.store.existing_ids(newest)
         origins = self.tables.origins(list(existing))
+        deleted = self.tables.deletions([i for i in newest if i not in existing])
         winners: list[tuple[tuple[str, str], dict[str, Any]]] = []
+        removals: list[tuple[tuple[str, str], str]] = []
         at = now()
         for lid, (key, data) in newest.items():
-            if lid not in existing:
-                winners.append((key, data))
-                continue
-            old = self.store.get(lid)
-            origin = origins.get(lid)
-            old_device = origin[0] if origin and origin[1] == old.updated_at else own
-            local = (old.updated_at or "", old_device)
-            if key == local:
+            if lid in existing:
+                old = self.store.get(lid)
+                origin = origins.get(lid)
+                old_device = origin[0] if origin and origin[1] == old.updated_at else own
+                local: tuple[tuple[str, str], dict[str, Any]] = (
+                    (old.updated_at or "", old_device), old.to_dict())
+            elif lid in deleted:  # deleted here, or a deletion sync brought before
+                gone_at, by = deleted[lid]
+                local = ((gone_at, by), tombstone(lid, gone_at))
+            else:
+                local = (("", ""), {})
+            if key == local[0] or (data.get("deleted") and local[1].get("deleted")):
                 report.unchanged += 1
                 continue
-            win = key > local
-            if old_device != key[1]:  # two devices changed it: keep the loser
+            win = key > local[0]
+            if local[1] and local[0][1] != key[1]:  # two devices changed it: keep the loser
                 report.conflicts += 1
-                loser = (local, old.to_dict()) if win else (key, data)
+                loser = local if win else (key, data)
                 self.tables.add_history({
                     "lesson_id": lid, "device": loser[0][1], "updated_at": loser[0][0], "at": at,
                     "outcome": "replaced" if win else "refused",
-                    "winner_device": max(key, local)[1], "winner_updated_at": max(key, local)[0],
-                    "data": loser[1]})
-            if win:
-                winners.append((key, data))
-            else:
+                    "winner_device": max(key, local[0])[1],
+                    "winner_updated_at": max(key, local[0])[0], "data": loser[1]})
+            if not win:
                 report.unchanged += 1
+            elif data.get("deleted"):
+                removals.append((key, lid))
+            else:
+                winners.append((key, data))
+        with self.store.atomic():
+            for (deleted_at, device), lid in removals:
+                if lid in existing:
+                    self.lessons.delete(lid)
+                    report.deleted += 1
+                self.tables.record_deletion(lid, deleted_at, device)
         known = self.store.existing_ids({str(e.get("to")) for _, d in winners
                                          for e in d.get("edges") or [] if isinstance(e, dict)})
         known |= {d["id"] for _, d in winners}
@@ -410,12 +442,17 @@ class Sync:
         changes = self.tables.lesson_changes_after(after, limit)
         ids = list(dict.fromkeys(lid for _, lid in changes))
         origins = self.tables.origins(ids)
+        present = self.store.existing_ids(ids)
+        gone = self.tables.deletions([i for i in ids if i not in present])
         own = self.device_id()
         records = []
         for lid in ids:
             try:
                 lesson = self.store.get(lid)
             except NotFound:
+                if lid in gone and gone[lid][1] != device:
+                    records.append({"kind": "lesson", "id": lid, "device": gone[lid][1],
+                                    "data": tombstone(lid, gone[lid][0])})
                 continue
             origin = origins.get(lid)
             by = origin[0] if origin and origin[1] == lesson.updated_at else own
@@ -510,7 +547,7 @@ def run(sync: Sync, client: Client, *, batch_size: int = BATCH_SIZE, push: bool 
         sync.store.set_meta(SERVER_KEY, client.server)
     report = SyncReport(client.server, device)
     if push:
-        total = sum(sync.tables.pending_count(s, sync.cursor(s)) for s in STREAMS)
+        total = sum(sync.pending(s) for s in STREAMS)
         done = 0
         for stream in STREAMS:
             size = batch_size
@@ -544,7 +581,7 @@ def run(sync: Sync, client: Client, *, batch_size: int = BATCH_SIZE, push: bool 
             cursor = int(page.get("cursor", cursor))
             merged = sync.apply_pulled(records, cursor)
             report.pulled += len(records)
-            for name in ("added", "updated", "unchanged", "conflicts"):
+            for name in ("added", "updated", "unchanged", "conflicts", "deleted"):
                 setattr(report.merge, name, getattr(report.merge, name) + getattr(merged, name))
             if progress and records:
                 progress("pull", report.pulled, report.pulled)

@@ -30,16 +30,7 @@ def import_records(lessons: Lessons, embedding: Embedding, lines: Iterable[str],
     stored copy is as new (sync decided the winner already, ties included)."""
     store = lessons.store
     report = ImportReport()
-    parsed: list[tuple[int, LessonRecord]] = []
-    errors: list[tuple[int, str]] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            parsed.append((number, _parse(line)))
-        except InvalidInput as exc:
-            errors.append((number, str(exc)))
-
+    parsed, errors = parse_lines(lines)
     rows: dict[int, tuple[LessonRecord, LessonRow]] = {}
     for number, rec in parsed:
         try:
@@ -76,12 +67,8 @@ def import_records(lessons: Lessons, embedding: Embedding, lines: Iterable[str],
             del rows[n]
     valid = [(n, rec, row) for n, (rec, row) in sorted(rows.items())]
     errors.sort()
-    if errors and not skip_invalid:
-        number, reason = errors[0]
-        more = f" (and {len(errors) - 1} more invalid lines)" if len(errors) > 1 else ""
-        raise InvalidInput(
-            f"line {number}: {reason}{more}; nothing imported (--skip-invalid imports the rest)"
-        )
+    if not skip_invalid:
+        refuse(errors)
     report.skipped = errors
     report.unchanged += duplicates
     if valid:
@@ -124,6 +111,35 @@ def import_records(lessons: Lessons, embedding: Embedding, lines: Iterable[str],
                                             e.created_at or now())):
                     report.edges += 1
     return report
+
+
+def parse_lines(lines: Iterable[str]) -> tuple[list[tuple[int, LessonRecord]],
+                                                list[tuple[int, str]]]:
+    """The export lines read as records, without a store: (line number, record) of those
+    that are lessons, and (line number, reason) of those that are not. Blank lines are
+    neither."""
+    parsed: list[tuple[int, LessonRecord]] = []
+    errors: list[tuple[int, str]] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            parsed.append((number, _parse(line)))
+        except InvalidInput as exc:
+            errors.append((number, str(exc)))
+    return parsed, errors
+
+
+def refuse(errors: list[tuple[int, str]]) -> None:
+    """An import with invalid lines is refused whole: the first line's reason, and how many
+    more there are."""
+    if not errors:
+        return
+    number, reason = errors[0]
+    more = f" (and {len(errors) - 1} more invalid lines)" if len(errors) > 1 else ""
+    raise InvalidInput(
+        f"line {number}: {reason}{more}; nothing imported (--skip-invalid imports the rest)"
+    )
 
 
 def read_lines(data: bytes) -> list[str]:

@@ -1,4 +1,5 @@
-"""Providers are found through the ``lore.llm_providers`` entry point group.
+"""Providers are found through the ``lore.llm_providers`` entry point group, as every other
+backend is (:mod:`lore.plugins`).
 
 Each entry point names a factory: any callable taking :class:`ProviderSettings` and
 returning a :class:`Provider` (a class with that ``__init__`` is one). Lore's own three
@@ -8,8 +9,8 @@ are registered in its pyproject.toml the same way a plugin registers its own.
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib.metadata import EntryPoint, entry_points
 
+from lore import plugins
 from lore.errors import ConfigError
 from lore.llm.base import Provider, ProviderSettings
 
@@ -18,27 +19,18 @@ GROUP = "lore.llm_providers"
 Factory = Callable[[ProviderSettings], Provider]
 
 
-def installed() -> dict[str, EntryPoint]:
-    """Every provider name installed, mapped to its entry point (first one wins on a clash)."""
-    found: dict[str, EntryPoint] = {}
-    for ep in entry_points(group=GROUP):
-        found.setdefault(ep.name, ep)
-    return found
+def installed() -> dict[str, str]:
+    """Every provider name installed, mapped to the object its entry point names (first one
+    wins on a clash)."""
+    return plugins.available(GROUP)
 
 
 def factory(name: str) -> Factory:
-    providers = installed()
-    ep = providers.get(name)
-    if ep is None:
-        names = ", ".join(sorted(providers)) or "none"
-        raise ConfigError(f"unknown llm.provider '{name}' (installed: {names})")
-    try:
-        loaded = ep.load()
-    except Exception as exc:  # a plugin's import error must not look like a Lore bug
-        raise ConfigError(f"llm.provider '{name}' cannot be loaded from {ep.value}: "
-                          f"{type(exc).__name__}: {exc}") from None
+    loaded = plugins.load(GROUP, name, "llm.provider",
+                          unknown="unknown {what} '{name}' (installed: {names})")
     if not callable(loaded):
-        raise ConfigError(f"llm.provider '{name}': {ep.value} is not a provider factory")
+        raise ConfigError(f"llm.provider '{name}': {plugins.reference(GROUP, name)} is not a "
+                          "provider factory")
     return loaded  # type: ignore[no-any-return]
 
 

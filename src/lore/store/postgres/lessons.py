@@ -11,10 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from lore.ids import now
 from lore.models import Edge
 from lore.store.postgres.db import atomic, chunks
 from lore.store.protocol import LessonRow, stamped
 from lore.store.sqlite.lessons import LessonTables
+from lore.store.sqlite.sync import tombstone
 
 # The text search configuration: English stemming, as FTS5's porter tokenizer on SQLite.
 TS_CONFIG = "english"
@@ -91,6 +93,7 @@ class PGLessonTables(LessonTables):
         with atomic(self.conn):
             self.conn.execute("DELETE FROM lessons WHERE seq = ?", (seq,))  # index rows cascade
             self.delete_vector(seq)
+            tombstone(self.conn, lesson_id, now(), self.who[1] or "")
 
     # ---- keywords ---------------------------------------------------------------------
     def index_keywords(self, seq: int, lesson_id: str) -> None:
@@ -222,17 +225,21 @@ class PGLessonTables(LessonTables):
              direction: str) -> list[tuple[str, int, str, str, str]]:
         """Breadth-first N-hop walk: each lesson once, at its shortest distance."""
         rel = "AND e.relation = ANY(?)" if relations else ""
-        steps: list[str] = []
-        params: list[Any] = []
-        for d, near, far in (("out", "from_id", "to_id"), ("in", "to_id", "from_id")):
-            if direction in (d, "both"):
-                steps.append(f"SELECT e.{far}, w.depth + 1, e.relation, '{d}'::text, w.id "
-                             f"FROM edges e JOIN walk w ON e.{near} = w.id WHERE w.depth < ? {rel}")
-                params += [depth, *([list(relations)] if relations else [])]
+        # Postgres allows one reference to the walk in its recursive term: both directions
+        # are one join, the edge's far end and direction read from which end matched.
+        far, way, near = {
+            "out": ("e.to_id", "'out'::text", "e.from_id = w.id"),
+            "in": ("e.from_id", "'in'::text", "e.to_id = w.id"),
+        }.get(direction, ("CASE WHEN e.from_id = w.id THEN e.to_id ELSE e.from_id END",
+                          "CASE WHEN e.from_id = w.id THEN 'out' ELSE 'in' END",
+                          "(e.from_id = w.id OR e.to_id = w.id)"))
+        visible, who = self.visible("v")  # never through a lesson its user may not see
+        step = (f"SELECT {far}, w.depth + 1, e.relation, {way}, w.id FROM edges e "
+                f"JOIN walk w ON {near} {self._join(visible, far)}WHERE w.depth < ? {rel}")
+        params = [*who, depth, *([list(relations)] if relations else [])]
         sql = ("WITH RECURSIVE walk(id, depth, relation, direction, via) AS ("
-               "SELECT ?::text, 0, NULL::text, NULL::text, NULL::text UNION "
-               + " UNION ".join(steps)
-               + ") SELECT id, depth, relation, direction, via FROM (SELECT DISTINCT ON (id) * "
+               f"SELECT ?::text, 0, NULL::text, NULL::text, NULL::text UNION {step}"
+               ") SELECT id, depth, relation, direction, via FROM (SELECT DISTINCT ON (id) * "
                "FROM walk WHERE id <> ? ORDER BY id, depth, relation, direction, via) s "
                "ORDER BY depth, id")
         return [(r[0], r[1], r[2], r[3], r[4])

@@ -386,13 +386,24 @@ def m015_session_start_commit(conn: Connection) -> None:
     """)
 
 
+def m016_lesson_deletions(conn: Connection) -> None:
+    """Mirrors SQLite m016_lesson_deletions: a deleted lesson's tombstone, for sync."""
+    conn.execute("""
+        CREATE TABLE lesson_deletions (
+            lesson_id TEXT PRIMARY KEY,
+            deleted_at TEXT NOT NULL,
+            device TEXT NOT NULL
+        )
+    """)
+
+
 # (number, migration): the numbers of the SQLite migrations they mirror. m005 and m006 have
 # no counterpart of their own (m003 holds m005's columns; m006 redacted text stored before).
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, m001_core), (2, m002_conversations), (3, m003_corrections), (4, m004_filter_index),
     (7, m007_analysis), (8, m008_server_tokens), (9, m009_context_loads),
     (11, m011_sync), (12, m012_schedule_runs), (13, m013_who_and_where),
-    (15, m015_session_start_commit),
+    (15, m015_session_start_commit), (16, m016_lesson_deletions),
 ]
 SCHEMA_VERSION = max(n for n, _ in MIGRATIONS)
 

@@ -90,7 +90,8 @@ class CorrectionTables(Tables):
 
     def preferences(self, project: str | None, *, all_projects: bool, file_type: str | None,
                     statuses: Sequence[str], limit: int) -> list[str]:
-        """Ids of rules that apply: project (and global) scope, a file type or none, by status and score."""
+        """Ids of rules that apply: project (and global) scope, a file type or none, by status
+        and score; another user's personal rules are not among them."""
         where = [f"l.kind IN ({','.join('?' * len(RULE_KINDS))})",
                  f"l.status IN ({','.join('?' * len(statuses))})"]
         params: list[Any] = [*RULE_KINDS, *statuses]
@@ -102,6 +103,10 @@ class CorrectionTables(Tables):
                          "f.file_type = ?) OR NOT EXISTS (SELECT 1 FROM lesson_file_types f "
                          "WHERE f.lesson_id = l.id))")
             params.append(file_type)
+        visible, who = self.visible()
+        if visible:
+            where.append(visible)
+            params += who
         order = "CASE l.status WHEN 'active' THEN 0 WHEN 'proposed' THEN 1 ELSE 2 END"
         return [r[0] for r in self.conn.execute(
             f"SELECT l.id FROM lessons l WHERE {' AND '.join(where)} "

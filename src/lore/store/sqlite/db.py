@@ -295,3 +295,13 @@ class Tables:
     def who(self) -> tuple[str | None, str | None]:
         """(user, device) stamped on the rows this connection writes (None: not set)."""
         return getattr(self.conn, "lore_user", None), getattr(self.conn, "lore_device", None)
+
+    def visible(self, alias: str = "l") -> tuple[str, list[Any]]:
+        """The one condition every read that returns lessons to a person applies: another
+        user's personal lessons are left out (a lesson without an author is everyone's). An
+        empty condition until the user is known (the store was opened without an identity)."""
+        user = self.who[0]
+        if user is None:
+            return "", []
+        return (f"({alias}.visibility <> 'personal' OR {alias}.author IS NULL OR "
+                f"{alias}.author = ?)", [user])

@@ -72,18 +72,21 @@ class EdgeTables(Tables):
             rel_params = list(relations)
         steps = []
         params: list[Any] = []
+        visible, who = self.visible("v")  # never through a lesson its user may not see
         if direction in ("out", "both"):
             steps.append(
                 "SELECT e.to_id, w.depth + 1, e.relation, 'out', w.id FROM edges e "
-                f"JOIN walk w ON e.from_id = w.id WHERE w.depth < ? {rel_filter}"
+                f"JOIN walk w ON e.from_id = w.id {self._join(visible, 'e.to_id')}"
+                f"WHERE w.depth < ? {rel_filter}"
             )
-            params += [depth, *rel_params]
+            params += [*who, depth, *rel_params]
         if direction in ("in", "both"):
             steps.append(
                 "SELECT e.from_id, w.depth + 1, e.relation, 'in', w.id FROM edges e "
-                f"JOIN walk w ON e.to_id = w.id WHERE w.depth < ? {rel_filter}"
+                f"JOIN walk w ON e.to_id = w.id {self._join(visible, 'e.from_id')}"
+                f"WHERE w.depth < ? {rel_filter}"
             )
-            params += [depth, *rel_params]
+            params += [*who, depth, *rel_params]
         sql = (
             "WITH RECURSIVE walk(id, depth, relation, direction, via) AS ("
             "SELECT ?, 0, NULL, NULL, NULL UNION "
@@ -95,12 +98,22 @@ class EdgeTables(Tables):
         rows = self.conn.execute(sql, [start, *params, start]).fetchall()
         return [(r[0], r[1], r[2], r[3], r[4]) for r in rows]
 
+    @staticmethod
+    def _join(visible: str, end: str) -> str:
+        """Join the lesson at ``end`` of an edge when only visible lessons count."""
+        return f"JOIN lessons v ON v.id = {end} AND {visible} " if visible else ""
+
     def neighbours(self, ids: Sequence[str], relations: Sequence[str]) -> list[Edge]:
-        """Every edge touching any of ``ids`` (both directions)."""
+        """Every edge touching any of ``ids`` (both directions) whose two lessons the store's
+        user may see."""
         out: list[Edge] = []
         rel_filter = ""
         if relations:
             rel_filter = f" AND relation IN ({','.join('?' * len(relations))})"
+        visible, who = self.visible("v")
+        if visible:
+            rel_filter += (" AND NOT EXISTS (SELECT 1 FROM lessons v WHERE v.id IN "
+                           f"(edges.from_id, edges.to_id) AND NOT {visible})")
         for chunk in chunks(list(ids)):
             marks = ",".join("?" * len(chunk))
             out += [
@@ -108,7 +121,7 @@ class EdgeTables(Tables):
                 for r in self.conn.execute(
                     "SELECT from_id, to_id, relation, created_at FROM edges "
                     f"WHERE (from_id IN ({marks}) OR to_id IN ({marks})){rel_filter}",
-                    [*chunk, *chunk, *relations],
+                    [*chunk, *chunk, *relations, *who],
                 )
             ]
         return out

@@ -9,13 +9,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from lore.errors import NotFound
-from lore.ids import new_id
+from lore.ids import new_id, now
 from lore.models import CodeExample, Evidence, Lesson, Preference, TradeOff
 from lore.store.protocol import PREFERENCE_COLUMNS, LessonRow, stamped
 from lore.store.sqlite.db import atomic, chunks
 from lore.store.sqlite.graph import EdgeTables
 from lore.store.sqlite.search import KeywordIndex
 from lore.store.sqlite.stats import UsageTables
+from lore.store.sqlite.sync import tombstone
 from lore.store.sqlite.vectors import VectorTables
 
 
@@ -36,6 +37,17 @@ class LessonTables(VectorTables, KeywordIndex, EdgeTables, UsageTables):
             found.update(
                 r[0] for r in self.conn.execute(f"SELECT id FROM lessons WHERE id IN ({marks})", chunk)
             )
+        return found
+
+    def visible_ids(self, ids: Iterable[str]) -> set[str]:
+        """The ids among ``ids`` of lessons the store's user may be shown (``Tables.visible``)."""
+        visible, who = self.visible()
+        found: set[str] = set()
+        for part in chunks(list(dict.fromkeys(ids))):
+            marks = ",".join("?" * len(part))
+            found.update(r[0] for r in self.conn.execute(
+                f"SELECT l.id FROM lessons l WHERE l.id IN ({marks})"
+                + (f" AND {visible}" if visible else ""), [*part, *who]))
         return found
 
     def insert(self, row: LessonRow) -> int:
@@ -71,6 +83,7 @@ class LessonTables(VectorTables, KeywordIndex, EdgeTables, UsageTables):
             self.conn.execute("DELETE FROM lessons_fts WHERE rowid = ?", (seq,))
             self.delete_vector(seq)
             self.conn.execute("DELETE FROM lessons WHERE seq = ?", (seq,))
+            tombstone(self.conn, lesson_id, now(), self.who[1] or "")
 
     def _write_children(self, row: LessonRow) -> None:
         lid = row.id

@@ -711,12 +711,27 @@ def m015_session_start_commit(conn: Any) -> None:
     )
 
 
+def m016_lesson_deletions(conn: Any) -> None:
+    """Deletions sync: a deleted lesson leaves a tombstone (when, on which device) and a row in
+    the change log, so a push sends the deletion and a pull hands it to the other devices."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE lesson_deletions (
+            lesson_id TEXT PRIMARY KEY,
+            deleted_at TEXT NOT NULL,         -- compared with updated_at: the later one wins
+            device TEXT NOT NULL              -- where it was deleted
+        );
+        """,
+    )
+
+
 # Each migration keeps its number (the digits of its name): migrations are added on several
 # lines of work at once, and a database records which numbers it has run, not a count.
 MIGRATIONS: list[Callable[[Any], None]] = [
     m001_core, m002_conversations, m003_corrections, m004_filter_index, m005_learning,
     m006_redact_stored, m007_analysis, m008_server_tokens, m009_context_loads, m011_sync,
-    m012_schedule_runs, m013_who_and_where, m015_session_start_commit,
+    m012_schedule_runs, m013_who_and_where, m015_session_start_commit, m016_lesson_deletions,
 ]
 
 

@@ -167,13 +167,12 @@ class KeywordIndex(Tables):
                     f"context IN ({marks}))"
                 )
                 params += f.contexts
-        user = self.who[0]
-        if user is not None and self.conn.execute(
-                "SELECT 1 FROM lessons WHERE visibility = 'personal' AND author IS NOT NULL "
-                "AND author <> ? LIMIT 1", (user,)).fetchone():
+        visible, who = self.visible()
+        if visible and self.conn.execute(
+                f"SELECT 1 FROM lessons l WHERE NOT {visible} LIMIT 1", who).fetchone():
             # Someone else's personal lessons are in this database: keep them out.
-            where.append("(l.visibility <> 'personal' OR l.author IS NULL OR l.author = ?)")
-            params.append(user)
+            where.append(visible)
+            params += who
         return (" AND ".join(where) or "1"), params
 
     def count_where(self, where: str, params: Sequence[Any]) -> int:

@@ -42,12 +42,10 @@ class SessionTables(Tables):
             f"{vis}ORDER BY (l.project IS NOT NULL) DESC, c.ordinal DESC, "
             "l.usage_count DESC, l.updated_at DESC LIMIT ?", (project, *who, limit))]
 
-    def _visible(self) -> tuple[str, list[str]]:
-        """Another user's personal lessons are left out (once the user is known)."""
-        user = self.who[0]
-        if user is None:
-            return "", []
-        return "AND (l.visibility <> 'personal' OR l.author IS NULL OR l.author = ?) ", [user]
+    def _visible(self) -> tuple[str, list[Any]]:
+        """``Tables.visible`` as a clause to append (``AND … ``), or nothing."""
+        sql, params = self.visible()
+        return (f"AND {sql} " if sql else ""), params
 
 
     def session_files(self, session_id: str | None, limit: int = 20) -> list[str]:

@@ -23,12 +23,34 @@ STREAMS = {
 _OWN_CORRECTIONS = "status <> 'synced'"
 
 
+def tombstone(conn: Any, lesson_id: str, deleted_at: str, device: str) -> None:
+    """A lesson deleted (here, or on ``device`` as sync learned): its tombstone, and a row in
+    the change log so that a push and the server's pull see the deletion."""
+    conn.execute(
+        "INSERT INTO lesson_deletions (lesson_id, deleted_at, device) VALUES (?, ?, ?) "
+        "ON CONFLICT(lesson_id) DO UPDATE SET deleted_at = excluded.deleted_at, "
+        "device = excluded.device", (lesson_id, deleted_at, device))
+    conn.execute("INSERT INTO lesson_changes (lesson_id) VALUES (?)", (lesson_id,))
+
+
 class SyncTables(Tables):
     """The sync tables of one connection (``lesson_changes``, ``lesson_origins``,
     ``lesson_history``, ``sync_records``, ``sync_batches``)."""
 
     # ---- what a device has to push ---------------------------------------------------
     def pending_count(self, stream: str, after: int) -> int:
+        """Rows of ``stream`` after the cursor that a push would send; for ``lessons``, the
+        lessons changed since whose current version was written here (one per lesson, not
+        one per change; a deleted lesson or a version sync wrote here is not sent)."""
+        if stream == "lessons":  # plus the lessons deleted here since, one each
+            return int(self.conn.execute(
+                "SELECT (SELECT count(*) FROM lessons l WHERE l.id IN (SELECT lesson_id FROM "
+                "lesson_changes WHERE seq > ?) AND NOT EXISTS (SELECT 1 FROM lesson_origins o "
+                "WHERE o.lesson_id = l.id AND o.updated_at = l.updated_at)) + (SELECT count(*) "
+                "FROM lesson_deletions d WHERE d.device = ? AND d.lesson_id IN (SELECT lesson_id "
+                "FROM lesson_changes WHERE seq > ?) AND NOT EXISTS (SELECT 1 FROM lessons l "
+                "WHERE l.id = d.lesson_id))",
+                (after, self.who[1] or "", after)).fetchone()[0])
         table, key = STREAMS[stream]
         own = f" AND {_OWN_CORRECTIONS}" if stream == "corrections" else ""
         row = self.conn.execute(f"SELECT count(*) FROM {table} WHERE {key} > ?{own}",
@@ -124,10 +146,14 @@ class SyncTables(Tables):
     # ---- lessons from other devices --------------------------------------------------
     def origins(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
         """lesson id -> (device, updated_at) of the version sync last wrote here."""
+        return self._pairs("device, updated_at FROM lesson_origins", ids)
+
+    def _pairs(self, columns_from: str, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """lesson id -> two columns of a table keyed by lesson id, for the lessons in ``ids``."""
         out: dict[str, tuple[str, str]] = {}
         for part in chunks(list(ids)):
             marks = ",".join("?" * len(part))
-            for r in self.conn.execute("SELECT lesson_id, device, updated_at FROM lesson_origins "
+            for r in self.conn.execute(f"SELECT lesson_id, {columns_from} "
                                        f"WHERE lesson_id IN ({marks})", part):
                 out[r[0]] = (r[1], r[2])
         return out
@@ -137,6 +163,14 @@ class SyncTables(Tables):
             "INSERT INTO lesson_origins (lesson_id, device, updated_at) VALUES (?, ?, ?) "
             "ON CONFLICT(lesson_id) DO UPDATE SET device = excluded.device, "
             "updated_at = excluded.updated_at", (lesson_id, device, updated_at))
+
+    def record_deletion(self, lesson_id: str, deleted_at: str, device: str) -> None:
+        tombstone(self.conn, lesson_id, deleted_at, device)
+
+    def deletions(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """lesson id -> (deleted_at, device) of the lessons among ``ids`` that were deleted
+        (the latest deletion; a lesson made again since keeps its tombstone beside it)."""
+        return self._pairs("deleted_at, device FROM lesson_deletions", ids)
 
     def add_history(self, row: dict[str, Any]) -> None:
         self.conn.execute(
