@@ -478,3 +478,32 @@ def test_chunk_vectors_are_searched_through_an_hnsw_index(pg_url):
         assert [c for c, _ in conv.nearest(vecs[1, :8].tobytes(), 3, "/other")][0] == other[1]
     finally:
         store.close()
+
+
+def test_a_keyword_in_more_chunks_than_the_bound_ranks_the_newest(pg_url):
+    """Terms are pruned on the planner's estimates; a word in more chunks than max_postings
+    ranks only the matches among the newest chunks (about max_postings of them), and a rarer
+    word keeps its place among the terms."""
+    rng = np.random.default_rng(2)
+    vecs = rng.normal(size=(60, 8)).astype(np.float32)
+    store = open_store(pg_url)
+    try:
+        ids = _chunks_with_vectors(store, vecs, ["/a", "/b"])
+        conv = store.conversations
+        for n, cid in enumerate(ids):
+            rare = " kubernetes" if n == 3 else ""
+            conv.set_context(cid, [f"we deploy the service{rare}"], [], "", f"h{cid}")
+        store.conn.execute("ANALYZE chunks_fts")  # type: ignore[attr-defined]
+        weights = (1.0, 0.0, 0.1, 0.2)
+        every = conv.keyword_search(['"deploy"'], weights, 100, None, 1000)
+        assert sorted(c for c, _ in every) == sorted(ids)
+        bounded = [c for c, _ in conv.keyword_search(['"deploy"'], weights, 100, None, 20)]
+        assert 10 <= len(bounded) <= 30 and min(bounded) > ids[-1] - 40
+        assert set(bounded) == {c for c in ids if c >= min(bounded)}
+        in_b = [c for c, _ in conv.keyword_search(['"deploy"'], weights, 100, "/b", 20)]
+        assert in_b and set(in_b) <= set(bounded) and set(in_b) <= set(ids[1::2])
+        # The rare word is kept and the common one dropped: the old chunk is found.
+        found = conv.keyword_search(['"deploy"', '"kubernetes"'], weights, 100, None, 20)
+        assert [c for c, _ in found] == [ids[3]]
+    finally:
+        store.close()
