@@ -126,6 +126,15 @@ def load(url: str, n: int) -> dict[str, float]:
     return times
 
 
+def drop(url: str) -> None:
+    """The size's schema gone, with what an earlier load left in it."""
+    from lore.store.postgres import split_url
+
+    conn = raw(url)
+    conn.execute(f'DROP SCHEMA IF EXISTS "{split_url(url)[1]}" CASCADE')
+    conn.close()
+
+
 def project_of(session_start: int) -> str:
     return f"/work/p{(session_start // PER_SESSION) % PROJECTS}"
 
@@ -186,7 +195,7 @@ def server_memory(data: Path) -> tuple[float, float]:
     return rss / 1024, pss / 1024
 
 
-def measure(url: str, home: Path, n: int, queries: list[str]) -> dict[str, Any]:
+def measure(url: str, home: Path, data: Path, n: int, queries: list[str]) -> dict[str, Any]:
     from lore.api import Lore
     from lore.config import Config, Settings
     from lore.recall.conversations import query_terms
@@ -232,6 +241,7 @@ def measure(url: str, home: Path, n: int, queries: list[str]) -> dict[str, Any]:
 
         out["vector"] = timed(lambda q: vsearch(q, None, hits))
         out["vector_project"] = timed(lambda q: vsearch(q, ONE, hits_p))
+        out["rss"], out["pss"] = server_memory(data)  # with the searching connection open
     mat = vectors(n)
     mine = np.flatnonzero((np.arange(n) // PER_SESSION) % PROJECTS == int(ONE[-1]))
     rec, rec_p = [], []
@@ -259,7 +269,8 @@ ROWS = [
     ("query embedding alone (baseline, same run)", lambda r: fmt(r["embed"])),
     ("search ÷ embedding (medians, every project)",
      lambda r: f"{statistics.median(r['every']) / statistics.median(r['embed']):.1f}×"),
-    ("server memory after the searches: resident / proportional (all its processes)",
+    ("server memory after the searches, the searching connection open: resident / "
+     "proportional (all its processes)",
      lambda r: f"{r['rss']:,.0f} / {r['pss']:,.0f} MB"),
     ("shared_buffers", lambda r: r["sizes"]["shared_buffers"]),
     ("chunks + keyword table / vector table (with their indexes)",
@@ -280,6 +291,7 @@ def main() -> None:
     ap.add_argument("--data", type=Path, help="the server's folder, kept and reused "
                     "(default: a temporary folder, removed at the end)")
     ap.add_argument("--load-only", action="store_true")
+    ap.add_argument("--reload", action="store_true", help="load the sizes again")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import pgserver
@@ -294,16 +306,16 @@ def main() -> None:
         for n in args.sizes:
             uri = server.get_uri()
             url = f"{uri}{'&' if '?' in uri else '?'}schema=bench_{n}"
-            done = loaded(url, n)
+            done = None if args.reload else loaded(url, n)
             if done is None:
+                drop(url)
                 done = load(url, n)
             print(f"# {n:,}: loaded {done}", file=sys.stderr, flush=True)
             if args.load_only:
                 continue
             home = Path(tempfile.mkdtemp(prefix="lore-pg-home-"))
-            r = measure(url, home, n, queries)
+            r = measure(url, home, folder / "data", n, queries)
             shutil.rmtree(home, ignore_errors=True)
-            r["rss"], r["pss"] = server_memory(folder / "data")
             r["sizes"], r["load"] = sizes(url), done
             results[n] = r
             print(f"# {n:,}: " + ", ".join(f"{k} {v}" for k, v in r.items()
