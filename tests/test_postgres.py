@@ -9,6 +9,7 @@ import multiprocessing
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from conftest import FakeEmbedder, make_settings
@@ -16,6 +17,7 @@ from lore.api import Lore
 from lore.ids import new_id, now
 from lore.models import Filters
 from lore.store import open_store
+from lore.store.postgres.migrations import SCHEMA_VERSION
 from lore.store.protocol import COPY_TABLES
 from test_store_contract import fill, row
 
@@ -400,10 +402,108 @@ def test_a_schema_made_before_sync_gets_it_on_open(pg_url):
     try:
         assert sorted(lid for _, lid in again.sync.lesson_changes_after(0, 10)) == sorted(
             got["ids"])
-        from lore.store.postgres.migrations import SCHEMA_VERSION
-
         assert again.schema_version() == SCHEMA_VERSION
         assert again.analysis.record_start("s9", None, now(), "d" * 40, "main", "commit")
         assert again.analysis.schedule_runs(5) == []
     finally:
         again.close()
+
+
+def _chunks_with_vectors(store: Any, vecs: np.ndarray, projects: list[str]) -> list[int]:
+    """One chunk a vector, in the given projects (round robin), with its vector stored."""
+    conv = store.conversations
+    ids = []
+    for n in range(len(vecs)):
+        project = projects[n % len(projects)]
+        sid = f"s{projects[0]}{n}"
+        conv.upsert_session(sid, "claude-code", project, "dev", None, None, None)
+        seq = conv.insert_message({
+            "uuid": f"u{projects[0]}{n}", "session_id": sid, "parent_uuid": None,
+            "role": "user", "speaker": "user", "text": f"turn {n}", "tool_calls": "[]",
+            "timestamp": now(), "is_sidechain": 0, "agent_id": None, "is_meta": 0,
+            "injected": 0})
+        assert seq is not None
+        ids.append(conv.insert_chunk(sid, project, [seq], None, None, "user", f"turn {n}"))
+    conv.put_vectors([(cid, f"h{cid}", v.tobytes()) for cid, v in zip(ids, vecs, strict=True)])
+    return ids
+
+
+def _exact_order(vecs: np.ndarray, ids: list[int], query: np.ndarray, k: int) -> list[int]:
+    sims = vecs @ query
+    return [ids[i] for i in sorted(range(len(ids)), key=lambda i: (-sims[i], ids[i]))[:k]]
+
+
+def test_chunk_vectors_are_searched_through_an_hnsw_index(pg_url):
+    """Migration 16 makes the HNSW index; `nearest` is planned on it and, on a set small
+    enough for the search to see every vector, gives the exact order, in one project only that
+    project's chunks, and a project with fewer chunks than asked for all of them, exactly."""
+    from lore.store.postgres.migrations import CHUNK_VECTOR_INDEX_NAME
+    from lore.store.postgres.tables import NEAREST, NEAREST_IN_PROJECT
+
+    rng = np.random.default_rng(4)
+    vecs = rng.normal(size=(300, 384)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    store = open_store(pg_url)
+    try:
+        conn = store.conn  # type: ignore[attr-defined]
+        [(definition,)] = conn.execute("SELECT indexdef FROM pg_indexes WHERE tablename = "
+                                       "'chunk_vectors' AND indexname = ?",
+                                       (CHUNK_VECTOR_INDEX_NAME,)).fetchall()
+        assert "USING hnsw" in definition and "vector_cosine_ops" in definition
+        assert store.schema_version() >= 16
+        ids = _chunks_with_vectors(store, vecs[:290], ["/a", "/b"])
+        small = _chunks_with_vectors(store, vecs[290:], ["/small"])
+        ids_all, conv = ids + small, store.conversations
+        conn.execute("ANALYZE chunk_vectors")
+        query = vecs[7] + 0.5 * vecs[100]
+        query /= np.linalg.norm(query)
+        for sql, params in ((NEAREST, (query, 20)), (NEAREST_IN_PROJECT, (query, 1000, "/a", 20))):
+            with store.atomic():
+                conn.execute("SET LOCAL enable_seqscan = off")  # as a large table is planned
+                plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql, params))
+            assert f"Index Scan using {CHUNK_VECTOR_INDEX_NAME}" in plan, plan
+        got = conv.nearest(query.tobytes(), 20, None)
+        assert [c for c, _ in got] == _exact_order(vecs, ids_all, query, 20)
+        assert got[0][1] == pytest.approx(float(vecs[ids_all.index(got[0][0])] @ query),
+                                          abs=1e-5)
+        in_a = [i for n, i in enumerate(ids) if n % 2 == 0]
+        a_vecs = vecs[[n for n in range(290) if n % 2 == 0]]
+        got_a = [c for c, _ in conv.nearest(query.tobytes(), 20, "/a")]
+        assert got_a == _exact_order(a_vecs, in_a, query, 20)
+        assert set(got_a) <= set(in_a)
+        got_small = [c for c, _ in conv.nearest(query.tobytes(), 20, "/small")]
+        assert got_small == _exact_order(vecs[290:], small, query, 20)  # all ten
+        # Another model's vectors (not the index's dimensions) are compared exactly.
+        other = _chunks_with_vectors(store, vecs[:3, :8] * 2, ["/other"])
+        assert [c for c, _ in conv.nearest(vecs[1, :8].tobytes(), 3, "/other")][0] == other[1]
+    finally:
+        store.close()
+
+
+def test_a_keyword_in_more_chunks_than_the_bound_ranks_the_newest(pg_url):
+    """Terms are pruned on the planner's estimates; a word in more chunks than max_postings
+    ranks only the matches among the newest chunks (about max_postings of them), and a rarer
+    word keeps its place among the terms."""
+    rng = np.random.default_rng(2)
+    vecs = rng.normal(size=(60, 8)).astype(np.float32)
+    store = open_store(pg_url)
+    try:
+        ids = _chunks_with_vectors(store, vecs, ["/a", "/b"])
+        conv = store.conversations
+        for n, cid in enumerate(ids):
+            rare = " kubernetes" if n == 3 else ""
+            conv.set_context(cid, [f"we deploy the service{rare}"], [], "", f"h{cid}")
+        store.conn.execute("ANALYZE chunks_fts")  # type: ignore[attr-defined]
+        weights = (1.0, 0.0, 0.1, 0.2)
+        every = conv.keyword_search(['"deploy"'], weights, 100, None, 1000)
+        assert sorted(c for c, _ in every) == sorted(ids)
+        bounded = [c for c, _ in conv.keyword_search(['"deploy"'], weights, 100, None, 20)]
+        assert 10 <= len(bounded) <= 30 and min(bounded) > ids[-1] - 40
+        assert set(bounded) == {c for c in ids if c >= min(bounded)}
+        in_b = [c for c, _ in conv.keyword_search(['"deploy"'], weights, 100, "/b", 20)]
+        assert in_b and set(in_b) <= set(bounded) and set(in_b) <= set(ids[1::2])
+        # The rare word is kept and the common one dropped: the old chunk is found.
+        found = conv.keyword_search(['"deploy"', '"kubernetes"'], weights, 100, None, 20)
+        assert [c for c, _ in found] == [ids[3]]
+    finally:
+        store.close()

@@ -225,13 +225,15 @@ class PostgresStore(PGLessonTables):
     def clear(self) -> None:
         with atomic(self.conn):
             self.conn.execute("DROP INDEX IF EXISTS idx_lesson_vectors_hnsw")
+            # Built once after the copy (rebuild_indexes), not row by row during it.
+            self.conn.execute(f"DROP INDEX IF EXISTS {migrations.CHUNK_VECTOR_INDEX_NAME}")
             tables = [t for t in COPY_TABLES if t not in _REFERENCE]
             self.conn.execute(f"TRUNCATE {', '.join(tables)}, lessons_fts, chunks_fts CASCADE")
             self.conn.execute("ALTER TABLE lesson_vectors ALTER COLUMN embedding TYPE vector")
 
     def rebuild_indexes(self) -> None:
         """Keywords from the rows (one statement per table), identity counters past the copied
-        keys, the vector index at the copied vectors' dimensions."""
+        keys, the vector indexes: lessons' at the copied vectors' dimensions, chunks'."""
         from lore.normalize import date_words
 
         with atomic(self.conn):
@@ -250,6 +252,8 @@ class PostgresStore(PGLessonTables):
             first = self.conn.execute("SELECT vector_dims(embedding) FROM lesson_vectors "
                                       "LIMIT 1").fetchone()
             self.conn.execute("DROP INDEX IF EXISTS idx_lesson_vectors_hnsw")
+            self.conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
+            self.conn.execute(migrations.CHUNK_VECTOR_INDEX)
         if first is not None:
             self.create_vector_index(int(first[0]))
 

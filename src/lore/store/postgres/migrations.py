@@ -397,6 +397,26 @@ def m016_lesson_deletions(conn: Connection) -> None:
     """)
 
 
+# The chunk vectors' index: HNSW over cosine distance (bench/postgres_scale_bench.py chose it
+# over IVFFlat; docs/benchmarks.md). pgvector indexes only vectors of fixed dimensions, and the
+# column takes every model's, so the index is on the default model's 384 dimensions: a search
+# with another model's vectors scans them exactly (``PGConversationTables.nearest``).
+CHUNK_VECTOR_DIMS = 384
+CHUNK_VECTOR_INDEX_NAME = "idx_chunk_vectors_hnsw"
+CHUNK_VECTOR_INDEX = (
+    f"CREATE INDEX IF NOT EXISTS {CHUNK_VECTOR_INDEX_NAME} ON chunk_vectors USING hnsw "
+    f"((embedding::vector({CHUNK_VECTOR_DIMS})) vector_cosine_ops) "
+    "WITH (m = 16, ef_construction = 128) "
+    f"WHERE vector_dims(embedding) = {CHUNK_VECTOR_DIMS}")
+
+
+def m017_chunk_vector_index(conn: Connection) -> None:
+    """Postgres only (SQLite's chunk index is a file beside the database): the approximate
+    nearest-neighbour index of conversation chunks, so a search does not scan every vector."""
+    conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+    conn.execute(CHUNK_VECTOR_INDEX)
+
+
 # (number, migration): the numbers of the SQLite migrations they mirror. m005 and m006 have
 # no counterpart of their own (m003 holds m005's columns; m006 redacted text stored before).
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
@@ -404,6 +424,7 @@ MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (7, m007_analysis), (8, m008_server_tokens), (9, m009_context_loads),
     (11, m011_sync), (12, m012_schedule_runs), (13, m013_who_and_where),
     (15, m015_session_start_commit), (16, m016_lesson_deletions),
+    (17, m017_chunk_vector_index),
 ]
 SCHEMA_VERSION = max(n for n, _ in MIGRATIONS)
 

@@ -11,6 +11,7 @@ from typing import Any
 from lore.models import RULE_KINDS
 from lore.store.postgres.db import atomic, chunks
 from lore.store.postgres.lessons import TS_CONFIG, tsquery, vector_bytes, vector_value
+from lore.store.postgres.migrations import CHUNK_VECTOR_DIMS
 from lore.store.protocol import FileState
 from lore.store.sqlite.analysis import RUN_COLUMNS, AnalysisTables
 from lore.store.sqlite.conversations import ConversationTables
@@ -20,6 +21,18 @@ from lore.store.sqlite.sessions import SessionTables
 from lore.store.sqlite.tokens import TokenTables
 
 _RULE_KINDS = "(" + ", ".join(f"'{k}'" for k in RULE_KINDS) + ")"
+# How deep the HNSW index is searched for the chunks nearest a query (hnsw.ef_search), and
+# for a project's (pgvector 0.6's deepest: the other projects' rows are filtered out after
+# the search). Chosen by bench/postgres_scale_bench.py for recall@10 >= 0.98.
+EF_SEARCH = 400
+PROJECT_EF_SEARCH = 1000
+_DISTANCE = (f"(v.embedding::vector({CHUNK_VECTOR_DIMS})) <=> ?::vector({CHUNK_VECTOR_DIMS}) "
+             f"AS d FROM chunk_vectors v WHERE vector_dims(v.embedding) = {CHUNK_VECTOR_DIMS}")
+# The expression and the condition of the index, so that the planner can use it.
+NEAREST = f"SELECT v.chunk_id, {_DISTANCE} ORDER BY d LIMIT ?"
+NEAREST_IN_PROJECT = (f"SELECT a.chunk_id, a.d FROM (SELECT v.chunk_id, {_DISTANCE} "
+                      "ORDER BY d LIMIT ?) a JOIN chunks c ON c.id = a.chunk_id "
+                      "WHERE c.project = ? ORDER BY a.d, a.chunk_id LIMIT ?")
 _OCCURRENCES = "coalesce((l.metadata::jsonb #>> '{learning,occurrences}')::numeric, 1)"
 
 
@@ -155,38 +168,78 @@ class PGConversationTables(ConversationTables):
         return out
 
     def nearest(self, query: bytes, k: int, project: str | None) -> list[tuple[int, float]]:
-        """The server answers: (chunk id, cosine similarity) by pgvector's cosine distance,
-        best first, within one project when given (no index file beside a server's database)."""
+        """The server answers: (chunk id, cosine similarity) best first, within one project
+        when given (no index file beside a server's database). The default model's vectors
+        are found through the HNSW index (migration 17) searched ``EF_SEARCH`` deep; a
+        project's by the same search ``PROJECT_EF_SEARCH`` deep, filtered to the project, and
+        exactly when that leaves fewer than ``k`` (a small project, or a query whose
+        neighbours are in other projects). Another model's vectors are scanned exactly."""
+        vec = vector_value(query)
+        if len(vec) != CHUNK_VECTOR_DIMS:
+            return self._exact(vec, k, project)
+        with atomic(self.conn):
+            if project is None:
+                self.conn.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, min(k, 1000))}")
+                return _similar(self.conn.execute(NEAREST, (vec, k)).fetchall())
+            self.conn.execute(f"SET LOCAL hnsw.ef_search = {PROJECT_EF_SEARCH}")
+            rows = self.conn.execute(NEAREST_IN_PROJECT,
+                                     (vec, PROJECT_EF_SEARCH, project, k)).fetchall()
+        return _similar(rows) if len(rows) >= k else self._exact(vec, k, project)
+
+    def _exact(self, vec: Any, k: int, project: str | None) -> list[tuple[int, float]]:
+        """Every vector (of the project) compared: the order an index approximates."""
         scope, params = ("JOIN chunks c ON c.id = v.chunk_id WHERE c.project = ? ",
                          [project]) if project is not None else ("", [])
-        return [(int(r[0]), 1.0 - float(r[1])) for r in self.conn.execute(
+        return _similar(self.conn.execute(
             f"SELECT v.chunk_id, v.embedding <=> ? AS d FROM chunk_vectors v {scope}"
-            "ORDER BY d, v.chunk_id LIMIT ?", [vector_value(query), *params, k])]
+            "ORDER BY d, v.chunk_id LIMIT ?", [vec, *params, k]).fetchall())
 
     def keyword_search(self, terms: Sequence[str], weights: tuple[float, float, float, float],
                        limit: int, project: str | None,
                        max_postings: int) -> list[tuple[int, float]]:
         """(chunk id, -rank) best first; weights (text, speakers, date, context): the
-        speakers are not searched, as on SQLite."""
+        speakers are not searched, as on SQLite. The rarest terms are kept as on SQLite
+        (``prune_terms``), counted by the planner's estimate rather than by reading every
+        match. When even they match more than ``max_postings`` chunks, only the matches among
+        the newest chunks are ranked, a span chosen to hold about ``max_postings`` of them:
+        such words weigh little, and reading and ranking every match is what grows with the
+        database (docs/benchmarks.md)."""
         if not terms:
             return []
-        if len(terms) > 1:
-            counts = []
-            for t in terms:
-                q, qp = tsquery([t])
-                counts.append(int(self.conn.execute(
-                    f"SELECT count(*) FROM chunks_fts WHERE doc @@ {q}", qp).fetchone()[0]))
-            terms = prune_terms(terms, counts, max_postings)
-        query, qparams = tsquery(terms)
+        estimates = self._term_estimates(terms)
+        kept = prune_terms(terms, estimates, max_postings) if len(terms) > 1 else list(terms)
+        matched = sum(n for t, n in zip(terms, estimates, strict=True) if t in kept)
+        query, qparams = tsquery(kept)
         text_w, _, date_w, ctx_w = weights
         top = max(text_w, date_w, ctx_w, 1e-9)
         w = f"'{{0.0, {ctx_w / top:.6f}, {date_w / top:.6f}, {text_w / top:.6f}}}'"
-        scope, sparams = ("AND c.project = ?", [project]) if project is not None else ("", [])
-        sql = (f"SELECT f.chunk_id, -ts_rank_cd({w}, f.doc, q.q) AS s "
-               f"FROM (SELECT {query} AS q) q, chunks_fts f JOIN chunks c ON c.id = f.chunk_id "
-               f"WHERE f.doc @@ q.q {scope} ORDER BY s, f.chunk_id LIMIT ?")
-        return [(r[0], float(r[1]))
-                for r in self.conn.execute(sql, [*qparams, *sparams, limit])]
+        scope, sparams = ("JOIN chunks c ON c.id = f.chunk_id AND c.project = ? ",
+                          [project]) if project is not None else ("", [])
+        newest, nparams = "", []
+        if matched > max_postings:
+            last = int(self.conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0])
+            newest, nparams = "AND f.chunk_id > ? ", [last - max_postings * last // matched]
+        sql = (f"SELECT f.chunk_id, -ts_rank_cd({w}, f.doc, q.q) AS s FROM (SELECT {query} AS q) "
+               f"q, chunks_fts f {scope}WHERE f.doc @@ q.q {newest}ORDER BY s, f.chunk_id LIMIT ?")
+        with atomic(self.conn):
+            # The keyword index's matches intersected with the span's ids, then read: not the
+            # newest rows read one by one, each tested (2.5 times slower at 100,000).
+            self.conn.execute("SET LOCAL enable_indexscan = off")
+            return [(r[0], float(r[1])) for r in self.conn.execute(
+                sql, [*qparams, *sparams, *nparams, limit])]
+
+    def _term_estimates(self, terms: Sequence[str]) -> list[int]:
+        """The chunks each term matches, as the planner estimates them from the statistics
+        ANALYZE keeps (a fraction of a millisecond; counting a common word reads all its
+        rows). Pruning needs only the order of magnitude."""
+        out = []
+        for t in terms:
+            q, qp = tsquery([t])
+            plan = self.conn.execute(
+                f"EXPLAIN (FORMAT JSON) SELECT 1 FROM chunks_fts WHERE doc @@ {q}", qp
+            ).fetchone()[0]
+            out.append(int(plan[0]["Plan"]["Plan Rows"]))
+        return out
 
     def neighbours(self, chunk_id: int, before: int, after: int) -> list[dict[str, Any]]:
         row = self.conn.execute(
@@ -372,6 +425,11 @@ class PGAnalysisTables(AnalysisTables):
 
 class PGTokenTables(TokenTables):
     """Access tokens on Postgres: the SQLite backend's SQL is portable as it is."""
+
+
+def _similar(rows: Sequence[Any]) -> list[tuple[int, float]]:
+    """(chunk id, cosine similarity) from (chunk id, cosine distance) rows."""
+    return [(int(r[0]), 1.0 - float(r[1])) for r in rows]
 
 
 def _ints(row: dict[str, Any]) -> dict[str, Any]:
