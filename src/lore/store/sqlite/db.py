@@ -30,7 +30,6 @@ from lore.errors import (
 from lore.private import make_private, private_dir
 
 BUSY_TIMEOUT_MS = 5000
-CACHE_KIB = 64 * 1024  # SQLite's page cache of a connection, at most
 LOCK_RETRIES = 5
 CHUNK = 500  # bound parameters per IN (...) list
 
@@ -86,10 +85,6 @@ def connect(path: Path | str, *, create: bool = True) -> Any:
     conn.execute("PRAGMA synchronous = NORMAL")
     # Child rows (tags, contexts, edges, evidence) go with their lesson.
     conn.execute("PRAGMA foreign_keys = ON")
-    # A page cache that holds a large database's upper B-tree pages: with SQLite's default
-    # 2 MB, reading 200 conversation chunks by id took 13-30 ms at 100,000-1,000,000 chunks
-    # (every lookup read its path again), with 64 MB 1.5 ms. Filled only as pages are read.
-    conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
     return conn
 
 
