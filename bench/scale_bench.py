@@ -214,9 +214,22 @@ print(json.dumps(out))
 """
 
 
-def measure(n: int, queries: int, cold: int) -> None:
+def read_through(home: Path) -> float:
+    """Read the database and index files once, so the warm searches find them in the
+    operating system's page cache (as on a machine where they were used lately); seconds."""
+    t = time.perf_counter()
+    for p in [*home.glob("*.db"), *home.glob(f"*{ChunkIndex.SUFFIX}")]:
+        with p.open("rb") as fh:
+            while fh.read(1 << 24):
+                pass
+    return time.perf_counter() - t
+
+
+def measure(n: int, queries: int, cold: int, warm_cache: bool = False) -> None:
     home = home_for(n)
     env = dict(os.environ, LORE_HOME=str(home))
+    cache = f"page cache filled first ({read_through(home):.0f} s)" if warm_cache else \
+        "page cache as the previous runs left it"
     proc = subprocess.run([sys.executable, "-c", WARM, str(Path(__file__).parent), str(n),
                            str(queries)], env=env, capture_output=True, text=True, check=True)
     r = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -235,7 +248,7 @@ def measure(n: int, queries: int, cold: int) -> None:
                        capture_output=True, check=True)
         base.append(time.perf_counter() - t)
     built = json.loads((home / "built.json").read_text())
-    print(f"\n### {n:,} chunks (database {built['db_mb']:,.0f} MB, index file "
+    print(f"\n### {n:,} chunks, {cache} (database {built['db_mb']:,.0f} MB, index file "
           f"{built['index_mb']:,.0f} MB; built: texts {built['texts_s']:.0f} s, vectors "
           f"{built['vectors_s']:.0f} s, index {built['index_s']:.0f} s)\n")
     print("| | result |\n|---|---|")
@@ -265,12 +278,14 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--cold", type=int, default=5)
     ap.add_argument("--build-only", action="store_true")
+    ap.add_argument("--warm-cache", action="store_true",
+                    help="read the database and index files before the warm searches")
     ap.add_argument("--texts-only", action="store_true", help="store the texts, nothing else")
     args = ap.parse_args()
     for n in args.sizes:
         build(n, args.texts_only)
         if not (args.build_only or args.texts_only):
-            measure(n, args.queries, args.cold)
+            measure(n, args.queries, args.cold, args.warm_cache)
 
 
 if __name__ == "__main__":
