@@ -362,3 +362,72 @@ def test_a_prefetched_query_vector_is_the_one_asked_for():
     assert get("four").tolist() == [4.0] * 3
     assert get("sixsix").tolist() == [6.0] * 3  # another text: embedded when asked
     assert calls == ["four", "sixsix"]
+
+
+def test_a_large_import_reads_in_a_second_process_with_the_same_result(fake_lore, tmp_path,
+                                                                       monkeypatch):
+    import lore.capture.ingest as ingest
+
+    folder = tmp_path / "projects" / "-work-shop"
+    folder.mkdir(parents=True)
+    (folder / "22222222-3333-4444-5555-666666666666.jsonl").write_text(transcript_lines(300))
+    (folder / "33333333-3333-4444-5555-666666666666.jsonl").write_text(transcript_lines(
+        120, session="33333333-3333-4444-5555-666666666666").replace('"m-', '"n-'))
+    (folder / "44444444-3333-4444-5555-666666666666.jsonl").write_bytes(b"not json\n" * 3)
+    monkeypatch.setattr(ingest, "COMMIT_EVERY", 50)
+    monkeypatch.setattr(ingest, "PROCESS_BYTES", 0)  # every import is "large"
+    started = []
+    real = ingest.ReadingProcess.submit
+    monkeypatch.setattr(ingest.ReadingProcess, "submit",
+                        lambda self, jobs, every: started.append(len(jobs)) or real(self, jobs, every))
+    calls = []
+
+    def stop_after_three_parts(done: int, total: int) -> None:
+        calls.append(done)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+
+    conv = fake_lore.conversations
+    with pytest.raises(KeyboardInterrupt):
+        conv.ingest([tmp_path / "projects"], embed=False, progress=stop_after_three_parts)
+    assert started == [3]
+    partial = conv.stats()["messages"]
+    assert 0 < partial < 420
+    report = conv.ingest([tmp_path / "projects"], embed=False)
+    assert report.duplicates == 0 and report.messages == 420 - partial
+    assert report.malformed == 3 and conv.stats()["messages"] == 420
+    # The same files read on a thread, into another database, give the same memory.
+    monkeypatch.setattr(ingest, "PROCESS_BYTES", 1 << 60)
+    other = Lore.open(make_settings(tmp_path / "other"))
+    try:
+        again = other.conversations.ingest([tmp_path / "projects"], embed=False)
+        assert again.messages == 420 and again.malformed == 3
+        texts = [r[0] for r in other.store.conn.execute("SELECT text FROM chunks ORDER BY id")]
+    finally:
+        other.close()
+    assert sorted(r[0] for r in fake_lore.store.conn.execute("SELECT text FROM chunks")) == \
+        sorted(texts)
+
+
+def test_an_unreadable_file_in_a_large_import_is_skipped_and_the_rest_read(fake_lore, tmp_path,
+                                                                           monkeypatch):
+    import lore.capture.ingest as ingest
+    import lore.capture.reading as reading
+
+    folder = tmp_path / "projects" / "-work-shop"
+    folder.mkdir(parents=True)
+    bad = folder / "22222222-3333-4444-5555-666666666666.jsonl"
+    bad.write_text(transcript_lines(30))
+    (folder / "33333333-3333-4444-5555-666666666666.jsonl").write_text(transcript_lines(
+        40, session="33333333-3333-4444-5555-666666666666").replace('"m-', '"n-'))
+    monkeypatch.setattr(ingest, "PROCESS_BYTES", 0)
+    real = reading.ReadingProcess.submit
+
+    def submit(self, jobs, every):  # the first file vanishes after it was planned
+        bad.unlink()
+        return real(self, jobs, every)
+
+    monkeypatch.setattr(reading.ReadingProcess, "submit", submit)
+    report = fake_lore.conversations.ingest([tmp_path / "projects"], embed=False)
+    assert [p for p, _ in report.skipped] == [str(bad)]
+    assert report.messages == 40

@@ -12,14 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import queue
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lore import normalize
+from lore.capture.reading import Part, ReadingProcess, read_ahead
 from lore.embed import embed_text
 from lore.home import device_id
 from lore.ids import now
@@ -29,10 +28,11 @@ from lore.store import Store
 from lore.store.protocol import FileState
 
 if TYPE_CHECKING:
-    from lore.capture.transcripts import FileEdit, ParseStats, Turn
+    from lore.capture.transcripts import FileEdit, Turn
 
 CHUNK_CHARS = 2000  # about 500 tokens
 COMMIT_EVERY = 2000  # messages per transaction: bounds memory and the WAL on huge files
+PROCESS_BYTES = 8 << 20  # an import reading this much parses in a second process
 HASH_SPAN = 4096
 
 
@@ -103,29 +103,50 @@ class Ingest:
     def files(self, paths: Sequence[Path], report: IngestReport,
               progress: Any = None) -> None:
         """Import every transcript under ``paths``; ``progress`` hears (kilobytes read, of
-        kilobytes to read) after each batch."""
+        kilobytes to read) after each batch. A large import is read, parsed and redacted on
+        the second core, in a process of its own, every file ahead of the writer
+        (:mod:`lore.capture.reading`)."""
         files, report.skipped = discover(paths)
         sizes = [_size(f) for f in files]
-        total, before = sum(sizes) // 1024, 0
-        for path, size in zip(files, sizes, strict=True):
-            def step(offset: int, base: int = before) -> None:
-                if progress:
-                    progress(min((base + offset) // 1024, total), total)
+        total = sum(sizes) // 1024
+        plans = [(path, size, self._plan(path, report)) for path, size in zip(files, sizes,
+                                                                              strict=True)]
+        reading = ReadingProcess() if sum(sizes) >= PROCESS_BYTES else None
+        try:
+            if reading is not None:
+                reading.submit([(p.path, p.offset) for _, _, p in plans if p is not None],
+                               COMMIT_EVERY)
+            before = 0
+            for path, size, plan in plans:
+                def step(offset: int, base: int = before) -> None:
+                    if progress:
+                        progress(min((base + offset) // 1024, total), total)
 
-            self.file(path, report, step)
-            before += size
-            if progress:
-                progress(min(before // 1024, total), total)
+                if plan is not None:
+                    parts = (reading.next_file() if reading is not None
+                             else read_ahead(path, plan.offset, COMMIT_EVERY))
+                    self._write(plan, parts, report, step)
+                before += size
+                if progress:
+                    progress(min(before // 1024, total), total)
+        finally:
+            if reading is not None:
+                reading.close()
 
     def file(self, path: Path, report: IngestReport,
              progress: Callable[[int], None] | None = None) -> None:
+        plan = self._plan(path, report)
+        if plan is not None:
+            self._write(plan, read_ahead(path, plan.offset, COMMIT_EVERY), report, progress)
+
+    def _plan(self, path: Path, report: IngestReport) -> _Plan | None:
+        """Where to read ``path`` from, or None (not a transcript, unreadable, unchanged)."""
         from lore.capture.readers import reader_for
-        from lore.capture.transcripts import ParseStats
 
         reader = reader_for(path)
         if reader is None:
             report.skipped.append((str(path), "not a transcript format Lore reads"))
-            return
+            return None
         key = str(path.resolve())
         state = self.tables.file_state(key)
         try:
@@ -134,7 +155,7 @@ class Ingest:
             head = _hash_at(path, 0, min(HASH_SPAN, state.offset if state else HASH_SPAN))
         except OSError as exc:
             report.skipped.append((str(path), f"cannot read: {exc.strerror or exc}"))
-            return
+            return None
         offset = 0
         if state is not None:
             same = (state.head_hash == head and size >= state.offset
@@ -142,24 +163,26 @@ class Ingest:
                     == state.tail_hash)
             if same and size == state.offset:
                 report.unchanged += 1
-                return
+                return None
             if same:
                 offset = state.offset
             else:
                 report.rewritten += 1
+        return _Plan(path, key, reader.agent, size, offset)
+
+    def _write(self, plan: _Plan, parts: Iterable[Part], report: IngestReport,
+               progress: Callable[[int], None] | None) -> None:
         report.files += 1
-        stats = ParseStats()
-        stats.end_offset = offset
-        batch = _Batch(self, reader.agent, key)
+        batch = _Batch(self, plan.agent, plan.key)
         try:
-            for part in _read_ahead(reader, path, offset, stats, COMMIT_EVERY):
-                batch.commit(part, size, report)
+            for part in parts:
+                batch.commit(part, plan.size, report)
                 if progress and not part.last:
                     progress(part.end_offset)
         except OSError as exc:
             # The batch in hand was never written; the ones before it stay, with the offset
             # they reached, so the next import resumes there.
-            report.skipped.append((str(path), f"cannot read: {exc.strerror or exc}"))
+            report.skipped.append((str(plan.path), f"cannot read: {exc.strerror or exc}"))
 
     def add_turns(self, session_id: str, agent: str, project: str | None,
                   turns: Sequence[tuple[str, str, str, str | None]], *, per_turn: bool = False,
@@ -224,84 +247,13 @@ class Ingest:
                 for cid, text, before, after, h in self.tables.chunks_needing_vectors(limit)]
 
 
-@dataclass(slots=True)
-class _Part:
-    """Up to ``COMMIT_EVERY`` items of one file as the reading thread prepared them — each with
-    its redacted texts — and where the read stood after the last of them."""
-
-    items: list[tuple[Any, Any]]  # (Turn, (text, tool calls JSON)) or (FileEdit, row)
-    end_offset: int
-    malformed: int  # lines skipped since the previous part
-    unknown: int
-    last: bool = False
-    error: BaseException | None = None
-
-
-def _prepare(item: Turn | FileEdit) -> Any:
-    """The door for transcripts: messages, tool calls, titles, chunks and edits hold no secret."""
-    from lore.capture.transcripts import FileEdit
-
-    if isinstance(item, FileEdit):
-        return _edit_row(item)
-    return redact(item.text), tool_calls_json(item.tool_calls)
-
-
-def _read_ahead(reader: Any, path: Path, offset: int, stats: ParseStats,
-                every: int) -> Iterator[_Part]:
-    """The file read, parsed and redacted on a second thread, one part ahead of the writer.
-
-    Reading and redaction are Python; the writer spends much of its time in SQLite, which
-    releases the GIL, so the two overlap (a quarter off a first import's wall-clock time on two
-    cores). Each part carries the offset after its last item: the writer saves it with the
-    part, so an import stopped at any point resumes exactly after what was written. An error
-    of the reader (OSError included) reaches the writer with the part it interrupted; the
-    thread stops when the writer does."""
-    parts: queue.Queue[_Part | None] = queue.Queue(maxsize=2)
-    stop = threading.Event()
-
-    def put(part: _Part | None) -> bool:
-        while not stop.is_set():
-            try:
-                parts.put(part, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def produce() -> None:
-        items: list[tuple[Any, Any]] = []
-        malformed = unknown = 0
-
-        def part(last: bool = False, error: BaseException | None = None) -> _Part:
-            nonlocal malformed, unknown
-            seen_unknown = sum(stats.unknown_types.values())
-            out = _Part(items, stats.end_offset, stats.malformed - malformed,
-                        seen_unknown - unknown, last, error)
-            malformed, unknown = stats.malformed, seen_unknown
-            return out
-
-        try:
-            for item in reader.read(path, offset, stats):
-                items.append((item, _prepare(item)))
-                if len(items) >= every:
-                    if not put(part()):
-                        return
-                    items = []
-            put(part(last=True))
-        except BaseException as exc:  # handed to the writer, raised there
-            put(part(error=exc))
-        finally:
-            put(None)
-
-    worker = threading.Thread(target=produce, name="lore-ingest-read", daemon=True)
-    worker.start()
-    try:
-        while (got := parts.get()) is not None:
-            if got.error is not None:
-                raise got.error
-            yield got
-    finally:
-        stop.set()
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    path: Path
+    key: str  # the resolved path, as file states are kept
+    agent: str
+    size: int
+    offset: int  # where the read starts
 
 
 class _Batch:
@@ -313,7 +265,7 @@ class _Batch:
         self.path = path
         self.projects: dict[str, str | None] = {}
 
-    def commit(self, part: _Part, size: int, report: IngestReport) -> None:
+    def commit(self, part: Part, size: int, report: IngestReport) -> None:
         from lore.capture.transcripts import FileEdit
 
         tables = self.ingest.tables
