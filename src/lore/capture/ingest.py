@@ -17,13 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lore import normalize
-from lore.capture.reading import Part, ReadingProcess, read_ahead
+from lore.capture.reading import Part, ReadingProcess, edit_row, read_ahead
 from lore.embed import embed_text
 from lore.home import device_id
 from lore.ids import now
 from lore.normalize import date_words
-from lore.redact import redact, redact_value
+from lore.redact import redact
 from lore.store import Store
 from lore.store.protocol import FileState
 
@@ -213,7 +212,7 @@ class Ingest:
             self.tables.upsert_session(session_id, "claude-code", project, self.device, None,
                                        transcript, None)
             for e in edits:
-                self.tables.insert_edit(_edit_row(e, succeeded=1))
+                self.tables.insert_edit(edit_row(e, succeeded=1))
         return len(edits)
 
     def chunk(self, session_id: str, project: str | None,
@@ -318,18 +317,6 @@ class _Batch:
         return 1
 
 
-def _edit_row(e: FileEdit, succeeded: int | None = None) -> dict[str, Any]:
-    """An edit as stored; its texts feed silent-fix learning, so they are redacted like every
-    message."""
-    ok = e.succeeded if succeeded is None else bool(succeeded)
-    return {"session_id": e.session_id, "message_uuid": e.message_uuid, "tool": e.tool,
-            "file_path": e.file_path,
-            "file_type": normalize.file_type(Path(e.file_path).suffix) or None,
-            "old_text": redact(e.old_text) if e.old_text else e.old_text,
-            "new_text": redact(e.new_text) if e.new_text else e.new_text,
-            "timestamp": e.timestamp, "succeeded": None if ok is None else int(ok)}
-
-
 def _groups(rows: Iterable[tuple[int, str, str, str | None]],
             max_chars: int) -> Iterator[list[tuple[int, str, str, str | None]]]:
     group: list[tuple[int, str, str, str | None]] = []
@@ -356,9 +343,3 @@ def _hash_at(path: Path, start: int, length: int) -> str:
     with path.open("rb") as fh:
         fh.seek(start)
         return hashlib.sha256(fh.read(length)).hexdigest()
-
-
-def tool_calls_json(calls: Sequence[Any]) -> str:
-    """The calls as stored: their inputs (commands, file contents) with secrets redacted."""
-    return json.dumps(redact_value([{"id": c.id, "name": c.name, "input": c.input} for c in calls]),
-                      ensure_ascii=False, default=str)

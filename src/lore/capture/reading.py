@@ -12,15 +12,19 @@ a library without a main guard would start itself over).
 
 from __future__ import annotations
 
+import json
 import pickle
 import queue
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
+
+from lore import normalize
+from lore.redact import redact, redact_value
 
 if TYPE_CHECKING:
     from lore.capture.transcripts import FileEdit, Turn
@@ -41,12 +45,10 @@ class Part:
 
 def prepare(item: Turn | FileEdit) -> Any:
     """The door for transcripts: messages, tool calls, titles, chunks and edits hold no secret."""
-    from lore.capture.ingest import _edit_row, tool_calls_json
     from lore.capture.transcripts import FileEdit
-    from lore.redact import redact
 
     if isinstance(item, FileEdit):
-        return _edit_row(item)
+        return edit_row(item)
     return redact(item.text), tool_calls_json(item.tool_calls)
 
 
@@ -122,6 +124,24 @@ def read_ahead(path: Path, offset: int, every: int) -> Iterator[Part]:
         stop.set()
 
 
+def edit_row(e: FileEdit, succeeded: int | None = None) -> dict[str, Any]:
+    """An edit as stored; its texts feed silent-fix learning, so they are redacted like every
+    message."""
+    ok = e.succeeded if succeeded is None else bool(succeeded)
+    return {"session_id": e.session_id, "message_uuid": e.message_uuid, "tool": e.tool,
+            "file_path": e.file_path,
+            "file_type": normalize.file_type(Path(e.file_path).suffix) or None,
+            "old_text": redact(e.old_text) if e.old_text else e.old_text,
+            "new_text": redact(e.new_text) if e.new_text else e.new_text,
+            "timestamp": e.timestamp, "succeeded": None if ok is None else int(ok)}
+
+
+def tool_calls_json(calls: Sequence[Any]) -> str:
+    """The calls as stored: their inputs (commands, file contents) with secrets redacted."""
+    return json.dumps(redact_value([{"id": c.id, "name": c.name, "input": c.input} for c in calls]),
+                      ensure_ascii=False, default=str)
+
+
 class ReadingProcess:
     """``python -m lore.capture.reading`` beside a large import: every file to read goes in on
     its stdin at once (path, offset), and the parts of each come back on its stdout in that
@@ -195,7 +215,8 @@ class ReadingProcess:
                 proc.stdout.close()
 
 
-def _serve(jobs: IO[bytes], out: IO[bytes]) -> None:
+def serve(jobs: IO[bytes], out: IO[bytes]) -> None:
+    """The reading process's loop: jobs in, parts out, None after each file."""
     while True:
         try:
             job = pickle.load(jobs)
@@ -218,7 +239,7 @@ if __name__ == "__main__":
     import signal
 
     # Parts are pickled as lore.capture.reading.Part, not as this __main__'s copy of the class.
-    from lore.capture.reading import _serve as serve
+    from lore.capture.reading import serve
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the importing process decides when to stop
     try:
