@@ -187,7 +187,8 @@ def test_migration_redacts_what_an_older_lore_stored(settings, monkeypatch):
     monkeypatch.setattr("lore.store.sqlite.migrations.SCHEMA_VERSION", 13)
     monkeypatch.setattr("lore.core.lessons.redact_value", lambda v: v)  # the old release stored as typed
     monkeypatch.setattr("lore.capture.ingest.redact", lambda v: v)
-    monkeypatch.setattr("lore.capture.ingest.redact_value", lambda v: v)
+    monkeypatch.setattr("lore.capture.reading.redact", lambda v: v)
+    monkeypatch.setattr("lore.capture.reading.redact_value", lambda v: v)
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         lesson = lore.add_lesson(f"Staging db password is {STAGING}", f"DB_PASSWORD={DB_PASSWORD}",
                                  evidence=[{"quote": PROMPT}])

@@ -295,7 +295,7 @@ class _Batch:
                  rows: dict[str, list[tuple[int, str, str, str | None]]],
                  report: IngestReport) -> int:
         tables = self.ingest.tables
-        text, tool_calls = prepared  # redacted by _prepare
+        text, tool_calls = prepared  # redacted by reading.prepare
         if t.session_id not in self.projects:
             title = text[:120] if t.role == "user" and not t.is_meta else None
             tables.upsert_session(t.session_id, self.agent, t.cwd, self.ingest.device, t.git_branch,
