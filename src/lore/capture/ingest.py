@@ -132,12 +132,6 @@ class Ingest:
             if reading is not None:
                 reading.close()
 
-    def file(self, path: Path, report: IngestReport,
-             progress: Callable[[int], None] | None = None) -> None:
-        plan = self._plan(path, report)
-        if plan is not None:
-            self._write(plan, read_ahead(path, plan.offset, COMMIT_EVERY), report, progress)
-
     def _plan(self, path: Path, report: IngestReport) -> _Plan | None:
         """Where to read ``path`` from, or None (not a transcript, unreadable, unchanged)."""
         from lore.capture.readers import reader_for

@@ -52,6 +52,19 @@ def prepare(item: Turn | FileEdit) -> Any:
     return redact(item.text), tool_calls_json(item.tool_calls)
 
 
+def _redacted(item: Turn | FileEdit) -> tuple[Any, Any]:
+    """(item, prepared), the item without the raw texts its prepared form replaces: they would
+    only cross the pipe twice, unredacted beside redacted."""
+    from dataclasses import replace
+
+    from lore.capture.transcripts import FileEdit
+
+    prepared = prepare(item)
+    if isinstance(item, FileEdit):
+        return replace(item, old_text=None, new_text=None), prepared
+    return replace(item, text="", tool_calls=()), prepared
+
+
 def parts_of(path: Path, offset: int, every: int) -> Iterator[Part]:
     """The parts of one file from ``offset``; the last one says so (possibly empty)."""
     from lore.capture.readers import reader_for
@@ -72,7 +85,7 @@ def parts_of(path: Path, offset: int, every: int) -> Iterator[Part]:
 
     if reader is not None:
         for item in reader.read(path, offset, stats):
-            items.append((item, prepare(item)))
+            items.append(_redacted(item))
             if len(items) >= every:
                 yield part()
                 items = []

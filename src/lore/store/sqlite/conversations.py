@@ -193,12 +193,7 @@ class ConversationTables(Tables):
 
     def in_project(self, ids: Sequence[int], project: str) -> set[int]:
         """Those of ``ids`` that are chunks of ``project``."""
-        out: set[int] = set()
-        for chunk in chunks(list(ids)):
-            marks = ",".join("?" * len(chunk))
-            out.update(r[0] for r in self.conn.execute(
-                f"SELECT id FROM chunks WHERE id IN ({marks}) AND project = ?", [*chunk, project]))
-        return out
+        return {cid for cid, p in self.chunk_projects(ids).items() if p == project}
 
     def chunk_projects(self, ids: Sequence[int]) -> dict[int, str | None]:
         out: dict[int, str | None] = {}
