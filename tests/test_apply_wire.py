@@ -360,5 +360,5 @@ def test_a_chart_without_matplotlib_names_the_extra(tmp_path, monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
-    with pytest.raises(InvalidInput, match=r"lore-memory\[charts\]"):
+    with pytest.raises(InvalidInput, match=r"loreloop\[charts\]"):
         chart([], tmp_path / "x.png")

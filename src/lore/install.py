@@ -84,6 +84,27 @@ def plan(scope: str, home: Path, project: Path, command: str, *, remove: bool = 
     return [c for c in changes if c.changed]
 
 
+def installed_scopes(home: Path, project: Path) -> tuple[list[str], list[str]]:
+    """The scopes whose Claude Code settings hold Lore's hooks, and those registering its MCP
+    server (read only; a file that is not JSON raises InvalidInput)."""
+    hooks, mcp = [], []
+    for scope in SCOPES:
+        _, data = _read(settings_path(scope, home, project))
+        groups = data.get("hooks", {})
+        handlers = [h for entries in (groups.values() if isinstance(groups, dict) else [])
+                    if isinstance(entries, list) for e in entries if isinstance(e, dict)
+                    for h in e.get("hooks", []) if isinstance(e.get("hooks"), list)]
+        if any(_is_ours(h) for h in handlers):
+            hooks.append(scope)
+        path, keys = mcp_path(scope, home, project)
+        node: Any = _read(path)[1]
+        for key in keys:
+            node = node.get(key, {}) if isinstance(node, dict) else {}
+        if isinstance(node, dict) and isinstance(node.get("lore"), dict):
+            mcp.append(scope)
+    return hooks, mcp
+
+
 def apply(changes: list[Change]) -> list[Path]:
     backups = []
     stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -310,7 +310,10 @@ def admin_reembed(lore: Any, force: bool, json_: bool) -> None:
 @json_option
 @click.pass_context
 def admin_doctor(ctx: click.Context, json_: bool) -> None:
-    """Check the driver, sqlite-vec, FTS5, the model files, the config and the database.
+    """Check every moving part: database, model, Claude Code hooks and MCP, worker, model provider.
+
+    Each line is ok, a note (works; a suggestion beside it) or FAIL with the fix; the exit
+    status is 1 when anything failed. `lore doctor` and `lore admin doctor` are the same.
 
     \b
     Example:
@@ -323,6 +326,6 @@ def admin_doctor(ctx: click.Context, json_: bool) -> None:
         emit_json([c.to_dict() for c in checks])
     else:
         table(None, ["", "check", "detail", "fix"],
-              [["ok" if c.ok else "FAIL", c.name, c.detail, c.fix] for c in checks])
+              [[c.label, c.name, c.detail, c.fix] for c in checks])
     if not all(c.ok for c in checks):
         ctx.exit(1)

@@ -36,6 +36,17 @@ def _run(scope: str, dry_run: bool, remove: bool) -> None:
         notice(f"backup: {backup}")
     for c in changes:
         notice(("updated " if c.before is not None else "created ") + str(c.path))
+    if not remove:
+        notice(NEXT_STEPS)
+
+
+NEXT_STEPS = """
+Next:
+  Start a new Claude Code session and work as usual: Lore notices your corrections.
+  lore status     what was learned and what waits for you
+  lore review     approve or reject the rules Lore proposes
+  lore apply      write the approved rules into CLAUDE.md
+  lore doctor     check hooks, worker, MCP server and model if something seems off"""
 
 
 @click.command("install", cls=LoreCommand)

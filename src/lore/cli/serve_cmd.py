@@ -46,7 +46,7 @@ def serve(ctx: click.Context, host: str, port: int, require_token: bool, run_sch
         from lore.web import serve as run
     except ImportError as exc:
         raise click.ClickException(f"the web server needs the `server` extra ({exc.name} is "
-                                   "missing): pip install 'lore-memory[server]'") from None
+                                   "missing): pip install 'loreloop[server]'") from None
     from lore.cli.common import settings
 
     def ready(tokens: bool, scheduler: Any) -> None:

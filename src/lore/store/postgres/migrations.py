@@ -459,7 +459,7 @@ def migrate(conn: Connection, schema: str) -> int:
         if newest > SCHEMA_VERSION:
             raise MigrationError(
                 f"{masked(conn.location)} was written by a newer Lore (schema {newest}; this Lore "
-                f"knows up to {SCHEMA_VERSION}); upgrade with `pip install -U lore-memory`")
+                f"knows up to {SCHEMA_VERSION}); upgrade with `pip install -U loreloop`")
         for number, migration in MIGRATIONS:
             if number in applied:
                 continue

@@ -765,7 +765,7 @@ def migrate(conn: Any, path: str = "") -> int:
     if current > SCHEMA_VERSION:
         raise MigrationError(
             f"{path or 'the database'} was written by a newer Lore (schema {current}; this "
-            f"Lore knows up to {SCHEMA_VERSION}); upgrade with `pip install -U lore-memory`"
+            f"Lore knows up to {SCHEMA_VERSION}); upgrade with `pip install -U loreloop`"
         )
     ran = 0
     for position, migration in enumerate(MIGRATIONS):
