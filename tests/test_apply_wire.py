@@ -312,7 +312,7 @@ def test_stats_flag_a_rule_corrected_again_after_approval_and_draw_the_curve(run
     files = sorted(folder.glob("*.jsonl"))
     with Lore.open(settings, embedder=real_embedder) as lore:
         replay(lore, files[:6])
-        learned = lore.learner.preferences(learning_curve.PROJECT, statuses=("active", "proposed"))
+        learned = lore.preferences(learning_curve.PROJECT, statuses=("active", "proposed"))
         assert learned
         for lesson in learned:  # the user approves each rule, back-dated to mid-history
             lore.learner.review(lesson.id, "approve")

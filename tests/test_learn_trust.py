@@ -90,7 +90,7 @@ def test_explicit_records_refuse_what_is_no_rule(fake_lore):
         out = learner.record(text, None, project="/p")
         assert out.action == "not-learned" and out.lesson is None, text
         assert out.notice().startswith("not learned: ") and reason in out.notice()
-    assert learner.preferences(None, all_projects=True, statuses=("candidate", "proposed",
+    assert fake_lore.preferences(None, all_projects=True, statuses=("candidate", "proposed",
                                                                    "active")) == []
 
 
@@ -452,7 +452,7 @@ def test_the_worker_asks_the_second_opinion_and_logs_a_failure(lore_home, server
         worker = Worker(lore.settings, lore)
         _stop_event(lore_home, UNSURE, PREVIOUS, "s1")
         assert worker.run(once=True) == 1
-        [rule] = lore.learner.preferences(None, all_projects=True)
+        [rule] = lore.preferences(None, all_projects=True)
         assert "black" in rule.title.lower() and rule.status == "proposed"
         _stop_event(lore_home, "from now on please lint with black", PREVIOUS, "s2")
         assert worker.run(once=True) == 1  # the provider fails: handled, not quarantined

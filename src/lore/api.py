@@ -528,6 +528,19 @@ class Lore:
 
         return import_memory(self.store, self.lessons, claude_home, dry_run=dry_run)
 
+    def preferences(self, project: str | None = None, *, all_projects: bool = False,
+                    file_type: str | None = None,
+                    statuses: Sequence[str] = ("active", "proposed"),
+                    limit: int = 100) -> list[Lesson]:
+        """Preferences and rules for ``project`` and global ones (or every project), most
+        confident first; read from the store alone, without loading the learning pipeline."""
+        for s in statuses:
+            self.store.check_reference("status", s)
+        ft = normalize.file_type(file_type) if file_type else None
+        ids = self.store.corrections.preferences(project, all_projects=all_projects, file_type=ft,
+                                                 statuses=tuple(statuses), limit=limit)
+        return [self.lessons.get(i) for i in ids]
+
     # ---- apply: approved rules into the files agents read ------------------------------
     def approved_rules(self, project: str | None) -> list[Lesson]:
         """The rules a person approved that hold in ``project`` (its own and global ones),

@@ -285,7 +285,7 @@ def recall_preferences(lore: Any, project: str | None, file_type: str | None,
     """
     all_projects = project is not None and project.lower() in ("all", "*")
     scope = None if all_projects else resolve_project(project or ".")
-    lessons = lore.learner.preferences(scope, all_projects=all_projects, file_type=file_type,
+    lessons = lore.preferences(scope, all_projects=all_projects, file_type=file_type,
                                          statuses=status or ("active", "proposed"), limit=limit)
     if json_:
         emit_json({"project": scope, "preferences": [p.to_dict() for p in lessons]})

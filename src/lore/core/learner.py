@@ -411,16 +411,6 @@ class Learner:
             return False
 
     # ---- reading -------------------------------------------------------------------------
-    def preferences(self, project: str | None = None, *, all_projects: bool = False,
-                    file_type: str | None = None, statuses: Sequence[str] = ("active", "proposed"),
-                    limit: int = 100) -> list[Lesson]:
-        for s in statuses:
-            self.store.check_reference("status", s)
-        ft = normalize.file_type(file_type) if file_type else None
-        ids = self.captured.preferences(project, all_projects=all_projects, file_type=ft,
-                                        statuses=tuple(statuses), limit=limit)
-        return [self.lessons.get(i) for i in ids]
-
     def corrections(self, project: str | None = None, *, all_projects: bool = False,
                     limit: int = 50) -> list[dict[str, Any]]:
         return self.captured.list_corrections(project, limit, all_projects=all_projects)

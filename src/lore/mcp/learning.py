@@ -80,7 +80,7 @@ async def preferences(t: LoreTools, ctx: Context | None, project: str | None,
     proj = await t.project(ctx, project)
 
     def call(lore: Lore) -> dict[str, Any]:
-        found = lore.learner.preferences(proj or None, all_projects=proj is None,
+        found = lore.preferences(proj or None, all_projects=proj is None,
                                            file_type=file_type,
                                            statuses=tuple(statuses or ("active", "proposed")))
         return {"project": proj, "count": len(found), "preferences": [

@@ -179,7 +179,7 @@ def rules_page(request: Request, project: str = "all", file_type: str = "") -> R
     scope = None if every or project == "global" else project
 
     def load(lore: Any) -> tuple[Any, list[str]]:
-        found = lore.learner.preferences(scope, all_projects=every, file_type=file_type or None,
+        found = lore.preferences(scope, all_projects=every, file_type=file_type or None,
                                          limit=500)
         projects = sorted(p for p in lore.stats()["by_project"] if p != "(global)")
         return found, projects
