@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from click.testing import CliRunner
 
 from lore.cli import SECTIONS, cli
@@ -95,3 +97,42 @@ def test_doctor_fails_on_a_provider_that_is_not_installed(user, lore_home):
     checks = {c["check"]: c for c in json.loads(res.output)}
     assert res.exit_code == 1
     assert checks["language model"]["ok"] is False
+
+
+# ---- words a user reads ----------------------------------------------------------------
+
+@given(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=300),
+       st.integers(min_value=2, max_value=200))
+def test_clipped_text_fits_keeps_whole_words_and_says_it_was_cut(text, limit):
+    from lore.normalize import clip_words
+
+    flat = " ".join(text.split())
+    out = clip_words(text, limit)
+    assert len(out) <= limit
+    if out == flat:
+        return
+    assert out.endswith("…")
+    kept = out[:-1]
+    assert flat.startswith(kept)
+    if " " in flat[:limit - 1]:  # cut at a space: the next character of the text is a space
+        assert flat[len(kept.rstrip(",;:"))] in " ,;:" or flat[len(kept)] == " "
+
+
+def test_a_snippet_of_escaped_json_shows_no_backslash_n():
+    from lore.recall.snippet import snippet
+
+    assert "\\n" not in snippet('{"content": "first line\\nsecond line\\nthird"}', "second")
+    assert snippet("open C:\\new\\file", "new") == "open C:\\new\\file"
+
+
+def test_worker_status_has_no_empty_header(user):
+    out = invoke("worker", "status").output
+    assert "┃             ┃" not in out and "running" in out
+
+
+def test_a_learned_rule_says_in_words_where_it_came_from(user, run):
+    res = run("learn", "correction", "No, don't use Redis, use local file sessions instead",
+              "--previous", "I'll add Redis for the session store.", "--json")
+    lesson = json.loads(res.output)["lesson"]
+    assert lesson["source_notes"] in ("learned from an explicit correction",
+                                      "learned from a correction refining the agent's answer")

@@ -266,7 +266,7 @@ def console() -> Any:
 def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     from rich.table import Table
 
-    t = Table(title=title, show_lines=False, header_style="bold")
+    t = Table(title=title, show_lines=False, header_style="bold", show_header=any(columns))
     for col in columns:
         t.add_column(col, overflow="fold", max_width=80)
     for row in rows:

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from lore.cli.common import LoreCommand, console
+from lore.normalize import clip_words
 
 
 @click.command("demo", cls=LoreCommand)
@@ -124,7 +125,7 @@ def _learning(c: Any, lore: Any) -> None:
         what = out.action
         if out.lesson is not None:
             what += f" -> {out.lesson.title} [{out.lesson.status}, score {out.lesson.score:.2f}]"
-        c.print(f"  [dim]agent:[/dim] {escape(agent[:70])}")
+        c.print(f"  [dim]agent:[/dim] {escape(clip_words(agent, 72))}")
         c.print(f"  [bold]user:[/bold]  {escape(user)}")
         c.print(f"         [cyan]{escape(what)}[/cyan]")
     c.print("\nThe next session in that project starts with:")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from lore.cli.common import LoreGroup, emit_json, json_option, settings, table
+from lore.normalize import clip_words
 
 
 @click.group("llm", cls=LoreGroup)
@@ -33,7 +34,7 @@ def llm_check(ctx: click.Context, json_: bool) -> None:
     provider = open_provider(s.config.llm, s.home)
     request = Request.ask("Reply with the single word: ok", max_tokens=16, purpose="check")
     done = provider.complete(request)
-    reply = " ".join(done.text.split())[:60]
+    reply = clip_words(done.text, 60)
     if json_:
         emit_json({"provider": provider.name, "model": done.model, "latency_s": round(done.latency_s, 3),
                    "input_tokens": done.input_tokens, "output_tokens": done.output_tokens,

@@ -321,7 +321,8 @@ class Learner:
                         "preferred": ex.preferred or "", "reasoning": ex.reasoning or ""},
             file_types=list(file_types), tags=["learned"],
             evidence=[_evidence_dict(evidence)], metadata={"learning": meta},
-            source_notes=f"learned from a {det.type or 'correction'} ({det.label})")
+            source_notes="learned from " + (f"an explicit {det.label}" if det.type == "explicit"
+                                            else f"a {det.label} refining the agent's answer"))
 
     def _reinforce(self, lesson: Lesson, evidence: Evidence, file_types: Sequence[str],
                    explicit: bool, det: Detection, gate: dict[str, Any]) -> Lesson:
@@ -488,7 +489,8 @@ class Learner:
         elif fix.kind == "removed":
             title = f"The user removed what the agent wrote in {where}"
         else:
-            title = f"In {where}, the user rewrote `{agent_line[:40]}` as `{user_line[:40]}`"
+            title = (f"In {where}, the user rewrote `{normalize.clip_words(agent_line, 40)}` as "
+                     f"`{normalize.clip_words(user_line, 40)}`")
         rule = (f"The user silently {fix.kind} the agent's change to {path}. "
                 f"Agent wrote: {cut(agent_line, 160)!r}; now: {cut(user_line, 160)!r}.")
         ex = Extracted(title=cut(title, 90), rule=rule, rejected=cut(agent_line, 80) or None,

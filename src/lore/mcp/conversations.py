@@ -15,6 +15,7 @@ from lore.mcp.tools import (
     StrList,
     tool,
 )
+from lore.normalize import clip_words
 
 if TYPE_CHECKING:
     pass
@@ -66,7 +67,7 @@ def register(server: MCPServer, t: LoreTools) -> None:
         "tags": ["architecture"]}
         """
         proj = await t.project(ctx, None)
-        title = content.strip().split("\n")[0][:80] or "Reflection"
+        title = clip_words(content.strip().split("\n")[0], 80) or "Reflection"
         lesson = await t.run(lambda lore: lore.add_lesson(
             title, content, kind="reflection", tags=tags or [], project=proj, source="conversation"))
         return {"stored": True, "id": lesson.id, "title": lesson.title}
