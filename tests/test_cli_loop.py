@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
-from click.testing import CliRunner
 
 from lore.cli import SECTIONS, cli
 
