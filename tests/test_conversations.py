@@ -225,3 +225,25 @@ def test_watch_imports_files_as_they_change(tmp_path, lore_home):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_a_project_without_conversations_searches_every_project_and_says_so(run, tmp_path,
+                                                                             monkeypatch):
+    source = transcript(tmp_path / "t", "a.jsonl", [
+        record("u1", "user", "the websocket drops behind nginx after sixty seconds"),
+        record("a1", "assistant", "Raise proxy_read_timeout in the nginx site.", parent="u1")])
+    assert run("ingest", str(source)).exit_code == 0
+    here = tmp_path / "elsewhere"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    res = run("recall", "conversations", "websocket nginx timeout")
+    assert res.exit_code == 0
+    assert "no past conversations of" in res.output and "every project" in res.output
+    assert "proxy_read_timeout" in res.output or "websocket" in res.output
+    data = json.loads(run("recall", "conversations", "websocket nginx", "--json").output)
+    assert data["no_conversations_in"] == str(here.resolve()) and data["results"]
+    # A project that has conversations, none of them matching: no fallback.
+    monkeypatch.chdir(tmp_path)
+    inside = json.loads(run("recall", "conversations", "websocket", "--project", "/work/shop",
+                            "--json").output)
+    assert "no_conversations_in" not in inside and inside["project"] == "/work/shop"
