@@ -37,9 +37,13 @@ embedding:
 
 search:
   default_limit: 10
-  vector_weight: 0.7          # RRF weight of the meaning signal
-  fts_weight: 0.3             # RRF weight of the keyword signal
   anti_context: exclude       # exclude | demote
+
+# llm:                        # a language model judges what is a lesson (docs/llm.md)
+#   provider: claude-cli      # anthropic | openai | claude-cli
+
+# Search and ranking weights are tuning constants chosen by benchmarks, not settings:
+# `lore config show --all` lists them (docs/configuration.md#tuning-constants).
 
 tag_aliases:
   js: javascript

@@ -119,6 +119,11 @@ def settings(ctx: click.Context) -> Settings:
         s.sources["database"] = "--db"
         check_database_path(s)
     obj["resolved_db"] = s.db_location
+    if s.tuned and not obj.get("tuning_noticed"):
+        obj["tuning_noticed"] = True
+        what = "is a tuning constant" if len(s.tuned) == 1 else "are tuning constants"
+        notice(f"config: {', '.join(s.tuned)} {what} chosen by benchmarks, not a setting "
+               "(docs/configuration.md#tuning-constants); your value is used")
     return s
 
 
