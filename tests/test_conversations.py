@@ -172,6 +172,11 @@ def test_locomo_evaluation_on_a_tiny_file(run, tmp_path):
     assert result["questions"] == 2 and result["dropped_evidence"] == 1
     assert set(result["baselines"]) == {"keyword", "vector"}
     assert set(result["categories"]) == {"single-hop", "multi-hop"}
+    [(conversation, figures)] = result["conversations"].items()
+    assert figures == {"recall@5": 100.0, "recall@10": 100.0, "questions": 2}
+    assert conversation == data[0].get("sample_id", "conv")
+    shown = run("eval", "locomo", str(path))
+    assert "conversation" in shown.output and conversation in shown.output
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     failed = run("eval", "locomo", str(bad))

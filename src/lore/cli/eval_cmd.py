@@ -52,6 +52,9 @@ def eval_locomo(ctx: click.Context, file: Path, as_of_last_session: bool, json_:
     table(None, ["category", "questions", "@5", "@10"],
           [[c, v["questions"], v["recall@5"], v["recall@10"]]
            for c, v in result["categories"].items()])
+    table(None, ["conversation", "questions", "@5", "@10"],
+          [[c, v["questions"], v["recall@5"], v["recall@10"]]
+           for c, v in result["conversations"].items()])
 
 
 @eval_group.command("corrections")
