@@ -6,7 +6,7 @@ import json
 import sys
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -25,6 +25,9 @@ from lore.cli.common import (
     yes_option,
 )
 from lore.private import open_private, private_dir
+
+if TYPE_CHECKING:
+    from lore.api import Lore
 
 CONFIG_TEMPLATE = """\
 # Lore configuration. Every key is optional; `lore config show` prints the effective values.
@@ -99,7 +102,7 @@ def admin_init(ctx: click.Context, json_: bool) -> None:
 @admin.command("stats")
 @json_option
 @with_lore
-def admin_stats(lore: Any, json_: bool) -> None:
+def admin_stats(lore: Lore, json_: bool) -> None:
     """Counts by kind, status, confidence and project; size, model, searches.
 
     \b
@@ -205,7 +208,7 @@ def admin_import(ctx: click.Context, lines: list[str], skip_invalid: bool, json_
                    "deleted first); without it a target holding Lore data is refused.")
 @json_option
 @with_lore
-def admin_migrate_to(lore: Any, target: str, force: bool, json_: bool) -> None:
+def admin_migrate_to(lore: Lore, target: str, force: bool, json_: bool) -> None:
     """Copy the whole database to another one: a Postgres server or an SQLite file.
 
     Everything travels: lessons with their tags, contexts, examples, evidence and vectors,
@@ -234,7 +237,7 @@ def admin_migrate_to(lore: Any, target: str, force: bool, json_: bool) -> None:
 @click.argument("lesson_id")
 @click.argument("visibility", type=click.Choice(["personal", "project", "team"]))
 @with_lore
-def admin_visibility(lore: Any, lesson_id: str, visibility: str) -> None:
+def admin_visibility(lore: Lore, lesson_id: str, visibility: str) -> None:
     """Set who finds a lesson in a shared database: personal (you), project or team.
 
     Rules learned from your corrections start personal; lessons added by hand start team.
@@ -271,7 +274,7 @@ def _read_lines(ctx: click.Context, param: click.Parameter, file: str) -> list[s
 @yes_option("retag lessons")
 @json_option
 @with_lore
-def admin_merge_tags(lore: Any, old: str, new: str, yes: bool, json_: bool) -> None:
+def admin_merge_tags(lore: Lore, old: str, new: str, yes: bool, json_: bool) -> None:
     """Retag every lesson tagged OLD as NEW, and remember OLD as an alias of NEW.
 
     It cannot be undone (NEW may already be on other lessons): asks first on a terminal; in a
@@ -293,7 +296,7 @@ def admin_merge_tags(lore: Any, old: str, new: str, yes: bool, json_: bool) -> N
 @click.option("--force", is_flag=True, help="Re-embed every lesson, not only missing or stale ones.")
 @json_option
 @with_lore
-def admin_reembed(lore: Any, force: bool, json_: bool) -> None:
+def admin_reembed(lore: Lore, force: bool, json_: bool) -> None:
     """Rebuild vectors with the configured model (after changing embedding.model).
 
     \b
