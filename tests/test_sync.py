@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from conftest import FakeEmbedder, make_settings
 from lore.api import Lore
 from lore.capture.transcripts import FileEdit
-from lore.core.sync import PROTOCOL, Client, record_hash, run
+from lore.core.sync import PROTOCOL, Client, batch_name, record_hash, run
 from lore.errors import BackendUnavailable, ConfigError, InvalidInput
 from server_util import running
 
@@ -64,6 +64,14 @@ def capture(lore: Lore, n: int, start: int = 0, session: str = "s-1") -> None:
         for i in range(start, start + n)])
     lore.conversations.record_edits(session, "/srv/app", None, [
         FileEdit(session, f"{session}-m{start}", "Edit", "/srv/app/app.py", "a = 1", f"a = {start}")])
+
+
+def push_body(device: str, records: list[dict], stream: str = "corrections", after: int = 0,
+              end: int = 0, **extra) -> dict:
+    """A push as a client of this protocol sends it, named by its content."""
+    return {"protocol": PROTOCOL, "device": device, "stream": stream, "after": after,
+            "end": end, "batch_id": batch_name(stream, after, end, records), "records": records,
+            **extra}
 
 
 def server_counts(server: Lore) -> dict[str, int]:
@@ -126,11 +134,10 @@ def test_secrets_never_leave_the_device(homes):
     with running(server) as url:
         sync(a, url)
         with httpx.Client(base_url=f"{url}/api/v1/sync") as http:  # a client that did not redact
-            answer = http.post("/push", json={
-                "protocol": PROTOCOL, "device": "0" * 26, "batch_id": "raw", "records": [{
-                    "kind": "correction", "id": "raw-1", "data": {
-                        "user_message": f"and the key is AKIAIOSFODNN7EXAMPLE, {secret}",
-                        "at": "2026-11-01T10:00:00.000Z"}}]})
+            answer = http.post("/push", json=push_body("0" * 26, [{
+                "kind": "correction", "id": "raw-1", "data": {
+                    "user_message": f"and the key is AKIAIOSFODNN7EXAMPLE, {secret}",
+                    "at": "2026-11-01T10:00:00.000Z"}}]))
             assert answer.status_code == 200, answer.text
     stored = [r[0] for r in server.store.conn.execute(  # type: ignore[attr-defined]
         "SELECT user_message FROM corrections ORDER BY id")]
@@ -218,7 +225,7 @@ def proxy(url: str, **budget: int) -> Iterator[CuttingProxy]:
         p.close()
 
 
-@pytest.mark.parametrize("cut", [{"up": 60_000}, {"down": 900}])
+@pytest.mark.parametrize("cut", [{"up": 60_000}, {"down": 1400}])
 def test_a_cut_connection_resumes_with_every_record_once(homes, cut):
     a, _, server = homes
     capture(a, 400)
@@ -241,7 +248,8 @@ def test_tampered_batch_is_refused_whole(homes):
     device = a.sync.device_id()
     batch = a.sync.next_batch("corrections", 10)
     assert batch is not None
-    body = {"protocol": PROTOCOL, "device": device, "batch_id": batch.batch_id, "records": batch.records}
+    body = push_body(device, batch.records, after=batch.after, end=batch.end)
+    assert body["batch_id"] == batch.batch_id
     with running(server) as url, httpx.Client(base_url=f"{url}/api/v1/sync") as http:
         bad_kind = json.loads(json.dumps(body))
         bad_kind["records"][1]["kind"] = "dossier"
@@ -251,7 +259,9 @@ def test_tampered_batch_is_refused_whole(homes):
         bad_lesson["records"].append({"kind": "lesson", "id": "x", "device": device, "data": {
             "id": "01JZZZZZZZZZZZZZZZZZZZZZZZ", "title": "t", "content": "",
             "confidence": "certain", "updated_at": "2026-11-01T00:00:00.000Z"}})
-        for tampered in (bad_kind, bad_field, bad_lesson):
+        renamed = json.loads(json.dumps(body))
+        renamed["records"][0]["data"]["user_message"] = "not what the batch id names"
+        for tampered in (bad_kind, bad_field, bad_lesson, renamed):
             answer = http.post("/push", json=tampered)
             assert answer.status_code == 422, answer.text
             assert answer.json()["error"]["code"] == "invalid_input"
@@ -269,7 +279,8 @@ def test_tampered_batch_is_refused_whole(homes):
         old = http.post("/push", json={**body, "protocol": PROTOCOL + 1})
         assert old.status_code == 409 and "protocol" in old.json()["error"]["message"]
         good = http.post("/push", json=body).json()
-        assert good == {"batch_id": batch.batch_id, "received": 3, "stored": 3, "repeated": False}
+        assert good == {"batch_id": batch.batch_id, "received": 3, "stored": 3, "refused": 0,
+                        "repeated": False}
         assert http.post("/push", json=body).json()["repeated"] is True
     assert server_counts(server)["corrections"] == 3
 
@@ -402,10 +413,14 @@ def test_dedup_over_any_split_and_retry(tmp_path_factory, splits, retries):
         while i < len(records):
             size = splits[n % len(splits)]
             part = records[i:i + size]
-            server.sync.receive(device, f"b{n}", part)
+            batch = {"stream": "messages", "after": n, "end": n + 1, "records": part,
+                     "batch_id": batch_name("messages", n, n + 1, part)}
+            server.sync.receive(device, batch)
             if retries[n % len(retries)]:
-                server.sync.receive(device, f"b{n}", part)           # the same batch again
-                server.sync.receive(device, f"r{n}", part[::-1])     # re-cut, another id
+                server.sync.receive(device, batch)                   # the same batch again
+                server.sync.receive(device, {**batch, "records": part[::-1],  # re-cut
+                                             "batch_id": batch_name("messages", n, n + 1,
+                                                                    part[::-1])})
             i, n = i + size, n + 1
         counts = server_counts(server)
         unique = {(r["kind"], r["id"], record_hash(r["kind"], r["data"])) for r in records}
