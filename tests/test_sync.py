@@ -524,3 +524,326 @@ def test_an_edit_later_than_a_deletion_wins_and_an_earlier_one_loses(homes):
     assert outcomes[first.id]["data"].get("deleted") and outcomes[first.id]["outcome"] == "replaced"
     assert outcomes[second.id]["data"]["content"].endswith("pin <2 until the fix")
     assert outcomes[second.id]["outcome"] == "refused"
+
+
+# ---- nothing lost, nothing forged (sync protocol 3) ----------------------------------------
+def reopen(lore: Lore, backup: Path | None = None, embedder=None) -> Lore:
+    """Close a home and open it again with its database moved away (``mv lore.db* away``), or
+    replaced by ``backup`` (a restore); its ``device`` file stays."""
+    settings, db = lore.settings, lore.settings.db_path
+    lore.close()
+    for f in db.parent.glob(db.name + "*"):
+        f.rename(f.with_name("gone-" + f.name))
+    if backup is not None:
+        db.write_bytes(backup.read_bytes())
+    return Lore.open(settings, embedder=embedder or FakeEmbedder())
+
+
+def backup(lore: Lore, to: Path) -> Path:
+    """A consistent copy of a home's database as a backup tool makes it (SQLite's backup)."""
+    import sqlite3
+
+    with sqlite3.connect(lore.settings.db_path) as src, sqlite3.connect(to) as dst:
+        src.backup(dst)
+    return to
+
+
+def edits(lore: Lore, session: str, n: int, start: int = 0) -> None:
+    lore.conversations.record_edits(session, "/srv/app", None, [
+        FileEdit(session, f"{session}-m{start}", "Edit", f"/srv/app/f{i}.py", "x = 0", f"x = {i}")
+        for i in range(start, start + n)])
+
+
+def pushed_ids(server: Lore, device: str) -> dict[str, set[str]]:
+    """What the server holds of ``device``, by kind, read from the tables themselves."""
+    from lore.core.sync import edit_id
+
+    q = server.store.conn.execute  # type: ignore[attr-defined]
+    sessions = {r[0] for r in q("SELECT id FROM sessions WHERE device = ?", (device,))}
+    marks = ",".join("?" * len(sessions)) or "''"
+    return {
+        "correction": {r[0].split(":", 1)[1] for r in q(
+            "SELECT event_id FROM corrections WHERE device = ?", (device,))},
+        "session": sessions,
+        "message": {r[0] for r in q(f"SELECT uuid FROM messages WHERE session_id IN ({marks})",
+                                    list(sessions))},
+        "edit": {edit_id(dict(r)) for r in q(
+            "SELECT message_uuid, file_path, old_text, new_text FROM file_edits "
+            f"WHERE session_id IN ({marks})", list(sessions))},
+    }
+
+
+def held_ids(lore: Lore) -> dict[str, set[str]]:
+    """Every record of a device's database as it would push it, by kind."""
+    t = lore.store.sync
+    out: dict[str, set[str]] = {"correction": set(), "session": set(), "message": set(),
+                                "edit": set()}
+    for stream, read in (("corrections", t.corrections_after), ("messages", t.messages_after),
+                         ("edits", t.edits_after)):
+        for r in lore.sync.row_records(stream, read(0, 10**6)):
+            out[r["kind"]].add(r["id"])
+    return out
+
+
+def test_a_reset_database_sends_everything_new(tmp_path):
+    """The attack of the report: a device's database moved away while its `device` file
+    stays, new activity, `lore sync`: every new record arrives, edits too, whatever the
+    batch sizes (batch ids and edit ids used to repeat and be taken as sent)."""
+    a = Lore.open(make_settings(tmp_path / "a"), embedder=FakeEmbedder())
+    server = Lore.open(make_settings(tmp_path / "server"), embedder=FakeEmbedder())
+    try:
+        device = a.sync.device_id()
+        capture(a, 30)
+        edits(a, "s-1", 4)
+        with running(server) as url:
+            assert sync(a, url, batch_size=10).stored == 30 + 30 + 5 + 1
+            a = reopen(a)
+            assert a.sync.device_id() == device and a.sync.status()["pending_total"] == 0
+            capture(a, 25, start=100, session="s-2")
+            edits(a, "s-2", 4, start=100)
+            assert a.sync.status()["pending_total"] == 25 + 25 + 5
+            report = sync(a, url, batch_size=7)
+            assert report.behind and report.stored == 25 + 25 + 5 + 1
+            assert a.sync.status()["pending_total"] == 0
+        held = pushed_ids(server, device)
+        assert len(held["correction"]) == 55 and len(held["message"]) == 55
+        assert len(held["edit"]) == 10 and held["session"] == {"s-1", "s-2"}
+        assert held_ids(a)["edit"] <= held["edit"]
+        assert server_counts(server)["edits"] == 10
+    finally:
+        a.close()
+        server.close()
+
+
+def test_a_restored_backup_and_a_restored_server_lose_nothing(tmp_path):
+    """A device restored from an older backup numbers its new rows as the lost ones were:
+    they arrive. A server restored from an older backup lacks what it had acknowledged: the
+    device sees its cursor ahead of the server's view and sends those rows again."""
+    a = Lore.open(make_settings(tmp_path / "a"), embedder=FakeEmbedder())
+    server = Lore.open(make_settings(tmp_path / "server"), embedder=FakeEmbedder())
+    try:
+        device = a.sync.device_id()
+        capture(a, 10)
+        with running(server) as url:
+            sync(a, url, batch_size=4)
+            old = backup(a, tmp_path / "a-old.db")
+            server_old = backup(server, tmp_path / "server-old.db")
+            capture(a, 10, start=10, session="s-2")
+            edits(a, "s-2", 3, start=10)
+            sync(a, url, batch_size=4)
+            a = reopen(a, old)  # back to before s-2: the same row numbers come again
+            capture(a, 6, start=50, session="s-3")
+            report = sync(a, url, batch_size=5)
+            assert report.stored == 6 + 6 + 1 + 1 and not report.resent
+        assert len(pushed_ids(server, device)["message"]) == 26
+        server = reopen(server, server_old)  # the server loses s-2 and s-3
+        assert len(pushed_ids(server, device)["message"]) == 10
+        with running(server) as url:
+            report = sync(a, url, batch_size=5)
+            assert set(report.resent) == {"corrections", "messages", "edits"}
+            assert report.stored == 6 + 6 + 1 + 1
+        held = pushed_ids(server, device)
+        assert held["message"] == held_ids(a)["message"] and len(held["message"]) == 16
+        assert a.sync.status()["pending_total"] == 0
+    finally:
+        a.close()
+        server.close()
+
+
+@pytest.fixture
+def guarded(tmp_path):
+    """Device A and device B with a write token each, and a server that requires tokens."""
+    a, b, server = (Lore.open(make_settings(tmp_path / n), embedder=FakeEmbedder())
+                    for n in ("a", "b", "server"))
+    _, token_a = server.tokens.create("write", "a")
+    _, token_b = server.tokens.create("write", "b")
+    try:
+        with running(server, require_token=True) as url:
+            yield a, b, server, url, token_a, token_b
+    finally:
+        for lore in (a, b, server):
+            lore.close()
+
+
+def forge(url: str, token: str, device: str, records: list[dict], stream: str = "lessons",
+          **body) -> httpx.Response:
+    with httpx.Client(base_url=f"{url}/api/v1/sync",
+                      headers={"Authorization": f"Bearer {token}"}) as http:
+        return http.post("/push", json={**push_body(device, records, stream=stream), **body})
+
+
+def test_a_token_pushes_only_for_its_own_device(guarded):
+    """Device B's token cannot push A's batches, claim A's records or stop A's; a device
+    moves to a new token only once its old one is revoked."""
+    a, b, server, url, token_a, token_b = guarded
+    device_a, device_b = a.sync.device_id(), b.sync.device_id()
+    capture(a, 5)
+    edits(a, "s-1", 5)
+    sync(a, url, token_a)
+    capture(a, 5, start=10, session="s-2")
+    edits(a, "s-2", 5, start=10)
+    # B pre-pushes A's next batches (the very ones A will send) under A's device id: before
+    # B's token pushed anything (A's device is another token's), and after (B's token is B's).
+    for turn in ("unbound", "bound"):
+        if turn == "bound":
+            capture(b, 1, session="s-b")
+            sync(b, url, token_b)  # a device is bound to its token on its first push
+        for stream in ("corrections", "edits"):
+            batch = a.sync.next_batch(stream, 100)
+            assert batch is not None
+            answer = forge(url, token_b, device_a, batch.records, stream=stream,
+                           after=batch.after, end=batch.end, batch_id=batch.batch_id)
+            assert answer.status_code == 403, answer.text
+            assert ("pushes with another token" if turn == "unbound" else
+                    f"pushes for device {device_b}") in answer.json()["error"]["message"]
+    # B's token cannot push for a third device either.
+    answer = forge(url, token_b, "7" * 26, [])
+    assert answer.status_code == 403 and "pushes for device" in answer.json()["error"]["message"]
+    with pytest.raises(ConfigError, match="403.*pushes for device"):
+        sync(a, url, token_b)
+    report = sync(a, url, token_a)
+    assert report.stored == 5 + 5 + 1 + 6 and a.sync.status()["pending_total"] == 0
+    held = pushed_ids(server, device_a)
+    assert len(held["correction"]) == 10 and len(held["edit"]) == 12
+    assert server.store.sync.record_count(device_b) == 4  # its correction, turn, edit, session
+    # A new token for A is refused while the old one is valid, taken once it is revoked.
+    info, token_a2 = server.tokens.create("write", "a, again")
+    capture(a, 1, start=40, session="s-3")
+    with pytest.raises(ConfigError, match="pushes with another token"):
+        sync(a, url, token_a2)
+    old_id = token_a.split("_")[1]
+    server.tokens.revoke(old_id)
+    assert sync(a, url, token_a2).stored == 4
+
+
+def test_forged_records_are_refused_and_stored_nowhere(guarded):
+    """B's own token, B's own device: a lesson version claiming A's device, a record id
+    that is not its lesson's, dates that would win every conflict or are no dates, an edit
+    whose id is not its content; B's session record for A's session (a rename), messages
+    and edits into A's session. Each is refused (422, the batch stores nothing) or left
+    out (counted as refused); A's lesson and session stay A's."""
+    a, b, server, url, token_a, token_b = guarded
+    device_a, device_b = a.sync.device_id(), b.sync.device_id()
+    lesson = a.add_lesson(RULE["title"], RULE["content"], kind="preference", status="active")
+    a.conversations.add_turns("s-a", "claude-code", "/srv/app", [
+        ("a-m1", "user", "the first prompt of A", "2026-11-01T10:00:00.000Z")],
+        title="A's own title")
+    sync(a, url, token_a)
+    theirs = lesson.to_dict()
+
+    def refused(records: list[dict], match: str, stream: str = "lessons") -> None:
+        answer = forge(url, token_b, device_b, records, stream=stream)
+        assert answer.status_code == 422, answer.text
+        assert match in answer.json()["error"]["message"], answer.text
+
+    later = {**theirs, "content": "B's content", "updated_at": "2026-11-20T00:00:00.000Z"}
+    refused([{"kind": "lesson", "id": lesson.id, "device": device_a, "data": later}],
+            "pushes only the versions it wrote")
+    refused([{"kind": "lesson", "id": "01JAAAAAAAAAAAAAAAAAAAAAAA", "device": device_b,
+              "data": later}], "a record's id is its lesson's id")
+    for when, why in (("9999-12-31T00:00:00.000Z", "more than a day ahead"),
+                      ("not a date", "is not a date"), ("1970-01-01T00:00:00Z", "before 2000")):
+        refused([{"kind": "lesson", "id": lesson.id, "device": device_b,
+                  "data": {**later, "updated_at": when}}], why)
+    refused([{"kind": "lesson", "id": lesson.id, "device": device_b,
+              "data": {**later, "created_at": "9999-01-01T00:00:00Z"}}], "created_at")
+    edit = {"session_id": "s-a", "message_uuid": "a-m1", "tool": "Edit",
+            "file_path": "/srv/app/app.py", "old_text": "a", "new_text": "b"}
+    refused([{"kind": "edit", "id": "1", "data": edit}], "not named by its content",
+            stream="edits")
+    # B's session record for A's session, and turns into it: left out, not stored.
+    from lore.core.sync import edit_id
+
+    session = {"id": "s-a", "agent": "claude-code", "title": "renamed by B",
+               "git_branch": "b-branch"}
+    answer = forge(url, token_b, device_b, [
+        {"kind": "session", "id": "s-a", "data": session},
+        {"kind": "message", "id": "b-m1", "data": {"session_id": "s-a", "role": "user",
+                                                   "text": "B speaking in A's session"}},
+        {"kind": "edit", "id": edit_id(edit), "data": edit}], stream="messages")
+    assert answer.status_code == 200 and answer.json()["refused"] == 3, answer.text
+    assert answer.json()["stored"] == 0
+    stored = server.store.conversations.session("s-a")
+    assert stored["title"] == "A's own title" and stored["device"] == device_a
+    assert stored["git_branch"] is None
+    assert pushed_ids(server, device_a)["message"] == {"a-m1"}
+    assert server_counts(server)["edits"] == 0
+    # A's lesson is A's, and A's own later edit still replaces it.
+    assert server.get_lesson(lesson.id).content == RULE["content"]
+    a.update_lesson(lesson.id, content="A's real edit")
+    sync(a, url, token_a)
+    assert server.get_lesson(lesson.id).content == "A's real edit"
+    assert server.store.sync.record_count(device_b) == 0
+
+
+def test_a_stored_far_future_lesson_loses_to_a_real_edit(tmp_path):
+    """A version stored before dates were checked (9999-12-31, or no date at all) no longer
+    wins every conflict: a real edit replaces it, and the forged one is kept in the history."""
+    with Lore.open(make_settings(tmp_path / "x"), embedder=FakeEmbedder()) as x:
+        for forged in ("9999-12-31T00:00:00.000Z", "not a date"):
+            lesson = x.add_lesson(f"Prefer ruff ({forged})", "Lint with ruff.", status="active")
+            x.store.conn.execute("UPDATE lessons SET updated_at = ? WHERE id = ?",  # type: ignore[attr-defined]
+                                 (forged, lesson.id))
+            real = {**lesson.to_dict(), "content": "A real edit",
+                    "updated_at": "2026-11-02T00:00:00.000Z"}
+            report = x.sync.merge([("Z" * 26, real)])
+            assert report.updated == 1 and report.conflicts == 1
+            assert x.get_lesson(lesson.id).content == "A real edit"
+            # Pulled versions with such dates are refused, not merged.
+            bad = {**real, "content": "far future", "updated_at": "9999-12-31T00:00:00.000Z"}
+            assert x.sync.merge([("Z" * 26, bad)]).refused == 1
+            assert x.get_lesson(lesson.id).content == "A real edit"
+
+
+def test_bad_cursors_and_older_peers_get_one_line(homes):
+    """Out-of-range or garbage cursors are a 4xx with one line, never a 500; a client or
+    server of another protocol is told which side to upgrade."""
+    a, _, server = homes
+    device = a.sync.device_id()
+    with running(server) as url, httpx.Client(base_url=f"{url}/api/v1/sync") as http:
+        for cursor in (str(2**63), str(2**64), "-1", "abc", "1e3", "9" * 400):
+            answer = http.get("/pull", params={"device": device, "cursor": cursor})
+            assert 400 <= answer.status_code < 500, (cursor, answer.text)
+            assert answer.json()["error"]["message"] and "\n" not in answer.text
+        assert http.get("/pull", params={"device": device, "cursor": 2**63 - 1}).json() == {
+            "cursor": 2**63 - 1, "more": False, "records": []}
+        assert http.get("/state", params={"device": "nope"}).status_code == 422
+        # A client of protocol 2 (no stream or cursors, the batch named by its position).
+        old = http.post("/push", json={"protocol": 2, "device": device,
+                                       "batch_id": f"{device}:corrections:0-3", "records": []})
+        assert old.status_code == 409
+        assert "upgrade Lore on this device" in old.json()["error"]["message"]
+        half = http.post("/push", json={**push_body(device, []), "stream": None})
+        assert half.status_code == 422 and "stream, after and end" in half.text
+        far = http.post("/push", json={**push_body(device, []), "end": 2**63})
+        assert far.status_code == 422
+
+
+def test_an_older_server_is_named_as_the_side_to_upgrade(homes, monkeypatch):
+    from lore.web import sync as web_sync
+
+    a, _, server = homes
+    monkeypatch.setattr(web_sync, "PROTOCOL", PROTOCOL - 1)
+    with running(server) as url, pytest.raises(ConfigError, match="upgrade Lore on the server"):
+        sync(a, url)
+
+
+def test_the_server_view_is_seeded_from_batches_of_protocol_2(tmp_path):
+    """A server upgraded from protocol 2 knows how far each device pushed from the names its
+    old batches had, so no device sends everything again."""
+    from lore.store.sqlite.migrations import seed_sync_cursors
+
+    with Lore.open(make_settings(tmp_path / "s"), embedder=FakeEmbedder()) as server:
+        conn = server.store.conn  # type: ignore[attr-defined]
+        device = "01JBBBBBBBBBBBBBBBBBBBBBBB"
+        rows = [(f"{device}:messages:0-500", "2026-11-01T00:00:01Z"),
+                (f"{device}:messages:500-733", "2026-11-01T00:00:02Z"),
+                (f"{device}:edits:0-9", "2026-11-01T00:00:03Z"),
+                (f"{'C' * 26}:edits:0-4", "2026-11-01T00:00:04Z"),  # another device's name
+                ("sha256-" + "0" * 64, "2026-11-01T00:00:05Z")]
+        for batch_id, at in rows:
+            conn.execute("INSERT INTO sync_batches (batch_id, device, received_at, records, "
+                         "stored) VALUES (?, ?, ?, 1, 1)", (batch_id, device, at))
+        conn.execute("DELETE FROM sync_cursors")
+        seed_sync_cursors(conn)
+        assert server.sync.view(device)["acked"] == {"messages": 733, "edits": 9}
