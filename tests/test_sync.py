@@ -4,6 +4,7 @@ Pushes, pulls, a connection cut in the middle of a push, retries, tampered batch
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from conftest import FakeEmbedder, make_settings
 from lore.api import Lore
 from lore.capture.transcripts import FileEdit
-from lore.core.sync import PROTOCOL, Client, batch_name, record_hash, run
+from lore.core.sync import PROTOCOL, Client, batch_name, record_hash, run, sane
 from lore.errors import BackendUnavailable, ConfigError, InvalidInput
 from server_util import running
 
@@ -666,10 +667,11 @@ def guarded(tmp_path):
 
 
 def forge(url: str, token: str, device: str, records: list[dict], stream: str = "lessons",
-          **body) -> httpx.Response:
+          after: int = 0, end: int = 0, **body) -> httpx.Response:
     with httpx.Client(base_url=f"{url}/api/v1/sync",
                       headers={"Authorization": f"Bearer {token}"}) as http:
-        return http.post("/push", json={**push_body(device, records, stream=stream), **body})
+        return http.post("/push", json={**push_body(device, records, stream=stream, after=after,
+                                                    end=end), **body})
 
 
 def test_a_token_pushes_only_for_its_own_device(guarded):
@@ -847,3 +849,231 @@ def test_the_server_view_is_seeded_from_batches_of_protocol_2(tmp_path):
         conn.execute("DELETE FROM sync_cursors")
         seed_sync_cursors(conn)
         assert server.sync.view(device)["acked"] == {"messages": 733, "edits": 9}
+
+
+# ---- the property: whatever happens, every record of the honest device arrives once ------
+class Flaky(httpx.BaseTransport):
+    """Real HTTP to the server, but a push may be lost on the way ("lose": the server never
+    reads it) or its reply lost ("drop": the server stored the batch, the device hears
+    nothing), one fault per push in order."""
+
+    def __init__(self, faults: list[str]) -> None:
+        self.inner = httpx.HTTPTransport()
+        self.faults = list(faults)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        fault = self.faults.pop(0) if request.url.path.endswith("/push") and self.faults else "ok"
+        if fault == "lose":
+            raise httpx.ConnectError("the connection was cut before the server read the batch")
+        response = self.inner.handle_request(request)
+        if fault == "drop":
+            response.read()
+            response.close()
+            raise httpx.ReadError("the connection was cut before the reply arrived")
+        return response
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def activity(lore: Lore, turns: int, n_edits: int, titles: dict[str, str]) -> None:
+    """A session of ``turns`` turns with as many corrections and ``n_edits`` edits, every id
+    random as the agent's are."""
+    import uuid
+
+    sid = str(uuid.uuid4())
+    uuids = [str(uuid.uuid4()) for _ in range(turns)]
+    with lore.store.atomic():
+        for i in range(turns):
+            lore.store.corrections.add_correction(
+                event_id=str(uuid.uuid4()), session_id=sid, project="/srv/app",
+                user_message=f"no, not that, {sid[:8]} {i}", proposal="I will", files=[],
+                at="2026-11-01T10:00:00.000Z", origin="hook")
+    titles[sid] = f"session {sid[:8]}"
+    lore.conversations.add_turns(sid, "claude-code", "/srv/app", [
+        (u, "user" if i % 2 else "assistant", f"turn {i} of {sid[:8]}", None)
+        for i, u in enumerate(uuids)], title=titles[sid])
+    lore.conversations.record_edits(sid, "/srv/app", None, [
+        FileEdit(sid, uuids[0], "Edit", f"/srv/app/{sid[:8]}.py", "a = 0", f"a = {k}")
+        for k in range(n_edits)])
+
+
+EXAMPLES = int(os.environ.get("LORE_SYNC_EXAMPLES", "30"))
+OPS = st.one_of(
+    st.tuples(st.just("capture"), st.integers(1, 9), st.integers(0, 3)),
+    st.tuples(st.just("lesson"), st.booleans()),
+    st.tuples(st.just("sync"), st.integers(1, 8),
+              st.lists(st.sampled_from(["ok", "lose", "drop"]), max_size=5)),
+    st.just(("reset",)), st.just(("backup",)), st.just(("restore",)),
+    st.tuples(st.just("hostile"), st.sampled_from(
+        ["as_a", "lesson_device", "lesson_id", "far_future", "not_a_date", "session", "edit_id"])),
+)
+
+
+def lessons_of(lore: Lore) -> list:
+    return [lore.get_lesson(b["id"]) for b in lore.list_lessons(limit=10_000)[1]]
+
+
+def attack(url: str, token_b: str, device_a: str, device_b: str, server: Lore, how: str) -> None:
+    """B, with its own write token, forges against what the server holds of A (what B can
+    read); each forgery is refused whole, or left out."""
+    from lore.core.sync import edit_id
+
+    q = server.store.conn.execute  # type: ignore[attr-defined]
+    sessions = [r[0] for r in q("SELECT id FROM sessions WHERE device = ? ORDER BY id",
+                                (device_a,))]
+    lesson = next(iter(q("SELECT id FROM lessons ORDER BY id LIMIT 1")), None)
+    later = {"title": "B's version", "content": "forged", "status": "active",
+             "updated_at": "2026-11-20T00:00:00.000Z"}
+    if how == "as_a":
+        records = [{"kind": "correction", "id": "forged-1",
+                    "data": {"user_message": "forged", "at": "2026-11-01T10:00:00Z"}}]
+        answer = forge(url, token_b, device_a, records, stream="corrections", end=10**6)
+        assert answer.status_code == 403, answer.text
+        return
+    if how == "session":
+        if not sessions:
+            return
+        sid = sessions[0]
+        edit = {"session_id": sid, "message_uuid": "forged", "tool": "Edit",
+                "file_path": "/etc/passwd", "old_text": "a", "new_text": "b"}
+        answer = forge(url, token_b, device_b, [
+            {"kind": "session", "id": sid, "data": {"id": sid, "agent": "x", "title": "forged"}},
+            {"kind": "message", "id": f"forged-{sid}", "data": {
+                "session_id": sid, "role": "user", "text": "forged"}},
+            {"kind": "edit", "id": edit_id(edit), "data": edit}], stream="messages")
+        assert answer.status_code == 200 and answer.json()["stored"] == 0, answer.text
+        assert answer.json()["refused"] == 3
+        return
+    if how == "edit_id":
+        row = next(iter(q("SELECT e.session_id, message_uuid, file_path, old_text, new_text "
+                          "FROM file_edits e JOIN sessions s ON s.id = e.session_id "
+                          "WHERE s.device = ? LIMIT 1", (device_a,))), None)
+        if row is None:
+            return
+        data = {**dict(row), "tool": "Edit", "new_text": "forged"}
+        answer = forge(url, token_b, device_b, [
+            {"kind": "edit", "id": edit_id(dict(row)), "data": data}], stream="edits")
+        assert answer.status_code == 422, answer.text
+        return
+    if lesson is None:
+        return
+    lid = lesson[0]
+    record = {"kind": "lesson", "id": lid, "device": device_b, "data": {**later, "id": lid}}
+    if how == "lesson_device":
+        record["device"] = device_a
+    elif how == "lesson_id":
+        record["id"] = "01JAAAAAAAAAAAAAAAAAAAAAAA"
+    elif how == "far_future":
+        record["data"]["updated_at"] = "9999-12-31T23:59:59.999Z"
+    else:
+        record["data"]["updated_at"] = "not a date"
+    answer = forge(url, token_b, device_b, [record])
+    assert answer.status_code == 422, answer.text
+
+
+def test_every_record_of_the_honest_device_arrives_once_and_nothing_forged(tmp_path_factory):
+    """Random activity, database resets, restores from older backups, batch sizes, lost
+    requests and lost replies, and a hostile second device with its own write token: after a
+    last clean sync the server holds every record the device held at any completed sync (and
+    none it never held), each once, its sessions as it named them, no lesson version of
+    another device under its name, no date that wins every conflict."""
+    root = tmp_path_factory.mktemp("property")
+    with Lore.open(make_settings(root / "server"), embedder=FakeEmbedder()) as server:
+        with running(server, require_token=True) as url:
+            count = [0]
+
+            @settings(max_examples=EXAMPLES, deadline=None,
+                      suppress_health_check=[HealthCheck.too_slow])
+            @given(ops=st.lists(OPS, min_size=2, max_size=14))
+            def check(ops: list[tuple]) -> None:
+                count[0] += 1
+                home = root / f"run-{count[0]}"
+                _, token_a = server.tokens.create("write", f"a{count[0]}")
+                _, token_b = server.tokens.create("write", f"b{count[0]}")
+                a = Lore.open(make_settings(home / "a"), embedder=FakeEmbedder())
+                b = Lore.open(make_settings(home / "b"), embedder=FakeEmbedder())
+                try:
+                    run_example(server, url, a, b, token_a, token_b, ops, home)
+                finally:
+                    b.close()
+
+            def run_example(server, url, a, b, token_a, token_b, ops, home) -> None:
+                device_a, device_b = a.sync.device_id(), b.sync.device_id()
+                capture(b, 1, session=f"b-{device_b}")
+                assert sync(b, url, token_b).stored == 4  # B's token is B's
+                ever = held_ids(a)
+                acked = {k: set() for k in ever}
+                lessons_ever: set[str] = set()
+                lessons_acked: dict[str, str] = {}
+                titles: dict[str, str] = {}
+                backups: list[Path] = []
+
+                def note(into: dict[str, set[str]]) -> None:
+                    for kind, ids in held_ids(a).items():
+                        into[kind] |= ids
+
+                def completed() -> None:
+                    note(acked)
+                    for lesson in lessons_of(a):
+                        if lesson.updated_at >= lessons_acked.get(lesson.id, ""):
+                            lessons_acked[lesson.id] = lesson.updated_at
+
+                try:
+                    for op in ops:
+                        if op[0] == "capture":
+                            activity(a, op[1], op[2], titles)
+                            note(ever)
+                        elif op[0] == "lesson":
+                            mine = lessons_of(a)
+                            if op[1] and mine:
+                                a.update_lesson(mine[0].id, content=f"edited {len(ops)}")
+                            else:
+                                made = a.add_lesson(f"Rule {len(lessons_ever)} of {device_a}",
+                                                    "Prefer the small change.", status="active")
+                                lessons_ever.add(made.id)
+                        elif op[0] == "sync":
+                            client = Client(url, token_a, timeout=30, transport=Flaky(op[2]))
+                            try:
+                                run(a.sync, client, batch_size=op[1])
+                                completed()
+                            except BackendUnavailable:
+                                pass  # a cut connection: the next sync resumes
+                            finally:
+                                client.close()
+                        elif op[0] == "reset":
+                            a = reopen(a)
+                        elif op[0] == "backup":
+                            backups.append(backup(a, home / f"backup-{len(backups)}.db"))
+                        elif op[0] == "restore" and backups:
+                            a = reopen(a, backups[-1])
+                        elif op[0] == "hostile":
+                            attack(url, token_b, device_a, device_b, server, op[1])
+                    assert a.sync.device_id() == device_a
+                    report = sync(a, url, token_a, batch_size=5)
+                    completed()
+                    assert a.sync.status()["pending_total"] == 0, report
+                    on_server = pushed_ids(server, device_a)
+                    for kind in ("correction", "session", "message", "edit"):
+                        assert acked[kind] <= on_server[kind], kind  # nothing lost
+                        assert on_server[kind] <= ever[kind] | acked[kind], kind  # none forged
+                    q = server.store.conn.execute  # type: ignore[attr-defined]
+                    sids = list(on_server["session"])
+                    marks = ",".join("?" * len(sids)) or "''"
+                    rows = {t: int(q(f"SELECT count(*) FROM {t} WHERE session_id IN ({marks})",
+                                     sids).fetchone()[0]) for t in ("messages", "file_edits")}
+                    assert rows == {"messages": len(on_server["message"]),  # each once
+                                    "file_edits": len(on_server["edit"])}
+                    assert int(q("SELECT count(*) FROM corrections WHERE device = ?",
+                                 (device_a,)).fetchone()[0]) == len(on_server["correction"])
+                    for sid in sids:  # named as A named them, never renamed
+                        assert server.store.conversations.session(sid)["title"] == titles[sid]
+                    for lid, updated_at in lessons_acked.items():
+                        held = server.get_lesson(lid)
+                        assert held.updated_at >= updated_at and held.content != "forged"
+                    assert all(sane(lesson.updated_at) for lesson in lessons_of(server))
+                    assert server.store.sync.record_count(device_b) == 4  # B's own, no more
+                finally:
+                    a.close()
+
+            check()

@@ -510,15 +510,15 @@ class Sync:
                 and 0 <= after <= end <= MAX_CURSOR):
             raise InvalidInput("a batch's cursors are whole numbers, 0 <= after <= end")
         batch_id = str(batch.get("batch_id") or "")
-        if batch_id != batch_name(stream, after, end, records):
-            raise InvalidInput(f"batch {batch_id[:80]!r} is not named by its records (sync "
-                               f"protocol {PROTOCOL} names a batch by the SHA-256 of its "
-                               "stream, cursors and records); nothing was stored")
-        for rec in records:
-            check_record(device, rec)
         at = now()
         with self.store.atomic():
-            self.claim(device, token)
+            self.claim(device, token)  # who pushes first: another device's token learns nothing
+            if batch_id != batch_name(stream, after, end, records):
+                raise InvalidInput(f"batch {batch_id[:80]!r} is not named by its records (sync "
+                                   f"protocol {PROTOCOL} names a batch by the SHA-256 of its "
+                                   "stream, cursors and records); nothing was stored")
+            for rec in records:
+                check_record(device, rec)
             seen = self.tables.batch(device, batch_id)
             if seen is not None:
                 self.tables.set_acked(device, stream, end, at)
