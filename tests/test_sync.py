@@ -1077,3 +1077,23 @@ def test_every_record_of_the_honest_device_arrives_once_and_nothing_forged(tmp_p
                     a.close()
 
             check()
+
+
+def test_the_cli_says_when_a_device_is_behind_the_server(homes, run_cli, monkeypatch):
+    a, _, server = homes
+    capture(a, 3)
+    monkeypatch.setenv("LORE_HOME", str(a.settings.home))
+    with running(server) as url:
+        assert run_cli("sync", "--server", url).exit_code == 0
+        a = reopen(a)
+        try:
+            capture(a, 2, start=10, session="s-2")
+        finally:
+            a.close()
+        out = run_cli("sync", "--server", url, "--json")
+        assert out.exit_code == 0, out.output
+        shown = json.loads(out.stdout)
+        assert shown["stored"] == 2 + 2 + 1 + 1 and set(shown["behind"]) >= {"corrections"}
+        out = run_cli("sync", "--server", url)
+        assert out.exit_code == 0 and "behind" not in out.output  # caught up
+    assert len(pushed_ids(server, a.sync.device_id())["correction"]) == 5
