@@ -1097,3 +1097,18 @@ def test_the_cli_says_when_a_device_is_behind_the_server(homes, run_cli, monkeyp
         out = run_cli("sync", "--server", url)
         assert out.exit_code == 0 and "behind" not in out.output  # caught up
     assert len(pushed_ids(server, a.sync.device_id())["correction"]) == 5
+
+
+def test_a_lesson_with_an_unbelievable_date_is_left_out_and_named(homes):
+    """A device's own lesson dated 9999 (an import, a clock far ahead) would be refused by the
+    server and stop the stream: the device leaves it out, names it, and sends the others."""
+    a, _, server = homes
+    bad = a.add_lesson("Dated far ahead", "An imported lesson.", status="active")
+    good = a.add_lesson(RULE["title"], RULE["content"], status="active")
+    a.store.conn.execute("UPDATE lessons SET updated_at = '9999-01-01T00:00:00.000Z' "  # type: ignore[attr-defined]
+                         "WHERE id = ?", (bad.id,))
+    with running(server) as url:
+        report = sync(a, url)
+        assert report.skipped == [bad.id] and report.pushed == {"lessons": 1}
+        assert report.to_dict()["skipped"] == [bad.id]
+    assert server.store.existing_ids([bad.id, good.id]) == {good.id}

@@ -82,9 +82,9 @@ def sync(ctx: click.Context, server: str | None, token: str | None, push_only: b
     if report.refused:
         notice(f"the server left out {report.refused} records of sessions another device owns")
     if report.skipped:
-        notice(f"not sent: {len(report.skipped)} lessons whose date is not believable (before "
-               "2000, more than a day ahead, or no date); edit them to send them: "
-               + ", ".join(report.skipped[:5]))
+        notice(f"not sent: {len(report.skipped)} lessons whose updated_at or created_at is not "
+               "believable (before 2000, more than a day ahead of this clock, or not a date); "
+               "fix the dates (or the clock) to send them: " + ", ".join(report.skipped[:5]))
     notice(f"synced with {report.server}: pushed {pushed} ({report.stored} new to the server, "
            f"{report.batches} batches), pulled {report.pulled} (added {report.merge.added}, "
            f"updated {report.merge.updated}, deleted {report.merge.deleted}, "

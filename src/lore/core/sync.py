@@ -238,7 +238,7 @@ class SyncReport:
                 "stored": self.stored, "refused": self.refused, "batches": self.batches,
                 "pulled": self.pulled, "added": self.merge.added, "updated": self.merge.updated,
                 "unchanged": self.merge.unchanged, "conflicts": self.merge.conflicts,
-                "deleted": self.merge.deleted,
+                "deleted": self.merge.deleted, "refused_pulled": self.merge.refused,
                 "resent": {k: list(v) for k, v in self.resent.items()},
                 "behind": {k: list(v) for k, v in self.behind.items()},
                 "skipped": self.skipped}
