@@ -1112,3 +1112,53 @@ def test_a_lesson_with_an_unbelievable_date_is_left_out_and_named(homes):
         assert report.skipped == [bad.id] and report.pushed == {"lessons": 1}
         assert report.to_dict()["skipped"] == [bad.id]
     assert server.store.existing_ids([bad.id, good.id]) == {good.id}
+
+
+def test_a_server_on_postgres_binds_devices_and_keeps_its_view(tmp_path, pg_url):
+    """The same guarantees with the server's memory in Postgres: a token pushes for its own
+    device only, a reset device's new records arrive, forged dates are refused, and the view
+    is seeded from protocol 2 batch ids."""
+    from lore.store.sqlite.migrations import seed_sync_cursors  # Postgres runs the same
+
+    a, b = (Lore.open(make_settings(tmp_path / n), embedder=FakeEmbedder()) for n in ("a", "b"))
+    server = Lore.open(make_settings(tmp_path / "server", database=pg_url),
+                       embedder=FakeEmbedder())
+    try:
+        _, token_a = server.tokens.create("write", "a")
+        _, token_b = server.tokens.create("write", "b")
+        device_a, device_b = a.sync.device_id(), b.sync.device_id()
+        lesson = a.add_lesson(RULE["title"], RULE["content"], status="active")
+        capture(a, 4)
+        with running(server, require_token=True) as url:
+            sync(a, url, token_a, batch_size=3)
+            capture(b, 1, session="s-b")
+            sync(b, url, token_b)
+            a = reopen(a)
+            capture(a, 3, start=10, session="s-2")
+            edits(a, "s-2", 2, start=10)
+            batch = a.sync.next_batch("corrections", 100)
+            assert batch is not None
+            stolen = forge(url, token_b, device_a, batch.records, stream="corrections",
+                           after=batch.after, end=batch.end, batch_id=batch.batch_id)
+            assert stolen.status_code == 403, stolen.text
+            dated = forge(url, token_b, device_b, [{
+                "kind": "lesson", "id": lesson.id, "device": device_b, "data": {
+                    **lesson.to_dict(), "updated_at": "9999-12-31T00:00:00.000Z"}}])
+            assert dated.status_code == 422, dated.text
+            report = sync(a, url, token_a, batch_size=2)
+            assert report.behind and report.stored == 3 + 3 + 1 + 3
+        q = server.store.conn.execute  # type: ignore[attr-defined]
+        assert int(q("SELECT count(*) FROM corrections WHERE device = ?",
+                     (device_a,)).fetchone()[0]) == 7
+        assert server.get_lesson(lesson.id).updated_at == lesson.updated_at
+        assert set(server.sync.view(device_a)["acked"]) == {"lessons", "corrections",
+                                                              "messages", "edits"}
+        with server.store.atomic():
+            q("DELETE FROM sync_cursors")
+            q("INSERT INTO sync_batches (batch_id, device, received_at, records, stored) "
+              "VALUES (?, ?, '2026-11-01T00:00:00Z', 1, 1)", (f"{device_a}:edits:4-17", device_a))
+            seed_sync_cursors(server.store.conn)  # type: ignore[attr-defined]
+        assert server.sync.view(device_a)["acked"] == {"edits": 17}
+    finally:
+        for lore in (a, b, server):
+            lore.close()
