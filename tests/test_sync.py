@@ -808,7 +808,7 @@ def test_bad_cursors_and_older_peers_get_one_line(homes):
             assert 400 <= answer.status_code < 500, (cursor, answer.text)
             assert answer.json()["error"]["message"] and "\n" not in answer.text
         assert http.get("/pull", params={"device": device, "cursor": 2**63 - 1}).json() == {
-            "cursor": 2**63 - 1, "more": False, "records": []}
+            "cursor": 2**63 - 1, "check": None, "rewound": False, "more": False, "records": []}
         assert http.get("/state", params={"device": "nope"}).status_code == 422
         # A client of protocol 2 (no stream or cursors, the batch named by its position).
         old = http.post("/push", json={"protocol": 2, "device": device,
@@ -1159,6 +1159,38 @@ def test_a_server_on_postgres_binds_devices_and_keeps_its_view(tmp_path, pg_url)
               "VALUES (?, ?, '2026-11-01T00:00:00Z', 1, 1)", (f"{device_a}:edits:4-17", device_a))
             seed_sync_cursors(server.store.conn)  # type: ignore[attr-defined]
         assert server.sync.view(device_a)["acked"] == {"edits": 17}
+    finally:
+        for lore in (a, b, server):
+            lore.close()
+
+
+def test_a_pull_cursor_the_restored_server_does_not_know_starts_again(tmp_path):
+    """B's pull cursor points into the change log of a server that was since restored from
+    an older backup and wrote other changes at those positions: the server sees that the
+    change at the cursor is not the one B saw, answers from the beginning, and B misses
+    nothing (a lesson written on the server itself, and A's)."""
+    a, b = (Lore.open(make_settings(tmp_path / n), embedder=FakeEmbedder()) for n in ("a", "b"))
+    server = Lore.open(make_settings(tmp_path / "server"), embedder=FakeEmbedder())
+    try:
+        first = a.add_lesson("Prefer uv", "Install with uv.", status="active")
+        with running(server) as url:
+            sync(a, url)
+            sync(b, url)
+            old = backup(server, tmp_path / "server-old.db")
+            second = a.add_lesson("Pin numpy below 2", "numpy 2 broke the build.",
+                                  status="active")
+            sync(a, url)
+            assert sync(b, url).merge.added == 1
+        server = reopen(server, old)
+        own = server.add_lesson("Run the tests with -x", "Stop at the first failure.",
+                                status="active")
+        with running(server) as url:
+            third = a.add_lesson("Prefer pathlib", "Not os.path.", status="active")
+            assert set(sync(a, url).resent) >= {"lessons"}  # the server lacked `second`
+            report = sync(b, url)
+            assert report.resent.get("pull") and report.merge.added == 2
+        assert b.store.existing_ids([first.id, second.id, own.id, third.id]) == {
+            first.id, second.id, own.id, third.id}
     finally:
         for lore in (a, b, server):
             lore.close()

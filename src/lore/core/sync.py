@@ -71,6 +71,7 @@ KINDS = ("session", "message", "edit", "correction", "lesson")  # the order a ba
 DEVICE_KEY = "sync.device"  # where a home kept its device id before lore.home.device_id
 SERVER_KEY = "sync.server"
 PULL_KEY = "sync.pull"
+PULL_CHECK_KEY = "sync.pull.check"  # the lesson of the server's change at the pull cursor
 LAST_PUSH_KEY = "sync.last_push"
 LAST_PULL_KEY = "sync.last_pull"
 
@@ -395,12 +396,16 @@ class Sync:
             self.store.set_meta(LAST_PUSH_KEY, now())
 
     # ---- pull: what a person decided elsewhere ----------------------------------------
-    def apply_pulled(self, records: Sequence[dict[str, Any]], cursor: int) -> MergeReport:
-        """Merge pulled lessons and store the server's cursor, in one transaction."""
+    def apply_pulled(self, records: Sequence[dict[str, Any]], cursor: int,
+                     check: str | None = None) -> MergeReport:
+        """Merge pulled lessons and store the server's cursor (and the lesson of the change
+        at it, which the next pull sends to check the cursor), in one transaction."""
         items = [(str(r.get("device") or ""), r.get("data")) for r in records]
         with self.store.atomic():
             report = self.merge(items)
             self.store.set_meta(PULL_KEY, str(cursor))
+            if check:
+                self.store.set_meta(PULL_CHECK_KEY, check)
             self.store.set_meta(LAST_PULL_KEY, now())
         return report
 
@@ -648,9 +653,16 @@ class Sync:
             touched.setdefault(sid, []).append((seq, row["speaker"] or row["role"], row["text"],
                                                 row["timestamp"]))
 
-    def changes(self, device: str, after: int, limit: int) -> dict[str, Any]:
+    def changes(self, device: str, after: int, limit: int, check: str | None = None
+                ) -> dict[str, Any]:
         """Lessons a person decided on, changed after the ``after`` cursor, for ``device``
-        (its own versions left out), and the cursor to ask from next."""
+        (its own versions left out), and the cursor to ask from next with ``check``, the
+        lesson of the change at it. A cursor whose change is not ``check`` is not this
+        server's (it was restored from an older backup, or it is another server): the answer
+        starts from the beginning and says ``rewound``, so nothing is skipped."""
+        rewound = False
+        if after and check is not None and self.tables.change_at(after) != check:
+            after, rewound = 0, True
         changes = self.tables.lesson_changes_after(after, limit)
         ids = list(dict.fromkeys(lid for _, lid in changes))
         origins = self.tables.origins(ids)
@@ -674,7 +686,8 @@ class Sync:
             data["edges"] = [e for e in data["edges"] if e["from"] == lid]
             records.append({"kind": "lesson", "id": lid, "device": by, "data": data})
         cursor = changes[-1][0] if changes else after
-        return {"cursor": cursor, "more": len(changes) >= limit, "records": records}
+        return {"cursor": cursor, "check": changes[-1][1] if changes else check,
+                "rewound": rewound, "more": len(changes) >= limit, "records": records}
 
 
 # ---- the client: HTTP to a server --------------------------------------------------------
@@ -758,9 +771,12 @@ class Client:
             "stream": batch.stream, "after": batch.after, "end": batch.end,
             "records": batch.records})
 
-    def pull(self, device: str, cursor: int, limit: int = PULL_LIMIT) -> dict[str, Any]:
-        return self.call("GET", "/pull", params={"device": device, "cursor": cursor,
-                                                 "limit": limit})
+    def pull(self, device: str, cursor: int, check: str | None = None,
+             limit: int = PULL_LIMIT) -> dict[str, Any]:
+        params: dict[str, Any] = {"device": device, "cursor": cursor, "limit": limit}
+        if check:
+            params["check"] = check
+        return self.call("GET", "/pull", params=params)
 
 
 def run(sync: Sync, client: Client, *, batch_size: int = BATCH_SIZE, push: bool = True,
@@ -803,11 +819,15 @@ def run(sync: Sync, client: Client, *, batch_size: int = BATCH_SIZE, push: bool 
                     progress("push", done, max(total, done))
     if pull:
         cursor = int(sync.store.meta(PULL_KEY) or 0)
+        check = sync.store.meta(PULL_CHECK_KEY) if cursor else None
         while True:
-            page = client.pull(device, cursor)
+            page = client.pull(device, cursor, check)
+            if page.get("rewound"):
+                report.resent["pull"] = (cursor, 0)
             records = page.get("records") or []
             cursor = int(page.get("cursor", cursor))
-            merged = sync.apply_pulled(records, cursor)
+            check = page.get("check") if isinstance(page.get("check"), str) else check
+            merged = sync.apply_pulled(records, cursor, check)
             report.pulled += len(records)
             for name in ("added", "updated", "unchanged", "conflicts", "deleted", "refused"):
                 setattr(report.merge, name, getattr(report.merge, name) + getattr(merged, name))

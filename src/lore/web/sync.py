@@ -205,6 +205,10 @@ class PullRecord(BaseModel):
 
 class PullOut(BaseModel):
     cursor: int
+    check: str | None = Field(default=None, description="the lesson of the change at `cursor`; "
+                                                       "send it with the next pull")
+    rewound: bool = Field(default=False, description="the cursor was not this server's "
+                                                     "(`check` did not match): answered from 0")
     more: bool
     records: list[PullRecord]
 
@@ -257,8 +261,11 @@ def push(who: Pusher, body: PushIn) -> dict[str, Any]:
 @router.get("/pull", response_model=PullOut)
 def pull(state: Read, device: Annotated[str, Query(pattern=DEVICE)],
          cursor: Annotated[int, Query(ge=0, le=MAX_CURSOR)] = 0,
-         limit: Annotated[int, Query(ge=1, le=PULL_LIMIT)] = PULL_LIMIT) -> dict[str, Any]:
+         limit: Annotated[int, Query(ge=1, le=PULL_LIMIT)] = PULL_LIMIT,
+         check: Annotated[str | None, Query(min_length=1, max_length=300)] = None,
+         ) -> dict[str, Any]:
     """Lessons a person decided on (approved or reviewed rules, active lessons) changed after
     ``cursor``, without the versions ``device`` wrote itself; ask again from the answer's
-    ``cursor`` while ``more``."""
-    return state.call(lambda lore: lore.sync.changes(device, cursor, limit))
+    ``cursor`` and ``check`` while ``more``. A cursor whose ``check`` does not match this
+    server's change log is answered from 0 (``rewound``)."""
+    return state.call(lambda lore: lore.sync.changes(device, cursor, limit, check))

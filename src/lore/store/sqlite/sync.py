@@ -67,6 +67,12 @@ class SyncTables(Tables):
             "SELECT seq, lesson_id FROM lesson_changes WHERE seq > ? ORDER BY seq LIMIT ?",
             (after, limit))]
 
+    def change_at(self, seq: int) -> str | None:
+        """The lesson of the change log's row ``seq`` (None: no such row)."""
+        r = self.conn.execute("SELECT lesson_id FROM lesson_changes WHERE seq = ?",
+                              (seq,)).fetchone()
+        return str(r[0]) if r else None
+
     def corrections_after(self, after: int, limit: int) -> list[dict[str, Any]]:
         return [dict(r) for r in self.conn.execute(
             "SELECT id, event_id, session_id, project, user_message, assistant_proposal, files, "
