@@ -417,6 +417,21 @@ def m017_chunk_vector_index(conn: Connection) -> None:
     conn.execute(CHUNK_VECTOR_INDEX)
 
 
+def m020_sync_identity(conn: Connection) -> None:
+    """Mirrors SQLite m020_sync_identity: the write token each device pushes with, and the
+    server's view of each device's push cursors (seeded from the batches received before)."""
+    from lore.store.sqlite.migrations import seed_sync_cursors
+
+    conn.execute("""
+        CREATE TABLE sync_devices (
+            device TEXT PRIMARY KEY, token_id TEXT NOT NULL UNIQUE, bound_at TEXT NOT NULL);
+        CREATE TABLE sync_cursors (
+            device TEXT NOT NULL, stream TEXT NOT NULL, acked BIGINT NOT NULL,
+            updated_at TEXT NOT NULL, PRIMARY KEY (device, stream));
+    """)
+    seed_sync_cursors(conn)
+
+
 # (number, migration): the numbers of the SQLite migrations they mirror. m005 and m006 have
 # no counterpart of their own (m003 holds m005's columns; m006 redacted text stored before).
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
@@ -424,7 +439,7 @@ MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (7, m007_analysis), (8, m008_server_tokens), (9, m009_context_loads),
     (11, m011_sync), (12, m012_schedule_runs), (13, m013_who_and_where),
     (15, m015_session_start_commit), (16, m016_lesson_deletions),
-    (17, m017_chunk_vector_index),
+    (17, m017_chunk_vector_index), (20, m020_sync_identity),
 ]
 SCHEMA_VERSION = max(n for n, _ in MIGRATIONS)
 
