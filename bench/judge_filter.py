@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 import numpy as np  # noqa: E402
+
 import train_detector as T  # noqa: E402
 
 TARGET = 0.995  # inner recall aimed at; the outer (held-out) recall must stay at 0.97 or more

@@ -57,7 +57,7 @@ from lore.extract.phrases import (
     vague,
 )
 
-__all__ = ["MAX_CHARS", "Extracted", "extract", "RuleExtractor"]
+__all__ = ["MAX_CHARS", "Extracted", "extract", "names_what_was_said", "RuleExtractor"]
 
 _I = re.IGNORECASE
 # ---- the proposal -----------------------------------------------------------------------
@@ -909,3 +909,26 @@ class RuleExtractor:
 
     def extract(self, message: str, proposal: str | None = None) -> Extracted | None:
         return extract(message, proposal)
+
+
+_WORD = re.compile(r"[A-Za-z][\w.+#/-]*[\w+#]|[A-Za-z]")
+_PLAIN = frozenset("""a an the and or but not no nor of to in on at by for with from into onto
+over under as is are be been being was were it its this that these those there here then than
+so if when while do does did done don't dont use using used make made keep kept always never
+instead rather should must will would can could may might please just only also every each
+any all some more less new other one own same such your you we our us i me my they them their
+he she his her what which who whom why how whose now ever again before after because since
+file files code project rule rules way thing things work""".split())
+
+
+def _stems(text: str) -> set[str]:
+    return {w.lower().strip("./-")[:6] for w in _WORD.findall(text.translate(QUOTES))
+            if w.lower() not in _PLAIN and len(w) > 2}
+
+
+def names_what_was_said(rule: str, message: str) -> bool:
+    """Whether a rule line written by a model names something the message named: a tool,
+    file, command or practice (compared by word stems, function words aside). A line that
+    shares nothing with the message was not read from it."""
+    said = _stems(message)
+    return bool(said & _stems(rule)) if said else True

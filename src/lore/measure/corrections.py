@@ -185,7 +185,8 @@ def judge_requests(paths: list[Path], filter_threshold: float | None = None,
     return JudgeRun(rows, found, requests, candidates)
 
 
-def write_judge_prompts(paths: list[Path], folder: Path, filter_threshold: float | None = None) -> dict[str, Any]:
+def write_judge_prompts(paths: list[Path], folder: Path,
+                        filter_threshold: float | None = None) -> dict[str, Any]:
     """Write each request to ``folder/<name>.md`` (system part, then user part). The folder
     must be new or empty: stale requests would mix with the new ones."""
     run = judge_requests(paths, filter_threshold)

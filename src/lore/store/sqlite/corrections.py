@@ -46,6 +46,27 @@ class CorrectionTables(Tables):
             "SELECT * FROM corrections WHERE status = 'new' ORDER BY id LIMIT ?", (limit,))]
 
 
+    def judging(self, *, session_id: str | None = None, since: str | None = None,
+                limit: int = 2000) -> list[dict[str, Any]]:
+        """Captured messages waiting for the judge (status 'judging'), oldest first; of one
+        session, or captured at or after ``since``."""
+        where, params = ["status = 'judging'"], []
+        if session_id is not None:
+            where.append("session_id = ?")
+            params.append(session_id)
+        if since is not None:
+            where.append("at >= ?")
+            params.append(since)
+        return [dict(r) for r in self.conn.execute(
+            f"SELECT * FROM corrections WHERE {' AND '.join(where)} ORDER BY id LIMIT ?",
+            (*params, limit))]
+
+    def judging_count(self) -> tuple[int, int]:
+        """Messages waiting for the judge, and the sessions they belong to."""
+        row = self.conn.execute("SELECT count(*), count(DISTINCT coalesce(session_id, '')) FROM "
+                                "corrections WHERE status = 'judging'").fetchone()
+        return int(row[0]), int(row[1]) if row[0] else 0
+
     def set_verdict(self, correction_id: int, *, status: str, label: str | None,
                     correction_type: str | None, durable: bool | None, probability: float | None,
                     cues: Sequence[str], lesson_id: str | None, action: str | None) -> None:
