@@ -733,7 +733,10 @@ class Learner:
                                f"{', '.join(REVIEW_ACTIONS)}")
         lesson = self.lessons.get(lesson_id)
         reason = redact(cut(" ".join(reason.split()), 500)) if reason and reason.strip() else None
-        meta = dict(lesson.metadata.get("learning") or {})
+        # A lesson the analysis of the work proposed keeps its decision with its analysis.
+        key = "analysis" if "learning" not in lesson.metadata and isinstance(
+            lesson.metadata.get("analysis"), dict) else "learning"
+        meta = dict(lesson.metadata.get(key) or {})
         meta["review"] = {"action": action, "at": now(),
                           **{k: v for k, v in (("reason", reason), ("via", via), ("file", file))
                              if v}}
@@ -761,7 +764,7 @@ class Learner:
         if changes.get("status"):
             self.store.check_reference("status", changes["status"])
         with self.store.atomic():
-            return self.lessons.update(lesson.id, metadata={**lesson.metadata, "learning": meta},
+            return self.lessons.update(lesson.id, metadata={**lesson.metadata, key: meta},
                                        **changes)
 
     def decided_by_hand(self, lesson_id: str) -> None:

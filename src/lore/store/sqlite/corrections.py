@@ -103,6 +103,24 @@ class CorrectionTables(Tables):
             (*RULE_KINDS, *statuses, project))]
 
 
+    WORK_SOURCES = ("git", "conversation")  # lessons the analysis of the work proposes
+
+    def work_lesson_ids(self, project: str | None, *, all_projects: bool, limit: int) -> list[str]:
+        """Ids of proposed lessons from the analysis of the work (git changes, session
+        transcripts), newest first; another user's personal lessons are not among them."""
+        where = ["l.status = 'proposed'", f"l.source IN ({','.join('?' * len(self.WORK_SOURCES))})"]
+        params: list[Any] = [*self.WORK_SOURCES]
+        if not all_projects:
+            where.append("(l.project IS NULL OR l.project IS ?)")
+            params.append(project)
+        visible, who = self.visible()
+        if visible:
+            where.append(visible)
+            params += who
+        return [r[0] for r in self.conn.execute(
+            f"SELECT l.id FROM lessons l WHERE {' AND '.join(where)} ORDER BY l.updated_at DESC "
+            "LIMIT ?", (*params, limit))]
+
     def learned_rule_ids(self) -> list[str]:
         """Every lesson the learning pipeline scores (its metadata has a 'learning' entry)."""
         return [r[0] for r in self.conn.execute(
