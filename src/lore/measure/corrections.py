@@ -143,7 +143,7 @@ def sessions(rows: list[dict[str, Any]]) -> list[tuple[str, list[int]]]:
     """Rows grouped into sessions (one ``source`` repository and path), in file order."""
     groups: dict[tuple[str, str], list[int]] = {}
     for i, r in enumerate(rows):
-        src = r.get("source") if isinstance(r.get("source"), dict) else {}
+        src: dict[str, Any] = r["source"] if isinstance(r.get("source"), dict) else {}
         key = (str(src.get("repo") or r.get("id") or i), str(src.get("path") or ""))
         groups.setdefault(key, []).append(i)
     return [(f"{repo} {path}".strip(), idx) for (repo, path), idx in groups.items()]
