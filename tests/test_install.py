@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lore.errors import InvalidInput
 from lore.install import HOOKS, apply, plan
@@ -171,3 +173,26 @@ def test_install_refuses_a_judge_that_would_break_the_config(tmp_path, lore_home
     with pytest.raises(InvalidInput, match="nothing was changed"):
         judge_change(config, "llm:\n  provider: openai\n  temperature_typo: 1\n")
     assert config.read_text() == "# fine\n" and sorted(p.name for p in lore_home.iterdir()) == ["config.yaml"]
+
+
+_KEYS = st.sampled_from(["search", "learning", "context", "apply", "review", "embedding"])
+_LINES = st.lists(st.from_regex(r"  [a-z_]{1,10}: [a-z0-9]{1,8}( +# [a-z ]{0,12})?", fullmatch=True),
+                  max_size=3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(_KEYS, _LINES), max_size=4, unique_by=lambda t: t[0]),
+       st.one_of(st.none(), _LINES), st.integers(0, 4))
+def test_the_llm_section_is_replaced_and_nothing_else_moves(sections, old_llm, where) -> None:
+    from lore.install import judge_block, with_llm_block
+
+    parts = ["# settings\n"] + [f"{k}:\n" + "".join(ln + "\n" for ln in lines) for k, lines in sections]
+    if old_llm is not None:
+        parts.insert(min(where, len(parts)), "llm:\n" + "".join(ln + "\n" for ln in old_llm))
+    text = "".join(parts)
+    block = judge_block("claude-cli")
+    out = with_llm_block(text, block)
+    assert out.count("llm:") == 1 and block in out
+    assert out.replace(block, "").replace("\n", "") == "".join(
+        p for p in parts if not p.startswith("llm:")).replace("\n", "")
+    assert with_llm_block(out, block) == out  # idempotent

@@ -224,3 +224,24 @@ def test_ingest_learn_judges_each_past_session(lore_home: Path, server: Loopback
         assert len(server.received) == 2  # one request per past session
         assert report["rules"] == 2 and "waiting" not in report["actions"]
         assert lore.learner.waiting_for_judge()["messages"] == 0
+
+
+def test_worker_status_shows_the_messages_waiting_for_the_judge(lore_home: Path,
+                                                                server: LoopbackServer) -> None:  # noqa: F811
+    server.replies = [Reply({"error": {"message": "down"}}, status=503)]
+    settings = make_settings(lore_home, llm=llm(server))
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:
+        capture(lore, (REDIS, "I added a Redis-backed session store."), (DOCS, "Renamed it."))
+        lore.learner.judge_waiting()
+    lore_home.mkdir(parents=True, exist_ok=True)
+    (lore_home / "config.yaml").write_text(
+        "llm:\n  provider: openai\n  model: small-1\n  base_url: " + server.url + "/v1\n")
+    runner = CliRunner()
+    status = json.loads(runner.invoke(cli, ["worker", "status", "--json"]).output)
+    waiting = status["waiting_for_judge"]
+    assert waiting["messages"] == 2 and waiting["sessions"] == 1 and "503" in waiting["last_error"]
+    shown = runner.invoke(cli, ["worker", "status"]).output
+    assert "waiting for the judge" in shown and "2 messages in 1 sessions" in shown
+    out = runner.invoke(cli, ["learn", "judge"], obj={"embedder": FakeEmbedder()})
+    assert out.exit_code == 1 and "2 messages keep waiting" in out.output
+    assert len(out.output.strip().splitlines()) == 1

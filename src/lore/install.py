@@ -236,7 +236,7 @@ def with_llm_block(text: str, block: str) -> str:
         sep = "" if not text or text.endswith("\n") else "\n"
         return text + sep + ("\n" if text.strip() else "") + block
     end = start + 1
-    while end < len(lines) and (not lines[end].strip() or lines[end][:1] in " \t#"):
+    while end < len(lines) and (not lines[end].strip() or lines[end][:1] in " \t"):
         end += 1
     while end > start + 1 and not lines[end - 1].strip():
         end -= 1  # blank lines before the next section stay
