@@ -245,3 +245,43 @@ def test_worker_status_shows_the_messages_waiting_for_the_judge(lore_home: Path,
     out = runner.invoke(cli, ["learn", "judge"], obj={"embedder": FakeEmbedder()})
     assert out.exit_code == 1 and "2 messages keep waiting" in out.output
     assert len(out.output.strip().splitlines()) == 1
+
+
+def test_the_judge_through_the_users_own_claude(lore_home: Path, tmp_path: Path,
+                                                monkeypatch) -> None:
+    from test_llm_claude import calls, install_fake
+
+    answer = json.dumps({"items": [{"id": "m1", "label": "correction", "durable": True,
+                                    "quote": "Use local file sessions",
+                                    "rule": "Use local file sessions, not Redis."}]})
+    record = install_fake(tmp_path, monkeypatch, answer=answer)
+    settings = make_settings(lore_home, llm={"provider": "claude-cli", "model": "haiku"})
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:
+        capture(lore, (REDIS, "I added a Redis-backed session store."))
+        assert "judged 1 messages" in session_end(Worker(settings, lore))
+        [call] = calls(record)
+        assert call["argv"][call["argv"].index("--model") + 1] == "haiku"
+        assert REDIS in call["stdin"] and call["lore_disabled"] == "1"
+        [rule] = lore.learner.preferences("/p")
+        assert rule.content.startswith("Use local file sessions, not Redis.")
+
+
+def test_a_rule_line_that_names_nothing_the_user_named_is_not_used(lore_home: Path,
+                                                                   server: LoopbackServer) -> None:  # noqa: F811
+    server.replies = [answer({"Use local file sessions": {
+        "label": "correction", "durable": True, "rule": "Always write clean, maintainable code."}})]
+    settings = make_settings(lore_home, llm=llm(server))
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:
+        capture(lore, (REDIS, "I added a Redis-backed session store."))
+        lore.learner.judge_waiting()
+        [rule] = lore.learner.preferences("/p")
+        assert rule.content.startswith("Use local file sessions instead of Redis")  # the shapes' line
+
+
+def test_names_what_was_said() -> None:
+    from lore.extract.shapes import names_what_was_said
+
+    said = "no, don't use requests here, use httpx, the whole service is async"
+    assert names_what_was_said("Use httpx, not requests: the service is async.", said)
+    assert names_what_was_said("Prefer HTTPX for HTTP calls.", said)
+    assert not names_what_was_said("Always write clean, maintainable code.", said)
