@@ -69,3 +69,18 @@ def test_a_deferred_lesson_from_the_work_returns_when_seen_again(lore_home) -> N
         meta = {**lesson.metadata["analysis"], "occurrences": 2}
         lore.lessons.update(lid, metadata={**lesson.metadata, "analysis": meta})
         assert [item["id"] for item in lore.learner.waiting()] == [lid]
+
+
+def test_a_lesson_from_the_work_is_decided_in_the_review_folder(lore_home, tmp_path) -> None:
+    settings = make_settings(lore_home)
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:
+        lid = work_lesson(lore, "Keep migrations reversible", ["w1"], "2026-01-01T00:00:00Z")
+        folder = tmp_path / "review"
+        lore.review_export(folder)
+        [path] = [p for p in (folder / "reviews").glob("*.md") if lid[-6:].lower() in p.name]
+        path.write_text(path.read_text().replace("- [ ] approve", "- [x] approve"))
+        report = lore.review_import(folder)
+        assert report["approved"] == 1 and report["warnings"] == []
+        assert lore.get_lesson(lid).metadata["analysis"]["review"]["via"] == "folder"
+        again = lore.review_import(folder)
+        assert again["unchanged"] == 1 and again["applied"] == []
