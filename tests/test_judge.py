@@ -225,6 +225,12 @@ def test_eval_writes_prompts_and_scores_replies(tmp_path: Path) -> None:
     assert got["tokens"]["input_per_judged_message"] > 100
     text = runner.invoke(cli, ["eval", "corrections", str(data), "--judge-replies", str(replies)])
     assert "detector + judge" in text.output and "4 characters a token" in text.output
+    shown = json.loads(runner.invoke(cli, ["eval", "corrections", str(data), "--judge-replies",
+                                           str(replies), "--show-errors", "--json"]).output)
+    assert {e["id"]: e["judged"] for e in shown["errors"]} == {
+        "3": "quote not in the message", "4": "not answered"}
+    assert shown["rules"] == [{"id": "1", "text": DATA[0]["text"],
+                               "rule": "Use local file sessions, not Redis."}]
 
 
 def test_eval_replies_folder_errors(tmp_path: Path) -> None:

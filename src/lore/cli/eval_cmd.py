@@ -105,6 +105,9 @@ def eval_corrections(files: tuple[Path, ...], show_errors: bool, detector: str, 
         return
     if judge_replies is not None:
         got = judge_figures(list(files), judge_replies)
+        if not show_errors:
+            got["error_count"] = len(got.pop("errors"))
+            got.pop("rules")
         if json_:
             emit_json(got)
             return
@@ -124,6 +127,10 @@ def eval_corrections(files: tuple[Path, ...], show_errors: bool, detector: str, 
                    f"unanswered {got['messages_unanswered']}")
         click.echo(f"tokens per judged message ({t['approximation']}): input "
                    f"{t['input_per_judged_message']}, output {t['output_per_judged_message']}")
+        for e in got.get("errors", []):
+            click.echo(f"[{e['label']} judged {e['judged']}] {e['text']}")
+        for r in got.get("rules", []):
+            click.echo(f"rule: {r['rule']}  <- {r['text'][:120]}")
         return
 
     result = evaluate(list(files), detector, threshold)

@@ -214,6 +214,8 @@ def judge_figures(paths: list[Path], replies: Path, filter_threshold: float | No
     judged: dict[int, tuple[bool, bool]] = {}
     missing_files, unreadable, invented, unanswered, invalid = [], [], 0, 0, 0
     tokens_in = tokens_out = read_messages = 0
+    verdicts: dict[int, Any] = {}
+    why: dict[int, str] = {}
     for name, batch in run.requests:
         file = replies / f"{name}.md"
         if not file.is_file():
@@ -229,10 +231,15 @@ def judge_figures(paths: list[Path], replies: Path, filter_threshold: float | No
             unreadable.append(name)
             continue
         invented += len(got.invented)
+        for key in got.invented:
+            why[int(key)] = "quote not in the message"
+        for key in got.missing:
+            why[int(key)] = "not answered"
         unanswered += len(got.missing)
         invalid += got.invalid
         for v in got.verdicts:
             judged[int(v.key)] = (v.positive, v.positive and v.durable)
+            verdicts[int(v.key)] = v
     if run.requests and len(missing_files) == len(run.requests):
         raise InvalidInput(f"{replies} holds no reply named after a request (e.g. "
                            f"{run.requests[0][0]}.md)")
@@ -242,6 +249,7 @@ def judge_figures(paths: list[Path], replies: Path, filter_threshold: float | No
     pred = [judged.get(i, (False, False))[0] for i in range(len(rows))]
     dpred = [judged.get(i, (False, False))[1] for i in range(len(rows))]
     answered = len(run.requests) - len(missing_files) - len(unreadable)
+    cut = FILTER_THRESHOLD if filter_threshold is None else filter_threshold
     judged_messages = run.candidates
     return {
         "messages": len(rows),
@@ -260,6 +268,13 @@ def judge_figures(paths: list[Path], replies: Path, filter_threshold: float | No
         "items_with_invented_quotes": invented,
         "messages_unanswered": unanswered,
         "items_invalid": invalid,
+        "errors": [{"id": r.get("id"), "label": r["label"], "durable": bool(r.get("durable")),
+                    "judged": verdicts[i].label if i in verdicts else why.get(i, (
+                        "below the filter" if found[i].probability < cut else "no reply")),
+                    "text": r["text"][:300]}
+                   for i, r in enumerate(rows) if pred[i] != truth[i]],
+        "rules": [{"id": rows[i].get("id"), "text": rows[i]["text"][:300], "rule": v.rule}
+                  for i, v in sorted(verdicts.items()) if v.positive and v.durable],
         "tokens": {"approximation": f"{CHARS_PER_TOKEN} characters a token",
                    "input_per_judged_message": round(tokens_in / max(read_messages, 1), 1),
                    "output_per_judged_message": round(tokens_out / max(read_messages, 1), 1),
