@@ -281,8 +281,8 @@ class Learner:
         for r in rows:
             sessions.setdefault(r["session_id"] or f"message {r['id']}", []).append(r)
         if not dry_run and rows and self.judge is None:
-            raise ConfigError("no language model is configured for the judge: set llm.provider "
-                              "(lore install --judge, docs/llm.md)")
+            raise ConfigError("no judge: set llm.provider (lore install --judge, docs/llm.md) and "
+                              "keep learning.judge on")
         left = len(rows)
         for group in sessions.values():
             by_id = {str(r["id"]): r for r in group}
