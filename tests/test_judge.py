@@ -242,3 +242,32 @@ def test_eval_replies_folder_errors(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     out = runner.invoke(cli, ["eval", "corrections", str(data), "--judge-replies", str(tmp_path / "empty")])
     assert out.exit_code != 0 and "no reply named after a request" in out.output
+
+
+_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-3, 9), st.text(max_size=30),
+                    st.sampled_from(["m1", "m2", "m3", "m4", "correction", "preference", "none",
+                                     "Use local file sessions", "always run ruff", "never use Redis"]))
+_ITEMS = st.lists(st.dictionaries(st.sampled_from(["id", "label", "durable", "quote", "rule",
+                                                    "restates", "other"]), _VALUES, max_size=7),
+                  max_size=6)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(_ITEMS, st.dictionaries(st.sampled_from(["items", "verdicts", "x"]), _ITEMS,
+                                         max_size=2)))
+def test_any_reply_is_read_without_surprises(value: object) -> None:
+    [batch] = batches(SESSION)
+    try:
+        got = parse(json.dumps(value), batch, ["Use local file sessions, not Redis."])
+    except ValueError:
+        return  # no usable JSON shape: the caller asks again or keeps the messages waiting
+    keys = [v.key for v in got.verdicts]
+    assert len(keys) == len(set(keys)) and set(keys) <= {"a", "b", "c"}
+    sent = {batch.keys[ref]: text for ref, text in batch.sent.items()}
+    for v in got.verdicts:
+        assert v.label in ("correction", "preference", "none")
+        if v.positive:
+            assert v.quote and quoted(v.quote, sent[v.key])
+        else:
+            assert not v.durable and v.rule is None
+    assert set(got.missing) | set(keys) | set(got.invented) == {"a", "b", "c"}

@@ -285,3 +285,27 @@ def test_names_what_was_said() -> None:
     assert names_what_was_said("Use httpx, not requests: the service is async.", said)
     assert names_what_was_said("Prefer HTTPX for HTTP calls.", said)
     assert not names_what_was_said("Always write clean, maintainable code.", said)
+
+
+def test_learn_judge_takes_one_session_or_the_messages_since_a_date(lore_home: Path,
+                                                                    server: LoopbackServer) -> None:  # noqa: F811
+    server.replies = [answer(JUDGED)]
+    lore_home.mkdir(parents=True, exist_ok=True)
+    (lore_home / "config.yaml").write_text(
+        "llm:\n  provider: openai\n  model: small-1\n  base_url: " + server.url + "/v1\n")
+    settings = make_settings(lore_home, llm=llm(server))
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:
+        lore.learner.capture(REDIS, "I added Redis.", project="/p", session_id="old", origin="hook",
+                             at="2026-01-01T10:00:00Z")
+        lore.learner.capture(DOCS, "Renamed it.", project="/p", session_id="new", origin="hook",
+                             at="2026-03-01T10:00:00Z")
+        lore.learner.process_pending()
+    runner = CliRunner()
+    obj = {"embedder": FakeEmbedder()}
+    dry = runner.invoke(cli, ["learn", "judge", "--dry-run", "--since", "2026-02-01"], obj=obj)
+    assert DOCS in dry.output and REDIS not in dry.output and not server.received
+    got = json.loads(runner.invoke(cli, ["learn", "judge", "--session", "old", "--json"], obj=obj).output)
+    assert got["messages"] == 1 and got["sessions"] == 1 and len(server.received) == 1
+    assert REDIS in server.received[0]["body"]["messages"][-1]["content"]
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:
+        assert lore.learner.waiting_for_judge()["messages"] == 1  # the other session still waits
