@@ -278,8 +278,11 @@ def _opinion(label: str, rule: str | None) -> Reply:
 
 
 def _llm_lore(home: Path, srv: LoopbackServer, **llm: object) -> Lore:
+    """A model configured with the judge turned off: the detector decides, asking the model
+    only about unsure messages (the judge is tested in test_judge_learning.py)."""
     settings = make_settings(home, llm={"provider": "anthropic", "base_url": srv.url,
-                                        "timeout": 5.0, "max_retries": 0, **llm})
+                                        "timeout": 5.0, "max_retries": 0, **llm},
+                             learning={"judge": False})
     return Lore.open(settings, embedder=FakeEmbedder())
 
 

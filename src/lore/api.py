@@ -136,7 +136,7 @@ class Lore:
             from lore.core.learner import Learner
 
             self._learner = Learner(self.store, self.lessons, self.embedding, self.config.learning,
-                                    self._opinion())
+                                    self._opinion(), self._judge(), self.config.llm.max_input_tokens)
         return self._learner
 
     def _opinion(self) -> Any:
@@ -155,6 +155,16 @@ class Lore:
             return second_opinion(provider, message, agent_turn)
 
         return ask
+
+    def _judge(self) -> Any:
+        """Opens the judge's provider (guarded: redacted, cut, budgeted, logged), when a
+        language model is configured."""
+        if not self.config.llm.provider:
+            return None
+        from lore.llm import open_provider
+
+        cfg, home = self.config.llm, self.settings.home
+        return lambda: open_provider(cfg, home)
 
     @property
     def analyzer(self) -> Analyzer:

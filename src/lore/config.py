@@ -151,6 +151,10 @@ class LearningConfig(_Strict):
     extractor: str = "rules"  # reads the rule in a correction (entry points: lore.extractors)
     inject_proposed_min_seen: int = Field(default=2, ge=1)  # a proposed rule reaches SessionStart
     second_opinion_band: float = Field(default=0.2, ge=0, le=1)  # |p - threshold|: ask llm
+    # With a language model configured (llm.provider), the judge decides what is a lesson; the
+    # detector only passes it the messages at or above judge_threshold (None: the shipped one).
+    judge: bool = True
+    judge_threshold: float | None = Field(default=None, gt=0, lt=1)
 
     @field_validator("extractor")
     @classmethod
@@ -316,6 +320,7 @@ TUNING: dict[str, str] = {
         "decay_scale_days")},
     "conversations.keyword_max_postings": "bench/scale_bench.py",
     "learning.detector_threshold": "bench/train_detector.py",
+    "learning.judge_threshold": "bench/judge_filter.py",
     "learning.same_rule_similarity": "bench/detector_bench.py",
     "learning.recent_days": "bench/learning_curve.py",
     "learning.inject_proposed_min_seen": "bench/learning_curve.py",

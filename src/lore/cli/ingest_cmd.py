@@ -112,6 +112,9 @@ def _learned(learned: dict[str, Any]) -> None:
     actions = ", ".join(f"{n} {a}" for a, n in sorted(learned["actions"].items()))
     notice(f"learning: {learned['messages']} typed messages ({actions}); {learned['rules']} rules "
            f"({statuses}); see them with `lore review`")
+    if learned.get("judge_error"):
+        notice(f"the judge is unavailable ({learned['judge_error']}); the messages it has not read "
+               "wait for `lore learn judge`")
 
 
 def _summary(report: Any) -> None:
