@@ -84,10 +84,10 @@ def test_worker_judges_a_session_in_one_request(lore_home: Path, server: Loopbac
         sent = server.received[0]["body"]["messages"][-1]["content"]
         assert "I added a Redis-backed session store." in sent and REDIS in sent
         assert lore.learner.waiting_for_judge()["messages"] == 0
-        titles = {lesson.content.splitlines()[0] for lesson in lore.learner.preferences("/p")}
+        titles = {lesson.content.splitlines()[0] for lesson in lore.preferences("/p")}
         assert "Use local file sessions, not Redis: the service runs on one box." in " ".join(titles)
         assert any("README" in t for t in titles)
-        learned = lore.learner.preferences("/p")
+        learned = lore.preferences("/p")
         assert all(lesson.status in ("proposed", "active") for lesson in learned)
 
 
@@ -101,13 +101,13 @@ def test_a_provider_error_leaves_the_session_waiting(lore_home: Path, server: Lo
         assert "judge unavailable, 1 messages waiting" in outcome
         waiting = lore.learner.waiting_for_judge()
         assert waiting["messages"] == 1 and "500" in waiting["last_error"]
-        assert lore.learner.preferences("/p") == []  # never silently detector-only
+        assert lore.preferences("/p") == []  # never silently detector-only
         assert ("judging", "waiting") in statuses(lore)
         server.replies = [answer(JUDGED)]  # the provider is back: the next session end catches up
         capture(lore, (THANKS, "Done."), session="s-judge-2")
         assert "judged" in session_end(worker, "s-judge-2")
         assert lore.learner.waiting_for_judge() == {"messages": 0, "sessions": 0, "last_error": None}
-        assert len(lore.learner.preferences("/p")) == 1
+        assert len(lore.preferences("/p")) == 1
 
 
 def test_a_spent_budget_leaves_the_session_waiting(lore_home: Path, server: LoopbackServer) -> None:  # noqa: F811
@@ -134,7 +134,7 @@ def test_invented_quotes_and_unanswered_messages(lore_home: Path, server: Loopba
                 (DOCS, "Renamed the command to lore sync."))
         report = lore.learner.judge_waiting()
         assert report.invented == 2  # the second request (for the unanswered one) got the same
-        assert lore.learner.preferences("/p") == []
+        assert lore.preferences("/p") == []
         assert lore.learner.waiting_for_judge()["messages"] == 0
         reasons = [r[0] for r in lore.store.conn.execute("SELECT action FROM corrections")]
         assert reasons == ["none", "none"]
@@ -156,7 +156,7 @@ def test_a_restatement_reinforces_the_known_rule(lore_home: Path, server: Loopba
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         capture(lore, (REDIS, "I added a Redis-backed session store."))
         lore.learner.judge_waiting()
-        [rule] = lore.learner.preferences("/p")
+        [rule] = lore.preferences("/p")
 
         def restates(body: dict[str, Any]) -> Reply:
             user = body["messages"][-1]["content"]
@@ -169,7 +169,7 @@ def test_a_restatement_reinforces_the_known_rule(lore_home: Path, server: Loopba
                 session="s-judge-2")
         report = lore.learner.judge_waiting()
         assert [o.action for o in report.outcomes] == ["reinforced"]
-        [again] = lore.learner.preferences("/p")
+        [again] = lore.preferences("/p")
         assert again.id == rule.id and len(again.evidence) == 2
 
 
@@ -262,7 +262,7 @@ def test_the_judge_through_the_users_own_claude(lore_home: Path, tmp_path: Path,
         [call] = calls(record)
         assert call["argv"][call["argv"].index("--model") + 1] == "haiku"
         assert REDIS in call["stdin"] and call["lore_disabled"] == "1"
-        [rule] = lore.learner.preferences("/p")
+        [rule] = lore.preferences("/p")
         assert rule.content.startswith("Use local file sessions, not Redis.")
 
 
@@ -274,7 +274,7 @@ def test_a_rule_line_that_names_nothing_the_user_named_is_not_used(lore_home: Pa
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         capture(lore, (REDIS, "I added a Redis-backed session store."))
         lore.learner.judge_waiting()
-        [rule] = lore.learner.preferences("/p")
+        [rule] = lore.preferences("/p")
         assert rule.content.startswith("Use local file sessions instead of Redis")  # the shapes' line
 
 
