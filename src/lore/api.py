@@ -27,7 +27,7 @@ from lore.embed import Embedder, document_text
 from lore.errors import InvalidInput, NotFound, StoreBusy
 from lore.ids import now
 from lore.models import Edge, Filters, ImportReport, Lesson, RefItem, RelatedLesson, SearchResult
-from lore.private import tighten_home
+from lore.private import home_notice
 from lore.store import Store, open_store, storage_error
 
 if TYPE_CHECKING:
@@ -78,7 +78,11 @@ class Lore:
     @classmethod
     def open(cls, settings: Settings, *, embedder: Embedder | None = None,
              create: bool = True) -> Lore:
-        tighten_home(settings.home)  # a home made by an older Lore becomes private
+        said = home_notice(settings.home)  # a home others can read is pointed out once
+        if said:
+            import sys
+
+            print(said, file=sys.stderr)
         store = open_store(settings.db_location, create=create)
         lore = cls(settings, store, embedder)
         store.set_identity(settings.user, lore.device)

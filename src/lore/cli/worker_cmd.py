@@ -19,17 +19,26 @@ def worker() -> None:
 
 @worker.command("run")
 @click.option("--once", is_flag=True, help="Process what is queued, then exit.")
+@click.option("--idle-exit", type=click.IntRange(min=1), default=None, metavar="SECONDS",
+              help="Exit after SECONDS with nothing pending (a worker a hook starts uses "
+                   "$LORE_WORKER_IDLE_EXIT, default 600).")
 @click.pass_context
-def worker_run(ctx: click.Context, once: bool) -> None:
+def worker_run(ctx: click.Context, once: bool, idle_exit: int | None) -> None:
     """Run the worker in the foreground (SIGTERM finishes the event in hand, then exits).
 
     \b
     Example:
       lore worker run --once
     """
+    from lore.errors import AlreadyRunning
     from lore.worker import Worker
 
-    n = Worker(settings(ctx)).run(once=once)
+    try:
+        n = Worker(settings(ctx), idle_exit=idle_exit).run(once=once)
+    except AlreadyRunning:
+        if idle_exit is None:
+            raise
+        return  # two hooks started a worker at once: the other one serves the home
     notice(f"processed {n} events")
 
 
@@ -73,7 +82,9 @@ def worker_status(ctx: click.Context, json_: bool) -> None:
     estimated from the worker's last rate.
 
     Failed events are retried with backoff, then quarantined with the reason;
-    `lore worker requeue` puts quarantined events back in the queue.
+    `lore worker requeue` puts quarantined events back in the queue. Failures the
+    database raised (a full disk, a locked or corrupt file) are counted apart, with
+    the last one.
 
     \b
     Example:
@@ -94,6 +105,7 @@ def worker_status(ctx: click.Context, json_: bool) -> None:
         ["to embed", _backlog(st["embedding_backlog"], st["running"])],
         ["last event", f"{last.get('kind', '-')} {last.get('outcome', '')}".strip()],
         ["errors", st["errors"]["count"]],
+        ["database failures", _database(st["errors"]["database"])],
         ["retrying", len(st["retrying"])],
         ["quarantined", len(st["quarantined"])],
         ["log", st["log"]],
@@ -103,6 +115,12 @@ def worker_status(ctx: click.Context, json_: bool) -> None:
                f"{r['last_error']}")
     for q in st["quarantined"]:
         notice(f"quarantined {q['file']}: {q['reason']}")
+
+
+def _database(db: dict) -> str:
+    """"0", or "3 (last: OperationalError: database or disk is full)"."""
+    last = db.get("last") or {}
+    return f"{db['count']} (last: {last.get('reason', '?')})" if db["count"] else "0"
 
 
 def _backlog(b: dict, running: bool) -> str:
