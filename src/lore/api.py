@@ -15,6 +15,8 @@ and the parts in :mod:`lore.core`: ``embedding``, ``lessons``, ``conversations``
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -25,6 +27,7 @@ from lore.core.embedding import Embedding, Progress
 from lore.core.lessons import Lessons, content_hash, require_id
 from lore.embed import Embedder, document_text
 from lore.errors import InvalidInput, NotFound, StoreBusy
+from lore.home import check_device
 from lore.ids import now
 from lore.models import Edge, Filters, ImportReport, Lesson, RefItem, RelatedLesson, SearchResult
 from lore.private import home_notice
@@ -78,10 +81,10 @@ class Lore:
     @classmethod
     def open(cls, settings: Settings, *, embedder: Embedder | None = None,
              create: bool = True) -> Lore:
+        if os.environ.get("LORE_DEVICE"):  # refused before a database is made or opened
+            check_device(os.environ["LORE_DEVICE"])
         said = home_notice(settings.home)  # a home others can read is pointed out once
         if said:
-            import sys
-
             print(said, file=sys.stderr)
         store = open_store(settings.db_location, create=create)
         lore = cls(settings, store, embedder)

@@ -211,12 +211,17 @@ def unlock_file(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
+class _QuietFileHandler(logging.FileHandler):
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+        """A line that cannot be written (a full disk) is lost; the process goes on quietly."""
+
+
 def file_logger(name: str, path: Path) -> logging.Logger:
     """A logger writing to ``path`` (its folder made), one handler however often asked."""
     log = logging.getLogger(f"lore.{name}.{path}")
     if not log.handlers:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(path, encoding="utf-8")
+        handler = _QuietFileHandler(path, encoding="utf-8")
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
         log.addHandler(handler)
         log.setLevel(logging.INFO)

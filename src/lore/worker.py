@@ -51,6 +51,7 @@ TEXT_FIELDS = ("session_id", "cwd", "transcript_path", "tool_name", "trigger", "
 MAX_ATTEMPTS = 5  # failed attempts before an event is quarantined
 RETRY_DELAYS = (5.0, 20.0, 80.0, 320.0)  # seconds before the 2nd, 3rd, … attempt
 BACKLOG_RECHECK_SECONDS = 30.0  # an empty backlog is counted again after this, or after an event
+PID_WIDTH = 20  # bytes of worker.pid: the pid, padded
 EMBED_BATCH = 64  # backlog chunks embedded between two looks at the queue (~7 s on 2 cores)
 
 
@@ -95,9 +96,20 @@ class Worker:
             os.close(fd)
             raise AlreadyRunning(f"a worker is already running (pid {read_pid(self.pid_file)}); "
                                  "`lore worker status` shows it") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
         self._lock_fd = fd
+        self._write_pid(str(os.getpid()))
+
+    def _write_pid(self, text: str) -> None:
+        """The pid in place, padded to a fixed width (blank when leaving): rewriting the same
+        bytes needs no new space, so a worker still starts on a full disk. Only shown by
+        `lore worker status`; the lock is what counts."""
+        if self._lock_fd is None:
+            return
+        try:
+            os.pwrite(self._lock_fd, f"{text:<{PID_WIDTH - 1}}\n".encode(), 0)
+            os.ftruncate(self._lock_fd, PID_WIDTH)
+        except OSError:
+            self.log.warning("could not write %s (a full disk?)", self.pid_file)
 
     def _still_idle(self) -> bool:
         """Give up the lock, then look at the queue once more: a hook that queued an event
@@ -105,7 +117,7 @@ class Worker:
         here, and the worker takes the lock back (unless a new worker has it). True: exit."""
         if self._lock_fd is None:
             return True
-        os.ftruncate(self._lock_fd, 0)
+        self._write_pid("")
         _unlock(self._lock_fd)
         if self.queue.depth() == 0:
             return True
@@ -113,13 +125,13 @@ class Worker:
             _lock(self._lock_fd)
         except OSError:
             return True  # a hook started another worker: it takes over
-        os.write(self._lock_fd, str(os.getpid()).encode())
+        self._write_pid(str(os.getpid()))
         return False
 
     def release(self) -> None:
         if self._lock_fd is not None:
             try:
-                os.ftruncate(self._lock_fd, 0)
+                self._write_pid("")
             finally:
                 os.close(self._lock_fd)
                 self._lock_fd = None

@@ -205,8 +205,8 @@ LOG_BYTES = 1024 * 1024  # hooks.log past this becomes hooks.log.1 (one kept)
 
 
 def _log(event_name: str, what: str = "failed") -> None:
-    """One short line (written first, alone: on a full disk it may fit where the traceback
-    does not), then the traceback, redacted. Never raises."""
+    """One short line (written first, alone: on a full disk it may still fit in the log's
+    last block), then the traceback of an unexpected error, redacted. Never raises."""
     import traceback
 
     try:
@@ -225,7 +225,7 @@ def _log(event_name: str, what: str = "failed") -> None:
         fd = open_private(path, "a")
         try:
             os.write(fd, line.encode("utf-8", "replace"))
-            if exc is not None:
+            if exc is not None and not isinstance(exc, OSError):  # the line says all of those
                 os.write(fd, (redact(traceback.format_exc()) + "\n").encode("utf-8", "replace"))
         finally:
             os.close(fd)

@@ -455,12 +455,7 @@ class Queue:
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 line = b"\n" + line
             try:
-                written = 0
-                while written < len(line):
-                    n = os.write(fd, line[written:])
-                    if n <= 0:
-                        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-                    written += n
+                _write_all(fd, line)
             except BaseException:
                 try:
                     os.ftruncate(fd, size)
@@ -507,8 +502,11 @@ def _write_atomic(path: Path, data: bytes, hidden: str | None = None) -> None:
     failure the temporary file is removed and the error raised."""
     tmp = path.with_name(hidden or f".{path.name}.tmp")
     try:
-        with open(open_private(tmp), "wb") as fh:
-            fh.write(data)
+        fd = open_private(tmp)
+        try:
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -516,6 +514,17 @@ def _write_atomic(path: Path, data: bytes, hidden: str | None = None) -> None:
         except OSError:
             pass
         raise
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` (a write cut short is continued; one that writes nothing raises
+    ENOSPC, as a full disk does)."""
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        if n <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        view = view[n:]
 
 
 def _remove_if_stale(path: Path) -> None:

@@ -90,11 +90,16 @@ def worker_status(ctx: click.Context, json_: bool) -> None:
     Example:
       lore worker status --json
     """
+    from lore.errors import LoreError
     from lore.worker import Worker
 
     w = Worker(settings(ctx))
     st = w.status()
-    st["embedding_backlog"] = w.backlog()
+    try:
+        st["embedding_backlog"] = w.backlog()
+    except LoreError as exc:  # a full disk or a locked database: the queue is shown all the same
+        st["embedding_backlog"] = {"chunks": None, "rate": None, "eta_seconds": None,
+                                   "error": str(exc)}
     if json_:
         emit_json(st)
         return
@@ -125,6 +130,8 @@ def _database(db: dict) -> str:
 
 def _backlog(b: dict, running: bool) -> str:
     """"1,234 chunks, about 3 min at 8.5 a second" (search by meaning covers the rest)."""
+    if b.get("error"):
+        return f"unknown ({b['error']})"
     if not b["chunks"]:
         return "nothing"
     text = f"{b['chunks']:,} chunks"
