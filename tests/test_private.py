@@ -126,21 +126,26 @@ def test_database_files_are_private_and_an_old_one_is_tightened(settings):
         assert mode(db) == 0o600 and mode(settings.home) == 0o755
 
 
-def test_a_home_others_can_read_is_pointed_out_once(settings, capfd):
+def test_a_home_others_can_read_is_pointed_out_once(settings):
     settings.home.mkdir(mode=0o700)
+    assert home_notice(settings.home) is None  # private: nothing to say, nothing remembered
+    assert not (settings.home / NOTICE_MARKER).exists()
+    settings.home.chmod(0o755)
+    said = home_notice(settings.home)
+    assert said == (f"note: Lore's home {settings.home} can be read by other users (mode 0755); "
+                    "the files Lore writes there are private (0600), but their names show: "
+                    f"chmod 700 {settings.home} to hide them (said once)")
+    assert home_notice(settings.home) is None and (settings.home / NOTICE_MARKER).exists()
+    assert mode(settings.home) == 0o755
+
+
+def test_the_notice_is_not_spent_where_nobody_reads_it(settings, capfd):
+    """Off a terminal (a pipe, a log, an MCP client) nothing is printed and the one time is kept."""
+    settings.home.mkdir(mode=0o755)
+    settings.home.chmod(0o755)
     with Lore.open(settings, embedder=FakeEmbedder()):
         pass
-    assert capfd.readouterr().err == ""  # private: nothing to say
-    settings.home.chmod(0o755)
-    for _ in range(2):
-        with Lore.open(settings, embedder=FakeEmbedder()):
-            pass
-    err = capfd.readouterr().err.splitlines()
-    assert err == [f"note: Lore's home {settings.home} can be read by other users (mode 0755); "
-                   "the files Lore writes there are private (0600), but their names show: "
-                   f"chmod 700 {settings.home} to hide them (said once)"]
-    assert mode(settings.home) == 0o755 and (settings.home / NOTICE_MARKER).exists()
-    assert home_notice(settings.home) is None
+    assert capfd.readouterr().err == "" and not (settings.home / NOTICE_MARKER).exists()
 
 
 def test_export_and_config_written_by_lore_are_private(settings, tmp_path: Path):

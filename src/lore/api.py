@@ -83,7 +83,9 @@ class Lore:
              create: bool = True) -> Lore:
         if os.environ.get("LORE_DEVICE"):  # refused before a database is made or opened
             check_device(os.environ["LORE_DEVICE"])
-        said = home_notice(settings.home)  # a home others can read is pointed out once
+        # A home others can read is pointed out once, to a person: on a terminal only (not in
+        # a pipe, a log or an MCP client), so the one time is not spent where nobody reads it.
+        said = home_notice(settings.home) if _on_terminal(sys.stderr) else None
         if said:
             print(said, file=sys.stderr)
         store = open_store(settings.db_location, create=create)
@@ -653,3 +655,10 @@ class Lore:
 
     def lessons_without_vectors(self) -> int:
         return len(self.store.lessons_needing_vectors())
+
+
+def _on_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (AttributeError, ValueError, OSError):  # a replaced or closed stream
+        return False

@@ -5,7 +5,7 @@ Folders are created 0700 and files 0600. Every Lore process also starts with the
 config template) are private too. Lore changes the mode of nothing it did not create: a file
 it writes again is tightened when it opens it (its own log, queue file or database), a folder
 it did not make keeps its mode, and a home readable by others is pointed out once
-(:func:`home_notice`).
+(:func:`home_notice`, on a terminal).
 
 Standard library only: the hooks call it.
 """
