@@ -309,6 +309,18 @@ def test_a_hook_process_on_a_full_disk_exits_0_silently_and_logs(lore_home):
     assert log.count("hook stop failed; the event was not queued: OSError: [Errno 28]") == 3
 
 
+def test_the_hooks_log_is_bounded(lore_home, monkeypatch):
+    logs = lore_home / "logs"
+    logs.mkdir(parents=True)
+    (logs / "hooks.log").write_bytes(b"x" * (hooks.LOG_BYTES + 1))
+    monkeypatch.setattr("sys.stdin", __import__("io").TextIOWrapper(__import__("io").BytesIO(b"[1]")))
+    assert hooks.main("stop") == 0
+    assert (logs / "hooks.log.1").stat().st_size == hooks.LOG_BYTES + 1
+    assert (logs / "hooks.log").read_text().startswith(
+        time.strftime("%Y-%m-%d"))  # a fresh log with this failure only
+    assert "hook stop failed; the event was not queued: ValueError" in (logs / "hooks.log").read_text()
+
+
 def test_stale_temporary_files_are_swept(lore_home):
     q = Queue(lore_home / "queue")
     q.append("Stop", {"n": 1})

@@ -172,10 +172,6 @@ class Queue:
                 names.append(name)
         return sorted(names)
 
-    def ids(self) -> list[str]:
-        """The pending files' names without ``.json`` (an event's id, unless a copy)."""
-        return [name[:-5] for name in self.files()]
-
     def depth(self) -> int:
         return len(self.files())
 
