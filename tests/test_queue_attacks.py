@@ -660,6 +660,22 @@ def test_an_idle_worker_in_process_returns(lore_home):
     assert "idle for 0 s: exiting" in (lore_home / "logs" / "worker.log").read_text()
 
 
+def test_a_worker_that_cannot_start_is_not_started_by_every_hook(lore_home):
+    lore_home.mkdir()
+    (lore_home / "config.yaml").write_text("search:\n  vectr_weight: 2\n")  # a typo: it exits
+    e = env(lore_home)
+    del e["LORE_WORKER_AUTOSTART"]
+    for _ in range(5):
+        out = subprocess.run([LORE, "hook", "stop"], input="{}", env=e, capture_output=True,
+                             text=True, timeout=60)
+        assert (out.returncode, out.stdout, out.stderr) == (0, "", "")
+    assert wait_for(lambda: "vectr_weight" in (lore_home / "logs" / "worker.log").read_text())
+    time.sleep(1)
+    log = (lore_home / "logs" / "worker.log").read_text()
+    assert log.count("Error: config") == 1, log  # one start, not five
+    assert Queue(lore_home / "queue").depth() == 5
+
+
 def test_a_bad_idle_setting_fails_open_in_the_hook_and_clearly_in_the_command(lore_home):
     e = env(lore_home, LORE_WORKER_IDLE_EXIT="ten minutes")
     del e["LORE_WORKER_AUTOSTART"]

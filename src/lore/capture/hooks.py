@@ -10,8 +10,9 @@ may not. ``LORE_DISABLED=1`` turns every hook into a no-op.
 
 After queuing, every hook starts the worker if none holds the home's lock (one open and one
 lock attempt); a worker started so exits after ``$LORE_WORKER_IDLE_EXIT`` seconds (600) with
-nothing pending, and the next hook starts it again. ``LORE_WORKER_AUTOSTART=0`` leaves starting
-it to the user (a service manager, `lore worker run`). Nothing on this path walks the home or
+nothing pending, and the next hook starts it again (a worker that fails to start is tried again
+at most every 30 s). ``LORE_WORKER_AUTOSTART=0`` leaves starting it to the user (a service
+manager, `lore worker run`). Nothing on this path walks the home or
 changes a mode.
 """
 
@@ -117,6 +118,9 @@ def _light_settings() -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+SPAWN_SECONDS = 30.0
+
+
 def ensure_worker() -> None:
     """Start the worker in the background if none holds the home's lock (cheap check, no
     waiting), unless ``LORE_WORKER_AUTOSTART=0``. It exits once idle for
@@ -130,7 +134,19 @@ def ensure_worker() -> None:
     home = lore_home()
     if worker_running(home):
         return
-    spawn_worker(home, idle_exit_seconds())
+    idle = idle_exit_seconds()
+    # A worker that cannot start (a broken config, a full disk) would otherwise be started,
+    # at the cost of a second of CPU, by every hook: at most one start per SPAWN_SECONDS. A
+    # worker that exited idle was started at least its idle time ago, so this never delays it.
+    marker = home / "worker.started"
+    try:
+        if time.time() - marker.stat().st_mtime < min(SPAWN_SECONDS, idle or SPAWN_SECONDS):
+            return
+    except OSError:
+        pass
+    os.close(open_private(marker))
+    os.utime(marker)
+    spawn_worker(home, idle)
 
 
 def stop_signals(payload: dict[str, Any]) -> dict[str, Any]:
