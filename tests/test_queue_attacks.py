@@ -639,6 +639,11 @@ def test_a_worker_gives_up_idling_when_an_event_arrives_as_it_lets_go(lore_home)
         assert w._still_idle() is False and worker_running(lore_home)
         w.queue.ack(next(iter(w.queue.take())))
         assert w._still_idle() is True and not worker_running(lore_home)
+        other = worker(lore_home)  # the next hook's worker, before this one has closed
+        other.acquire()
+        w.release()
+        assert other.status()["pid"] == os.getpid() and worker_running(lore_home)
+        other.release()
     finally:
         w.release()
 

@@ -68,6 +68,7 @@ class Worker:
         self._owns_lore = lore is None
         self._stop = False
         self._lock_fd: int | None = None
+        self._holding = False  # whether this worker holds the lock (and so owns the pid file)
         try:
             self.log = _logger(self.home / "logs" / "worker.log")
             if lore is not None:
@@ -97,6 +98,7 @@ class Worker:
             raise AlreadyRunning(f"a worker is already running (pid {read_pid(self.pid_file)}); "
                                  "`lore worker status` shows it") from None
         self._lock_fd = fd
+        self._holding = True
         self._write_pid(str(os.getpid()))
 
     def _write_pid(self, text: str) -> None:
@@ -119,19 +121,22 @@ class Worker:
             return True
         self._write_pid("")
         _unlock(self._lock_fd)
+        self._holding = False  # from here the pid file may be another worker's
         if self.queue.depth() == 0:
             return True
         try:
             _lock(self._lock_fd)
         except OSError:
             return True  # a hook started another worker: it takes over
+        self._holding = True
         self._write_pid(str(os.getpid()))
         return False
 
     def release(self) -> None:
         if self._lock_fd is not None:
             try:
-                self._write_pid("")
+                if self._holding:
+                    self._write_pid("")
             finally:
                 os.close(self._lock_fd)
                 self._lock_fd = None
