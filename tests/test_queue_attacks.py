@@ -324,14 +324,17 @@ def test_the_hooks_log_is_bounded(lore_home, monkeypatch):
 def test_stale_temporary_files_are_swept(lore_home):
     q = Queue(lore_home / "queue")
     q.append("Stop", {"n": 1})
-    old, fresh, root_old = q.pending / ".dead.tmp", q.pending / ".writing.tmp", q.root / ".errors.json.tmp"
-    for p in (old, fresh, root_old):
+    old = q.pending / ".01795700870838964063-25331-7be5b9.tmp"  # a hook killed mid-write
+    fresh = q.pending / ".01795700870838964064-25332-7be5ba.tmp"  # a hook writing now
+    root_old = q.root / ".lore-errors.json.tmp"
+    theirs = q.pending / ".syncthing.x.json.tmp"  # a sync tool's: not Lore's to delete
+    for p in (old, fresh, root_old, theirs):
         p.write_bytes(b"")
     past = time.time() - 120
-    os.utime(old, (past, past))
-    os.utime(root_old, (past, past))
+    for p in (old, root_old, theirs):
+        os.utime(p, (past, past))
     assert len(list(q.take())) == 1
-    assert not old.exists() and not root_old.exists() and fresh.exists()
+    assert not old.exists() and not root_old.exists() and fresh.exists() and theirs.exists()
 
 
 def test_the_failure_count_is_kept_when_no_new_file_fits(lore_home, monkeypatch):

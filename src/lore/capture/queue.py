@@ -3,8 +3,8 @@
 One file per event under ``queue/pending``: written to a temporary name and renamed,
 so concurrent writers never interleave and a reader never sees half an event; no
 locks, so a hook never waits. Names sort by time, so events are taken in order. A write
-that fails (a full disk) removes its temporary file and raises; the worker sweeps any
-temporary file older than a minute (a writer killed mid-write).
+that fails (a full disk) removes its temporary file and raises; the worker sweeps its own
+temporary files older than a minute (a writer killed mid-write), and no other.
 
 The worker handles an event, appends it to ``queue/done.jsonl`` and only then removes the
 file it read: a crash in between means the event is seen again (at-least-once), and handlers
@@ -59,6 +59,9 @@ MAX_REASON = 500  # characters of a failure's reason kept in errors.json
 DONE_IDS_KEPT = 200_000  # ids of handled events remembered to pass over a copy of one
 _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _DONE_ID = re.compile(rb'^\{"v": \d+, "id": "((?:[^"\\]|\\.)*)"')
+# Lore's own temporary files (an event being written, a file being replaced): only these are
+# swept; a sync tool's temporary files beside them are not Lore's to delete.
+_OWN_TMP = re.compile(r"\.(?:\d{20}-\d+-[0-9a-f]{6}|lore-.+)\.tmp")
 
 
 class NotRegular(OSError):
@@ -165,7 +168,7 @@ class Queue:
             if not regular:
                 continue  # a named pipe, a link, a folder: not an event, never opened
             if name.startswith("."):
-                if sweep and name.endswith(".tmp"):
+                if sweep and _OWN_TMP.fullmatch(name):
                     _remove_if_stale(Path(entry.path))
                 continue
             if name.endswith(".json"):
@@ -482,7 +485,7 @@ class Queue:
             except OSError:
                 continue
             for entry in entries:
-                if entry.name.startswith(".") and entry.name.endswith(".tmp"):
+                if _OWN_TMP.fullmatch(entry.name):
                     _remove_if_stale(Path(entry.path))
 
 
@@ -496,7 +499,7 @@ def _encode(record: dict[str, Any]) -> bytes:
 def _write_atomic(path: Path, data: bytes, hidden: str | None = None) -> None:
     """Write ``data`` to a temporary file beside ``path`` and rename it over ``path``; on any
     failure the temporary file is removed and the error raised."""
-    tmp = path.with_name(hidden or f".{path.name}.tmp")
+    tmp = path.with_name(hidden or f".lore-{path.name}.tmp")
     try:
         fd = open_private(tmp)
         try:
