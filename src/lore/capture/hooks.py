@@ -12,8 +12,7 @@ After queuing, every hook starts the worker if none holds the home's lock (one o
 lock attempt); a worker started so exits after ``$LORE_WORKER_IDLE_EXIT`` seconds (600) with
 nothing pending, and the next hook starts it again (a worker that fails to start is tried again
 at most every 30 s). ``LORE_WORKER_AUTOSTART=0`` leaves starting it to the user (a service
-manager, `lore worker run`). Nothing on this path walks the home or
-changes a mode.
+manager, `lore worker run`). Nothing on this path walks the home or changes a mode.
 """
 
 from __future__ import annotations
