@@ -15,6 +15,8 @@ and the parts in :mod:`lore.core`: ``embedding``, ``lessons``, ``conversations``
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -25,9 +27,10 @@ from lore.core.embedding import Embedding, Progress
 from lore.core.lessons import Lessons, content_hash, require_id
 from lore.embed import Embedder, document_text
 from lore.errors import InvalidInput, NotFound, StoreBusy
+from lore.home import check_device
 from lore.ids import now
 from lore.models import Edge, Filters, ImportReport, Lesson, RefItem, RelatedLesson, SearchResult
-from lore.private import tighten_home
+from lore.private import home_notice
 from lore.store import Store, open_store, storage_error
 
 if TYPE_CHECKING:
@@ -78,7 +81,13 @@ class Lore:
     @classmethod
     def open(cls, settings: Settings, *, embedder: Embedder | None = None,
              create: bool = True) -> Lore:
-        tighten_home(settings.home)  # a home made by an older Lore becomes private
+        if os.environ.get("LORE_DEVICE"):  # refused before a database is made or opened
+            check_device(os.environ["LORE_DEVICE"])
+        # A home others can read is pointed out once, to a person: on a terminal only (not in
+        # a pipe, a log or an MCP client), so the one time is not spent where nobody reads it.
+        said = home_notice(settings.home) if _on_terminal(sys.stderr) else None
+        if said:
+            print(said, file=sys.stderr)
         store = open_store(settings.db_location, create=create)
         lore = cls(settings, store, embedder)
         store.set_identity(settings.user, lore.device)
@@ -669,3 +678,10 @@ class Lore:
 
     def lessons_without_vectors(self) -> int:
         return len(self.store.lessons_needing_vectors())
+
+
+def _on_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (AttributeError, ValueError, OSError):  # a replaced or closed stream
+        return False

@@ -77,7 +77,9 @@ def env(venv: Path, lore_home: Path) -> dict[str, str]:
     """The environment of a user's shell: nothing of this checkout or its virtual environment."""
     keep = {k: v for k, v in os.environ.items()
             if not k.startswith(("LORE_", "PYTHON", "VIRTUAL_ENV"))}
-    return {**keep, "LORE_HOME": str(lore_home), "PATH": f"{venv}{os.pathsep}{keep.get('PATH', '')}"}
+    # The test runs the worker itself: a hook must not start one that races it for the event.
+    return {**keep, "LORE_HOME": str(lore_home), "LORE_WORKER_AUTOSTART": "0",
+            "PATH": f"{venv}{os.pathsep}{keep.get('PATH', '')}"}
 
 
 def lore(venv: Path, env: dict[str, str], cwd: Path, *args: str, stdin: str | None = None,
