@@ -547,6 +547,17 @@ class Lore:
 
         return import_memory(self.store, self.lessons, claude_home, dry_run=dry_run)
 
+    def vector_backlog(self) -> int:
+        """How many conversation chunks wait for a vector (the store alone: no model, no numpy)."""
+        return self.store.conversations.vector_backlog()
+
+    def waiting_for_judge(self) -> dict[str, Any]:
+        """How many messages wait for the judge, in how many sessions, and its last failure
+        (the store alone: the learning pipeline is not loaded)."""
+        messages, sessions = self.store.corrections.judging_count()
+        return {"messages": messages, "sessions": sessions,
+                "last_error": self.store.meta("judge.last_error") if messages else None}
+
     def preferences(self, project: str | None = None, *, all_projects: bool = False,
                     file_type: str | None = None,
                     statuses: Sequence[str] = ("active", "proposed"),

@@ -231,7 +231,7 @@ class Worker:
             left = 0
         else:
             with Lore.open(self.settings, create=False) as lore:
-                left = lore.conversations.backlog()
+                left = lore.vector_backlog()
         rate = None
         try:
             rate = float(json.loads(self.rate_file.read_text(encoding="utf-8"))["rate"])
@@ -439,7 +439,7 @@ class Worker:
             return None
         try:
             with Lore.open(self.settings, create=False) as lore:
-                return lore.learner.waiting_for_judge()
+                return lore.waiting_for_judge()
         except Exception:  # noqa: BLE001 - the status must show even when the database cannot
             return None
 
