@@ -26,7 +26,16 @@ from lore.core.lessons import Lessons, content_hash, require_id
 from lore.embed import Embedder, document_text
 from lore.errors import InvalidInput, NotFound, StoreBusy
 from lore.ids import now
-from lore.models import Edge, Filters, ImportReport, Lesson, RefItem, RelatedLesson, SearchResult
+from lore.models import (
+    RULE_KINDS,
+    Edge,
+    Filters,
+    ImportReport,
+    Lesson,
+    RefItem,
+    RelatedLesson,
+    SearchResult,
+)
 from lore.private import tighten_home
 from lore.store import Store, open_store, storage_error
 
@@ -532,9 +541,39 @@ class Lore:
     def approved_rules(self, project: str | None) -> list[Lesson]:
         """The rules a person approved that hold in ``project`` (its own and global ones),
         most confident first. Every caller goes through here (or ``approved_lessons``)."""
-        ids = self.store.corrections.preferences(project, all_projects=False, file_type=None,
-                                                 statuses=("active",), limit=1_000_000)
+        from lore.normalize import project_root
+
+        ids = self.store.corrections.preferences(project_root(project), all_projects=False,
+                                                 file_type=None, statuses=("active",),
+                                                 limit=1_000_000)
         return [x for x in (self.store.get(i) for i in ids) if approved(x)]
+
+    def apply_left_out(self, project: str | None, *,
+                       include_global: bool | None = None) -> list[dict[str, Any]]:
+        """The approved rules ``lore apply`` in ``project`` does not write, each with why:
+        another project's rule (``lore learn scope`` moves it), or a global rule while the
+        global file is off. Rules a target file already states are the plan's skips."""
+        from lore.normalize import project_root
+
+        include_global = self.config.apply.global_file if include_global is None \
+            else include_global
+        here = {x.id for x in self.approved_rules(project)}
+        out = []
+        for lesson in self.approved_lessons():
+            if lesson.kind not in RULE_KINDS:
+                continue
+            if lesson.id in here and (lesson.project is not None or include_global):
+                continue
+            if lesson.project is None:
+                reason = ("a global rule, and the global file is off (--global or "
+                          "apply.global_file writes ~/.claude/CLAUDE.md)")
+            else:
+                reason = (f"a rule of another project ({lesson.project}); `lore learn scope "
+                          f"{lesson.id} --project {project_root(project) or '.'}` or --global "
+                          "moves it")
+            out.append({"id": lesson.id, "title": lesson.title, "project": lesson.project,
+                        "reason": reason})
+        return out
 
     @staticmethod
     def approved_at(lesson: Lesson) -> str:
@@ -565,8 +604,10 @@ class Lore:
         """Learned rules waiting for a person's review, with their evidence; read from the
         store alone, without loading the learning pipeline (``lore review`` lists fast)."""
         from lore.core.review import waiting
+        from lore.normalize import project_root
 
-        return waiting(self.store, project, all_projects=all_projects, limit=limit)
+        return waiting(self.store, project_root(project), all_projects=all_projects,
+                       limit=limit)
 
     def review_export(self, folder: Path | None = None) -> dict[str, Any]:
         """Write the markdown review folder (``review.folder`` unless given): a file per

@@ -13,6 +13,7 @@ from lore.cli.common import (
     json_option,
     notice,
     resolve_project,
+    scope_label,
     split_multi,
     table,
     with_lore,
@@ -293,6 +294,7 @@ def recall_preferences(lore: Any, project: str | None, file_type: str | None,
     if not lessons:
         notice("no preferences yet" + (f" for {scope}" if scope else ""))
         return
+    many = len({p.project for p in lessons if p.project is not None}) > 1
     rows = []
     for p in lessons:
         meta = p.metadata.get("learning") or {}
@@ -300,7 +302,7 @@ def recall_preferences(lore: Any, project: str | None, file_type: str | None,
                      if e.relation == "contradicts"]
         rows.append([p.id, p.status, f"{p.score:.2f}" if p.score is not None else "-",
                      meta.get("occurrences", "-"), p.title,
-                     ", ".join(p.file_types) or "-", "global" if p.project is None else "project",
+                     ", ".join(p.file_types) or "-", scope_label(p.project, many),
                      ", ".join(c[-6:] for c in conflicts) or ""])
     table(None, ["id", "status", "score", "seen", "rule", "files", "scope", "conflicts"], rows)
 

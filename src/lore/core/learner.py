@@ -417,7 +417,8 @@ class Learner:
         for s in statuses:
             self.store.check_reference("status", s)
         ft = normalize.file_type(file_type) if file_type else None
-        ids = self.captured.preferences(project, all_projects=all_projects, file_type=ft,
+        ids = self.captured.preferences(normalize.project_root(project),
+                                        all_projects=all_projects, file_type=ft,
                                         statuses=tuple(statuses), limit=limit)
         return [self.lessons.get(i) for i in ids]
 
@@ -551,7 +552,8 @@ class Learner:
     def waiting(self, project: str | None = None, *, all_projects: bool = True,
                 limit: int = 100) -> list[dict[str, Any]]:
         """What waits for a person (:func:`lore.core.review.waiting`)."""
-        return waiting_list(self.store, project, all_projects=all_projects, limit=limit)
+        return waiting_list(self.store, normalize.project_root(project),
+                            all_projects=all_projects, limit=limit)
 
     def review(self, lesson_id: str, action: str, *, reason: str | None = None,
                title: str | None = None, content: str | None = None,

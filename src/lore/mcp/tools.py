@@ -23,7 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from lore.errors import LoreError, StoreBusy, os_error_message
-from lore.normalize import storable_json
+from lore.normalize import project_root, storable_json
 
 if TYPE_CHECKING:
     from lore.api import Lore
@@ -119,7 +119,8 @@ class LoreTools:
             raise ToolError(str(found)) from None
 
     async def project(self, ctx: Context | None, given: str | None) -> str | None:
-        """The project a call is about: the argument, else the client's root, else our cwd.
+        """The project a call is about: the argument, else the client's root, else our cwd,
+        each as its project (the git top level of the folder, as every face resolves it).
 
         Returns None for "every project" ('all' or '*'); '' for global lessons.
         """
@@ -129,11 +130,11 @@ class LoreTools:
                 return None
             if value.lower() in GLOBAL:
                 return ""
-            return str(Path(value).expanduser().resolve()) if os.path.isdir(value) else value
+            return project_root(value) if os.path.isdir(os.path.expanduser(value)) else value
         if not self._roots_checked and ctx is not None:
             self._roots_checked = True
-            self._roots = await first_root(ctx)
-        return self._roots or str(Path.cwd().resolve())
+            self._roots = project_root(await first_root(ctx))
+        return self._roots or project_root(str(Path.cwd()))
 
 
 async def first_root(ctx: Context) -> str | None:
