@@ -523,12 +523,18 @@ class Lore:
 
     def session_context(self, project: str | None, max_chars: int | None = None,
                         max_items: int | None = None) -> str:
-        """What SessionStart tells a new session in ``project`` (empty when nothing applies)."""
-        from lore.apply.session_context import build
+        """What SessionStart tells a new session in ``project`` (empty when nothing applies):
+        rules the project's instruction files already state are not repeated."""
+        from pathlib import Path as _Path
+
+        from lore.apply.session_context import build, carried_lines
+        from lore.normalize import project_root
 
         ctx = self.config.context
+        project = project_root(project)
         return build(self.store.sessions, project, max_chars or ctx.max_chars,
-                     max_items or ctx.max_items, self.config.learning.inject_proposed_min_seen)
+                     max_items or ctx.max_items, self.config.learning.inject_proposed_min_seen,
+                     carried_lines(project, _Path.home()))
 
     def import_claude_memory(self, claude_home: Path, *, dry_run: bool = False) -> Any:
         """Claude Code's auto-memory entries as proposed lessons for review, each once; its
