@@ -282,8 +282,11 @@ class Lore:
         mode: hybrid.Mode = "hybrid",
         track: bool = True,
         interface: str = "api",
+        include_superseded: bool = True,
     ) -> list[SearchResult]:
-        """Hybrid search. Usage stats are bumped for the results returned; the query is logged."""
+        """Hybrid search. Usage stats are bumped for the results returned; the query is logged.
+        A lesson an active lesson supersedes ranks below its successor, or is left out with
+        ``include_superseded=False``."""
         started = time.perf_counter()
         filters = self.resolve_filters(filters or Filters())
         limit = limit or self.config.search.default_limit
@@ -297,7 +300,7 @@ class Lore:
 
             embed = prefetch(embed, query)  # embedded while the keyword stage runs
         results = hybrid.search(self.store, query, filters, limit, self.config.search, embed,
-                                self.vectors, mode)
+                                self.vectors, mode, include_superseded)
         if track:
             took = (time.perf_counter() - started) * 1000
             ids = [r.id for r in results]
