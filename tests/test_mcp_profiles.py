@@ -182,3 +182,53 @@ def test_the_model_loads_after_the_tools_are_listed(settings, monkeypatch):
     anyio.run(server.list_tools)
     assert len(started) == 1
     assert srv.WARM_AFTER_S > 0
+
+
+@pytest.mark.parametrize("args, env, want", [
+    (["mcp"], None, "session"),
+    (["mcp"], "admin", "admin"),
+    (["mcp"], "nonsense", None),  # the CLI reports it
+    (["mcp", "--profile", "ai-lessons"], "admin", "ai-lessons"),
+    (["mcp", "--profile=all"], None, "all"),
+    (["mcp", "--profile", "bogus"], None, None),
+    (["mcp", "--help"], None, None),
+    (["mcp", "--profile"], None, None),
+    (["--db", "x.db", "mcp"], None, None),
+    (["recall", "search", "x"], None, None),
+    ([], None, None),
+])
+def test_plain_lore_mcp_takes_the_fast_path_and_nothing_else_does(args, env, want, monkeypatch):
+    from lore.entry import mcp_profile
+
+    if env is None:
+        monkeypatch.delenv("LORE_MCP_PROFILE", raising=False)
+    else:
+        monkeypatch.setenv("LORE_MCP_PROFILE", env)
+    assert mcp_profile(args) == want
+
+
+def test_the_config_is_read_by_the_first_tool_call_and_its_error_is_a_tool_error(lore_home):
+    """`lore mcp` answers the handshake before reading the config; a broken config is the
+    first call's one-line tool error, and the server lives on."""
+    from mcp import Client, StdioServerParameters
+
+    lore_home.mkdir(parents=True, exist_ok=True)
+    (lore_home / "config.yaml").write_text("search: [unclosed\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}
+    env["LORE_HOME"] = str(lore_home)
+
+    async def main() -> tuple[set[str], list[str]]:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "lore", "mcp"], env=env)
+        async with Client(params) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            texts = []
+            for _ in range(2):
+                r = await client.call_tool("lore_preferences", {})
+                assert r.is_error
+                texts.append(r.content[0].text)
+            return names, texts
+
+    names, texts = anyio.run(main)
+    assert names == SESSION
+    for text in texts:
+        assert "config.yaml" in text and "\n" not in text and "Traceback" not in text

@@ -123,13 +123,23 @@ def alive(pid: int) -> bool:
     return True
 
 
+def _background_priority() -> None:
+    """The worker is background work: it starts with the session, beside the agent and the
+    MCP server the agent waits for, so it yields the CPU to them (nice 10)."""
+    try:
+        os.nice(10)
+    except OSError:
+        pass
+
+
 def spawn_worker(home: Path) -> int:
     """Start `lore worker run` detached, logging to the home's worker log; return its pid."""
     logs = private_dir(home / "logs")
     with open(open_private(logs / "worker.log", "a"), "a") as out:
         proc = subprocess.Popen([sys.executable, "-m", "lore", "worker", "run"],
                                 stdout=out, stderr=out, stdin=subprocess.DEVNULL,
-                                start_new_session=True, env=dict(os.environ))
+                                start_new_session=True, env=dict(os.environ),
+                                preexec_fn=_background_priority if os.name == "posix" else None)
     return proc.pid
 
 

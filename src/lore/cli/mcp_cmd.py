@@ -5,13 +5,11 @@ from __future__ import annotations
 import click
 
 from lore.cli.common import LoreCommand
-
-PROFILE_CHOICES = ["session", "admin", "canonical", "ai-lessons", "self-learning", "self-reflect",
-                   "reinforcement", "all"]
+from lore.mcp import DEFAULT_PROFILE, PROFILES
 
 
 @click.command("mcp", cls=LoreCommand)
-@click.option("--profile", type=click.Choice(PROFILE_CHOICES), default="session",
+@click.option("--profile", type=click.Choice(PROFILES), default=DEFAULT_PROFILE,
               show_default=True, envvar="LORE_MCP_PROFILE",
               help="Tools to expose: session (what an agent needs in a session), admin (also "
                    "writing, links, review, apply), canonical (admin without the conversation "
@@ -31,10 +29,6 @@ def mcp(ctx: click.Context, profile: str) -> None:
       claude mcp add --scope user lore-admin -- lore mcp --profile admin
     """
     from lore.cli.common import settings
-    from lore.mcp.server import build_server
+    from lore.mcp.server import serve
 
-    server, tools = build_server(settings(ctx), profile)
-    try:
-        server.run()  # stdio
-    finally:
-        tools.close()
+    serve(profile, settings(ctx))

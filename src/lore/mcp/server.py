@@ -41,12 +41,15 @@ from lore.mcp.tools import LoreTools
 from lore.normalize import storable_json
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from lore.api import Lore
     from lore.config import Settings
 
-DEFAULT_PROFILE = "session"
-PROFILES = ("session", "admin", "canonical", "ai-lessons", "self-learning", "self-reflect",
-            "reinforcement", "all")
+__all__ = ["DEFAULT_PROFILE", "PROFILES", "build_server", "schema_size", "serve"]
+
+from lore.mcp import DEFAULT_PROFILE, PROFILES
+
 # Clients that never list the tools still get a warm model this long after the handshake.
 WARM_AFTER_S = 3.0
 
@@ -57,8 +60,27 @@ user corrects you or states a lasting preference, record it (lore_record_correct
 results are short; fetch a whole lesson with lore_get."""
 
 
-def build_server(settings: Settings, profile: str = DEFAULT_PROFILE,
+def serve(profile: str = DEFAULT_PROFILE,
+          settings: Settings | Callable[[], Settings] | None = None) -> None:
+    """Serve over stdio until the client closes the pipe. ``settings``: the loaded settings,
+    or a function that loads them when the first tool needs them (`lore mcp` answers the
+    handshake and the tool list before reading the config)."""
+    server, tools = build_server(settings or _load_settings, profile)
+    try:
+        server.run()  # stdio
+    finally:
+        tools.close()
+
+
+def _load_settings() -> Settings:
+    from lore.config import load_config
+
+    return load_config()
+
+
+def build_server(settings: Settings | Callable[[], Settings], profile: str = DEFAULT_PROFILE,
                  lore: Lore | None = None) -> tuple[MCPServer, LoreTools]:
+    """The server with the profile's tools. ``settings`` may be a function that loads them."""
     if profile not in PROFILES:
         raise LoreError(f"unknown profile '{profile}'; valid: {', '.join(PROFILES)}")
     tools = LoreTools(settings, lore)

@@ -51,13 +51,21 @@ StrList = list[str] | None
 class LoreTools:
     """The tool implementations: argument handling, project scope, error translation."""
 
-    def __init__(self, settings: Settings, lore: Lore | None = None) -> None:
-        self.settings = settings
+    def __init__(self, settings: Settings | Callable[[], Settings],
+                 lore: Lore | None = None) -> None:
+        self._settings = settings
         self._lore = lore
         self._lock = threading.Lock()
         self._roots: str | None = None
         self._roots_checked = False
         self._warm_started = False
+
+    @property
+    def settings(self) -> Settings:
+        """The settings, loaded by the first call that needs them when given as a function."""
+        if callable(self._settings):
+            self._settings = self._settings()
+        return self._settings
 
     @property
     def lore(self) -> Lore:
@@ -113,7 +121,9 @@ class LoreTools:
         except Exception as exc:
             from lore.api import storage_error
 
-            found = storage_error(exc, self.settings.db_location)  # read-only, full disk …
+            if callable(self._settings):  # the settings themselves did not load
+                raise
+            found = storage_error(exc, self._settings.db_location)  # read-only, full disk …
             if found is None:
                 raise
             raise ToolError(str(found)) from None
