@@ -249,3 +249,14 @@ def test_postgres_migrates_project_keys_when_opened(pg_url, repo):
         assert row[0] == str(repo.path.resolve())
     finally:
         again.close()
+
+
+def test_search_takes_all_for_every_project_as_the_other_commands_do(repo, tmp_path, cli_in):
+    other = Repo(tmp_path / "blog")
+    cli_in(other.path, "learn", "add", "Write posts in Markdown", "Not HTML.")
+    code, out, _ = cli_in(repo.path, "recall", "search", "posts markdown", "--project", "all",
+                          "--json", "--no-track")
+    assert code == 0 and [r["title"] for r in _json(out)["results"]] == ["Write posts in Markdown"]
+    code, out, _ = cli_in(repo.path, "recall", "search", "posts markdown", "--project", ".",
+                          "--json", "--no-track")
+    assert _json(out)["results"] == []

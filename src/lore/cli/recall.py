@@ -42,7 +42,8 @@ def recall() -> None:
 @click.option("--kind", multiple=True, help="Only these kinds.")
 @click.option("--status", multiple=True,
               help="Only these statuses (default: active; 'all' for every status).")
-@click.option("--project", help="This project's lessons and the global ones ('.' = current).")
+@click.option("--project", help="This project's lessons and the global ones ('.' = current; "
+              "'all' or none: every project).")
 @click.option("--file-type", multiple=True, help="Lessons for this file type and general ones.")
 @click.option("--mode", type=click.Choice(["hybrid", "keyword", "vector"]), default="hybrid",
               show_default=True, help="Ranking: both signals, or one alone for comparison.")
@@ -70,7 +71,8 @@ def recall_search(lore: Any, query: str, limit: int | None, tag: tuple[str, ...]
     filters = Filters(
         tags=tuple(split_multi(tag)), contexts=context, min_confidence=min_confidence,
         sources=tuple(split_multi(source)), kinds=tuple(split_multi(kind)), statuses=statuses,
-        project=resolve_project(project), file_types=tuple(split_multi(file_type)),
+        project=None if project and project.lower() in ("all", "*") else resolve_project(project),
+        file_types=tuple(split_multi(file_type)),
     )
     # A read-only database (its home is not writable) still answers; usage is not counted.
     track = not no_track and not lore.read_only
