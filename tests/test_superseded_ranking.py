@@ -1,6 +1,6 @@
 """Ranking respects the graph: a lesson an active lesson supersedes ranks below its successor
 (or is left out when asked), in the CLI, MCP, the web API and the SessionStart context; the real
-model ranks the issue's pair the wrong way round without the link."""
+model ranks such a pair the wrong way round without the link."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def ids(results) -> list[str]:
 def test_without_the_link_the_old_wording_wins_with_it_the_successor_does(pair):
     lore, old, new = pair
     before = ids(lore.recall(QUERY, Filters(project="/work/shop"), 10, track=False))
-    assert before.index(old) < before.index(new)  # the issue's order: wording alone
+    assert before.index(old) < before.index(new)  # wording alone: the older lesson first
     lore.link(new, old, "supersedes")
     after = lore.recall(QUERY, Filters(project="/work/shop"), 10, track=False)
     assert ids(after).index(new) < ids(after).index(old)
