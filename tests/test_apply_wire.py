@@ -132,7 +132,7 @@ def test_mcp_lore_apply_shows_the_diff_by_default_and_writes_when_asked(where, s
     project, _ = where
     lore = Lore.open(settings, embedder=real_embedder)
     add_rules(lore, project)
-    server, tools = build_server(settings, lore=lore)
+    server, tools = build_server(settings, "admin", lore=lore)
     try:
         async def call(args: dict) -> dict:
             result = await server.call_tool("lore_apply", args)

@@ -174,6 +174,15 @@ def idle_exit_seconds() -> int:
     return int(value)
 
 
+def _background_priority() -> None:
+    """The worker is background work: it starts with the session, beside the agent and the
+    MCP server the agent waits for, so it yields the CPU to them (nice 10)."""
+    try:
+        os.nice(10)
+    except OSError:
+        pass
+
+
 def spawn_worker(home: Path, idle_exit: int | None = None) -> int:
     """Start `lore worker run` detached, logging to the home's worker log; return its pid.
     With ``idle_exit`` (seconds) it exits after that long with nothing pending."""
@@ -184,7 +193,8 @@ def spawn_worker(home: Path, idle_exit: int | None = None) -> int:
     with open(open_private(logs / "worker.log", "a"), "a") as out:
         proc = subprocess.Popen(args,
                                 stdout=out, stderr=out, stdin=subprocess.DEVNULL,
-                                start_new_session=True, env=dict(os.environ))
+                                start_new_session=True, env=dict(os.environ),
+                                preexec_fn=_background_priority if os.name == "posix" else None)
     return proc.pid
 
 

@@ -335,10 +335,9 @@ class Worker:
         since then (with its corrections), analyses them above the threshold and proposes what
         its transcript shows (docs/analysis.md)."""
         p = event.payload
-        session_id, cwd = p.get("session_id"), p.get("cwd")
+        session_id, project = p.get("session_id"), _project(p)
         if not isinstance(session_id, str) or not session_id:
             return "no session id"
-        project = cwd if isinstance(cwd, str) and cwd else None
         if event.kind == "SessionStart":
             git = p.get("lore_git")
             self.lore.analyzer.session_started(session_id, project, _iso(event.at),
@@ -358,7 +357,7 @@ class Worker:
         learner = self.lore.learner
         stored = learner.capture(
             str(signals["user_message"]), str(proposal) if proposal else None,
-            project=event.payload.get("cwd"), session_id=session_id,
+            project=_project(event.payload), session_id=session_id,
             files=self.lore.session_files(session_id), at=_iso(event.at),
             origin="hook", event_id=event.id)
         if stored is None:
@@ -374,7 +373,7 @@ class Worker:
         if event.kind == "SessionEnd":
             outcomes = self.lore.learner.silent_fixes(session_id=session_id, final=False)
         else:
-            outcomes = self.lore.learner.silent_fixes(project=p.get("cwd"), exclude_session=session_id,
+            outcomes = self.lore.learner.silent_fixes(project=_project(p), exclude_session=session_id,
                                                   final=True)
         return f"{len(outcomes)} silent fixes"
 
@@ -388,7 +387,7 @@ class Worker:
         if not isinstance(tool, str) or not isinstance(raw, dict) or not session_id:
             return "kept"
         edits = file_edits(tool, raw, str(session_id), event.id, _iso(event.at))
-        n = self.lore.record_edits(str(session_id), p.get("cwd"), p.get("transcript_path"), edits)
+        n = self.lore.record_edits(str(session_id), _project(p), p.get("transcript_path"), edits)
         return f"{n} edits recorded"
 
     def record_snapshot(self, event: Event) -> str:
@@ -403,7 +402,7 @@ class Worker:
         if isinstance(path, str) and os.path.isfile(path):
             data["last_request"], _ = last_exchange(Path(path))
             data["current_tasks"] = last_todos(Path(path))
-        stored = self.lore.record_snapshot(event.id, session_id, p.get("cwd"), _iso(event.at), data)
+        stored = self.lore.record_snapshot(event.id, session_id, _project(p), _iso(event.at), data)
         return "snapshot recorded" if stored else "snapshot already recorded"
 
     def record_context_load(self, event: Event) -> str:
@@ -412,7 +411,7 @@ class Worker:
         data = p["lore_context"]
         at = data.get("at")
         stored = self.lore.record_context_load(
-            event.id, p.get("session_id"), p.get("cwd"),
+            event.id, p.get("session_id"), _project(p),
             _iso(float(at)) if isinstance(at, (int, float)) else _iso(event.at), data)
         return "context recorded" if stored else "context already recorded"
 
@@ -504,6 +503,14 @@ def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
     else:
         p.pop("lore_signals", None)
     return p
+
+
+def _project(payload: dict[str, Any]) -> str | None:
+    """The project of a hook event: its cwd's git top level, else the cwd (None without one)."""
+    from lore.normalize import project_root
+
+    cwd = payload.get("cwd")
+    return project_root(cwd) if isinstance(cwd, str) and cwd else None
 
 
 def _iso(at: float) -> str:

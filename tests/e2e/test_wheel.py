@@ -150,12 +150,12 @@ def test_mcp_server_of_the_installed_wheel_answers_the_sdk_client(venv, env, tmp
     async def main() -> tuple[Any, set[str], bool]:
         async with Client(params) as client:  # initialize
             tools = {t.name for t in (await client.list_tools()).tools}
-            status = await client.call_tool("lore_status", {})
+            status = await client.call_tool("lore_preferences", {})
             return client.server_info, tools, status.is_error
 
     info, tools, failed = anyio.run(main)
-    assert info is not None and info.name
-    assert {"lore_search", "lore_add", "lore_record_correction", "lore_preferences"} <= tools
+    assert info is not None and info.name == "lore" and info.version
+    assert {"lore_search", "lore_get", "lore_record_correction", "lore_preferences"} <= tools
     assert not failed
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -336,19 +335,27 @@ def split_multi(values: Sequence[str]) -> list[str]:
     return out
 
 
+def scope_label(project: str | None, many: bool) -> str:
+    """A list's scope column: "global", else "project", or the project's folder (``~`` for the
+    home folder) when the list holds rules of more than one project."""
+    if project is None:
+        return "global"
+    if not many:
+        return "project"
+    home = str(Path.home())
+    return "~" + project[len(home):] if project.startswith(home + os.sep) else project
+
+
 def resolve_project(value: str | None) -> str | None:
-    """'.' means the current project: the git top level of the cwd, else the cwd."""
+    """'.' means the current project; a folder means its project: the git top level of the
+    folder, else the folder (``normalize.project_root``, as every face resolves it). Any other
+    value (a project recorded on another machine) is kept as given."""
+    from lore.normalize import project_root
+
     if value is None:
         return None
     if value in (".", "here"):
-        try:
-            top = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True,
-                                 text=True, timeout=5, check=False)
-            if top.returncode == 0 and top.stdout.strip():
-                return str(Path(top.stdout.strip()).resolve())
-        except (OSError, subprocess.SubprocessError):
-            pass
-        return str(Path.cwd().resolve())
-    if os.path.isdir(value):
-        return str(Path(value).resolve())
+        return project_root(str(Path.cwd()))
+    if os.path.isdir(os.path.expanduser(value)):
+        return project_root(value)
     return value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -163,6 +164,9 @@ def learn_add(lore: Any, title: str | None, content: str | None, json_: bool,
               **opts: Any) -> None:
     """Add a lesson: a title and its content (argument, --content-file, or '-' for stdin).
 
+    It holds in the current project (the git top level of the folder, else the folder) unless
+    --project names another or --global makes it hold everywhere.
+
     With --from-json, TITLE may be left out: the object's "title" is used (and wins over
     TITLE when both are given).
 
@@ -174,6 +178,8 @@ def learn_add(lore: Any, title: str | None, content: str | None, json_: bool,
       lore learn add --from-json lesson.json
     """
     fields = collect_fields(opts, updating=False)
+    if "project" not in fields:  # every way of adding a rule: the current project by default
+        fields["project"] = resolve_project(".")
     fields["title"] = fields.get("title") or title
     if fields["title"] is None:
         raise click.UsageError("give a TITLE (or a \"title\" in the --from-json object)")
@@ -292,6 +298,37 @@ def learn_unlink(lore: Any, from_id: str, to_id: str, relation: str | None, yes:
         emit_json({"removed": removed})
     else:
         notice(f"removed {removed} link(s)")
+
+
+@learn.command("scope")
+@click.argument("lesson_id")
+@click.option("--project", help="The project it holds in (a folder; '.' = the current one).")
+@click.option("--global", "global_", is_flag=True, help="Every project.")
+@json_option
+@with_lore
+def learn_scope(lore: Any, lesson_id: str, project: str | None, global_: bool,
+                json_: bool) -> None:
+    """Move a lesson or rule to another project, or make it global.
+
+    A folder means its project: the git top level of the folder, else the folder. Run
+    `lore apply` afterwards to write the rule where it now belongs.
+
+    \b
+    Examples:
+      lore learn scope 01JD8X3Q5M4Z2Y7T6R1W0V9K8J --global
+      lore learn scope 01JD8X3Q5M4Z2Y7T6R1W0V9K8J --project ~/src/shop
+    """
+    if global_ == (project is not None):
+        raise click.UsageError("give either --global or --project PATH")
+    if project is not None and not os.path.isdir(os.path.expanduser(project)):
+        raise click.BadParameter(f"no such folder: {project}", param_hint="--project")
+    scope = "" if global_ else resolve_project(project)
+    lesson = lore.update_lesson(lesson_id.strip(), project=scope)
+    if json_:
+        emit_json(lesson.to_dict())
+        return
+    click.echo(lesson.id)
+    notice(f"{lesson.title}: {'global' if lesson.project is None else lesson.project}")
 
 
 @learn.command("correction")

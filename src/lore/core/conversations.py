@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from lore.capture.ingest import Ingest, IngestReport
 from lore.config import Config
 from lore.core.embedding import Embedding, Progress
+from lore.normalize import project_root
 from lore.recall import conversations as recall
 from lore.recall.vectors import ChunkIndex, MemoryIndex
 from lore.store import Store
@@ -117,7 +118,7 @@ class Conversations:
         embed = (self.embedding.query_function()
                  if mode in ("hybrid", "vector") and query.strip() else None)
         return recall.search(self.store, cfg, query, embed, self.vectors, self.index,
-                             project=project,
+                             project=project_root(project),
                              limit=limit, min_score=min_score,
                              decay=cfg.decay if decay is None else decay, mode=mode,
                              at=now_ or datetime.now(UTC))

@@ -709,7 +709,8 @@ class Learner:
     def waiting(self, project: str | None = None, *, all_projects: bool = True,
                 limit: int = 100) -> list[dict[str, Any]]:
         """What waits for a person (:func:`lore.core.review.waiting`)."""
-        return waiting_list(self.store, project, all_projects=all_projects, limit=limit)
+        return waiting_list(self.store, normalize.project_root(project),
+                            all_projects=all_projects, limit=limit)
 
     def review(self, lesson_id: str, action: str, *, reason: str | None = None,
                title: str | None = None, content: str | None = None,

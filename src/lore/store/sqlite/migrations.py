@@ -767,6 +767,39 @@ def seed_sync_cursors(conn: Any) -> None:
                      "VALUES (?, ?, ?, ?)", (device, stream, acked, at))
 
 
+# The tables whose ``project`` names the project a row belongs to. Conversation sessions and
+# chunks keep theirs: the chunk index's keys carry the chunk's project (recall/vectors.py).
+PROJECT_TABLES = ("lessons", "corrections", "snapshots", "analysis_sessions", "analysis_runs",
+                  "context_loads")
+
+
+def project_keys(conn: Any) -> int:
+    """Every stored project key as its project: a folder inside a git repository becomes the
+    repository's top level (``normalize.project_root``, as every face resolves a folder now), a
+    folder outside one its real path. Keys that are not folders on this machine stay. Portable
+    SQL: the Postgres backend runs it too. Returns how many keys changed."""
+    from lore.normalize import project_root
+
+    moved: dict[str, str] = {}
+    for table in PROJECT_TABLES:
+        rows = conn.execute(f"SELECT DISTINCT project FROM {table} "  # noqa: S608 - fixed names
+                            "WHERE project IS NOT NULL").fetchall()
+        for (key,) in rows:
+            root = moved.get(key) or project_root(key)
+            if root and root != key:
+                moved[key] = root
+                conn.execute(f"UPDATE {table} SET project = ? WHERE project = ?",  # noqa: S608
+                             (root, key))
+    return len(moved)
+
+
+def m023_project_roots(conn: Any) -> None:
+    """Project keys recorded in a repository's subfolder (``repo/src``), or by a face that
+    resolved a folder its own way, become the repository's: one project for every command,
+    tool and hook."""
+    project_keys(conn)
+
+
 # Each migration keeps its number (the digits of its name): migrations are added on several
 # lines of work at once, and a database records which numbers it has run, not a count.
 MIGRATIONS: list[Callable[[Any], None]] = [
@@ -774,6 +807,9 @@ MIGRATIONS: list[Callable[[Any], None]] = [
     m006_redact_stored, m007_analysis, m008_server_tokens, m009_context_loads, m011_sync,
     m012_schedule_runs, m013_who_and_where, m015_session_start_commit, m016_lesson_deletions,
     m020_sync_identity,
+
+
+    m023_project_roots,
 ]
 
 
