@@ -36,6 +36,24 @@ def hook_times(event: str, payload: dict, runs: int, home: str) -> list[float]:
     return out
 
 
+def guard_cases(home: str, base: dict):
+    """PreToolUse without checks, then with 50 approved checks (the compiled file): a call
+    none matches, and one a blocking check denies (the match is queued for the worker)."""
+    from lore.apply.guards import FIELDS, write_compiled
+
+    call = {**base, "tool_name": "Bash", "tool_input": {"command": "pytest -q tests/"}}
+    yield "no checks", call
+    shapes = [{"command": r"npm(?=\s|$)"}, {"path": "gen/"}, {"path": "*.py",
+              "content": r"^\s*import requests\b"}, {"tool": "mcp__github__*"}]
+    entries = [{"id": f"c{i}", "lesson_id": f"l{i}", "mode": "block", "rule": f"Rule {i}",
+                "why": "Because the user said so. " * 4, "said": "no, not that", **{
+                    k: v + (f"|x{i}" if k == "command" else "") for k, v in shapes[i % 4].items()
+                    if k in FIELDS}} for i in range(50)]
+    write_compiled(os.path.join(home, "guards.json"), entries, "bench")
+    yield "50 checks, none matches", call
+    yield "50 checks, one blocks (queued)", {**call, "tool_input": {"command": "npm install x"}}
+
+
 def session_start_times(runs: int) -> list[float]:
     """SessionStart with 10,000 lessons and 1,000 recorded corrections in the project."""
     import random
@@ -98,6 +116,13 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--events", type=int, default=20000)
     args = ap.parse_args()
+    # As installed: pip writes the bytecode of every module (PYTHONDONTWRITEBYTECODE, if set,
+    # would otherwise make every hook compile its modules from source).
+    import compileall
+
+    import lore
+
+    compileall.compile_dir(Path(lore.__file__).parent, quiet=1)
     transcript = next(TRANSCRIPT.rglob("*.jsonl"))
     with tempfile.TemporaryDirectory() as home:
         base = {"session_id": "s1", "transcript_path": str(transcript), "cwd": "/tmp"}
@@ -111,6 +136,10 @@ def main() -> None:
             ms = hook_times(event, {**base, **extra}, args.runs, home)
             what = f" ({extra['prompt']!r})" if "prompt" in extra else ""
             print(f"- `lore hook {event}`{what}: median {statistics.median(ms):.1f} ms, "
+                  f"p90 {pct(ms, 0.9):.1f} ms ({args.runs} runs)")
+        for label, payload in guard_cases(home, base):
+            ms = hook_times("pre-tool-use", payload, args.runs, home)
+            print(f"- `lore hook pre-tool-use`, {label}: median {statistics.median(ms):.1f} ms, "
                   f"p90 {pct(ms, 0.9):.1f} ms ({args.runs} runs)")
         bare = []
         for _ in range(args.runs):

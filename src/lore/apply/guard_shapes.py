@@ -109,8 +109,9 @@ def propose(rule: Any) -> list[Proposal]:
             pattern += r"(?=[^;&|\n]*[\s:+](?:" + "|".join(re.escape(b) for b in branches) + r")\b)"
         out.append(Proposal({"command": pattern, "mode": "block"}, "shape:force-push",
                             "force-pushing" + (f" to {', '.join(branches)}" if branches else "")))
-    if _PROTECTED.search(text):
-        for glob in _paths(text):
+    protected = [s for s in re.split(r"(?<=[.;!?])\s+|\n", text) if _PROTECTED.search(s)]
+    if protected:
+        for glob in _paths("\n".join(protected)):
             out.append(Proposal({"path": glob, "mode": "block"}, "shape:protected-path",
                                 f"writing files under {glob} (the rule calls them generated, "
                                 "vendored or not to be edited)"))

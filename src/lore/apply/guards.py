@@ -25,11 +25,15 @@ database, no model, no numpy, no click) and every hook failure lets the call thr
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import time
-from typing import Any
+
+# json, re and typing cost the hook most of its time: imported where needed, so a session
+# without checks pays for none of them.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import re
+    from typing import Any
 
 FIELDS = ("command", "path", "content", "tool")
 MODES = ("remind", "block")
@@ -60,6 +64,8 @@ def glob_regex(glob: str) -> re.Pattern[str]:
 
 
 def _compiled(kind: str, pattern: str) -> re.Pattern[str]:
+    import re
+
     key = (kind, pattern)
     found = _CACHE.get(key)
     if found is None:
@@ -76,6 +82,8 @@ def _compiled(kind: str, pattern: str) -> re.Pattern[str]:
 
 
 def glob_source(glob: str) -> str:
+    import re
+
     g = glob.strip().replace("\\", "/")
     if g.startswith("./"):
         g = g[2:]
@@ -110,8 +118,75 @@ def glob_source(glob: str) -> str:
     return ("^" if anchored else "(?:^|/)") + body + ("(?:/.*)?$")
 
 
+_META = set("\\.^$*+?{}[]()|")
+
+
+def needle(kind: str, pattern: str) -> str | None:
+    """A piece of text every call the condition matches holds (None: none known), found
+    when the file is compiled so the hook skips a check without compiling its pattern."""
+    import re
+
+    if kind == "tool":
+        return None if "*" in pattern else pattern
+    if kind == "path":
+        if "\\" in pattern:
+            return None
+        bare = re.sub(r"\{[^}]*\}|\[[^\]]*\]", "*", pattern.strip().lstrip("./"))
+        runs = re.split(r"[*?\[\]{},]+", bare)
+        best = max(runs, key=len, default="")
+        return best if len(best) >= 2 else None
+    if pattern.startswith("(?") and not pattern.startswith(("(?:", "(?=", "(?!", "(?<")):
+        return None  # inline flags: case-insensitive text has no fixed needle
+    runs, run, depth, i = [], "", 0, 0
+    while i < len(pattern):
+        ch = pattern[i]
+        nxt = pattern[i + 1] if i + 1 < len(pattern) else ""
+        if ch == "\\":
+            lit = nxt if nxt and not nxt.isalnum() else None
+            i += 2
+            if lit is None or depth:
+                runs.append(run)
+                run = ""
+                continue
+            if i < len(pattern) and pattern[i] in "*?{":
+                runs.append(run)
+                run = ""
+                continue
+            run += lit
+            continue
+        if ch == "|" and depth == 0:
+            return None  # either side may match: nothing is certain
+        if ch in "([":
+            runs.append(run)
+            run = ""
+            if ch == "[":
+                end = pattern.find("]", i + 2)
+                i = (end + 1) if end > 0 else len(pattern)
+                continue
+            depth += 1
+        elif ch == "{":
+            runs.append(run)
+            run = ""
+            end = pattern.find("}", i)
+            i = (end + 1) if end > 0 else len(pattern)
+            continue
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        elif depth == 0 and ch not in _META and nxt not in ("*", "?", "{"):
+            run += ch
+        else:
+            runs.append(run)
+            run = ""
+        i += 1
+    runs.append(run)
+    best = max(runs, key=len, default="")
+    return best if len(best) >= 2 else None
+
+
 def validate(spec: dict[str, Any]) -> dict[str, Any]:
     """The check's fields, cleaned; raises CheckError with a one-line reason."""
+    import re
+
     out: dict[str, Any] = {}
     for name in FIELDS:
         value = spec.get(name)
@@ -175,13 +250,14 @@ def relative(path: str, cwd: str | None) -> str:
 def match(check: dict[str, Any], tool: str, tool_input: Any, cwd: str | None = None) -> str | None:
     """What of the call the check matched (the command, the path, the line), or None."""
     command, paths, texts = call_parts(tool, tool_input)
+    needles = check.get("needles") or {}
     seen = ""
     if check.get("tool"):
         if not _compiled("tool", check["tool"]).fullmatch(tool):
             return None
         seen = tool
     if check.get("command"):
-        if command is None:
+        if command is None or needles.get("command", "") not in command:
             return None
         m = _compiled("command", check["command"]).search(command)
         if m is None:
@@ -189,14 +265,15 @@ def match(check: dict[str, Any], tool: str, tool_input: Any, cwd: str | None = N
         seen = _line_of(command, m.end())
     if check.get("path"):
         rx = _compiled("path", check["path"])
-        hit = next((p for p in paths if rx.search(relative(p, cwd))), None)
+        cut = needles.get("path", "")
+        hit = next((p for p in paths if cut in p and rx.search(relative(p, cwd))), None)
         if hit is None:
             return None
         seen = relative(hit, cwd)
     if check.get("content"):
-        rx = _compiled("content", check["content"])
+        cut = needles.get("content", "")
         for text in texts:
-            m = rx.search(text)
+            m = _compiled("content", check["content"]).search(text) if cut in text else None
             if m:
                 seen = (seen + ": " if seen else "") + _line_of(text, m.start())
                 break
@@ -239,6 +316,8 @@ def compiled_path(root: str | None = None) -> str:
 
 def write_compiled(path: str, entries: list[dict[str, Any]], stamp: str) -> None:
     """The checks the hooks hold, written whole (a temporary file renamed over the old one)."""
+    import json
+
     data = {"format": FORMAT, "stamp": stamp, "checks": entries}
     folder = os.path.dirname(path) or "."
     os.makedirs(folder, mode=0o700, exist_ok=True)
@@ -251,6 +330,8 @@ def write_compiled(path: str, entries: list[dict[str, Any]], stamp: str) -> None
 
 def read_compiled(path: str) -> list[dict[str, Any]]:
     """The compiled checks, or none (no file, or one this Lore cannot read)."""
+    import json
+
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
@@ -286,6 +367,8 @@ def decide(checks: list[dict[str, Any]], payload: dict[str, Any],
            at: float | None = None) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """For one PreToolUse call: the hook's JSON output (None: nothing to say) and the matches
     (check id, rule id, outcome: blocked, reminded or allowed; what matched)."""
+    import re
+
     tool = payload.get("tool_name")
     if not isinstance(tool, str):
         return None, []
@@ -344,6 +427,8 @@ def reason(check: dict[str, Any], seen: str, *, blocked: bool) -> str:
 def after(checks: list[dict[str, Any]], payload: dict[str, Any]) -> list[dict[str, Any]]:
     """For one PostToolUse call: the checks whose calls ran all the same (reminded, or
     allowed by the user), as ``ran`` matches."""
+    import re
+
     tool = payload.get("tool_name")
     if not isinstance(tool, str):
         return []
@@ -366,6 +451,8 @@ def after(checks: list[dict[str, Any]], payload: dict[str, Any]) -> list[dict[st
 def pre_tool_use(stdin: str, root: str | None = None, at: float | None = None) -> str | None:
     """Handle one PreToolUse call: what to print (None: nothing). Reads the compiled file
     only; a match is queued for the worker (what matched, redacted; never the whole input)."""
+    import json
+
     checks = read_compiled(compiled_path(root))
     if not checks:
         return None
@@ -396,6 +483,8 @@ def main(stdin: Any = None, stdout: Any = None) -> int:
         return 0
     try:
         raw = (stdin or sys.stdin.buffer).read()
+        if not os.path.exists(compiled_path()):
+            return 0  # no check was ever approved: nothing to import, nothing to say
         out = pre_tool_use(raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw)
         if out:
             (stdout or sys.stdout).write(out)

@@ -196,6 +196,9 @@ class Guards:
                 continue
             entry = {k: r[k] for k in ("id", "lesson_id", "mode", *engine.FIELDS) if r.get(k)}
             entry.update(project=rule.project, rule=rule.title, why=_why(rule))
+            needles = {k: n for k in engine.FIELDS if r.get(k) and (n := engine.needle(k, r[k]))}
+            if needles:
+                entry["needles"] = needles
             if rule.evidence:
                 ev = rule.evidence[0]
                 entry["said"] = _clip(ev.quote, SAID_CHARS)
