@@ -238,6 +238,21 @@ class Guards:
         with self.store.atomic():
             return self.store.guards.add_events(rows)
 
+    def matches(self, lesson_id: str | None = None) -> list[dict[str, Any]]:
+        """Every match the hooks reported, oldest first."""
+        return self.store.guards.events(lesson_id)
+
+    def loads(self) -> list[dict[str, Any]]:
+        """Each session start with the lesson ids it told (compliance: sessions that loaded
+        a rule)."""
+        return self.store.guards.loaded_sessions()
+
+    def active_per_rule(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for c in self.store.guards.checks(statuses=("active",)):
+            out[c["lesson_id"]] = out.get(c["lesson_id"], 0) + 1
+        return out
+
     # ---- replay -------------------------------------------------------------------------------
     def test(self, check: str | dict[str, Any], *, project: str | None = None,
              since: str | None = None, every_project: bool = False) -> Replay:

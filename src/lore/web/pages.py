@@ -229,10 +229,13 @@ def trends_page(request: Request, period: str = "week", at: str = "") -> Respons
     if period not in digest.KINDS:
         period = "week"
 
-    def load(lore: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        return digest.build(lore, period, at or None), lore.schedule_runs(5)
+    def load(lore: Any) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+        from lore.measure.learning import rule_follow  # the figures `lore stats --rules` shows
 
-    d, runs = state.call(load)
+        return (digest.build(lore, period, at or None), lore.schedule_runs(5),
+                [r.to_dict() for r in rule_follow(lore)])
+
+    d, runs, rules = state.call(load)
     shown = digest.parse_period(period, d["period"])
     weekly = d["weekly"]
     labels = [w["week"].split("-")[-1] for w in weekly]  # W47
@@ -249,7 +252,7 @@ def trends_page(request: Request, period: str = "week", at: str = "") -> Respons
              ("left out", [ld["dropped"] for ld in d["context_loads"]])], short=6)
         if d["context_loads"] else None,
     }
-    return render(request, "trends.html", d=d, period=period, charts=charts,
+    return render(request, "trends.html", d=d, period=period, charts=charts, rules=rules,
                   before=shown.previous().label,
                   after=digest.period_of(period, shown.end).label,
                   schedule=state.scheduler.status(runs), compared=digest.COMPARED)
