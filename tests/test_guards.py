@@ -508,3 +508,24 @@ def test_checks_on_postgres(pg_url, lore_home):
         assert [e["outcome"] for e in lore.store.guards.events(lesson.id)] == ["reminded"]
         assert lore.guards.remove(made["id"])["id"] == made["id"]
         assert lore.store.guards.events(lesson.id) == []
+
+
+def test_review_lists_checks_in_words_with_their_replay_and_decides_them(run, tmp_path):
+    project = str(tmp_path / "shop")
+    with Lore.open(make_settings(Path(os.environ["LORE_HOME"])), embedder=FakeEmbedder()) as lore:
+        lore.conversations.ingest([_transcript(tmp_path / "r1.jsonl", project)], embed=False)
+        lesson = lore.add_lesson("Use pnpm, not npm", kind="project_rule", project=project)
+        [made] = lore.guards.propose(lesson.id)
+    listed = run("review")
+    assert listed.exit_code == 0, listed.output
+    text = listed.stdout
+    assert "Checks waiting for review" in text and made["id"] in text
+    assert "Blocks Bash commands matching /npm(?=\\s|$)/" in text
+    assert "would have matched 3 of 4 recorded tool calls in 1 sessions; 1 of them calls the " \
+           "user accepted" in text and "FLAGGED" in text and "npm install (accepted)" in text
+    data = json.loads(run("review", "--json").stdout)
+    assert data["checks"][0]["replay"]["matched"] == 3
+    assert json.loads(run("review", "--project", "/elsewhere", "--json").stdout)["checks"] == []
+    assert run("review", "reject", made["id"]).exit_code == 0
+    assert json.loads(run("guard", "--json").stdout)["checks"][0]["status"] == "rejected"
+    assert json.loads(run("review", "--json").stdout)["checks"] == []

@@ -44,18 +44,18 @@ def guard(ctx: click.Context, rule_id: str | None, status: str | None, json_: bo
     if not rows:
         notice("no check yet; `lore guard propose` proposes checks for the approved rules")
         return
-    click.echo("\n".join(_lines(r) for r in rows))
+    click.echo("\n".join(check_lines(r) for r in rows))
 
 
-def _lines(row: dict[str, Any], replay: dict[str, Any] | None = None) -> str:
+def check_lines(row: dict[str, Any]) -> str:
     out = [f"{row['id']}  [{row['status']}, {row['mode']}]  rule {row['lesson_id']}: {row['rule']}",
            f"  {row['words']}"]
     if row.get("note"):
         out.append(f"  proposed for: {row['note']} ({row['origin']})")
     if row.get("allowed_until"):
         out.append(f"  allowed until {row['allowed_until'][:19]}")
-    if replay is not None:
-        out.extend(replay_lines(replay, indent="  "))
+    if row.get("replay") is not None:
+        out.extend(replay_lines(row["replay"], indent="  "))
     return "\n".join(out)
 
 
@@ -101,10 +101,10 @@ def guard_add(lore: Any, rule_id: str, command_: str | None, path: str | None,
     row = lore.guards.add(rule_id, {"command": command_, "path": path, "content": content,
                                     "tool": tool, "mode": mode},
                           status="active" if approve else "proposed")
-    _done(row, "added", json_)
+    done(row, "added", json_)
 
 
-def _done(row: dict[str, Any], what: str, json_: bool) -> None:
+def done(row: dict[str, Any], what: str, json_: bool) -> None:
     if json_:
         emit_json(row)
     else:
@@ -132,7 +132,7 @@ def guard_propose(lore: Any, rule_id: str | None, json_: bool) -> None:
     if not made:
         notice("no new check to propose")
         return
-    click.echo("\n".join(_lines(r) for r in made))
+    click.echo("\n".join(check_lines(r) for r in made))
     notice(f"{len(made)} checks proposed; `lore guard test ID` replays one, "
            "`lore guard approve ID` enables it")
 
@@ -149,7 +149,7 @@ def guard_approve(lore: Any, check_id: str, mode: str | None, json_: bool) -> No
     Example:
       lore guard approve 01JE… --mode block
     """
-    _done(lore.guards.review(check_id, "approve", mode=mode), "approved", json_)
+    done(lore.guards.review(check_id, "approve", mode=mode), "approved", json_)
 
 
 @guard.command("reject")
@@ -163,7 +163,7 @@ def guard_reject(lore: Any, check_id: str, json_: bool) -> None:
     Example:
       lore guard reject 01JE…
     """
-    _done(lore.guards.review(check_id, "reject"), "rejected", json_)
+    done(lore.guards.review(check_id, "reject"), "rejected", json_)
 
 
 @guard.command("mode")
@@ -178,7 +178,7 @@ def guard_mode(lore: Any, check_id: str, mode: str, json_: bool) -> None:
     Example:
       lore guard mode 01JE… remind
     """
-    _done(lore.guards.set_mode(check_id, mode), f"now {mode}", json_)
+    done(lore.guards.set_mode(check_id, mode), f"now {mode}", json_)
 
 
 @guard.command("allow")
@@ -196,7 +196,7 @@ def guard_allow(lore: Any, check_id: str, minutes: float, json_: bool) -> None:
       lore guard allow 01JE… --minutes 10
     """
     row = lore.guards.allow(check_id, minutes)
-    _done(row, f"allowed for {minutes:g} minutes" if minutes else "blocking again", json_)
+    done(row, f"allowed for {minutes:g} minutes" if minutes else "blocking again", json_)
 
 
 @guard.command("remove")
@@ -210,7 +210,7 @@ def guard_remove(lore: Any, check_id: str, json_: bool) -> None:
     Example:
       lore guard remove 01JE…
     """
-    _done(lore.guards.remove(check_id), "removed", json_)
+    done(lore.guards.remove(check_id), "removed", json_)
 
 
 @guard.command("test")

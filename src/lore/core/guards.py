@@ -94,6 +94,22 @@ class Guards:
         return [{**r, "rule": titles.get(r["lesson_id"], ("(deleted rule)", ""))[0],
                  "words": engine.describe(r)} for r in rows]
 
+    def waiting(self, project: str | None = None, examples: int = 3) -> list[dict[str, Any]]:
+        """Proposed checks (of ``project``'s rules and global ones; every one when None),
+        each in words with what it would have matched in the recorded tool calls."""
+        out = []
+        for row in self.list(statuses=("proposed",)):
+            rule_project = self.store.get(row["lesson_id"]).project
+            if project is not None and rule_project not in (None, project):
+                continue
+            out.append({**row, "scope": rule_project or "global",
+                        "replay": self.test(row["id"]).to_dict(examples)})
+        return out
+
+    def is_check(self, any_id: str) -> bool:
+        """Whether an id names a check (review verbs take rule and check ids alike)."""
+        return self.store.guards.check(any_id.strip()) is not None
+
     def add(self, lesson_id: str, fields: dict[str, Any], *, origin: str = "user",
             status: str = "proposed", note: str = "") -> dict[str, Any]:
         """A new check on a rule (validated; a bad pattern changes nothing)."""
