@@ -36,22 +36,49 @@ def hook_times(event: str, payload: dict, runs: int, home: str) -> list[float]:
     return out
 
 
+def interleaved(cases: list, runs: int, home: str) -> dict[str, list[float]]:
+    env = dict(os.environ, LORE_HOME=home)
+    out: dict[str, list[float]] = {"`python -c pass` (interleaved baseline)": []}
+    for label, _ in cases:
+        out[f"`lore hook pre-tool-use`, {label}"] = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        out["`python -c pass` (interleaved baseline)"].append((time.perf_counter() - t0) * 1000)
+        for label, (path, payload) in cases:
+            data = json.dumps(payload)
+            src = os.path.join(home, "guards.json")
+            if path is None and os.path.exists(src):
+                os.replace(src, src + ".off")
+            elif path is not None and not os.path.exists(src):
+                os.replace(src + ".off", src)
+            t0 = time.perf_counter()
+            subprocess.run([LORE, "hook", "pre-tool-use"], input=data, text=True, env=env,
+                           check=True, capture_output=True)
+            out[f"`lore hook pre-tool-use`, {label}"].append((time.perf_counter() - t0) * 1000)
+    return out
+
+
 def guard_cases(home: str, base: dict):
     """PreToolUse without checks, then with 50 approved checks (the compiled file): a call
     none matches, and one a blocking check denies (the match is queued for the worker)."""
-    from lore.apply.guards import FIELDS, write_compiled
+    from lore.apply.guards import needle, write_compiled
 
     call = {**base, "tool_name": "Bash", "tool_input": {"command": "pytest -q tests/"}}
-    yield "no checks", call
-    shapes = [{"command": r"npm(?=\s|$)"}, {"path": "gen/"}, {"path": "*.py",
-              "content": r"^\s*import requests\b"}, {"tool": "mcp__github__*"}]
-    entries = [{"id": f"c{i}", "lesson_id": f"l{i}", "mode": "block", "rule": f"Rule {i}",
-                "why": "Because the user said so. " * 4, "said": "no, not that", **{
-                    k: v + (f"|x{i}" if k == "command" else "") for k, v in shapes[i % 4].items()
-                    if k in FIELDS}} for i in range(50)]
-    write_compiled(os.path.join(home, "guards.json"), entries, "bench")
-    yield "50 checks, none matches", call
-    yield "50 checks, one blocks (queued)", {**call, "tool_input": {"command": "npm install x"}}
+    path = os.path.join(home, "guards.json")
+    entries = []
+    for i in range(50):  # four shapes in turn, each check on its own program, folder, library
+        fields = [{"command": rf"prog{i}(?=\s|$)"}, {"path": f"gen{i}/"},
+                  {"path": "*.py", "content": rf"^\s*import lib{i}\b"},
+                  {"tool": f"mcp__srv{i}__*"}][i % 4]
+        needles = {k: n for k, v in fields.items() if (n := needle(k, v))}
+        entries.append({"id": f"c{i}", "lesson_id": f"l{i}", "mode": "block", "rule": f"Rule {i}",
+                        "why": "Because the user said so. " * 4, "said": "no, not that",
+                        **fields, "needles": needles})
+    write_compiled(path, entries, "bench")
+    yield "no checks (no file)", (None, call)
+    yield "50 checks, none matches", (path, call)
+    yield "50 checks, one blocks (queued)", (path, {**call, "tool_input": {"command": "prog0 install x"}})
 
 
 def session_start_times(runs: int) -> list[float]:
@@ -137,10 +164,13 @@ def main() -> None:
             what = f" ({extra['prompt']!r})" if "prompt" in extra else ""
             print(f"- `lore hook {event}`{what}: median {statistics.median(ms):.1f} ms, "
                   f"p90 {pct(ms, 0.9):.1f} ms ({args.runs} runs)")
-        for label, payload in guard_cases(home, base):
-            ms = hook_times("pre-tool-use", payload, args.runs, home)
-            print(f"- `lore hook pre-tool-use`, {label}: median {statistics.median(ms):.1f} ms, "
-                  f"p90 {pct(ms, 0.9):.1f} ms ({args.runs} runs)")
+        # PreToolUse runs before every tool call: timed interleaved with `python -c pass`
+        # (one of each in turn), so the machine's load weighs on both alike.
+        cases = list(guard_cases(home, base))
+        times = interleaved(cases, args.runs, home)
+        for label, ms in times.items():
+            print(f"- {label}: median {statistics.median(ms):.1f} ms, p90 {pct(ms, 0.9):.1f} ms "
+                  f"({args.runs} runs, interleaved)")
         bare = []
         for _ in range(args.runs):
             t0 = time.perf_counter()

@@ -253,7 +253,8 @@ def match(check: dict[str, Any], tool: str, tool_input: Any, cwd: str | None = N
     needles = check.get("needles") or {}
     seen = ""
     if check.get("tool"):
-        if not _compiled("tool", check["tool"]).fullmatch(tool):
+        name = check["tool"]
+        if name != tool and ("*" not in name or not _compiled("tool", name).fullmatch(tool)):
             return None
         seen = tool
     if check.get("command"):
@@ -264,9 +265,9 @@ def match(check: dict[str, Any], tool: str, tool_input: Any, cwd: str | None = N
             return None
         seen = _line_of(command, m.end())
     if check.get("path"):
-        rx = _compiled("path", check["path"])
         cut = needles.get("path", "")
-        hit = next((p for p in paths if cut in p and rx.search(relative(p, cwd))), None)
+        hit = next((p for p in paths if cut in p
+                    and _compiled("path", check["path"]).search(relative(p, cwd))), None)
         if hit is None:
             return None
         seen = relative(hit, cwd)
