@@ -36,26 +36,36 @@ def hook_times(event: str, payload: dict, runs: int, home: str) -> list[float]:
     return out
 
 
-def interleaved(cases: list, runs: int, home: str) -> dict[str, list[float]]:
+def interleaved(cases: list, runs: int, home: str) -> dict[str, tuple[list[float], list[float]]]:
+    """Wall-clock and CPU (user + system of the child) milliseconds of each case, one run of
+    each in turn after one `python -c pass`."""
+    import resource
+
     env = dict(os.environ, LORE_HOME=home)
-    out: dict[str, list[float]] = {"`python -c pass` (interleaved baseline)": []}
-    for label, _ in cases:
-        out[f"`lore hook pre-tool-use`, {label}"] = []
-    for _ in range(runs):
+    base = "`python -c pass` (interleaved baseline)"
+    out: dict[str, tuple[list[float], list[float]]] = {base: ([], [])}
+    src = os.path.join(home, "guards.json")
+
+    def timed(key: str, argv: list[str], data: str | None) -> None:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
-        out["`python -c pass` (interleaved baseline)"].append((time.perf_counter() - t0) * 1000)
+        subprocess.run(argv, input=data, text=True, env=env, check=True, capture_output=True)
+        wall = (time.perf_counter() - t0) * 1000
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = ((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) * 1000
+        out.setdefault(key, ([], []))
+        out[key][0].append(wall)
+        out[key][1].append(cpu)
+
+    for _ in range(runs):
+        timed(base, [sys.executable, "-c", "pass"], None)
         for label, (path, payload) in cases:
-            data = json.dumps(payload)
-            src = os.path.join(home, "guards.json")
             if path is None and os.path.exists(src):
                 os.replace(src, src + ".off")
             elif path is not None and not os.path.exists(src):
                 os.replace(src + ".off", src)
-            t0 = time.perf_counter()
-            subprocess.run([LORE, "hook", "pre-tool-use"], input=data, text=True, env=env,
-                           check=True, capture_output=True)
-            out[f"`lore hook pre-tool-use`, {label}"].append((time.perf_counter() - t0) * 1000)
+            timed(f"`lore hook pre-tool-use`, {label}", [LORE, "hook", "pre-tool-use"],
+                  json.dumps(payload))
     return out
 
 
@@ -142,6 +152,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--events", type=int, default=20000)
+    ap.add_argument("--checks-only", action="store_true",
+                    help="Only the PreToolUse hook and its baseline.")
     args = ap.parse_args()
     # As installed: pip writes the bytecode of every module (PYTHONDONTWRITEBYTECODE, if set,
     # would otherwise make every hook compile its modules from source).
@@ -153,13 +165,15 @@ def main() -> None:
     transcript = next(TRANSCRIPT.rglob("*.jsonl"))
     with tempfile.TemporaryDirectory() as home:
         base = {"session_id": "s1", "transcript_path": str(transcript), "cwd": "/tmp"}
-        for event, extra in (("stop", {"stop_hook_active": False, "last_assistant_message": "ok"}),
+        events = () if args.checks_only else (
+                             ("stop", {"stop_hook_active": False, "last_assistant_message": "ok"}),
                              ("post-tool-use", {"tool_name": "Edit", "tool_input": {
                                  "file_path": "/tmp/a.py", "old_string": "a", "new_string": "b"}}),
                              ("user-prompt-submit", {"prompt": "add a test"}),
                              ("user-prompt-submit", {"prompt": "No, don't use Redis, use local "
                                                      "file sessions instead"}),
-                             ("session-end", {"reason": "exit"})):
+                             ("session-end", {"reason": "exit"}))
+        for event, extra in events:
             ms = hook_times(event, {**base, **extra}, args.runs, home)
             what = f" ({extra['prompt']!r})" if "prompt" in extra else ""
             print(f"- `lore hook {event}`{what}: median {statistics.median(ms):.1f} ms, "
@@ -168,9 +182,12 @@ def main() -> None:
         # (one of each in turn), so the machine's load weighs on both alike.
         cases = list(guard_cases(home, base))
         times = interleaved(cases, args.runs, home)
-        for label, ms in times.items():
-            print(f"- {label}: median {statistics.median(ms):.1f} ms, p90 {pct(ms, 0.9):.1f} ms "
+        for label, (ms, cpu) in times.items():
+            print(f"- {label}: median {statistics.median(ms):.1f} ms, p90 {pct(ms, 0.9):.1f} ms; "
+                  f"CPU median {statistics.median(cpu):.1f} ms, p90 {pct(cpu, 0.9):.1f} ms "
                   f"({args.runs} runs, interleaved)")
+        if args.checks_only:
+            return
         bare = []
         for _ in range(args.runs):
             t0 = time.perf_counter()

@@ -103,3 +103,27 @@ def test_stats_and_the_dashboard_show_the_same_figures(fake_lore, run):
     d = digest.build(fake_lore, "week")
     assert learning["corrections"] == d["corrections"] == 2
     assert learning["repeated"] == d["repeated"] == 1
+
+
+def test_the_dashboard_reviews_checks_with_their_replay(fake_lore):
+    rule = approved_rule(fake_lore)
+    [check] = fake_lore.guards.propose(rule.id)
+    with running(fake_lore) as url, httpx.Client(base_url=url, timeout=30) as client:
+        page = client.get("/review")
+        text = unescape(page.text)
+        assert "Checks waiting for review" in text and check["words"] in text
+        assert "Would have matched 0 of 0 recorded tool calls" in text
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page.text)[1]
+        bad = client.post(f"/review/check/{check['id']}", data={"action": "maybe", "csrf": csrf})
+        assert bad.status_code == 422  # the one error shape for bad input
+        missing = client.post("/review/check/01NOPE", data={"action": "approve", "csrf": csrf})
+        assert missing.status_code == 404
+        assert client.post(f"/review/check/{check['id']}",
+                           data={"action": "approve", "csrf": "forged"}).status_code == 403
+        done = client.post(f"/review/check/{check['id']}",
+                           data={"action": "approve", "mode": "remind", "csrf": csrf})
+        assert done.status_code == 303
+        after = unescape(client.get("/review").text)
+        assert "Approved: Reminds of the rule at" in after and "No check waits for review" in after
+    [held] = fake_lore.guards.list(rule.id)
+    assert (held["status"], held["mode"]) == ("active", "remind")
