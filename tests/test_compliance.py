@@ -125,5 +125,5 @@ def test_the_dashboard_reviews_checks_with_their_replay(fake_lore):
         assert done.status_code == 303
         after = unescape(client.get("/review").text)
         assert "Approved: Reminds of the rule at" in after and "No check waits for review" in after
-    [held] = fake_lore.guards.list(rule.id)
+    [held] = fake_lore.guards.checks(rule.id)
     assert (held["status"], held["mode"]) == ("active", "remind")

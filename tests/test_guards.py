@@ -314,7 +314,7 @@ def test_bad_input_changes_nothing(fake_lore):
                 lambda: fake_lore.guards.test({"path": "{"}, since="last week")):
         with pytest.raises(InvalidInput):
             bad()
-    assert [x["status"] for x in fake_lore.guards.list()] == ["proposed"]
+    assert [x["status"] for x in fake_lore.guards.checks()] == ["proposed"]
 
 
 def test_allow_lets_calls_through_for_a_while(fake_lore, lore_home):

@@ -124,8 +124,9 @@ def propose(rule: Any) -> list[Proposal]:
                 out.append(Proposal({"path": glob, "content": line.replace("{name}", name),
                                      "mode": "block"}, "shape:banned-import",
                                     f"importing {avoid} in {lang} files"))
-    if rejected and rejected.strip().lower() in FILE_TYPES and FILE_TYPES[rejected.strip().lower()]:
-        glob = FILE_TYPES[rejected.strip().lower()]
+    kind_glob = FILE_TYPES.get(rejected.strip().lower()) if rejected else None
+    if rejected and kind_glob:
+        glob = kind_glob
         out.append(Proposal({"tool": "Write", "path": glob, "mode": "remind"}, "shape:file-type",
                             f"creating a new {rejected.strip()} file ({glob})"))
     valid = []
@@ -137,7 +138,7 @@ def propose(rule: Any) -> list[Proposal]:
 
 def _paths(text: str) -> list[str]:
     """The paths and globs a rule names, as globs (a folder becomes ``folder/``)."""
-    found = []
+    found: list[str] = []
     for m in _PATHISH.finditer(text):
         p = m.group(1).strip("`'\".,;:")
         if not p or p.startswith(("http", "//")) or "://" in p:

@@ -64,21 +64,28 @@ def glob_regex(glob: str) -> re.Pattern[str]:
 
 
 def _compiled(kind: str, pattern: str) -> re.Pattern[str]:
-    import re
-
     key = (kind, pattern)
     found = _CACHE.get(key)
     if found is None:
-        if kind == "command":
-            found = re.compile(_START + "(?:" + pattern + ")")
-        elif kind == "path":
-            found = re.compile(glob_source(pattern))
-        elif kind == "tool":
-            found = re.compile("".join(".*" if ch == "*" else re.escape(ch) for ch in pattern))
-        else:
-            found = re.compile(pattern, re.MULTILINE)
+        import warnings
+
+        with warnings.catch_warnings():  # "possible nested set" and the like: not the user's
+            warnings.simplefilter("ignore")  # concern at the moment of action
+            found = _compile(kind, pattern)
         _CACHE[key] = found
     return found
+
+
+def _compile(kind: str, pattern: str) -> re.Pattern[str]:
+    import re
+
+    if kind == "command":
+        return re.compile(_START + "(?:" + pattern + ")")
+    if kind == "path":
+        return re.compile(glob_source(pattern))
+    if kind == "tool":
+        return re.compile("".join(".*" if ch == "*" else re.escape(ch) for ch in pattern))
+    return re.compile(pattern, re.MULTILINE)
 
 
 def glob_source(glob: str) -> str:
@@ -355,40 +362,44 @@ def in_scope(check: dict[str, Any], cwd: str | None) -> bool:
     return cwd == base or cwd.startswith(base + "/")
 
 
-def allowed(check: dict[str, Any], session_id: str | None, at: float) -> bool:
-    """Whether the user allowed this check's calls for now (``lore guard allow``)."""
+def allowed(check: dict[str, Any], at: float) -> bool:
+    """Whether the user let this check's calls through for now (``lore guard allow``)."""
     until = check.get("allowed_until")
-    if isinstance(until, (int, float)) and until > at:
-        return True
-    sessions = check.get("allowed_sessions")
-    return bool(session_id) and isinstance(sessions, list) and session_id in sessions
+    return isinstance(until, (int, float)) and until > at
+
+
+def hits(checks: list[dict[str, Any]], payload: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
+    """The checks in scope that match the call, each with what of the call it matched; a
+    broken entry is skipped, never raised."""
+    import re
+
+    tool = payload.get("tool_name")
+    if not isinstance(tool, str):
+        return []
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+    out = []
+    for check in checks:
+        if not in_scope(check, cwd):
+            continue
+        try:
+            seen = match(check, tool, payload.get("tool_input"), cwd)
+        except (re.error, TypeError, KeyError, AttributeError):
+            continue  # a broken entry never stops the call
+        if seen is not None:
+            out.append((check, seen))
+    return out
 
 
 def decide(checks: list[dict[str, Any]], payload: dict[str, Any],
            at: float | None = None) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """For one PreToolUse call: the hook's JSON output (None: nothing to say) and the matches
     (check id, rule id, outcome: blocked, reminded or allowed; what matched)."""
-    import re
-
-    tool = payload.get("tool_name")
-    if not isinstance(tool, str):
-        return None, []
-    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-    session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
     now = time.time() if at is None else at
     blocks: list[str] = []
     reminders: list[str] = []
     found = []
-    for check in checks:
-        if not in_scope(check, cwd):
-            continue
-        try:
-            seen = match(check, tool, payload.get("tool_input"), cwd)
-        except (re.error, TypeError, KeyError):
-            continue  # a broken entry never stops the call
-        if seen is None:
-            continue
-        if check.get("mode") == "block" and not allowed(check, session, now):
+    for check, seen in hits(checks, payload):
+        if check.get("mode") == "block" and not allowed(check, now):
             outcome = "blocked"
             blocks.append(reason(check, seen, blocked=True))
         else:
@@ -428,24 +439,8 @@ def reason(check: dict[str, Any], seen: str, *, blocked: bool) -> str:
 def after(checks: list[dict[str, Any]], payload: dict[str, Any]) -> list[dict[str, Any]]:
     """For one PostToolUse call: the checks whose calls ran all the same (reminded, or
     allowed by the user), as ``ran`` matches."""
-    import re
-
-    tool = payload.get("tool_name")
-    if not isinstance(tool, str):
-        return []
-    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-    out = []
-    for check in checks:
-        if not in_scope(check, cwd):
-            continue
-        try:
-            seen = match(check, tool, payload.get("tool_input"), cwd)
-        except (re.error, TypeError, KeyError):
-            continue
-        if seen is not None:
-            out.append({"check_id": check.get("id"), "lesson_id": check.get("lesson_id"),
-                        "outcome": "ran", "matched": seen})
-    return out
+    return [{"check_id": check.get("id"), "lesson_id": check.get("lesson_id"), "outcome": "ran",
+             "matched": seen} for check, seen in hits(checks, payload)]
 
 
 # ---- the PreToolUse hook ------------------------------------------------------------------------

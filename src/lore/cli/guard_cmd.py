@@ -37,7 +37,7 @@ def guard(ctx: click.Context, rule_id: str | None, status: str | None, json_: bo
     if ctx.invoked_subcommand is not None:
         return
     with open_lore(ctx) as lore:
-        rows = lore.guards.list(rule_id, (status,) if status else None)
+        rows = lore.guards.checks(rule_id, (status,) if status else None)
     if json_:
         emit_json({"count": len(rows), "checks": rows})
         return

@@ -87,7 +87,7 @@ class Guards:
         out["words"] = engine.describe(row)
         return out
 
-    def list(self, lesson_id: str | None = None, statuses: Sequence[str] | None = None
+    def checks(self, lesson_id: str | None = None, statuses: Sequence[str] | None = None
              ) -> list[dict[str, Any]]:
         rows = self.store.guards.checks([lesson_id] if lesson_id else None, statuses)
         titles = self.store.titles(sorted({r["lesson_id"] for r in rows}))
@@ -98,7 +98,7 @@ class Guards:
         """Proposed checks (of ``project``'s rules and global ones; every one when None),
         each in words with what it would have matched in the recorded tool calls."""
         out = []
-        for row in self.list(statuses=("proposed",)):
+        for row in self.checks(statuses=("proposed",)):
             rule_project = self.store.get(row["lesson_id"]).project
             if project is not None and rule_project not in (None, project):
                 continue

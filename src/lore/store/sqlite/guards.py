@@ -44,7 +44,8 @@ class GuardTables(Tables):
     def checks(self, lesson_ids: Sequence[str] | None = None,
                statuses: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """Checks, oldest first; of these rules and in these statuses when given."""
-        where, params = [], []
+        where: list[str] = []
+        params: list[Any] = []
         if lesson_ids is not None:
             if not lesson_ids:
                 return []
@@ -75,7 +76,8 @@ class GuardTables(Tables):
     def events(self, lesson_id: str | None = None, check_id: str | None = None,
                limit: int = 1_000_000) -> list[dict[str, Any]]:
         """Matches, oldest first."""
-        where, params = [], []
+        where: list[str] = []
+        params: list[Any] = []
         if lesson_id:
             where.append("lesson_id = ?")
             params.append(lesson_id)
@@ -90,7 +92,8 @@ class GuardTables(Tables):
     def tool_calls(self, project: str | None, since: str | None) -> list[dict[str, Any]]:
         """Assistant turns with tool calls, in session order, of a project (every project when
         None), with the session's id and project."""
-        where, params = ["m.role = 'assistant'", "m.tool_calls <> '[]'"], []
+        where = ["m.role = 'assistant'", "m.tool_calls <> '[]'"]
+        params: list[Any] = []
         if project is not None:
             where.append("s.project = ?")
             params.append(project)
