@@ -107,7 +107,7 @@ def test_stats_and_the_dashboard_show_the_same_figures(fake_lore, run):
 
 def test_the_dashboard_reviews_checks_with_their_replay(fake_lore):
     rule = approved_rule(fake_lore)
-    [check] = fake_lore.guards.propose(rule.id)
+    [check] = fake_lore.guards.checks(rule.id)  # proposed when the rule was approved
     with running(fake_lore) as url, httpx.Client(base_url=url, timeout=30) as client:
         page = client.get("/review")
         text = unescape(page.text)

@@ -529,3 +529,15 @@ def test_review_lists_checks_in_words_with_their_replay_and_decides_them(run, tm
     assert run("review", "reject", made["id"]).exit_code == 0
     assert json.loads(run("guard", "--json").stdout)["checks"][0]["status"] == "rejected"
     assert json.loads(run("review", "--json").stdout)["checks"] == []
+
+
+def test_approving_a_rule_proposes_its_checks_for_review(fake_lore):
+    out = fake_lore.learner.record("No, don't use npm here, use pnpm instead",
+                                   "I'll run npm install.", project="/shop", session_id="s1")
+    assert fake_lore.guards.checks(out.lesson.id) == []  # not approved yet: nothing proposed
+    fake_lore.learner.review(out.lesson.id, "approve")
+    [proposed] = fake_lore.guards.checks(out.lesson.id)
+    assert (proposed["status"], proposed["command"]) == ("proposed", NPM)
+    fake_lore.guards.review(proposed["id"], "reject")
+    fake_lore.update_lesson(out.lesson.id, title="Use pnpm, not npm")  # changed again
+    assert [c["status"] for c in fake_lore.guards.checks(out.lesson.id)] == ["rejected"]

@@ -232,7 +232,15 @@ class Guards:
         return len(entries)
 
     def rule_changed(self, lesson_id: str) -> None:
-        """A rule was changed or deleted: its checks' entries change with it."""
+        """A rule was changed or deleted: its checks' entries change with it, and a rule just
+        approved gets the checks its words call for, proposed for review (once each)."""
+        try:
+            lesson = self.store.get(lesson_id)
+        except NotFound:
+            lesson = None
+        if lesson is not None and lesson.kind in RULE_KINDS and holds(lesson):
+            if self.propose(lesson.id):
+                return  # each proposal compiled the file
         if lesson_id in self.store.guards.checked_lessons():
             self.compile()
 
