@@ -541,3 +541,36 @@ def test_approving_a_rule_proposes_its_checks_for_review(fake_lore):
     fake_lore.guards.review(proposed["id"], "reject")
     fake_lore.update_lesson(out.lesson.id, title="Use pnpm, not npm")  # changed again
     assert [c["status"] for c in fake_lore.guards.checks(out.lesson.id)] == ["rejected"]
+
+
+def test_the_review_folder_shows_checks_and_takes_their_decisions(fake_lore, tmp_path):
+    project = str(tmp_path / "shop")
+    fake_lore.conversations.ingest([_transcript(tmp_path / "r1.jsonl", project)], embed=False)
+    lesson = fake_lore.add_lesson("Use pnpm, not npm", kind="project_rule", project=project)
+    [made] = fake_lore.guards.propose(lesson.id)
+    folder = tmp_path / "vault"
+    report = fake_lore.review_export(folder)
+    assert report["checks"] == 1
+    [path] = (folder / "checks").glob("*.md")
+    text = path.read_text()
+    assert f"id: {made['id']}" in text and "# Blocks Bash commands matching" in text
+    assert "Would have matched 3 of 4 recorded tool calls" in text and "Flagged" in text
+    assert "`npm install` (accepted)" in text
+    assert path.name in (folder / "index.md").read_text()
+    fake_lore.review_import(folder)  # nothing ticked: nothing decided
+    assert fake_lore.guards.get(made["id"])["status"] == "proposed"
+    path.write_text(text.replace("- [ ] approve", "- [x] approve"))
+    imported = fake_lore.review_import(folder)
+    assert [a["decision"] for a in imported["applied"]] == ["approved"]
+    assert fake_lore.guards.get(made["id"])["status"] == "active"
+    assert fake_lore.review_import(folder)["applied"] == []  # once
+    fake_lore.review_export(folder)
+    assert not list((folder / "checks").glob("*.md"))
+    # Both boxes ticked: a warning, no decision.
+    other = fake_lore.guards.add(lesson.id, {"path": "gen/"})
+    fake_lore.review_export(folder)
+    [path] = (folder / "checks").glob("*.md")
+    path.write_text(path.read_text().replace("- [ ]", "- [x]"))
+    warned = fake_lore.review_import(folder)
+    assert any("both approve and reject" in w for w in warned["warnings"])
+    assert fake_lore.guards.get(other["id"])["status"] == "proposed"

@@ -589,14 +589,14 @@ class Lore:
         waiting rule, the approved rules, the decided ones, an index (docs/learning.md)."""
         from lore.core.review_sync import ReviewSync
 
-        return ReviewSync(self.learner).export(folder or self.settings.review_folder,
+        return ReviewSync(self.learner, self.guards).export(folder or self.settings.review_folder,
                                                self.approved_lessons())
 
     def review_import(self, folder: Path | None = None, *, create: bool = False) -> dict[str, Any]:
         """Apply the decisions ticked or written in the review folder's files."""
         from lore.core.review_sync import ReviewSync
 
-        return ReviewSync(self.learner).import_(folder or self.settings.review_folder,
+        return ReviewSync(self.learner, self.guards).import_(folder or self.settings.review_folder,
                                                 create=create)
 
     def review_sync(self, folder: Path | None = None) -> dict[str, Any]:
