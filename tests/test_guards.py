@@ -574,3 +574,22 @@ def test_the_review_folder_shows_checks_and_takes_their_decisions(fake_lore, tmp
     warned = fake_lore.review_import(folder)
     assert any("both approve and reject" in w for w in warned["warnings"])
     assert fake_lore.guards.get(other["id"])["status"] == "proposed"
+
+
+def test_replay_reads_the_edits_hooks_recorded_when_no_transcript_was_imported(fake_lore):
+    from lore.capture.transcripts import FileEdit
+
+    lesson = fake_lore.add_lesson("Do not edit gen/, it is generated", kind="project_rule",
+                                  project="/shop")
+    fake_lore.record_edits("h1", "/shop", None, [
+        FileEdit("h1", "m1", "Edit", "/shop/gen/models.py", "a", "b", "2026-11-20T10:00:00Z"),
+        FileEdit("h1", "m2", "Write", "/shop/src/app.py", None, "x", "2026-11-20T10:01:00Z")])
+    fake_lore.record_edits("h2", "/shop", None, [
+        FileEdit("h2", "m3", "Edit", "/shop/gen/api.py", "a", "b", "2026-11-21T10:00:00Z")])
+    fake_lore.learner.capture("No, don't touch gen/", None, project="/shop", session_id="h2",
+                              at="2026-11-21T10:05:00Z", origin="hook", event_id="c1")
+    [check] = fake_lore.guards.checks(lesson.id) or [fake_lore.guards.add(lesson.id, {"path": "gen/"})]
+    report = fake_lore.guards.test(check["id"]).to_dict()
+    assert (report["calls"], report["matched"], report["accepted"]) == (3, 2, 1)
+    assert {m["matched"]: m["accepted"] for m in report["examples"]} == {
+        "gen/models.py": True, "gen/api.py": False}

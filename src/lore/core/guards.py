@@ -313,6 +313,21 @@ class Guards:
                                 "tool": call["name"], "matched": seen, "refused": refused,
                                 "complaint": complaint,
                                 "accepted": not refused and complaint is None})
+        # What the hooks recorded of sessions whose transcript was not imported.
+        for e in self.store.guards.hook_edits(None if every_project else project, since):
+            sessions.add(e["session_id"])
+            calls += 1
+            name = e["tool"] if e["tool"] in engine.FILE_TOOLS else "Edit"
+            text = e["new_text"] or ""
+            args = {"file_path": e["file_path"], "new_string": text, "content": text}
+            seen = engine.match(row, name, args, e["project"])
+            if seen is None:
+                continue
+            refused = e["succeeded"] == 0
+            complaint = self.store.guards.corrected_after(e["session_id"], e["timestamp"])
+            matched.append({"session_id": e["session_id"], "at": e["timestamp"], "tool": name,
+                            "matched": seen, "refused": refused, "complaint": complaint,
+                            "accepted": not refused and complaint is None})
         return Replay(row, calls, len(sessions), matched)
 
     def _reaction(self, session_id: str, seq: int) -> tuple[bool, str | None]:

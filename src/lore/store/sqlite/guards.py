@@ -105,6 +105,29 @@ class GuardTables(Tables):
             "FROM messages m JOIN sessions s ON s.id = m.session_id "
             f"WHERE {' AND '.join(where)} ORDER BY m.session_id, m.seq", params)]
 
+    def hook_edits(self, project: str | None, since: str | None) -> list[dict[str, Any]]:
+        """File changes the PostToolUse hook recorded in sessions whose transcript was not
+        imported (an imported one holds the same calls), in session order."""
+        where = ["NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = e.session_id)"]
+        params: list[Any] = []
+        if project is not None:
+            where.append("s.project = ?")
+            params.append(project)
+        if since:
+            where.append("e.timestamp >= ?")
+            params.append(since)
+        return [dict(r) for r in self.conn.execute(
+            "SELECT e.id, e.session_id, s.project, e.timestamp, e.tool, e.file_path, e.new_text, "
+            "e.succeeded FROM file_edits e JOIN sessions s ON s.id = e.session_id "
+            f"WHERE {' AND '.join(where)} ORDER BY e.session_id, e.id", params)]
+
+    def corrected_after(self, session_id: str, at: str | None) -> str | None:
+        """The first message captured as a correction in the session after ``at`` (or None)."""
+        row = self.conn.execute(
+            "SELECT user_message FROM corrections WHERE session_id = ? AND status <> 'dismissed' "
+            "AND at > ? ORDER BY at LIMIT 1", (session_id, at or "")).fetchone()
+        return str(row[0]) if row else None
+
     def turns_after(self, session_id: str, seq: int, limit: int) -> list[dict[str, Any]]:
         """The turns after one, in order (role, text, meta)."""
         return [dict(r) for r in self.conn.execute(
