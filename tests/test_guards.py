@@ -593,3 +593,24 @@ def test_replay_reads_the_edits_hooks_recorded_when_no_transcript_was_imported(f
     assert (report["calls"], report["matched"], report["accepted"]) == (3, 2, 1)
     assert {m["matched"]: m["accepted"] for m in report["examples"]} == {
         "gen/models.py": True, "gen/api.py": False}
+
+
+def test_checks_and_their_matches_copy_to_postgres(run, pg_url, lore_home):
+    from lore.store import open_store
+
+    with Lore.open(make_settings(lore_home), embedder=FakeEmbedder()) as lore:
+        lesson = lore.add_lesson("Use pnpm, not npm", kind="project_rule")
+        c = lore.guards.add(lesson.id, {"command": NPM, "mode": "block"}, status="active")
+        lore.guards.record("e1", {"lore_guard": [{"check_id": c["id"], "lesson_id": lesson.id,
+                                                  "outcome": "blocked", "matched": "npm i"}],
+                                  "session_id": "s1", "cwd": "/p", "tool_name": "Bash"},
+                           "2026-11-26T10:00:00Z")
+        checks, events = lore.store.guards.checks(), lore.store.guards.events()
+    copied = run("admin", "migrate-to", pg_url, "--json")
+    assert copied.exit_code == 0, copied.output
+    assert json.loads(copied.stdout)["rows"]["checks"] == 1
+    pg = open_store(pg_url)
+    try:
+        assert pg.guards.checks() == checks and pg.guards.events() == events
+    finally:
+        pg.close()
