@@ -127,3 +127,16 @@ def test_the_dashboard_reviews_checks_with_their_replay(fake_lore):
         assert "Approved: Reminds of the rule at" in after and "No check waits for review" in after
     [held] = fake_lore.guards.checks(rule.id)
     assert (held["status"], held["mode"]) == ("active", "remind")
+
+
+def test_a_change_the_user_allowed_is_not_held_against_the_rule(fake_lore):
+    rule = approved_rule(fake_lore)
+    check = fake_lore.guards.add(rule.id, {"path": "gen/", "mode": "block"}, status="active")
+    at = (datetime.fromisoformat(fake_lore.approved_at(rule).replace("Z", "+00:00"))
+          + timedelta(minutes=5)).isoformat().replace("+00:00", "Z")
+    matched(fake_lore, "a1", rule.id, check["id"], "s1", "allowed", at)
+    matched(fake_lore, "a2", rule.id, check["id"], "s1", "ran", at)
+    matched(fake_lore, "r1", rule.id, check["id"], "s2", "reminded", at)
+    matched(fake_lore, "r2", rule.id, check["id"], "s2", "ran", at)
+    [r] = [x for x in rule_follow(fake_lore) if x.id == rule.id]
+    assert (r.situations, r.followed) == (2, 1)  # s1 followed (allowed); s2 ran after a reminder

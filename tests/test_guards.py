@@ -614,3 +614,13 @@ def test_checks_and_their_matches_copy_to_postgres(run, pg_url, lore_home):
         assert pg.guards.checks() == checks and pg.guards.events() == events
     finally:
         pg.close()
+
+
+def test_a_project_check_holds_in_a_folder_reached_through_a_link(tmp_path):
+    real = tmp_path / "real"
+    (real / "web").mkdir(parents=True)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    check = entry(project=str(real))
+    assert g.decide([check], bash("npm i", cwd=str(link / "web")))[1]
+    assert g.decide([check], bash("npm i", cwd=str(tmp_path)))[1] == []

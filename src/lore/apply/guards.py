@@ -359,7 +359,10 @@ def in_scope(check: dict[str, Any], cwd: str | None) -> bool:
     if not cwd:
         return False
     base = project.rstrip("/")
-    return cwd == base or cwd.startswith(base + "/")
+    if cwd == base or cwd.startswith(base + "/"):
+        return True
+    real = os.path.realpath(cwd)  # the project is stored resolved; a session may start via a link
+    return real != cwd and (real == base or real.startswith(base + "/"))
 
 
 def allowed(check: dict[str, Any], at: float) -> bool:

@@ -130,7 +130,9 @@ def rule_follow(lore: Lore, project: str | None = None, at: datetime | None = No
             matches[e["outcome"]] = matches.get(e["outcome"], 0) + 1
         matched = {e["session_id"] for e in mine if e["session_id"]}
         stopped = {e["session_id"] for e in mine if e["outcome"] == "blocked"}
-        ran = {e["session_id"] for e in mine if e["outcome"] == "ran"}
+        # A call that ran after a reminder went against the rule; one the user allowed did not.
+        ran = {e["session_id"] for e in mine if e["outcome"] == "ran"} - \
+            {e["session_id"] for e in mine if e["outcome"] == "allowed"}
         relevant = hit | matched | corrected
         loaded = {ld["session_id"] for ld in loads if (ld["at"] or "") > since
                   and rule.id in _ids(ld["shown"])}
