@@ -82,6 +82,7 @@ def test_content_tool_and_the_file_tools():
 
 @pytest.mark.parametrize(("spec", "message"), [
     ({}, "at least one"), ({"command": "("}, "not a valid regular expression"),
+    ({"command": "npm)|(.*"}, "not a valid regular expression"),
     ({"content": "[a-"}, "not a valid regular expression"), ({"tool": "Bash", "mode": "deny"},
                                                              "unknown mode"),
     ({"path": "x" * 501}, "longer than 500"), ({"command": 3}, "must be text"),
@@ -157,9 +158,11 @@ def test_any_tool_input_is_matched_or_not_never_raises(tool, tool_input):
 def test_a_needle_is_in_every_text_its_pattern_matches(pattern, text):
     for kind in ("command", "content"):
         try:
-            rx = g._compiled(kind, pattern)
-        except (re.error, OverflowError, RecursionError):
+            g.validate({kind: pattern})
+            rx = g._compiled(kind, pattern.strip())
+        except (g.CheckError, OverflowError, RecursionError):
             return
+        pattern = pattern.strip()
         n = g.needle(kind, pattern)
         if n and rx.search(text):
             assert n in text, (kind, pattern, text, n)
@@ -624,3 +627,12 @@ def test_a_project_check_holds_in_a_folder_reached_through_a_link(tmp_path):
     check = entry(project=str(real))
     assert g.decide([check], bash("npm i", cwd=str(link / "web")))[1]
     assert g.decide([check], bash("npm i", cwd=str(tmp_path)))[1] == []
+
+
+@pytest.mark.parametrize("title", [
+    "Never use print for logging, use the logging module",
+    "Don't use eval, it is unsafe",
+    "Don't use it in the tests",
+])
+def test_no_banned_import_for_a_builtin_or_a_filler_word(title):
+    assert [p.origin for p in propose(rule(title, file_types=["py"]))] == []

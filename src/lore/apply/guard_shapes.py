@@ -60,7 +60,8 @@ _FORCE = re.compile(r"force[- ]?push|push\s+(?:-f|--force)|--force(?:-with-lease
 _BRANCHES = re.compile(r"\b(main|master|develop|dev|trunk|release(?:/\S+)?|production|prod|"
                        r"staging)\b", re.I)
 _LIBRARY = re.compile(r"\b(?:import|imports|library|libraries|package|packages|dependency|"
-                      r"dependencies|module|lib)\b", re.I)
+                      r"dependencies|lib)\b", re.I)
+_FILLER = frozenset({"the", "a", "an", "it", "this", "that", "them", "one", "something"})
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{1,40}$")
 _USE_NOT = re.compile(r"\buse\s+([\w.+-]+)(?:\s*,)?\s+(?:not|instead of|rather than|over)\s+"
                       r"([\w.+-]+)", re.I)
@@ -115,7 +116,8 @@ def propose(rule: Any) -> list[Proposal]:
             out.append(Proposal({"path": glob, "mode": "block"}, "shape:protected-path",
                                 f"writing files under {glob} (the rule calls them generated, "
                                 "vendored or not to be edited)"))
-    if avoid and avoid not in MANAGERS and (avoid not in FILE_TYPES):
+    if avoid and avoid not in MANAGERS and avoid not in FILE_TYPES and not {avoid, want} & _FILLER \
+            and not _builtin(avoid):
         langs = sorted({LANGUAGE_OF[t] for t in (rule.file_types or []) if t in LANGUAGE_OF})
         if langs or _LIBRARY.search(text):
             for lang in langs or sorted(IMPORTS):
@@ -134,6 +136,14 @@ def propose(rule: Any) -> list[Proposal]:
         validate(p.fields)  # a shape that builds a bad pattern is a bug: raise in tests
         valid.append(p)
     return valid
+
+
+def _builtin(name: str) -> bool:
+    """A word of the language itself (print, open, class), not a library one imports."""
+    import builtins
+    import keyword
+
+    return keyword.iskeyword(name) or hasattr(builtins, name)
 
 
 def _paths(text: str) -> list[str]:

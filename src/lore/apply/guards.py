@@ -172,10 +172,12 @@ def needle(kind: str, pattern: str) -> str | None:
                 continue
             depth += 1
         elif ch == "{":
+            end = pattern.find("}", i)
+            if end < 0 or not re.fullmatch(r"\d*,?\d*", pattern[i + 1:end]):
+                return None  # a literal brace: too rare to reason about
             runs.append(run)
             run = ""
-            end = pattern.find("}", i)
-            i = (end + 1) if end > 0 else len(pattern)
+            i = end + 1
             continue
         elif ch == ")":
             depth = max(0, depth - 1)
@@ -207,6 +209,12 @@ def validate(spec: dict[str, Any]) -> dict[str, Any]:
         if "\x00" in value:
             raise CheckError(f"the {name} pattern holds a NUL character")
         try:
+            if name in ("command", "content"):
+                import warnings
+
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    re.compile(value)  # alone: a stray ")" must not close the command's wrapper
             _compiled(name, value)
         except re.error as exc:
             raise CheckError(f"the {name} pattern {value!r} is not a valid regular expression: "

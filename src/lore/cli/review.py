@@ -81,10 +81,11 @@ def _interactive(ctx: click.Context, project: str | None, limit: int, json_: boo
     with open_lore(ctx) as lore:
         scope = resolve_project(project) if project else None
         items = lore.waiting(scope, all_projects=scope is None, limit=limit)
+        items += [{**c, "check": True} for c in lore.guards.waiting(scope)][:limit]
         if not items:
             notice("nothing waits for review")
             return
-        walk = review_tty.Session(lore.learner.review, items)
+        walk = review_tty.Session(lore.learner.review, items, decide_check=lore.guards.review)
         try:
             walk.run()
         except (KeyboardInterrupt, EOFError):
