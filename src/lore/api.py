@@ -139,7 +139,7 @@ class Lore:
             from lore.core.learner import Learner
 
             self._learner = Learner(self.store, self.lessons, self.embedding, self.config.learning,
-                                    self._opinion())
+                                    self._opinion(), self._judge(), self.config.llm.max_input_tokens)
         return self._learner
 
     def _opinion(self) -> Any:
@@ -158,6 +158,16 @@ class Lore:
             return second_opinion(provider, message, agent_turn)
 
         return ask
+
+    def _judge(self) -> Any:
+        """Opens the judge's provider (guarded: redacted, cut, budgeted, logged), when a
+        language model is configured."""
+        if not self.config.llm.provider:
+            return None
+        from lore.llm import open_provider
+
+        cfg, home = self.config.llm, self.settings.home
+        return lambda: open_provider(cfg, home)
 
     @property
     def analyzer(self) -> Analyzer:
@@ -543,6 +553,19 @@ class Lore:
         from lore.core.claude_memory import import_memory
 
         return import_memory(self.store, self.lessons, claude_home, dry_run=dry_run)
+
+    def preferences(self, project: str | None = None, *, all_projects: bool = False,
+                    file_type: str | None = None,
+                    statuses: Sequence[str] = ("active", "proposed"),
+                    limit: int = 100) -> list[Lesson]:
+        """Preferences and rules for ``project`` and global ones (or every project), most
+        confident first; read from the store alone, without loading the learning pipeline."""
+        for s in statuses:
+            self.store.check_reference("status", s)
+        ft = normalize.file_type(file_type) if file_type else None
+        ids = self.store.corrections.preferences(project, all_projects=all_projects, file_type=ft,
+                                                 statuses=tuple(statuses), limit=limit)
+        return [self.lessons.get(i) for i in ids]
 
     # ---- apply: approved rules into the files agents read ------------------------------
     def approved_rules(self, project: str | None) -> list[Lesson]:

@@ -40,6 +40,17 @@ def _risky(text: str, decoded: bool) -> bool:
 _SPACES = re.compile(r"\s+")
 
 
+def clip_words(text: str, limit: int) -> str:
+    """At most ``limit`` characters on one line, cut at a space (never inside a word), with
+    "…" when cut."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    cut = head.rsplit(" ", 1)[0] if " " in head else head
+    return cut.rstrip(",;:") + "…"
+
+
 def tag(value: str) -> str:
     """Lower case, trimmed, inner whitespace as single hyphens: "Code Review" -> "code-review"."""
     return _SPACES.sub("-", value.strip().lower())

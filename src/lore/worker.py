@@ -235,9 +235,30 @@ class Worker:
             outcome += "; " + self.record_context_load(event)
         if event.kind in ("SessionStart", "SessionEnd") and self.settings.config.learning.silent_fixes:
             outcome += "; " + self.check_silent_fixes(event)
+        if event.kind == "SessionEnd":
+            outcome += "; " + self.judge_session(event)
         if event.kind in ("SessionStart", "SessionEnd"):
             outcome += "; " + self.learn_from_work(event)
         return outcome
+
+    def judge_session(self, event: Event) -> str:
+        """With a language model configured, the judge reads the session's waiting messages
+        (then those of earlier sessions a failure left waiting). A provider error or a spent
+        budget leaves them waiting, shown by `lore worker status`; the event still succeeds."""
+        learner = self.lore.learner
+        if learner.judge is None:
+            return "no judge"
+        session_id = event.payload.get("session_id")
+        report = learner.judge_waiting(session_id=session_id) if isinstance(session_id, str) \
+            and session_id else None
+        if report is None or report.error is None:
+            earlier = learner.judge_waiting()
+            report = earlier if report is None else report
+            if earlier.error:
+                report.error = earlier.error
+        if report.error:
+            return f"judge unavailable, {learner.waiting_for_judge()['messages']} messages waiting"
+        return f"judged {report.messages} messages"
 
     def learn_from_work(self, event: Event) -> str:
         """SessionStart records when the session began; SessionEnd scores the session's changes
@@ -338,8 +359,19 @@ class Worker:
                           "retry_at": e.retry_at, "last_error": e.last_error}
                          for e in self.queue.retrying()],
             "errors": self.queue.error_count(),
+            "waiting_for_judge": self._waiting_for_judge(),
             "log": str(self.home / "logs" / "worker.log"),
         }
+
+    def _waiting_for_judge(self) -> dict[str, Any] | None:
+        """Messages the judge has not read yet (None before anything was stored)."""
+        if self._lore is None and not os.path.exists(self.settings.db_location):
+            return None
+        try:
+            with Lore.open(self.settings, create=False) as lore:
+                return lore.learner.waiting_for_judge()
+        except Exception:  # noqa: BLE001 - the status must show even when the database cannot
+            return None
 
     def _locked_by_other(self) -> bool:
         if not self.pid_file.exists():

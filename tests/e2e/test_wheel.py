@@ -113,6 +113,28 @@ def test_the_installed_lore_comes_from_the_wheel_alone(venv, env, tmp_path):
     assert version.returncode == 0 and version.stdout.strip()
 
 
+# The README states these: a lean install carries only what Lore uses.
+INSTALL_MB = 215
+INSTALL_PACKAGES = 47
+NOT_INSTALLED = ("fastembed", "pillow", "huggingface-hub", "hf-xet", "tokenizers", "faiss-cpu",
+                 "torch")
+
+
+def test_the_install_is_lean(venv, env, tmp_path):
+    """No model hub client, image library or large-index library: the packaged model runs on
+    ONNX Runtime with Lore's own tokenizer, and faiss comes with the `scale` extra."""
+    probe = subprocess.run(
+        [str(venv / "python"), "-c", "import json, importlib.metadata as m, sysconfig; print(json."
+         "dumps([sorted(d.metadata['Name'].lower() for d in m.distributions()), "
+         "sysconfig.get_paths()['purelib']]))"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60, check=True)
+    names, site = json.loads(probe.stdout)
+    assert not [n for n in names if n.replace("_", "-") in NOT_INSTALLED]
+    assert len(names) <= INSTALL_PACKAGES, names
+    size = sum(p.stat().st_size for p in Path(site).rglob("*") if p.is_file())
+    assert size <= INSTALL_MB * 1024 * 1024, f"{size / 1024 / 1024:.0f} MB"
+
+
 def test_demo_runs_from_the_installed_wheel(venv, env, tmp_path):
     demo = lore(venv, env, tmp_path, "demo", "--home", str(tmp_path / "demo"))
     assert demo.returncode == 0, demo.stderr[-3000:]

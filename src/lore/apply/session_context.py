@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lore.capture.transcripts import LORE_CONTEXT_MARKER
-from lore.normalize import project_root
+from lore.normalize import clip_words, project_root
 from lore.store import SessionStore
 
 CLOSE = LORE_CONTEXT_MARKER.replace("<", "</")
@@ -122,10 +122,3 @@ def _rule(r: dict[str, Any], unconfirmed: bool = False) -> str:
     return f"- {r['title']}{mark}"
 
 
-def clip_words(text: str, limit: int) -> str:
-    """At most ``limit`` characters, cut at a space (never inside a word), "…" when cut."""
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text[:limit].rsplit(" ", 1)[0] if " " in text[:limit] else text[:limit]
-    return cut.rstrip(",;:") + "…"

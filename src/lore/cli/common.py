@@ -119,6 +119,11 @@ def settings(ctx: click.Context) -> Settings:
         s.sources["database"] = "--db"
         check_database_path(s)
     obj["resolved_db"] = s.db_location
+    if s.tuned and not obj.get("tuning_noticed"):
+        obj["tuning_noticed"] = True
+        what = "is a tuning constant" if len(s.tuned) == 1 else "are tuning constants"
+        notice(f"config: {', '.join(s.tuned)} {what} chosen by benchmarks, not a setting "
+               "(docs/configuration.md#tuning-constants); your value is used")
     return s
 
 
@@ -266,7 +271,7 @@ def console() -> Any:
 def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     from rich.table import Table
 
-    t = Table(title=title, show_lines=False, header_style="bold")
+    t = Table(title=title, show_lines=False, header_style="bold", show_header=any(columns))
     for col in columns:
         t.add_column(col, overflow="fold", max_width=80)
     for row in rows:

@@ -347,3 +347,66 @@ def learn_correction(lore: Any, text: str, previous: str | None, project: str | 
         notice(f"{outcome.notice()} ({lesson.title}, score {lesson.score:.2f}; see `lore review`)")
         return
     notice(f"{verb}: {lesson.title} [{lesson.status}, score {lesson.score:.2f}]")
+
+
+def _since(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    from datetime import datetime
+
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(f"'{value}' is not a date (YYYY-MM-DD or an ISO time)") from None
+    return value
+
+
+@learn.command("judge")
+@click.option("--session", "session_id", help="Only the messages of this session.")
+@click.option("--since", callback=_since, help="Only messages captured on or after this date "
+              "(YYYY-MM-DD or an ISO time).")
+@click.option("--dry-run", is_flag=True, help="Print each request exactly as it would be sent, "
+              "and send nothing.")
+@json_option
+@with_lore
+def learn_judge(lore: Any, session_id: str | None, since: str | None, dry_run: bool,
+                json_: bool) -> None:
+    """Have the language model judge the messages that wait for it.
+
+    With a model configured (llm.provider), the detector passes the messages that may
+    teach something to the judge, which decides the label, whether it lasts and the rule
+    line; the worker asks it when a session ends. Messages a provider error or a spent
+    budget left waiting are judged here (`lore worker status` counts them). One request
+    per session holds its messages, each with the agent turn it answers, secrets
+    redacted and cut to llm.max_input_tokens.
+
+    \b
+    Examples:
+      lore learn judge --dry-run
+      lore learn judge --since 2026-01-01 --json
+      lore learn judge --session 5f1c…
+    """
+    from lore.errors import ProviderError
+
+    report = lore.learner.judge_waiting(session_id=session_id, since=since, dry_run=dry_run)
+    if dry_run:
+        if json_:
+            emit_json({"requests": report.requests})
+        elif report.requests:
+            click.echo("\n".join(report.requests), nl=False)
+        else:
+            notice("nothing waits for the judge")
+        return
+    if json_ and report.error is None:
+        emit_json(report.to_dict())
+        return
+    if report.error is not None:
+        raise ProviderError(f"the judge is unavailable ({report.error}); {report.waiting} messages "
+                            "keep waiting")
+    if not report.messages and not report.waiting:
+        notice("nothing waits for the judge")
+        return
+    actions = ", ".join(f"{n} {a}" for a, n in sorted(report.to_dict()["actions"].items()))
+    notice(f"judged {report.messages} messages in {report.sessions} sessions ({actions or 'nothing'})"
+           + (f"; {report.invented} dropped for a quote not in the message" if report.invented else "")
+           + (f"; {report.waiting} still waiting" if report.waiting else ""))

@@ -285,7 +285,7 @@ def recall_preferences(lore: Any, project: str | None, file_type: str | None,
     """
     all_projects = project is not None and project.lower() in ("all", "*")
     scope = None if all_projects else resolve_project(project or ".")
-    lessons = lore.learner.preferences(scope, all_projects=all_projects, file_type=file_type,
+    lessons = lore.preferences(scope, all_projects=all_projects, file_type=file_type,
                                          statuses=status or ("active", "proposed"), limit=limit)
     if json_:
         emit_json({"project": scope, "preferences": [p.to_dict() for p in lessons]})
@@ -329,14 +329,25 @@ def recall_conversations(lore: Any, query: str, limit: int, project: str | None,
     """
     all_projects = project is not None and project.lower() in ("all", "*")
     scope = None if all_projects else resolve_project(project or ".")
-    hits = lore.conversations.search(query, project=scope, limit=limit, min_score=min_score,
-                                     decay=False if no_decay else None, mode=mode)
+    def search(where: str | None) -> list[Any]:
+        return lore.conversations.search(query, project=where, limit=limit, min_score=min_score,
+                                         decay=False if no_decay else None, mode=mode)
+
+    hits = search(scope)
+    elsewhere = bool(scope and not hits and not lore.conversations.has_project(scope))
+    if elsewhere:  # nothing was ever imported here: what every project holds is the next best
+        hits = search(None)
     if json_:
-        emit_json({"query": query, "project": scope,
+        emit_json({"query": query, "project": None if elsewhere else scope,
+                   **({"no_conversations_in": scope} if elsewhere else {}),
                    "results": [h.to_dict(explain=explain) for h in hits]})
         return
+    if elsewhere:
+        notice(f"no past conversations of {scope} were imported (lore ingest imports them); "
+               "results from every project:")
     if not hits:
-        notice("no conversations found" + (f" in {scope} (try --project all)" if scope else ""))
+        notice("no conversations found" + (f" in {scope} (try --project all)" if scope and
+                                           not elsewhere else ""))
         return
     table(None, ["chunk", "date", "session", "snippet", "score"],
           [[h.chunk_id, (h.date or "")[:10], h.session_id[:8], h.snippet, f"{h.score:.3f}"]

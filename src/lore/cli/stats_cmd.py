@@ -19,6 +19,7 @@ from lore.cli.common import (
     resolve_project,
     table,
 )
+from lore.normalize import clip_words
 
 
 @click.command("stats", cls=LoreCommand)
@@ -99,7 +100,7 @@ def stats(ctx: click.Context, rules_: bool, learning: bool, chart: str | None,
         emit_json(out)
         return
     if "rules" in out:
-        rows = [(r["id"], r["title"][:50], r["approved_at"][:10], r["loaded"],
+        rows = [(r["id"], clip_words(r["title"], 50), r["approved_at"][:10], r["loaded"],
                  f"{r['followed']}/{r['situations']}", r["held"],
                  "/".join(str(r["matches"][k]) for k in ("blocked", "reminded", "allowed")),
                  r["re_corrected"], (r["last_relevant"] or "never")[:10],

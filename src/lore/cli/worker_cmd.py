@@ -96,6 +96,7 @@ def worker_status(ctx: click.Context, json_: bool) -> None:
         ["errors", st["errors"]["count"]],
         ["retrying", len(st["retrying"])],
         ["quarantined", len(st["quarantined"])],
+        ["waiting for the judge", _judge_line(st.get("waiting_for_judge"))],
         ["log", st["log"]],
     ])
     for r in st["retrying"]:
@@ -103,6 +104,14 @@ def worker_status(ctx: click.Context, json_: bool) -> None:
                f"{r['last_error']}")
     for q in st["quarantined"]:
         notice(f"quarantined {q['file']}: {q['reason']}")
+
+
+def _judge_line(w: dict | None) -> str:
+    """"3 messages in 1 session (budget spent …)", or "nothing"."""
+    if not w or not w["messages"]:
+        return "nothing"
+    text = f"{w['messages']} messages in {w['sessions']} sessions"
+    return text + (f" (last failure: {w['last_error']})" if w.get("last_error") else "")
 
 
 def _backlog(b: dict, running: bool) -> str:

@@ -104,6 +104,10 @@ class Conversations:
         return self.importer.record_edits(session_id, project, transcript, edits)
 
     # ---- search -----------------------------------------------------------------------
+    def has_project(self, project: str) -> bool:
+        """Whether any imported conversation belongs to ``project``."""
+        return bool(self.store.chunk_ids(project))
+
     def search(self, query: str, *, project: str | None = None, limit: int = 5,
                min_score: float = 0.0, decay: bool | None = None, mode: str = "hybrid",
                now_: datetime | None = None) -> list[recall.ConversationHit]:

@@ -39,7 +39,7 @@ def driver() -> Any:
         import sqlean
     except ImportError:  # pragma: no cover - a dependency; only a broken install lands here
         raise BackendUnavailable(
-            "the SQLite driver sqlean.py is not installed; reinstall lore-memory"
+            "the SQLite driver sqlean.py is not installed; reinstall loreloop"
         ) from None
     return sqlean
 
@@ -213,7 +213,7 @@ def _load_vec(conn: Any) -> None:
 
     spec = importlib.util.find_spec("sqlite_vec")
     if spec is None or not spec.submodule_search_locations:  # pragma: no cover
-        raise BackendUnavailable("sqlite-vec is not installed; reinstall lore-memory")
+        raise BackendUnavailable("sqlite-vec is not installed; reinstall loreloop")
     extension = os.path.join(list(spec.submodule_search_locations)[0], "vec0")
     try:
         conn.enable_load_extension(True)

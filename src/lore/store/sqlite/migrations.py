@@ -726,6 +726,47 @@ def m016_lesson_deletions(conn: Any) -> None:
     )
 
 
+def m020_sync_identity(conn: Any) -> None:
+    """Sync that cannot lose or forge (docs/server.md): the write token each device pushes
+    with (bound on its first push), and the server's view of each device's push cursors, so a
+    device whose database was reset or restored, or a server restored from an older backup,
+    is noticed and the records the server lacks are sent again. The view is seeded from the
+    batches received before, whose ids named their cursors (``device:stream:after-end``)."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE sync_devices (
+            device TEXT PRIMARY KEY,
+            token_id TEXT NOT NULL UNIQUE,    -- the write token that pushes for it
+            bound_at TEXT NOT NULL
+        );
+        CREATE TABLE sync_cursors (
+            device TEXT NOT NULL,
+            stream TEXT NOT NULL,             -- lessons | corrections | messages | edits
+            acked INTEGER NOT NULL,           -- the device's cursor after its last stored batch
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (device, stream)
+        );
+        """,
+    )
+    seed_sync_cursors(conn)
+
+
+def seed_sync_cursors(conn: Any) -> None:
+    """The last cursor each device's batches reached, read from the ids batches had before
+    sync protocol 3 (both backends run this)."""
+    latest: dict[tuple[str, str], tuple[str, int]] = {}
+    for batch_id, device, at in conn.execute(
+            "SELECT batch_id, device, received_at FROM sync_batches ORDER BY received_at"):
+        m = re.fullmatch(r"([0-9A-Z]{26}):(lessons|corrections|messages|edits):(\d+)-(\d+)",
+                         str(batch_id))
+        if m and m.group(1) == device and len(m.group(4)) < 19:
+            latest[(device, m.group(2))] = (str(at), int(m.group(4)))
+    for (device, stream), (at, acked) in sorted(latest.items()):
+        conn.execute("INSERT INTO sync_cursors (device, stream, acked, updated_at) "
+                     "VALUES (?, ?, ?, ?)", (device, stream, acked, at))
+
+
 def m021_checks(conn: Any) -> None:
     """Checks on rules (docs/apply.md): which tool calls a rule governs (a Bash command
     pattern, a path glob, a pattern in the text written, a tool name), remind or block, its
@@ -772,7 +813,8 @@ CHECKS_SQL = """
 MIGRATIONS: list[Callable[[Any], None]] = [
     m001_core, m002_conversations, m003_corrections, m004_filter_index, m005_learning,
     m006_redact_stored, m007_analysis, m008_server_tokens, m009_context_loads, m011_sync,
-    m012_schedule_runs, m013_who_and_where, m015_session_start_commit, m016_lesson_deletions, m021_checks,
+    m012_schedule_runs, m013_who_and_where, m015_session_start_commit, m016_lesson_deletions,
+    m020_sync_identity, m021_checks,
 ]
 
 
@@ -806,7 +848,7 @@ def migrate(conn: Any, path: str = "") -> int:
     if current > SCHEMA_VERSION:
         raise MigrationError(
             f"{path or 'the database'} was written by a newer Lore (schema {current}; this "
-            f"Lore knows up to {SCHEMA_VERSION}); upgrade with `pip install -U lore-memory`"
+            f"Lore knows up to {SCHEMA_VERSION}); upgrade with `pip install -U loreloop`"
         )
     ran = 0
     for position, migration in enumerate(MIGRATIONS):
