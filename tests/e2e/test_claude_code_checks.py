@@ -15,10 +15,11 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from test_claude_code_loop import Scripted as Loop
 
 from conftest import npm_tool as tool
 
@@ -26,19 +27,14 @@ LORE = str(Path(sys.executable).parent / "lore")
 MARK = "[Lore check]"
 
 
-class Scripted(BaseHTTPRequestHandler):
-    """Plays the model: the prompt names the first tool call; each tool result the next."""
+class Scripted(Loop):
+    """Plays the model: the prompt names the first tool call; each tool result the next
+    (GET, JSON replies and quiet logs as the loop test's server)."""
 
     requests: list[dict] = []
     # id of the tool call whose result arrived -> the next call (None: end the turn)
     plan: dict[str, tuple[str, str, dict] | None] = {}
     first: dict[str, tuple[str, str, dict]] = {}  # a word of the prompt -> the first call
-
-    def log_message(self, *args):
-        pass
-
-    def do_GET(self):  # noqa: N802
-        self._json({})
 
     def do_POST(self):  # noqa: N802
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
@@ -103,14 +99,6 @@ class Scripted(BaseHTTPRequestHandler):
             if word in said:
                 return call
         return None
-
-    def _json(self, data):
-        raw = json.dumps(data).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
 
 
 @pytest.fixture

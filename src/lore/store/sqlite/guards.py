@@ -92,14 +92,8 @@ class GuardTables(Tables):
     def tool_calls(self, project: str | None, since: str | None) -> list[dict[str, Any]]:
         """Assistant turns with tool calls, in session order, of a project (every project when
         None), with the session's id and project."""
-        where = ["m.role = 'assistant'", "m.tool_calls <> '[]'"]
-        params: list[Any] = []
-        if project is not None:
-            where.append("s.project = ?")
-            params.append(project)
-        if since:
-            where.append("m.timestamp >= ?")
-            params.append(since)
+        where, params = _scoped(["m.role = 'assistant'", "m.tool_calls <> '[]'"], project,
+                                "m.timestamp", since)
         return [dict(r) for r in self.conn.execute(
             "SELECT m.seq, m.uuid, m.session_id, s.project, m.timestamp, m.tool_calls "
             "FROM messages m JOIN sessions s ON s.id = m.session_id "
@@ -108,14 +102,9 @@ class GuardTables(Tables):
     def hook_edits(self, project: str | None, since: str | None) -> list[dict[str, Any]]:
         """File changes the PostToolUse hook recorded in sessions whose transcript was not
         imported (an imported one holds the same calls), in session order."""
-        where = ["NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = e.session_id)"]
-        params: list[Any] = []
-        if project is not None:
-            where.append("s.project = ?")
-            params.append(project)
-        if since:
-            where.append("e.timestamp >= ?")
-            params.append(since)
+        where, params = _scoped(
+            ["NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = e.session_id)"],
+            project, "e.timestamp", since)
         return [dict(r) for r in self.conn.execute(
             "SELECT e.id, e.session_id, s.project, e.timestamp, e.tool, e.file_path, e.new_text, "
             "e.succeeded FROM file_edits e JOIN sessions s ON s.id = e.session_id "
@@ -138,3 +127,16 @@ class GuardTables(Tables):
         """Each recorded session start: session, project, time, the lesson ids it showed."""
         return [dict(r) for r in self.conn.execute(
             "SELECT session_id, project, at, shown FROM context_loads ORDER BY at")]
+
+
+def _scoped(where: list[str], project: str | None, time_column: str,
+            since: str | None) -> tuple[list[str], list[Any]]:
+    """The conditions with a session's project (``s.project``) and a first moment added."""
+    params: list[Any] = []
+    if project is not None:
+        where.append("s.project = ?")
+        params.append(project)
+    if since:
+        where.append(f"{time_column} >= ?")
+        params.append(since)
+    return where, params
