@@ -61,9 +61,11 @@ def test_compliance_counts_only_where_the_rule_was_relevant(fake_lore):
     assert r.checks == 1 and r.last_relevant and not r.archive
 
 
-def test_a_rule_quiet_for_90_days_is_proposed_for_archiving(fake_lore):
+def test_a_rule_quiet_for_90_days_is_proposed_for_archiving(fake_lore, run):
     rule = approved_rule(fake_lore)
     since = datetime.fromisoformat(fake_lore.approved_at(rule).replace("Z", "+00:00"))
+    out = run("stats", "--rules")
+    assert "ARCHIVE?" not in out.stdout and "not relevant for 90 days" not in out.stderr
     [soon] = rule_follow(fake_lore, at=since + timedelta(days=30))
     [late] = rule_follow(fake_lore, at=since + timedelta(days=91))
     assert not soon.archive and late.archive and late.last_relevant is None
@@ -72,6 +74,12 @@ def test_a_rule_quiet_for_90_days_is_proposed_for_archiving(fake_lore):
     matched(fake_lore, "e9", rule.id, check["id"], "s9", "reminded", at)
     [now] = rule_follow(fake_lore, at=since + timedelta(days=91))
     assert not now.archive and now.last_relevant == at
+    # Approved 120 days ago and never relevant since: the CLI proposes archiving it.
+    old = fake_lore.add_lesson("Use tabs in the Makefile", kind="project_rule", metadata={
+        "approved_at": (datetime.now(UTC) - timedelta(days=120)).isoformat()})
+    out = run("stats", "--rules")
+    assert "ARCHIVE?" in out.stdout
+    assert f"lore learn update {old.id} --status archived" in out.stderr
 
 
 def test_stats_and_the_dashboard_show_the_same_figures(fake_lore, run):

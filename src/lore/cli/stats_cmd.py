@@ -111,6 +111,10 @@ def stats(ctx: click.Context, rules_: bool, learning: bool, chart: str | None,
             table("Approved rules", ["id", "rule", "approved", "loaded", "followed", "held",
                                      "blocked/reminded/allowed", "re-corrected",
                                      "last relevant", "flag"], rows)
+            quiet = [r["id"] for r in out["rules"] if r["archive"]]
+            if quiet:
+                notice(f"{len(quiet)} rule(s) not relevant for 90 days; to archive one: "
+                       f"lore learn update {quiet[0]} --status archived")
         else:
             notice("no approved rule yet")
     if "learning" in out:
