@@ -226,9 +226,13 @@ class Guards:
         return out
 
     def compile(self) -> int:
-        """Write the file the hooks read; returns how many checks it holds."""
+        """Write the file the hooks read; returns how many checks it holds. With none, the
+        file is removed: the hook then returns before importing anything."""
         entries = self.entries()
-        engine.write_compiled(self.path, entries, now())
+        if entries:
+            engine.write_compiled(self.path, entries, now())
+        else:
+            Path(self.path).unlink(missing_ok=True)
         return len(entries)
 
     def rule_changed(self, lesson_id: str) -> None:
