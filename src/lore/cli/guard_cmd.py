@@ -257,7 +257,8 @@ def guard_test(ctx: click.Context, check_id: str | None, command_: str | None,
 @with_lore
 def guard_compile(lore: Any, json_: bool) -> None:
     """Write the file the hooks read ($LORE_HOME/guards.json). Done by itself whenever a
-    check or a checked rule changes; this is for a file removed by hand.
+    check or a checked rule changes, and at each session start; this is for a file removed by
+    hand.
 
     \b
     Example:
@@ -267,4 +268,5 @@ def guard_compile(lore: Any, json_: bool) -> None:
     if json_:
         emit_json({"checks": n, "path": lore.guards.path})
     else:
-        notice(f"{n} checks hold; wrote {lore.guards.path}")
+        notice(f"{n} checks hold; wrote {lore.guards.path}" if n else
+               "no check holds: the hooks' file is removed, so they return at once")
