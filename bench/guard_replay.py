@@ -39,9 +39,8 @@ def main() -> None:
         t0 = time.perf_counter()
         with Lore.open(load_config()) as lore:
             counts = replay(lore, files)
-            learned = lore.learner.preferences(None, all_projects=True,
-                                               statuses=("active", "proposed", "candidate"),
-                                               limit=1000)
+            learned = lore.preferences(None, all_projects=True,
+                                       statuses=("active", "proposed", "candidate"), limit=1000)
             for rule in learned:  # a person approving everything the learner proposed
                 lore.learner.review(rule.id, "approve")
             typical = [lore.add_lesson(title, content, kind="project_rule", file_types=types,
