@@ -47,6 +47,61 @@ def hook_times(event: str, payload: dict, runs: int, home: str) -> list[float]:
     return out
 
 
+def interleaved(cases: list, runs: int, home: str) -> dict[str, tuple[list[float], list[float]]]:
+    """Wall-clock and CPU (user + system of the child) milliseconds of each case, one run of
+    each in turn after one `python -c pass`."""
+    import resource
+
+    env = dict(os.environ, LORE_HOME=home)
+    base = "`python -c pass` (interleaved baseline)"
+    out: dict[str, tuple[list[float], list[float]]] = {base: ([], [])}
+    src = os.path.join(home, "guards.json")
+
+    def timed(key: str, argv: list[str], data: str | None) -> None:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        subprocess.run(argv, input=data, text=True, env=env, check=True, capture_output=True)
+        wall = (time.perf_counter() - t0) * 1000
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = ((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) * 1000
+        out.setdefault(key, ([], []))
+        out[key][0].append(wall)
+        out[key][1].append(cpu)
+
+    for _ in range(runs):
+        timed(base, [sys.executable, "-c", "pass"], None)
+        for label, (path, payload) in cases:
+            if path is None and os.path.exists(src):
+                os.replace(src, src + ".off")
+            elif path is not None and not os.path.exists(src):
+                os.replace(src + ".off", src)
+            timed(f"`lore hook pre-tool-use`, {label}", [LORE, "hook", "pre-tool-use"],
+                  json.dumps(payload))
+    return out
+
+
+def guard_cases(home: str, base: dict):
+    """PreToolUse without checks, then with 50 approved checks (the compiled file): a call
+    none matches, and one a blocking check denies (the match is queued for the worker)."""
+    from lore.apply.guards import needle, write_compiled
+
+    call = {**base, "tool_name": "Bash", "tool_input": {"command": "pytest -q tests/"}}
+    path = os.path.join(home, "guards.json")
+    entries = []
+    for i in range(50):  # four shapes in turn, each check on its own program, folder, library
+        fields = [{"command": rf"prog{i}(?=\s|$)"}, {"path": f"gen{i}/"},
+                  {"path": "*.py", "content": rf"^\s*import lib{i}\b"},
+                  {"tool": f"mcp__srv{i}__*"}][i % 4]
+        needles = {k: n for k, v in fields.items() if (n := needle(k, v))}
+        entries.append({"id": f"c{i}", "lesson_id": f"l{i}", "mode": "block", "rule": f"Rule {i}",
+                        "why": "Because the user said so. " * 4, "said": "no, not that",
+                        **fields, "needles": needles})
+    write_compiled(path, entries, "bench")
+    yield "no checks (no file)", (None, call)
+    yield "50 checks, none matches", (path, call)
+    yield "50 checks, one blocks (queued)", (path, {**call, "tool_input": {"command": "prog0 install x"}})
+
+
 def session_start_times(runs: int) -> list[float]:
     """SessionStart with 10,000 lessons and 1,000 recorded corrections in the project."""
     import random
@@ -107,21 +162,42 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--events", type=int, default=20000)
+    ap.add_argument("--checks-only", action="store_true",
+                    help="Only the PreToolUse hook and its baseline.")
     args = ap.parse_args()
+    # As installed: pip writes the bytecode of every module (PYTHONDONTWRITEBYTECODE, if set,
+    # would otherwise make every hook compile its modules from source).
+    import compileall
+
+    import lore
+
+    compileall.compile_dir(Path(lore.__file__).parent, quiet=1)
     transcript = next(TRANSCRIPT.rglob("*.jsonl"))
     with tempfile.TemporaryDirectory() as home:
         base = {"session_id": "s1", "transcript_path": str(transcript), "cwd": "/tmp"}
-        for event, extra in (("stop", {"stop_hook_active": False, "last_assistant_message": "ok"}),
+        events = () if args.checks_only else (
+                             ("stop", {"stop_hook_active": False, "last_assistant_message": "ok"}),
                              ("post-tool-use", {"tool_name": "Edit", "tool_input": {
                                  "file_path": "/tmp/a.py", "old_string": "a", "new_string": "b"}}),
                              ("user-prompt-submit", {"prompt": "add a test"}),
                              ("user-prompt-submit", {"prompt": "No, don't use Redis, use local "
                                                      "file sessions instead"}),
-                             ("session-end", {"reason": "exit"})):
+                             ("session-end", {"reason": "exit"}))
+        for event, extra in events:
             ms = hook_times(event, {**base, **extra}, args.runs, home)
             what = f" ({extra['prompt']!r})" if "prompt" in extra else ""
             print(f"- `lore hook {event}`{what}: median {statistics.median(ms):.1f} ms, "
                   f"p90 {pct(ms, 0.9):.1f} ms ({args.runs} runs)")
+        # PreToolUse runs before every tool call: timed interleaved with `python -c pass`
+        # (one of each in turn), so the machine's load weighs on both alike.
+        cases = list(guard_cases(home, base))
+        times = interleaved(cases, args.runs, home)
+        for label, (ms, cpu) in times.items():
+            print(f"- {label}: median {statistics.median(ms):.1f} ms, p90 {pct(ms, 0.9):.1f} ms; "
+                  f"CPU median {statistics.median(cpu):.1f} ms, p90 {pct(cpu, 0.9):.1f} ms "
+                  f"({args.runs} runs, interleaved)")
+        if args.checks_only:
+            return
         bare = []
         for _ in range(args.runs):
             t0 = time.perf_counter()

@@ -43,7 +43,7 @@ def test_install_merges_keeps_everything_and_is_idempotent(tmp_path):
     assert data["model"] == "opus" and data["someFutureKey"] == {"nested": [1, 2]}
     assert data["permissions"] == EXISTING["permissions"]
     assert data["hooks"]["Stop"][0] == EXISTING["hooks"]["Stop"][0]  # theirs first, kept
-    assert data["hooks"]["PreToolUse"] == EXISTING["hooks"]["PreToolUse"]
+    assert data["hooks"]["PreToolUse"][0] == EXISTING["hooks"]["PreToolUse"][0]  # theirs kept
     for event, matcher, arg, _ in HOOKS:
         ours = [g for g in data["hooks"][event] if g["hooks"][0]["command"] == f"{CMD} hook {arg}"]
         assert len(ours) == 1 and ours[0].get("matcher") == matcher

@@ -213,3 +213,24 @@ def test_the_queue_costs_the_same_few_queries_for_4_rules_or_40(lore, queue):
                             project="/work/app", session_id=f"x{i}", force=True)
     assert len(lore.waiting(limit=1000)) == 40
     assert queries() == few <= 20
+
+
+def test_checks_wait_after_the_rules_and_take_approve_or_reject(spawn, lore):
+    rule = lore.add_lesson("Use pnpm, not npm", "The lockfile is pnpm's.", kind="project_rule")
+    [npm] = lore.guards.propose(rule.id)
+    gen = lore.guards.add(rule.id, {"path": "gen/", "mode": "block"})
+    child = spawn()
+    child.expect(PROMPT)
+    assert "1/2" in child.before and "check: " + npm["id"] in child.before
+    assert "Blocks Bash commands matching" in child.before and "would have matched 0" in child.before
+    child.send("e")
+    child.expect(PROMPT)
+    assert "a check is approved (a) or rejected (r)" in child.before
+    child.send("a")
+    child.expect(PROMPT)
+    assert "approved: Blocks Bash commands" in child.before and "2/2" in child.before
+    child.send("r")
+    out = finish(child)
+    assert "approved 1, rejected 1" in out and child.exitstatus == 0
+    assert lore.guards.get(npm["id"])["status"] == "active"
+    assert lore.guards.get(gen["id"])["status"] == "rejected"

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from lore.capture.transcripts import FileEdit
     from lore.core.analyzer import Analyzer
     from lore.core.conversations import Conversations
+    from lore.core.guards import Guards
     from lore.core.learner import Learner
     from lore.core.sync import Sync
     from lore.core.tokens import Tokens
@@ -86,6 +87,8 @@ class Lore:
         self._tokens: Tokens | None = None
         self._sync: Sync | None = None
         self._device: str | None = None
+        self._guards: Guards | None = None
+        self.lessons.on_change = self._lesson_changed
 
     @classmethod
     def open(cls, settings: Settings, *, embedder: Embedder | None = None,
@@ -192,6 +195,19 @@ class Lore:
 
             self._analyzer = Analyzer(self.store, self.lessons, self.embedding, self.settings)
         return self._analyzer
+
+    @property
+    def guards(self) -> Guards:
+        """Checks on rules: what the PreToolUse and PostToolUse hooks hold (docs/apply.md)."""
+        if self._guards is None:
+            from lore.core.guards import Guards
+
+            self._guards = Guards(self.store, self.settings.home)
+        return self._guards
+
+    def _lesson_changed(self, lesson_id: str) -> None:
+        # The hooks' file follows a checked rule's changes (approval, edits, archiving).
+        self.guards.rule_changed(lesson_id)
 
     @property
     def tokens(self) -> Tokens:
@@ -667,14 +683,14 @@ class Lore:
         waiting rule, the approved rules, the decided ones, an index (docs/learning.md)."""
         from lore.core.review_sync import ReviewSync
 
-        return ReviewSync(self.learner).export(folder or self.settings.review_folder,
+        return ReviewSync(self.learner, self.guards).export(folder or self.settings.review_folder,
                                                self.approved_lessons())
 
     def review_import(self, folder: Path | None = None, *, create: bool = False) -> dict[str, Any]:
         """Apply the decisions ticked or written in the review folder's files."""
         from lore.core.review_sync import ReviewSync
 
-        return ReviewSync(self.learner).import_(folder or self.settings.review_folder,
+        return ReviewSync(self.learner, self.guards).import_(folder or self.settings.review_folder,
                                                 create=create)
 
     def review_sync(self, folder: Path | None = None) -> dict[str, Any]:

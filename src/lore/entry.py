@@ -12,6 +12,11 @@ def main() -> None:
     # user only: files 0600 and folders 0700 even where the code names no mode.
     os.umask(0o077)
     if len(sys.argv) >= 2 and sys.argv[1] == "hook":
+        if len(sys.argv) == 3 and sys.argv[2] == "pre-tool-use":
+            # Every tool call pays for this one: the compiled checks file alone.
+            from lore.apply.guards import main as guard_main
+
+            sys.exit(guard_main())
         from lore.capture.hooks import EVENTS
         from lore.capture.hooks import main as hook_main
 

@@ -24,6 +24,7 @@ from lore.errors import InvalidInput
 HOOKS = [
     ("SessionStart", None, "session-start", 10),
     ("UserPromptSubmit", None, "user-prompt-submit", 5),
+    ("PreToolUse", None, "pre-tool-use", 5),
     ("PostToolUse", "Edit|Write|MultiEdit", "post-tool-use", 5),
     ("Stop", None, "stop", 5),
     ("SubagentStop", None, "subagent-stop", 5),

@@ -299,8 +299,12 @@ class Worker:
             outcome += "; " + self.record_correction(event, signals)
         if event.kind == "PostToolUse":
             outcome = self.record_edits(event)
+        if event.payload.get("lore_guard"):
+            outcome += f"; {self.lore.guards.record(event.id, event.payload, _iso(event.at))} check matches"
         if event.kind == "PreCompact":
             outcome += "; " + self.record_snapshot(event)
+        if event.kind == "SessionStart":  # rules and checks changed elsewhere (a shared database)
+            outcome += f"; {self.lore.guards.compile()} checks compiled"
         if event.kind == "SessionStart" and isinstance(event.payload.get("lore_context"), dict):
             outcome += "; " + self.record_context_load(event)
         if event.kind in ("SessionStart", "SessionEnd") and self.settings.config.learning.silent_fixes:

@@ -6,6 +6,7 @@ parser that reads a person's decisions back, and the writes, which never leave t
       reviews/<date>-<slug>.md      one per rule waiting for review: tick a box, edit the text
       rules/global.md, rules/<project>.md   the approved rules, by project
       archive/<yyyy-mm>/<date>-<slug>.md    rules decided already, with their decision
+      checks/<slug>.md              one per check on a rule waiting for review: approve or reject
 
 A review file starts with frontmatter (``lore: review``, the rule's ``id``, when it was
 ``exported`` and short hashes of the title and rule text as written), then the title as a
@@ -181,6 +182,39 @@ def render_review(item: Mapping[str, Any], exported: str) -> str:
     return head + "\n" + "\n".join(body)
 
 
+def render_check(check: Mapping[str, Any], exported: str) -> str:
+    """A check waiting for review (``lore.core.guards.Guards.waiting``) as its file: the check
+    in words, its rule, what it would have matched, and the boxes."""
+    replay = check.get("replay") or {}
+    head = _frontmatter({"kind": "check", "id": check["id"], "rule_id": check["lesson_id"],
+                         "exported": exported, "mode": check.get("mode")})
+    body = [f"# {_one_line(check['words'])}", "",
+            f"**Rule:** {_one_line(check.get('rule'))} | **Scope:** {check.get('scope') or 'global'}"
+            f" | **Mode:** {check.get('mode')}", ""]
+    if check.get("note"):
+        body += [f"Proposed for {_one_line(check['note'])} ({check.get('origin')}).", ""]
+    flagged = " **Flagged:** it would have stopped calls the user was content with." \
+        if replay.get("flagged") else ""
+    body += ["## Replay", "",
+             f"Would have matched {replay.get('matched', 0)} of {replay.get('calls', 0)} recorded "
+             f"tool calls in {replay.get('sessions', 0)} sessions; {replay.get('accepted', 0)} of "
+             f"them calls the user accepted.{flagged}", ""]
+    for m in replay.get("accepted_examples") or replay.get("examples") or []:
+        tag = "accepted" if m.get("accepted") else ("refused" if m.get("refused") else "corrected")
+        body.append(f"- {day(m.get('at'))} {m.get('tool')}: `{_one_line(m.get('matched'))[:120]}` "
+                    f"({tag})")
+    body += ["", "## Decision", "", "Tick one box (`lore guard mode ID remind|block` changes the "
+             "mode).", "", "- [ ] approve", "- [ ] reject", ""]
+    return head + "\n" + "\n".join(body)
+
+
+def check_name(check_id: str, words: str) -> str:
+    """The file name of a check's review file: a slug of the check in words and its id's end."""
+    if not _ID.match(check_id):
+        raise InvalidInput(f"'{check_id}' is not a check id")
+    return f"{slug(words)}-{check_id[-6:].lower()}.md"
+
+
 def render_archived(item: Mapping[str, Any], review: Mapping[str, Any]) -> str:
     """A decided rule: what it says, the decision (action, date, reason) and its evidence."""
     head = _frontmatter({"id": item["id"], "archived": "true", "decision": review.get("action"),
@@ -209,7 +243,7 @@ def render_rules(scope: str, rules: Sequence[Mapping[str, Any]]) -> str:
 
 def render_index(counts: Mapping[str, int], waiting: Sequence[tuple[str, str]],
                  rules: Sequence[tuple[str, str]], archived: Sequence[tuple[str, str]],
-                 exported: str) -> str:
+                 exported: str, checks: Sequence[tuple[str, str]] = ()) -> str:
     """Counts and a link to each file; links are relative paths, which Obsidian follows."""
     head = _frontmatter({"exported": exported, **{k: v for k, v in counts.items()}})
     body = ["# Lore review", "",
@@ -217,6 +251,9 @@ def render_index(counts: Mapping[str, int], waiting: Sequence[tuple[str, str]],
             f"{counts.get('archived', 0)} decided. Tick a box in a review file (or edit its rule "
             "text), then run `lore review sync`.", "", "## Waiting", ""]
     body += [f"- [{_link_text(t)}]({_link(p)})" for p, t in waiting] or ["Nothing waits."]
+    if checks:
+        body += ["", "## Checks waiting", ""]
+        body += [f"- [{_link_text(t)}]({_link(p)})" for p, t in checks]
     body += ["", "## Approved rules", ""]
     body += [f"- [{_link_text(t)}]({_link(p)})" for p, t in rules] or ["None yet."]
     body += ["", "## Decided", ""]

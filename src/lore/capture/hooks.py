@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 
 EVENTS = {
     "session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit",
-    "post-tool-use": "PostToolUse", "stop": "Stop", "subagent-stop": "SubagentStop",
+    "pre-tool-use": "PreToolUse", "post-tool-use": "PostToolUse", "stop": "Stop",
+    "subagent-stop": "SubagentStop",
     "pre-compact": "PreCompact", "session-end": "SessionEnd",
 }
 
@@ -49,8 +50,20 @@ def run(event_name: str, stdin: str, queue_root: Path | None = None) -> str | No
     payload = json_value(stdin) if stdin.strip() else {}
     if not isinstance(payload, dict):
         raise ValueError("hook input is not a JSON object")
+    if kind == "PreToolUse":  # reached through `python -m lore.cli`; the executable skips here
+        from lore.apply.guards import pre_tool_use
+
+        return pre_tool_use(stdin, None if queue_root is None else str(queue_root.parent))
     # What a tool returned (file contents, command output) is never used: not kept, not redacted.
     payload.pop("tool_response", None)
+    if kind == "PostToolUse":
+        # The checks whose calls ran (reminded, or allowed by the user), for compliance.
+        from lore.apply.guards import after, compiled_path, read_compiled
+
+        ran = after(read_compiled(compiled_path(None if queue_root is None
+                                                else str(queue_root.parent))), payload)
+        if ran:
+            payload["lore_guard"] = ran
     payload = _clip(payload)
     if kind in ("Stop", "SubagentStop"):
         payload["lore_signals"] = stop_signals(payload)

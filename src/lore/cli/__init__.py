@@ -17,6 +17,7 @@ from lore.cli.config_cmd import config_group
 from lore.cli.context_cmd import context_group
 from lore.cli.demo_cmd import demo
 from lore.cli.eval_cmd import eval_group
+from lore.cli.guard_cmd import guard
 from lore.cli.hook_cmd import hook
 from lore.cli.import_cmd import import_group
 from lore.cli.ingest_cmd import ingest
@@ -98,6 +99,7 @@ cli.add_command(worker)
 cli.add_command(llm_group)
 cli.add_command(analyze)
 cli.add_command(review)
+cli.add_command(guard)
 cli.add_command(install)
 cli.add_command(uninstall)
 cli.add_command(apply)

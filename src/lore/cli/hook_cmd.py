@@ -13,7 +13,7 @@ import click
 def hook(event: str) -> None:
     """Queue a Claude Code hook event (run by Claude Code, reads JSON on stdin; never fails).
 
-    Events: session-start, user-prompt-submit, post-tool-use, stop, subagent-stop,
+    Events: session-start, user-prompt-submit, pre-tool-use, post-tool-use, stop, subagent-stop,
     pre-compact, session-end.
 
     \b

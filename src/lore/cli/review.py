@@ -28,7 +28,9 @@ def review(ctx: click.Context, interactive: bool, project: str | None, limit: in
     Without a verb: candidates, proposed rules and rules in conflict that nobody reviewed,
     each with its evidence verbatim (the user's words, the agent turn they answer, session,
     date, project), occurrences, score and scope. A decision sticks: rescoring and later
-    corrections never change a reviewed rule's status.
+    corrections never change a reviewed rule's status. Then the checks on approved rules that
+    wait (`lore guard`), each in words with what it would have matched in the recorded tool
+    calls; approve and reject take a check's id too.
 
     With -i: one rule at a time; keys a approve, e edit, r reject (asks a reason), d defer,
     s or n skip, p previous, ? help, q quit. Each decision is stored at once.
@@ -54,14 +56,21 @@ def review(ctx: click.Context, interactive: bool, project: str | None, limit: in
     with open_lore(ctx) as lore:
         scope = resolve_project(project) if project else None
         items = lore.waiting(scope, all_projects=scope is None, limit=limit)
+        checks = lore.guards.waiting(scope)[:limit]
     if json_:
-        emit_json({"count": len(items), "waiting": items})
+        emit_json({"count": len(items), "waiting": items, "checks": checks})
         return
-    if not items:
+    if not items and not checks:
         notice("nothing waits for review")
         return
     # One write for the whole list: a thousand rules are ~7,000 lines.
-    click.echo("\n".join("\n".join(item_lines(item)) + "\n" for item in items))
+    if items:
+        click.echo("\n".join("\n".join(item_lines(item)) + "\n" for item in items))
+    if checks:
+        from lore.cli.guard_cmd import check_lines
+
+        click.echo("Checks waiting for review (approve or reject them like rules):\n")
+        click.echo("\n".join(check_lines(c) + "\n" for c in checks))
 
 
 def _interactive(ctx: click.Context, project: str | None, limit: int, json_: bool) -> None:
@@ -74,10 +83,11 @@ def _interactive(ctx: click.Context, project: str | None, limit: int, json_: boo
     with open_lore(ctx) as lore:
         scope = resolve_project(project) if project else None
         items = lore.waiting(scope, all_projects=scope is None, limit=limit)
+        items += [{**c, "check": True} for c in lore.guards.waiting(scope)][:limit]
         if not items:
             notice("nothing waits for review")
             return
-        walk = review_tty.Session(lore.learner.review, items)
+        walk = review_tty.Session(lore.learner.review, items, decide_check=lore.guards.review)
         try:
             walk.run()
         except (KeyboardInterrupt, EOFError):
@@ -94,12 +104,17 @@ def _interactive(ctx: click.Context, project: str | None, limit: int, json_: boo
 @json_option
 @with_lore
 def review_approve(lore: Any, lesson_id: str, status: str, json_: bool) -> None:
-    """Approve a learned rule: it becomes active and stays so.
+    """Approve a learned rule (it becomes active and stays so), or a check.
 
     \b
     Example:
       lore review approve 01JD…
     """
+    if lore.guards.is_check(lesson_id):
+        from lore.cli.guard_cmd import done
+
+        done(lore.guards.review(lesson_id, "approve"), "approved", json_)
+        return
     show_saved(lore.learner.review(lesson_id, "approve", status=status), "approved", json_)
 
 
@@ -128,12 +143,18 @@ def review_edit(lore: Any, lesson_id: str, title: str | None, content: str | Non
 @json_option
 @with_lore
 def review_reject(lore: Any, lesson_id: str, reason: str | None, json_: bool) -> None:
-    """Reject a learned rule; the same correction later stays rejected (a re-correction).
+    """Reject a learned rule (the same correction later stays rejected: a re-correction), or
+    a check.
 
     \b
     Example:
       lore review reject 01JD… --reason "pasted from another tool's prompt"
     """
+    if lore.guards.is_check(lesson_id):
+        from lore.cli.guard_cmd import done
+
+        done(lore.guards.review(lesson_id, "reject"), "rejected", json_)
+        return
     show_saved(lore.learner.review(lesson_id, "reject", reason=reason), "rejected", json_)
 
 

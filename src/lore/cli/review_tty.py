@@ -62,8 +62,10 @@ class Session:
     """One walk through the queue: where we are and what was decided."""
 
     def __init__(self, decide: Callable[..., Any], items: Sequence[dict[str, Any]],
-                 getchar: Callable[[], str] = click.getchar) -> None:
+                 getchar: Callable[[], str] = click.getchar,
+                 decide_check: Callable[..., Any] | None = None) -> None:
         self.decide = decide  # (lesson_id, action, **fields) -> the lesson
+        self.decide_check = decide_check  # (check_id, action) -> the check; items with "check"
         self.items = list(items)
         self.getchar = getchar
         self.at = 0
@@ -83,7 +85,12 @@ class Session:
         item = self.items[self.at]
         click.echo()
         click.echo(f"── {self.at + 1}/{len(self.items)} " + "─" * 50)
-        click.echo("\n".join(item_lines(item, rule=True, width=1000)))
+        if item.get("check"):
+            from lore.cli.guard_cmd import check_lines
+
+            click.echo("check: " + check_lines(item))
+        else:
+            click.echo("\n".join(item_lines(item, rule=True, width=1000)))
         if item["id"] in self.decided:
             click.echo(f"  (you {DONE[self.decided[item['id']]]} it; a key decides again)")
 
@@ -116,6 +123,8 @@ class Session:
     def act(self, action: str) -> bool:
         """Store a decision on the current rule; False when cancelled or refused."""
         item = self.items[self.at]
+        if item.get("check"):
+            return self.act_on_check(item, action)
         fields: dict[str, Any] = {}
         if action == "edit":
             edited = edit(item["title"], item["rule"] or "")
@@ -136,6 +145,24 @@ class Session:
         item.update(title=lesson.title, rule=lesson.content)
         self.decided[item["id"]] = action
         click.echo(f"  {DONE[action]}: {lesson.title}")
+        return True
+
+
+    def act_on_check(self, item: dict[str, Any], action: str) -> bool:
+        """A check is approved or rejected (its mode: `lore guard mode`)."""
+        if action not in ("approve", "reject") or self.decide_check is None:
+            click.echo("  a check is approved (a) or rejected (r); `lore guard mode ID` "
+                       "switches remind and block")
+            return False
+        from lore.errors import LoreError
+
+        try:
+            check = self.decide_check(item["id"], action)
+        except LoreError as exc:
+            click.echo(f"  not {DONE[action]}: {exc}")
+            return False
+        self.decided[item["id"]] = action
+        click.echo(f"  {DONE[action]}: {check['words']}")
         return True
 
 

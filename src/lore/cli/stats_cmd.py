@@ -48,9 +48,13 @@ def stats(ctx: click.Context, rules_: bool, learning: bool, chart: str | None,
           json_: bool) -> None:
     """Whether the user still has to repeat corrections.
 
-    --rules counts, for each approved rule, the corrections of the same rule after its
-    approval (flagged: the rule is not followed) and the later sessions where it applied
-    without one. --learning shows repeated corrections (the rule was already known) per
+    --rules shows, for each approved rule since its approval: the sessions that loaded it,
+    followed out of relevant sessions (relevant: it applied there, a check of it matched, or
+    the user corrected it again; followed: none of that went against it), held (a blocking
+    check stopped a call), its checks' matches (blocked, reminded, allowed by the user),
+    re-corrections (flagged) and when it was last relevant; a rule not relevant for 90 days
+    is proposed for archiving (ARCHIVE?). The dashboard's Trends page shows the same
+    figures. --learning shows repeated corrections (the rule was already known) per
     session, oldest first. Without either option both are shown.
 
     \b
@@ -85,7 +89,8 @@ def stats(ctx: click.Context, rules_: bool, learning: bool, chart: str | None,
             out["rules"] = [r.to_dict() for r in rule_follow(lore, resolve_project(project))]
         if learning or both:
             points = learning_curve(lore)
-            out["learning"] = {**summary(points), "rates": [round(r, 3) for r in rates(points)],
+            out["learning"] = {**summary(points, lore.learned_corrections()),
+                               "rates": [round(r, 3) for r in rates(points)],
                                "sessions": [p.to_dict() for p in points]}
             if chart:
                 from lore.measure.learning import chart as draw
@@ -95,12 +100,21 @@ def stats(ctx: click.Context, rules_: bool, learning: bool, chart: str | None,
         emit_json(out)
         return
     if "rules" in out:
-        rows = [(r["id"], clip_words(r["title"], 60), r["approved_at"][:10], r["re_corrected"],
-                 f"{r['followed']}/{r['situations']}",
-                 "RE-CORRECTED" if r["flagged"] else "") for r in out["rules"]]
+        rows = [(r["id"], clip_words(r["title"], 50), r["approved_at"][:10], r["loaded"],
+                 f"{r['followed']}/{r['situations']}", r["held"],
+                 "/".join(str(r["matches"][k]) for k in ("blocked", "reminded", "allowed")),
+                 r["re_corrected"], (r["last_relevant"] or "never")[:10],
+                 " ".join(f for f, on in (("RE-CORRECTED", r["flagged"]),
+                                          ("ARCHIVE?", r["archive"])) if on))
+                for r in out["rules"]]
         if rows:
-            table("Approved rules", ["id", "rule", "approved", "re-corrected", "followed",
-                                     "flag"], rows)
+            table("Approved rules", ["id", "rule", "approved", "loaded", "followed", "held",
+                                     "blocked/reminded/allowed", "re-corrected",
+                                     "last relevant", "flag"], rows)
+            quiet = [r["id"] for r in out["rules"] if r["archive"]]
+            if quiet:
+                notice(f"{len(quiet)} rule(s) not relevant for 90 days; to archive one: "
+                       f"lore learn update {quiet[0]} --status archived")
         else:
             notice("no approved rule yet")
     if "learning" in out:

@@ -21,6 +21,8 @@ from lore.redact import redact_value
 from lore.store import PREFERENCE_COLUMNS, PREFERENCE_KEYS, TEXT_FIELDS, LessonRow, Store
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from lore.schema import LessonFields
 
 DEFAULTS = {"kind": "learning", "status": "active", "confidence": "medium"}
@@ -45,6 +47,8 @@ class Lessons:
         self.store = store
         self.embedding = embedding
         self.config = config
+        # Told the id of a lesson changed or deleted (the checks on a rule follow it).
+        self.on_change: Callable[[str], None] | None = None
 
     def add(self, title: str, content: str = "", **fields: Any) -> Lesson:
         """Validate, store, index and embed a new lesson; return it."""
@@ -81,11 +85,15 @@ class Lessons:
             self.store.replace(seq, row)
             if vector is not None:
                 self.embedding.store_vectors([(seq, row.values["content_hash"], vector)])
+        if self.on_change is not None:
+            self.on_change(lesson_id)
         return self.store.get(lesson_id)
 
     def delete(self, lesson_id: str) -> Lesson:
         lesson = self.store.get(lesson_id)
         self.store.delete(lesson_id)
+        if self.on_change is not None:
+            self.on_change(lesson_id)
         return lesson
 
     def row(self, lesson_id: str, data: LessonFields, existing: Lesson | None,

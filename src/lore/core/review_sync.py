@@ -24,6 +24,7 @@ from lore.ids import now
 from lore.models import Lesson
 
 if TYPE_CHECKING:
+    from lore.core.guards import Guards
     from lore.core.learner import Learner
 
 DONE = {"approve": "approved", "edit": "edited", "reject": "rejected", "defer": "deferred"}
@@ -57,9 +58,10 @@ def _same(review: Any, rel: str, action: str | None) -> bool:
 class ReviewSync:
     """Export and import one review folder for a learner's store."""
 
-    def __init__(self, learner: Learner) -> None:
+    def __init__(self, learner: Learner, guards: Guards | None = None) -> None:
         self.learner = learner
         self.store = learner.store
+        self.guards = guards
 
     # ---- import ------------------------------------------------------------------------------
     def import_(self, root: Path, *, create: bool = False) -> dict[str, Any]:
@@ -75,6 +77,11 @@ class ReviewSync:
             counts[outcome] += 1
             if outcome in DONE.values():
                 applied.append({"file": rel, "id": parsed.id, "decision": outcome})
+        for rel, parsed in self._check_files(folder).values():
+            outcome = self._import_check(rel, parsed, warnings)
+            if outcome in DONE.values():
+                applied.append({"file": rel, "id": parsed.id, "decision": outcome,
+                                "check": True})
         return {"folder": str(folder.root), "approved": counts["approved"],
                 "edited": counts["edited"], "rejected": counts["rejected"],
                 "deferred": counts["deferred"], "undecided": counts["undecided"],
@@ -116,6 +123,63 @@ class ReviewSync:
             warnings.append(f"{rel}: {decision.action}: {decision.note}")
         return DONE[decision.action]
 
+    @staticmethod
+    def _check_files(folder: fmt.Folder) -> dict[str, tuple[str, fmt.Parsed]]:
+        found: dict[str, tuple[str, fmt.Parsed]] = {}
+        for rel in folder.markdown("checks"):
+            text = folder.read(rel)
+            parsed = fmt.parse(text) if text is not None else None
+            if parsed and parsed.ours and parsed.fields.get("kind") == "check" and parsed.id:
+                found.setdefault(parsed.id.upper(), (rel, parsed))
+        return found
+
+    def _import_check(self, rel: str, parsed: fmt.Parsed, warnings: list[str]) -> str:
+        """A check's file: approve or reject, once; a check decided since is left alone."""
+        ticked = set(parsed.ticked) & {"approve", "reject"}
+        if not ticked or self.guards is None:
+            return "undecided"
+        if len(ticked) > 1:
+            warnings.append(f"{rel}: both approve and reject are ticked; no decision taken")
+            return "warned"
+        assert parsed.id is not None
+        if not self.guards.is_check(parsed.id.upper()):
+            warnings.append(f"{rel}: no check has the id {parsed.id} (removed?); file left as it is")
+            return "warned"
+        check = self.guards.get(parsed.id.upper())
+        if check["status"] != "proposed":
+            return "unchanged"
+        action = ticked.pop()
+        self.guards.review(check["id"], action)
+        return DONE[action]
+
+    def _export_checks(self, folder: fmt.Folder, stamp: str, written: list[str],
+                       notes: list[str]) -> list[tuple[str, str]]:
+        """A file per check waiting; files of checks decided since go (unless they hold a
+        decision not imported yet)."""
+        if self.guards is None:
+            return []
+        existing = self._check_files(folder)
+        links = []
+        keep = set()
+        for check in self.guards.waiting():
+            rel = "checks/" + fmt.check_name(check["id"], check["words"])
+            old = existing.pop(check["id"].upper(), None)
+            if old is not None and set(old[1].ticked) & {"approve", "reject"}:
+                notes.append(f"{old[0]}: kept; it holds a decision not imported yet")
+                keep.add(old[0])
+                links.append((old[0], check["words"]))
+                continue
+            if folder.write(rel, fmt.render_check(check, stamp), fmt.same_but_stamp):
+                written.append(rel)
+            keep.add(rel)
+            links.append((rel, check["words"]))
+        for rel, parsed in existing.values():
+            if set(parsed.ticked) & {"approve", "reject"} and self.guards.is_check(parsed.id or "") \
+                    and self.guards.get(parsed.id or "")["status"] == "proposed":
+                keep.add(rel)
+        self._prune(folder, "checks", keep)
+        return links
+
     # ---- export ------------------------------------------------------------------------------
     def export(self, root: Path, approved: Sequence[Lesson]) -> dict[str, Any]:
         """Write the folder: a file per waiting rule, the approved rules by project, the
@@ -149,9 +213,11 @@ class ReviewSync:
                          "run `lore review import` (or sync)")
         archived = self._archive(folder, written, notes, existing)
         rules = self._rules(folder, approved, written)
-        counts = {"waiting": len(waiting), "approved": len(approved), "archived": len(archived)}
-        if folder.write("index.md", fmt.render_index(counts, links, rules, archived, stamp),
-                        fmt.same_but_stamp):
+        checks = self._export_checks(folder, stamp, written, notes)
+        counts = {"waiting": len(waiting), "approved": len(approved), "archived": len(archived),
+                  "checks": len(checks)}
+        if folder.write("index.md", fmt.render_index(counts, links, rules, archived, stamp,
+                                                     checks), fmt.same_but_stamp):
             written.append("index.md")
         return {"folder": str(folder.root), **counts, "written": written, "kept": kept,
                 "notes": notes}

@@ -155,7 +155,7 @@ def build(lore: Lore, kind: str = "week", label: str | None = None,
     activity = lore.lesson_activity(f"{since.isoformat()}T00:00:00")
     added = lore.lessons_added(f"{since.isoformat()}T00:00:00")
     corrections = [c for c in lore.learned_corrections() if (c["at"] or "") >= since.isoformat()]
-    approved_at = _approval_times(lore, corrections, activity)
+    approved_at = _approval_times(lore, corrections)
     now = _figures(period, activity, added, corrections, approved_at)
     prev = _figures(before, activity, added, corrections, approved_at)
     titles = lore.titles([r["id"] for r in now["repeated_rules"] + now["re_corrected"]])
@@ -203,23 +203,18 @@ def _week_of_day(day: str) -> str | None:
         return None
 
 
-def _approval_times(lore: Lore, corrections: list[dict[str, Any]],
-                    activity: list[dict[str, Any]]) -> dict[str, str]:
-    """When each rule that was corrected again had been approved (approved rules only)."""
-    known = {a["id"]: a for a in activity}
+def _approval_times(lore: Lore, corrections: list[dict[str, Any]]) -> dict[str, str]:
+    """When each rule that was corrected again had been approved (approved rules only), as
+    ``lore stats --rules`` reads it (``lore.api.approved``, ``Lore.approved_at``)."""
+    from lore.api import approved
+
     out: dict[str, str] = {}
     for lid in {c["lesson_id"] for c in corrections if c["action"] == REPEAT}:
-        a = known.get(lid)
-        if a is not None and a["review"] and a["review"].get("action") in DECIDED:
-            out[lid] = str(a["review"].get("at") or "")
-            continue
         try:
             lesson = lore.get_lesson(lid)
         except Exception:  # noqa: BLE001 - deleted since
             continue
-        review = (lesson.metadata.get("learning") or {}).get("review") or {}
-        if lesson.status == "active" and (review.get("action") in DECIDED
-                                          or lesson.metadata.get("approved_at")):
+        if approved(lesson):
             out[lid] = lore.approved_at(lesson)
     return out
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,12 +45,20 @@ class SessionPoint:
 
 @dataclass(frozen=True, slots=True)
 class RuleFollow:
+    """One approved rule's compliance since its approval (``rule_follow``)."""
+
     id: str
     title: str
     approved_at: str
     re_corrected: int  # corrections of the same rule after approval
-    followed: int  # sessions after approval where it applied and was not corrected
-    situations: int  # sessions after approval where it applied
+    followed: int  # relevant sessions with no re-correction, no block and no reminded call run
+    situations: int  # sessions after approval where the rule was relevant
+    loaded: int = 0  # sessions whose start told the rule (SessionStart context)
+    matches: dict[str, int] = field(default_factory=dict)  # blocked, reminded, allowed, ran
+    held: int = 0  # relevant sessions where a blocking check stopped a call (not re-corrected)
+    checks: int = 0  # its approved checks
+    last_relevant: str | None = None
+    archive: bool = False  # not relevant for ARCHIVE_DAYS: proposed for archiving
 
     @property
     def flagged(self) -> bool:
@@ -58,7 +67,14 @@ class RuleFollow:
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "title": self.title, "approved_at": self.approved_at,
                 "re_corrected": self.re_corrected, "followed": self.followed,
-                "situations": self.situations, "flagged": self.flagged}
+                "situations": self.situations, "flagged": self.flagged, "loaded": self.loaded,
+                "matches": {k: self.matches.get(k, 0) for k in OUTCOMES}, "held": self.held,
+                "checks": self.checks, "last_relevant": self.last_relevant,
+                "archive": self.archive}
+
+
+OUTCOMES = ("blocked", "reminded", "allowed", "ran")
+ARCHIVE_DAYS = 90
 
 
 def learning_curve(lore: Lore) -> list[SessionPoint]:
@@ -72,19 +88,32 @@ def learning_curve(lore: Lore) -> list[SessionPoint]:
             for s in lore.session_spans()]
 
 
-def rule_follow(lore: Lore, project: str | None = None) -> list[RuleFollow]:
-    """Each approved rule (of ``project`` and global ones; every project when None)."""
+def rule_follow(lore: Lore, project: str | None = None, at: datetime | None = None
+                ) -> list[RuleFollow]:
+    """Each approved rule (of ``project`` and global ones; every project when None), as
+    ``lore stats --rules`` and the dashboard show it: the one reading of these figures.
+
+    A session after approval is *relevant* when it edited a file of one of the rule's types
+    (or, for a rule without types, mentioned what it prefers or rejects), when one of its
+    checks matched a call, or when the user corrected the rule again. *Followed*: relevant,
+    not re-corrected, no call stopped by a block and no reminded call run anyway; *held*: a
+    block stopped a call and the user did not correct the rule."""
     rules = lore.approved_lessons()
     rules = [r for r in rules if r.kind in ("preference", "project_rule", "anti_pattern")
              and (project is None or r.project in (None, project))]
     corrections = lore.learned_corrections()
     sessions = lore.session_spans()
+    when = {s["id"]: s["at"] or "" for s in sessions}
+    events = lore.guards.matches()
+    loads = lore.guards.loads()
+    active = lore.guards.active_per_rule()
+    moment = at or datetime.now(UTC)
     out = []
     for rule in rules:
         since = lore.approved_at(rule)
         later = [c for c in corrections if c["lesson_id"] == rule.id and c["action"] == REPEAT
                  and (c["at"] or "") > since]
-        corrected = {c["session_id"] for c in later}
+        corrected = {c["session_id"] for c in later if c["session_id"]}
         in_scope = [s for s in sessions if (s["at"] or "") > since
                     and (rule.project is None or s["project"] == rule.project)]
         if rule.file_types:
@@ -95,10 +124,47 @@ def rule_follow(lore: Lore, project: str | None = None) -> list[RuleFollow]:
             for t in terms:
                 mentioned |= lore.sessions_mentioning(t)
             hit = {s["id"] for s in in_scope if s["id"] in mentioned}
-        hit |= corrected
-        out.append(RuleFollow(rule.id, rule.title, since, len(later), len(hit - corrected),
-                              len(hit)))
+        mine = [e for e in events if e["lesson_id"] == rule.id and (e["at"] or "") > since]
+        matches: dict[str, int] = {}
+        for e in mine:
+            matches[e["outcome"]] = matches.get(e["outcome"], 0) + 1
+        matched = {e["session_id"] for e in mine if e["session_id"]}
+        stopped = {e["session_id"] for e in mine if e["outcome"] == "blocked"}
+        # A call that ran after a reminder went against the rule; one the user allowed did not.
+        ran = {e["session_id"] for e in mine if e["outcome"] == "ran"} - \
+            {e["session_id"] for e in mine if e["outcome"] == "allowed"}
+        relevant = hit | matched | corrected
+        loaded = {ld["session_id"] for ld in loads if (ld["at"] or "") > since
+                  and rule.id in _ids(ld["shown"])}
+        moments = [when.get(s, "") for s in relevant] + [e["at"] for e in mine] + \
+            [c["at"] or "" for c in later]
+        last = max((m for m in moments if m), default=None)
+        quiet_since = _parse(last or since)
+        archive = quiet_since is not None and moment - quiet_since > timedelta(days=ARCHIVE_DAYS)
+        out.append(RuleFollow(rule.id, rule.title, since, len(later),
+                              len(relevant - corrected - stopped - ran), len(relevant),
+                              len(loaded), matches, len(stopped - corrected),
+                              active.get(rule.id, 0), last, archive))
     return out
+
+
+def _ids(shown: Any) -> list[str]:
+    if isinstance(shown, str):
+        try:
+            shown = json.loads(shown)
+        except ValueError:
+            return []
+    return [str(x) for x in shown] if isinstance(shown, list) else []
+
+
+def _parse(at: str | None) -> datetime | None:
+    if not at:
+        return None
+    try:
+        d = datetime.fromisoformat(at.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return d if d.tzinfo else d.replace(tzinfo=UTC)
 
 
 def _terms(rule: Any) -> list[str]:
@@ -203,15 +269,21 @@ def replay(lore: Lore, paths: Sequence[Path]) -> dict[str, int]:
     return {"sessions": len(sessions), "messages": captured}
 
 
-def summary(points: Sequence[SessionPoint]) -> dict[str, Any]:
+def summary(points: Sequence[SessionPoint],
+            corrections: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Totals and the repeated corrections per session in each half. ``corrections``: every
+    learned correction (those captured outside a session count too, as on the dashboard)."""
     half = len(points) // 2
     first, second = points[:half], points[half:]
 
     def per(xs: Sequence[SessionPoint]) -> float:
         return round(sum(p.repeated for p in xs) / len(xs), 3) if xs else 0.0
 
-    return {"sessions": len(points), "corrections": sum(p.corrections for p in points),
-            "repeated": sum(p.repeated for p in points),
+    total = (len(corrections) if corrections is not None
+             else sum(p.corrections for p in points))
+    repeated = (sum(c["action"] == REPEAT for c in corrections) if corrections is not None
+                else sum(p.repeated for p in points))
+    return {"sessions": len(points), "corrections": total, "repeated": repeated,
             "repeated_per_session_first_half": per(first),
             "repeated_per_session_second_half": per(second)}
 

@@ -211,10 +211,24 @@ def review_page(request: Request, project: str = "") -> Response:
     """What waits for a person's word, as `lore review` lists it, with a form per decision."""
     state = access(request)
     every = state.call(lambda lore: lore.learner.waiting(None, all_projects=True, limit=200))
+    checks = state.call(lambda lore: lore.guards.waiting(project or None))
     # A project's queue is its rules and the global ones, as `lore review --project`.
     items = [i for i in every if not project or i["scope"] in (project, "global")]
     projects = sorted({i["scope"] for i in every} - {"global"} | ({project} if project else set()))
-    return render(request, "review.html", items=items, project=project, projects=projects)
+    return render(request, "review.html", items=items, project=project, projects=projects,
+                  checks=checks)
+
+
+@router.post("/review/check/{check_id}")
+def review_check(request: Request, check_id: str, action: Annotated[str, Form()],
+                 mode: Annotated[str, Form()] = "", project: Annotated[str, Form()] = "",
+                 csrf: Annotated[str | None, Form()] = None) -> Response:
+    """Approve (in its mode or the one given) or reject a check, as `lore guard`."""
+    state = form_guard(request, csrf, write=True)
+    check = state.call(lambda lore: lore.guards.review(check_id, action, mode=mode or None))
+    back = "/review" + (f"?{urlencode({'project': project})}" if project else "") + "#checks"
+    done = "Approved" if action == "approve" else "Rejected"
+    return see(back, f"{done}: {check['words']} (rule “{check['rule']}”).")
 
 
 @router.post("/review/{lesson_id}")
@@ -241,10 +255,13 @@ def trends_page(request: Request, period: str = "week", at: str = "") -> Respons
     if period not in digest.KINDS:
         period = "week"
 
-    def load(lore: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        return digest.build(lore, period, at or None), lore.schedule_runs(5)
+    def load(lore: Any) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+        from lore.measure.learning import rule_follow  # the figures `lore stats --rules` shows
 
-    d, runs = state.call(load)
+        return (digest.build(lore, period, at or None), lore.schedule_runs(5),
+                [r.to_dict() for r in rule_follow(lore)])
+
+    d, runs, rules = state.call(load)
     shown = digest.parse_period(period, d["period"])
     weekly = d["weekly"]
     labels = [w["week"].split("-")[-1] for w in weekly]  # W47
@@ -261,7 +278,7 @@ def trends_page(request: Request, period: str = "week", at: str = "") -> Respons
              ("left out", [ld["dropped"] for ld in d["context_loads"]])], short=6)
         if d["context_loads"] else None,
     }
-    return render(request, "trends.html", d=d, period=period, charts=charts,
+    return render(request, "trends.html", d=d, period=period, charts=charts, rules=rules,
                   before=shown.previous().label,
                   after=digest.period_of(period, shown.end).label,
                   schedule=state.scheduler.status(runs), compared=digest.COMPARED)

@@ -36,6 +36,7 @@ from lore.store.postgres.tables import (
     PGTokenTables,
 )
 from lore.store.protocol import COPY_TABLES, LOG_TABLE, VISIBILITIES, Store
+from lore.store.sqlite.guards import GuardTables
 
 DEFAULT_SCHEMA = "lore"
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -78,6 +79,7 @@ class PostgresStore(PGLessonTables):
         self.analysis = PGAnalysisTables(conn)
         self.tokens = PGTokenTables(conn)
         self.sync = PGSyncTables(conn)
+        self.guards = GuardTables(conn)
 
     @classmethod
     def open(cls, location: str, *, create: bool = True) -> PostgresStore:

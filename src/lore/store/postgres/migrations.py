@@ -432,6 +432,13 @@ def m020_sync_identity(conn: Connection) -> None:
     seed_sync_cursors(conn)
 
 
+def m021_checks(conn: Connection) -> None:
+    """Mirrors SQLite m021_checks: checks on rules and their matches (same columns)."""
+    from lore.store.sqlite.migrations import CHECKS_SQL
+
+    conn.execute(CHECKS_SQL)
+
+
 def m023_project_roots(conn: Connection) -> None:
     """Mirrors SQLite m023_project_roots: project keys as the projects they are in."""
     from lore.store.sqlite.migrations import project_keys
@@ -446,7 +453,8 @@ MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (7, m007_analysis), (8, m008_server_tokens), (9, m009_context_loads),
     (11, m011_sync), (12, m012_schedule_runs), (13, m013_who_and_where),
     (15, m015_session_start_commit), (16, m016_lesson_deletions),
-    (17, m017_chunk_vector_index), (20, m020_sync_identity), (23, m023_project_roots),
+    (17, m017_chunk_vector_index), (20, m020_sync_identity), (21, m021_checks),
+    (23, m023_project_roots),
 ]
 SCHEMA_VERSION = max(n for n, _ in MIGRATIONS)
 

@@ -22,6 +22,7 @@ from lore.store.sqlite.conversations import ConversationTables
 from lore.store.sqlite.copy import CopyTables
 from lore.store.sqlite.corrections import CorrectionTables
 from lore.store.sqlite.db import atomic, check_fts5, connect, driver, storage_error, versions
+from lore.store.sqlite.guards import GuardTables
 from lore.store.sqlite.lessons import LessonTables
 from lore.store.sqlite.migrations import SCHEMA_VERSION, migrate
 from lore.store.sqlite.sessions import SessionTables
@@ -41,6 +42,7 @@ class SQLiteStore(LessonTables, CopyTables):
         self.analysis = AnalysisTables(conn)
         self.tokens = TokenTables(conn)
         self.sync = SyncTables(conn)
+        self.guards = GuardTables(conn)
 
     @classmethod
     def open(cls, location: str | Path, *, create: bool = True) -> SQLiteStore:

@@ -767,6 +767,47 @@ def seed_sync_cursors(conn: Any) -> None:
                      "VALUES (?, ?, ?, ?)", (device, stream, acked, at))
 
 
+def m021_checks(conn: Any) -> None:
+    """Checks on rules (docs/apply.md): which tool calls a rule governs (a Bash command
+    pattern, a path glob, a pattern in the text written, a tool name), remind or block, its
+    review status; and every match the hooks reported (blocked, reminded, allowed, ran)."""
+    run_script(conn, CHECKS_SQL)
+
+
+CHECKS_SQL = """
+        CREATE TABLE checks (
+            id TEXT PRIMARY KEY,              -- ULID
+            lesson_id TEXT NOT NULL,          -- the rule it holds
+            command TEXT,                     -- a regular expression at a command's start
+            path TEXT,                        -- a glob, relative to the session's folder
+            content TEXT,                     -- a regular expression over the text written
+            tool TEXT,                        -- a tool name, * for any characters
+            mode TEXT NOT NULL CHECK (mode IN ('remind', 'block')),
+            status TEXT NOT NULL CHECK (status IN ('proposed', 'active', 'rejected')),
+            origin TEXT NOT NULL,             -- user | shape:<name> | judge
+            note TEXT NOT NULL DEFAULT '',    -- why it was proposed, in words
+            allowed_until TEXT,               -- `lore guard allow`: blocks let through until then
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            reviewed_at TEXT
+        );
+        CREATE INDEX idx_checks_lesson ON checks(lesson_id);
+        CREATE TABLE check_events (
+            event_id TEXT PRIMARY KEY,        -- the hook event and the check: stored once
+            check_id TEXT NOT NULL,
+            lesson_id TEXT NOT NULL,
+            session_id TEXT,
+            project TEXT,
+            at TEXT NOT NULL,
+            tool TEXT,
+            outcome TEXT NOT NULL,            -- blocked | reminded | allowed | ran
+            matched TEXT NOT NULL DEFAULT ''  -- what of the call matched (redacted)
+        );
+        CREATE INDEX idx_check_events_lesson ON check_events(lesson_id, at);
+        CREATE INDEX idx_check_events_check ON check_events(check_id);
+"""
+
+
 # The tables whose ``project`` names the project a row belongs to. Conversation sessions and
 # chunks keep theirs: the chunk index's keys carry the chunk's project (recall/vectors.py).
 PROJECT_TABLES = ("lessons", "corrections", "snapshots", "analysis_sessions", "analysis_runs",
@@ -806,10 +847,7 @@ MIGRATIONS: list[Callable[[Any], None]] = [
     m001_core, m002_conversations, m003_corrections, m004_filter_index, m005_learning,
     m006_redact_stored, m007_analysis, m008_server_tokens, m009_context_loads, m011_sync,
     m012_schedule_runs, m013_who_and_where, m015_session_start_commit, m016_lesson_deletions,
-    m020_sync_identity,
-
-
-    m023_project_roots,
+    m020_sync_identity, m021_checks, m023_project_roots,
 ]
 
 
