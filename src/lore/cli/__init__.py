@@ -37,7 +37,7 @@ from lore.cli.worker_cmd import worker
 # `lore --help` shows the loop first: capture (install), review, apply, then finding things.
 SECTIONS = (
     ("The loop", ("install", "status", "review", "apply", "search", "doctor")),
-    ("Lessons and memory", ("learn", "recall", "ingest", "analyze", "import", "skills",
+    ("Lessons and memory", ("learn", "recall", "guard", "ingest", "analyze", "import", "skills",
                             "context", "stats")),
     ("Running Lore", ("worker", "mcp", "serve", "sync", "llm", "config", "uninstall")),
     ("Administration and measurement", ("admin", "eval", "demo", "hook")),
