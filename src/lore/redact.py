@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import re
 
-__all__ = ["contains_secret", "redact", "redact_value"]
+__all__ = ["contains_secret", "redact", "redact_value", "secret_field"]
 
 _I = 2  # re.IGNORECASE, spelled out: ``re`` is imported only when a rule first runs
 _DOTALL = 16  # re.DOTALL
@@ -167,6 +167,39 @@ _KEY_HEADER = (r"(?P<head>\bX-(?:Api-Key|Auth-Token|Access-Token|Secret|Vault-To
                r"(?P<value>[^\s\"',;]+)")
 _BEARER = r"(?P<head>\bBearer\s+)(?P<value>[A-Za-z0-9._~+/=-]{8,})"
 
+# A password given to a command on its line: `mysql -uroot -pPASS`, `sshpass -p PASS`,
+# `redis-cli -a PASS`, `curl -u user:PASS`, `docker login -p PASS`, `keytool -storepass PASS`,
+# `--password PASS`, `--api-key KEY` (the `--flag=value` form is an assignment, below).
+_ARG = r"(?P<value>'[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|[^\s'\"`;|&<>]{1,200})"
+_LINE = r"[^\n;|&]{0,200}?[ \t]"  # the rest of the command before the flag
+_CLI = (
+    r"(?P<head>(?:"
+    r"\b(?:mysql(?:dump|admin|import|show|check|sh|binlog|pump|slap)?|mariadb(?:-dump|-admin)?)\b"
+    + _LINE + r"-p(?=[^\s-])"
+    r"|\bsshpass\b" + _LINE + r"-p[ \t]*"
+    r"|\b(?:redis-cli|keydb-cli|valkey-cli)\b" + _LINE + r"(?:-a|--pass)[ \t]+"
+    r"|\b(?:curl|wget|http|httpie)\b" + _LINE
+    + r"(?:-u|--user|--proxy-user|-U)[ \t]*['\"]?[^\s:'\"]{1,100}:"
+    r"|\b(?:docker|podman|helm|buildah|skopeo|oras|nerdctl)\b[ \t]+(?:\S+[ \t]+)?login\b"
+    + _LINE + r"-p[ \t]+"
+    r"|\bmongo(?:sh|dump|restore|import|export|stat|top)?\b" + _LINE + r"-p[ \t]+"
+    r"|\bsqlcmd\b" + _LINE + r"-P[ \t]*"
+    r"|\bldap\w{0,12}\b" + _LINE + r"-w[ \t]+"
+    r"|\b(?:twine|smbclient|rclone|psexec)\b" + _LINE + r"(?:-p|--password)[ \t]+"
+    r"|\bsmbclient\b" + _LINE + r"-U[ \t]*['\"]?[^\s%'\"]{1,100}%"
+    r"|\bhtpasswd\b[ \t]+-\w*b\w*[ \t]+(?:-\w+[ \t]+)*\S+[ \t]+\S+[ \t]+"
+    r"|[ \t]-(?:storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass)[ \t]+"
+    r"|[ \t]-pass(?:in|out|word)?[ \t]+pass:"
+    r"|(?<![\w-])--(?:[a-z0-9]{1,20}-){0,3}(?:password|passwd|passphrase|token|secret|api-?key"
+    r"|access-key|secret-key|private-key|client-secret|auth-token|access-token)[ \t]+"
+    r"(?!-)"
+    r"))" + _ARG
+)
+
+# Cookie headers and cookie flags: every cookie's value goes, the names stay.
+_COOKIE = (r"(?P<head>(?:\b(?:Set-)?Cookie[\"']?[ \t]*[:=][ \t]*|(?<![\w-])(?:--cookie|-b)[ \t]+)"
+           r"[\"']?)(?P<value>[^\n\"'`]{1,4000})")
+
 # key = value: the key stays, the value goes. The key may carry a prefix (DB_PASSWORD,
 # github_token, client_secret, _authToken) and be quoted ("password": "...").
 _WORDS = (r"password|passwd|passphrase|passcode|pwd|pass|secret|token|api[_-]?key|apikey|"
@@ -178,14 +211,14 @@ _KEY = r"[A-Za-z0-9_.-]{0,40}?(?:" + _WORDS + r")"
 # (a leading run of any length before each keyword would make the scan quadratic-ish).
 _ASSIGN = (
     r"(?P<key>pass(?:word|wd|phrase|code)?|pwd|secret|token|key|credentials?)"
-    r"(?![A-Za-z0-9])(?P<sep>[\"']?[ \t]*(?:=>|:=|=(?!=)|:(?!:))[ \t]*"
+    r"(?![A-Za-z0-9])(?P<sep>[\"']?[ \t]*(?:=>|:=|=(?!=)|:(?!:)|：|＝)[ \t]*"
     r"|[ \t]+(?=[\"']))"
     r"(?P<value>\"[^\"\n]{1,300}\"|'[^'\n]{1,300}'|`[^`\n]{1,300}`|[^\s,;'\"`]{1,300})"
 )
 
 # Passwords in sentences: "the password is X", "use password X", "the staging db password
 # is X", "password for the staging box: X", "my pwd's X".
-_COPULA = (r"[ \t]*(?::|=|->)[ \t]*|[ \t]+(?:is|was|will[ \t]+be|should[ \t]+be|would[ \t]+be|"
+_COPULA = (r"[ \t]*(?::|=|->|：|＝)[ \t]*|[ \t]+(?:is|was|will[ \t]+be|should[ \t]+be|would[ \t]+be|"
            r"becomes|reads|remains)[ \t]+(?:now[ \t]+|still[ \t]+|just[ \t]+|set[ \t]+to[ \t]+)?")
 _PROSE_PASSWORD = (
     r"(?P<head>\b(?:password|passwd|passphrase|passcode|pwd|pw)(?:'s)?"
@@ -196,8 +229,8 @@ _PROSE_PASSWORD = (
 
 # A long hex or base64 string right after a key/token/secret word ("my API key is 3f9a...").
 _NEAR_KEYWORD = (
-    r"(?P<head>\b(?:api[ _-]?)?(?:keys?|tokens?|secrets?|passwords?|passwd|credentials?)\b"
-    r"[ \t]*(?:(?:is|was|=|:|->|here|value)[ \t]*){0,2}[\"'`]?)"
+    r"(?P<head>\b(?P<word>(?:api[ _-]?)?(?:keys?|tokens?|secrets?|passwords?|passwd|credentials?))\b"
+    r"[ \t]*(?:(?:is|was|=|:|：|->|here|value)[ \t]*){0,2}[\"'`]?)"
     r"(?P<value>(?<![A-Za-z0-9+/_=-])(?:[0-9a-fA-F]{32,}(?![A-Za-z0-9+/_-])|[A-Za-z0-9+/_-]{40,}={0,2}))"
 )
 
@@ -259,6 +292,13 @@ def _password_shaped(value: str) -> bool:
     return has_digit or has_symbol or inner_upper
 
 
+def _is_path(value: str) -> bool:
+    """A directory or file path (what ``pwd`` prints), not a password."""
+    if value.startswith(("/", "~/", "./", "../")) or value == "~":
+        return " " not in value.strip()
+    return len(value) > 2 and value[0].isalpha() and value[1] == ":" and value[2] in "\\/"
+
+
 def _identifier_word(key: str) -> str:
     """The secret word a key ends with: db_password -> password, apiKey -> key."""
     for word in ("password", "passwd", "secret", "token", "key", "pwd", "pass", "credential"):
@@ -312,6 +352,8 @@ def _assignment(m: re.Match[str]) -> str:
     if _MARK in inner or _reference(inner):
         return m.group(0)
     kl = key.lower()
+    if kl.endswith("pwd") and _is_path(inner):  # PWD=/home/me/src: the working directory
+        return m.group(0)
     # token: tokens[index], csrfToken = document.querySelector(...): code, not a value
     if not quote and any(c in inner for c in "([{"):
         return m.group(0)
@@ -336,6 +378,8 @@ def _prose_password(m: re.Match[str]) -> str:
     quote = value[0] if value[0] in "\"'`" else ""
     inner = value[1:-1] if quote else value
     if not inner.strip() or _MARK in inner or _reference(inner):
+        return m.group(0)
+    if m.group("head")[:3].lower() == "pwd" and _is_path(inner):  # "pwd: /home/me/src"
         return m.group(0)
     if not quote:
         if any(c in inner for c in "([{"):  # password: form.get(...) is code
@@ -378,6 +422,32 @@ def _auth_header(m: re.Match[str]) -> str:
     return m.group("head") + _tag("token")
 
 
+def _cli(m: re.Match[str]) -> str:
+    value = m.group("value")
+    quote = value[0] if value[0] in "\"'" else ""
+    inner = value[1:-1] if quote else value
+    if not inner.strip() or _MARK in inner or _reference(inner):
+        return m.group(0)
+    flag = m.group("head")[-24:].lower()
+    kind = "token" if "pass" not in flag and any(w in flag for w in ("token", "key", "secret")) \
+        else "password"
+    return m.group("head") + quote + _tag(kind) + quote
+
+
+def _cookie(m: re.Match[str]) -> str:
+    head, value = m.group("head"), m.group("value")
+    first_only = head.lower().lstrip().startswith("set-")  # the rest are attributes (Path=/)
+    out = []
+    for i, pair in enumerate(value.split(";")):
+        name, eq, val = pair.partition("=")
+        v = val.strip()
+        if (eq and v and (not first_only or i == 0) and _MARK not in v and not _reference(v)
+                and not (len(v) < 6 and v.isalpha()) and " " not in name.strip()):
+            pair = name + eq + val[:len(val) - len(val.lstrip())] + _tag("cookie")
+        out.append(pair)
+    return head + ";".join(out)
+
+
 def _url(m: re.Match[str]) -> str:
     pw = m.group("pw")
     if _MARK in pw or _reference(pw):
@@ -385,10 +455,22 @@ def _url(m: re.Match[str]) -> str:
     return f"{m.group('head')}:{_tag('credentials-url')}@"
 
 
+# "key" alone names a cache key, a lockfile entry or a public key as often as a secret: a hex or
+# base64 value after it is a secret only when a word before it says so ("API key", "secret key").
+_SECRET_QUALIFIER = ("secret", "private", "access", "signing", "encryption", "master", "license",
+                     "licence", "auth", "session", "client", "deploy", "api", "app", "admin",
+                     "account", "storage", "shared", "service", "webhook", "hmac")
+
+
 def _near_keyword(m: re.Match[str]) -> str:
     import re  # loaded by the rule that called this
 
     value = m.group("value")
+    if m.group("word").lower() in ("key", "keys"):
+        before = m.string[max(0, m.start() - 24):m.start()].lower()
+        last = re.findall(r"[a-z]+", before)
+        if not last or last[-1] not in _SECRET_QUALIFIER:
+            return m.group(0)
     is_hex = re.fullmatch(r"[0-9a-fA-F]+", value) is not None
     if not is_hex:
         # base64: letters of both cases and a digit, and not a file path.
@@ -467,6 +549,10 @@ _RULES: list[_Rule] = [
     *(_Rule(t, p, _DOTALL if t[0].startswith("PuTTY") else 0, _fixed(k), in_runs=True)
       for k, t, p in _FORMATS),
     _Rule(("aws",), _AWS_SECRET, _I, _head("aws-key")),
+    _Rule(("mysql", "mariadb", "sshpass", "-cli", "curl", "wget", "http", "login", "mongo",
+           "sqlcmd", "ldap", "twine", "smbclient", "rclone", "psexec", "htpasswd", "pass", "--"),
+          _CLI, 0, _cli),
+    _Rule(("cookie", "-b"), _COOKIE, _I, _cookie),
     _Rule(("authorization",), _AUTH_HEADER, _I, _auth_header),
     _Rule(("x-",), _KEY_HEADER, _I, _auth_header, anchors=("x-",)),
     _Rule(("bearer",), _BEARER, _I, _bearer),
@@ -556,12 +642,60 @@ def contains_secret(text: str) -> bool:
     return bool(text) and redact(text) != text
 
 
-def redact_value(value: object) -> object:
-    """:func:`redact` every string inside a JSON-like value (dicts, lists); keys are kept."""
-    if isinstance(value, str):
+# Names of fields whose value is a secret whatever it looks like, besides those _KEY matches
+# (password, db_password, apiKey, client_secret, access_token, ...).
+_SECRET_FIELDS = frozenset({
+    "authorization", "proxy-authorization", "proxy_authorization", "auth", "cookie", "cookies",
+    "set-cookie", "set_cookie", "x-api-key", "x-auth-token", "x-access-token", "x-vault-token",
+    "x-csrf-token", "x-xsrf-token", "pin", "otp", "totp", "mfa_code", "2fa", "sessionid",
+    "session_cookie", "connection_string", "connectionstring", "dsn", "pat", "psk", "wpa_psk",
+})
+# Fields named like a secret that hold something else: counts, names, paths, flags.
+_NOT_SECRET_FIELDS = frozenset({"max_tokens", "tokens", "token_count", "key", "keys"})
+
+
+def secret_field(name: str) -> bool:
+    """Whether a JSON field of this name holds a secret: ``password``, ``DB_PASSWORD``,
+    ``apiKey``, ``client_secret``, ``Authorization``, ``Cookie`` (any case)."""
+    low = name.lower()
+    if low in _SECRET_FIELDS:
+        return True
+    if low in _NOT_SECRET_FIELDS or len(name) > 60 or not name.strip():
+        return False
+    return _KEY_RULE.pattern().fullmatch(name) is not None
+
+
+def _field_value(name: str, value: str) -> str:
+    """A string held by a secret field: redacted whole, unless it names where the secret
+    lives (``$VAR``, ``${{ secrets.X }}``), is empty or a flag, or is a path under ``pwd``."""
+    v = value.strip()
+    if (not v or _MARK in v or _reference(v) or v.lower() in ("true", "false", "none", "null")
+            or (name.lower().endswith("pwd") and _is_path(v))):
         return redact(value)
+    return _tag(_assign_kind(name) if name.lower() not in _SECRET_FIELDS else
+                "cookie" if "cookie" in name.lower() else "token")
+
+
+def redact_value(value: object, _field: str | None = None) -> object:
+    """:func:`redact` every string inside a JSON-like value (dicts, lists); keys are kept.
+
+    A string under a field named like a secret (``{"password": "..."}``, ``{"headers":
+    {"Authorization": "..."}}``, at any depth) is replaced whole, whatever it looks like, and
+    so is the ``value`` of a ``{"name"|"key": "<secret name>", "value": ...}`` pair."""
+    if isinstance(value, str):
+        return redact(value) if _field is None else _field_value(_field, value)
     if isinstance(value, dict):
-        return {k: redact_value(v) for k, v in value.items()}
+        named = next((value[k] for k in ("name", "key", "Name", "Key") if k in value), None)
+        pair = isinstance(named, str) and "value" in value and secret_field(named)
+        out = {}
+        for k, v in value.items():
+            field = _field
+            if pair and k == "value":
+                field = named
+            elif isinstance(k, str) and not isinstance(v, (int, float, bool)) and secret_field(k):
+                field = k
+            out[k] = redact_value(v, field)
+        return out
     if isinstance(value, list):
-        return [redact_value(v) for v in value]
+        return [redact_value(v, _field) for v in value]
     return value
