@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import re
 
-__all__ = ["contains_secret", "redact", "redact_value", "secret_field"]
+__all__ = ["clip", "contains_secret", "redact", "redact_clipped", "redact_value", "secret_field"]
 
 _I = 2  # re.IGNORECASE, spelled out: ``re`` is imported only when a rule first runs
 _DOTALL = 16  # re.DOTALL
@@ -642,6 +642,36 @@ def contains_secret(text: str) -> bool:
     return bool(text) and redact(text) != text
 
 
+# Characters a token is made of: a cut inside a run of them could keep a secret's prefix.
+_RUN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                       "_-.~+/=:@%!#$&*?^")
+# A secret longer than this (a private key block) is redacted to the end when cut inside it.
+CLIP_MARGIN = 8192
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, never inside a run of token characters:
+    the run the cut falls in is dropped whole, so no prefix of a key survives the cut."""
+    if len(text) <= limit:
+        return text
+    end = limit
+    if text[end] in _RUN_CHARS:
+        while end > 0 and text[end - 1] in _RUN_CHARS:
+            end -= 1
+    return text[:end]
+
+
+def redact_clipped(text: str, limit: int, suffix: str = "…") -> str:
+    """:func:`redact` then cut to ``limit`` (plus ``suffix`` when cut). Only the first
+    ``limit + CLIP_MARGIN`` characters are read, cut at a run's edge, so a secret that
+    straddles ``limit`` is seen whole and redacted before the cut, and the cost stays
+    bounded on huge texts."""
+    if len(text) <= limit:
+        return redact(text)
+    out = redact(clip(text, limit + CLIP_MARGIN))
+    return clip(out, limit) + suffix if len(out) > limit else out + suffix
+
+
 # Names of fields whose value is a secret whatever it looks like, besides those _KEY matches
 # (password, db_password, apiKey, client_secret, access_token, ...).
 _SECRET_FIELDS = frozenset({
@@ -665,25 +695,30 @@ def secret_field(name: str) -> bool:
     return _KEY_RULE.pattern().fullmatch(name) is not None
 
 
-def _field_value(name: str, value: str) -> str:
+def _field_value(name: str, value: str, limit: int | None) -> str:
     """A string held by a secret field: redacted whole, unless it names where the secret
     lives (``$VAR``, ``${{ secrets.X }}``), is empty or a flag, or is a path under ``pwd``."""
     v = value.strip()
     if (not v or _MARK in v or _reference(v) or v.lower() in ("true", "false", "none", "null")
             or (name.lower().endswith("pwd") and _is_path(v))):
-        return redact(value)
+        return _text(value, limit)
     return _tag(_assign_kind(name) if name.lower() not in _SECRET_FIELDS else
                 "cookie" if "cookie" in name.lower() else "token")
 
 
-def redact_value(value: object, _field: str | None = None) -> object:
+def _text(value: str, limit: int | None) -> str:
+    return redact(value) if limit is None else redact_clipped(value, limit)
+
+
+def redact_value(value: object, limit: int | None = None, _field: str | None = None) -> object:
     """:func:`redact` every string inside a JSON-like value (dicts, lists); keys are kept.
 
     A string under a field named like a secret (``{"password": "..."}``, ``{"headers":
     {"Authorization": "..."}}``, at any depth) is replaced whole, whatever it looks like, and
-    so is the ``value`` of a ``{"name"|"key": "<secret name>", "value": ...}`` pair."""
+    so is the ``value`` of a ``{"name"|"key": "<secret name>", "value": ...}`` pair. With
+    ``limit``, each string is redacted, then cut (:func:`redact_clipped`)."""
     if isinstance(value, str):
-        return redact(value) if _field is None else _field_value(_field, value)
+        return _text(value, limit) if _field is None else _field_value(_field, value, limit)
     if isinstance(value, dict):
         named = next((value[k] for k in ("name", "key", "Name", "Key") if k in value), None)
         pair = isinstance(named, str) and "value" in value and secret_field(named)
@@ -694,8 +729,8 @@ def redact_value(value: object, _field: str | None = None) -> object:
                 field = named
             elif isinstance(k, str) and not isinstance(v, (int, float, bool)) and secret_field(k):
                 field = k
-            out[k] = redact_value(v, field)
+            out[k] = redact_value(v, limit, field)
         return out
     if isinstance(value, list):
-        return [redact_value(v, _field) for v in value]
+        return [redact_value(v, limit, _field) for v in value]
     return value

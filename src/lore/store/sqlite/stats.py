@@ -9,6 +9,30 @@ from typing import Any
 from lore.store.sqlite.db import Tables, atomic
 
 
+def redact_search_log(conn: Any) -> int:
+    """Redact the queries (and filter values) of a search log written before queries were
+    redacted; shared by both backends' migrations. Returns how many rows changed."""
+    from lore.redact import redact, redact_value
+
+    changed = 0
+    for key, query, filters in conn.execute(
+            "SELECT id, query, filters FROM search_log").fetchall():
+        new_query = redact(query) if isinstance(query, str) else query
+        new_filters = filters
+        if isinstance(filters, str):
+            try:
+                value = json.loads(filters)
+            except ValueError:
+                value = None
+            if value is not None and (r := redact_value(value)) != value:
+                new_filters = json.dumps(r)
+        if (new_query, new_filters) != (query, filters):
+            conn.execute("UPDATE search_log SET query = ?, filters = ? WHERE id = ?",
+                         (new_query, new_filters, key))
+            changed += 1
+    return changed
+
+
 class UsageTables(Tables):
     """Usage columns of ``lessons``, ``search_log`` and grouped counts."""
 
@@ -41,7 +65,6 @@ class UsageTables(Tables):
                 (at, query, json.dumps(filters), json.dumps(list(ids)), took_ms, interface,
                  *self.who),
             )
-
 
     # ---- statistics -------------------------------------------------------------------
     def grouped_counts(self, column: str) -> list[tuple[str | None, int]]:
