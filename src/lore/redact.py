@@ -137,6 +137,22 @@ _FORMATS: list[tuple[str, tuple[str, ...], str]] = [
     ("token", ("tfp_",), _b(r"tfp_[A-Za-z0-9_.=-]{40,59}")),
     ("token", ("aio_",), _b(r"aio_[A-Za-z0-9]{28}")),
     ("token", ("sk.eyJ",), _b(r"sk\.eyJ[A-Za-z0-9_-]{50,}\.[A-Za-z0-9_-]{20,}")),
+    ("api-key", ("lsv2_",), _b(r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}")),
+    ("api-key", ("pcsk_",), _b(r"pcsk_[A-Za-z0-9_]{50,}")),
+    ("token", ("AZDO",), _b(r"[A-Za-z0-9]{76}AZDO[A-Za-z0-9]{4}")),
+    ("token", ("HRKU-",), _b(r"HRKU-[A-Za-z0-9_-]{40,}")),
+    ("token", ("nfp_",), _b(r"nfp_[A-Za-z0-9]{36}")),
+    ("api-key", ("rnd_",), _b(r"rnd_[A-Za-z0-9]{32}")),
+    ("token", ("CCIPAT_",), _b(r"CCIPAT_[A-Za-z0-9]{22}_[a-f0-9]{40}")),
+    ("token", ("bkua_",), _b(r"bkua_[a-f0-9]{40}")),
+    ("token", ("sqp_", "squ_", "sqa_"), _b(r"sq[pua]_[a-f0-9]{40}")),
+    ("api-key", ("api-", "sdk-"),
+     _b(r"(?:api|sdk)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")),
+    ("api-key", ("rzp_",), _b(r"rzp_(?:live|test)_[A-Za-z0-9]{14}")),
+    ("token", ("pypi-AgENdGVzdC5weXBpLm9yZw",), _b(r"pypi-AgENdGVzdC5weXBpLm9yZw[A-Za-z0-9_-]{50,}")),
+    ("token", ("CFPAT-",), _b(r"CFPAT-[A-Za-z0-9_-]{43}")),
+    ("token", ("pat-na1-", "pat-eu1-"),
+     _b(r"pat-(?:na|eu)1-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")),
     ("token", ("EAA",), _b(r"EAA[A-Za-z0-9]{100,}")),
     # Keys that carry their own label
     ("private-key", ("AGE-SECRET-KEY-",), _b(r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}")),
@@ -163,14 +179,17 @@ _AUTH_HEADER = (
     r"(?P<value>[^\s\"',;]+)"
 )
 _KEY_HEADER = (r"(?P<head>\bX-(?:Api-Key|Auth-Token|Access-Token|Secret|Vault-Token|"
-               r"Shopify-Access-Token|Figma-Token|Dropbox-Token)[\"']?\s*:\s*[\"']?)"
+               r"Shopify-Access-Token|Figma-Token|Dropbox-Token|Functions-Key|"
+               r"Postmark-(?:Server|Account)-Token|Gitlab-Token|Consul-Token|Nomad-Token|"
+               r"Goog-Api-Key|RapidAPI-Key|TYPESENSE-API-KEY|Algolia-API-Key|Auth-Key)"
+               r"[\"']?\s*:\s*[\"']?)"
                r"(?P<value>[^\s\"',;]+)")
 _BEARER = r"(?P<head>\bBearer\s+)(?P<value>[A-Za-z0-9._~+/=-]{8,})"
 
 # A password given to a command on its line: `mysql -uroot -pPASS`, `sshpass -p PASS`,
 # `redis-cli -a PASS`, `curl -u user:PASS`, `docker login -p PASS`, `keytool -storepass PASS`,
 # `--password PASS`, `--api-key KEY` (the `--flag=value` form is an assignment, below).
-_ARG = r"(?P<value>'[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|[^\s'\"`;|&<>]{1,200})"
+_ARG = r"(?P<value>'[^'\n]{1,4000}'|\"[^\"\n]{1,4000}\"|[^\s'\"`;|&<>]+)"
 _LINE = r"[^\n;|&]{0,200}?[ \t]"  # the rest of the command before the flag
 _CLI = (
     r"(?P<head>(?:"
@@ -196,6 +215,14 @@ _CLI = (
     r"))" + _ARG
 )
 
+# Signed URLs: the signature and session token in the query string (S3, GCS, Azure SAS).
+_URL_SIGNATURE = (r"(?P<head>[?&](?:sig|signature|X-Amz-Signature|X-Amz-Security-Token|"
+                  r"X-Goog-Signature|X-Amz-Credential|Signature)=)(?P<value>[^&\s#\"'<>]{16,})")
+
+# <password>…</password>, <apiKey>…</apiKey>: the element stays, the text goes.
+_XML = (r"<(?P<tag>[A-Za-z0-9_.:-]{0,40}?(?:password|passwd|secret|token|api[_-]?key|apikey|"
+        r"access[_-]?key|private[_-]?key|credentials?))>(?P<value>[^<\n]{1,4000})</(?P=tag)>")
+
 # Cookie headers and cookie flags: every cookie's value goes, the names stay.
 _COOKIE = (r"(?P<head>(?:\b(?:Set-)?Cookie[\"']?[ \t]*[:=][ \t]*|(?<![\w-])(?:--cookie|-b)[ \t]+)"
            r"[\"']?)(?P<value>[^\n\"'`]{1,4000})")
@@ -213,7 +240,7 @@ _ASSIGN = (
     r"(?P<key>pass(?:word|wd|phrase|code)?|pwd|secret|token|key|credentials?)"
     r"(?![A-Za-z0-9])(?P<sep>[\"']?[ \t]*(?:=>|:=|=(?!=)|:(?!:)|：|＝)[ \t]*"
     r"|[ \t]+(?=[\"']))"
-    r"(?P<value>\"[^\"\n]{1,300}\"|'[^'\n]{1,300}'|`[^`\n]{1,300}`|[^\s,;'\"`]{1,300})"
+    r"(?P<value>\"[^\"\n]{1,4000}\"|'[^'\n]{1,4000}'|`[^`\n]{1,4000}`|[^\s,;'\"`]+)"
 )
 
 # Passwords in sentences: "the password is X", "use password X", "the staging db password
@@ -224,7 +251,7 @@ _PROSE_PASSWORD = (
     r"(?P<head>\b(?:password|passwd|passphrase|passcode|pwd|pw)(?:'s)?"
     r"(?:[ \t]+(?:for|of|on|to|at|in)[ \t]+(?:[\w.@/-]+[ \t]+){0,3}?[\w.@/-]+(?P<c1>" + _COPULA + r")"
     r"|(?P<c2>" + _COPULA + r")|[ \t]+(?:to|as)[ \t]+|[ \t]+))"
-    r"(?P<value>\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|`[^`\n]{1,200}`|[^\s\"'`]{1,200})"
+    r"(?P<value>\"[^\"\n]{1,4000}\"|'[^'\n]{1,4000}'|`[^`\n]{1,4000}`|[^\s\"'`]+)"
 )
 
 # A long hex or base64 string right after a key/token/secret word ("my API key is 3f9a...").
@@ -384,6 +411,7 @@ def _prose_password(m: re.Match[str]) -> str:
     if not quote:
         if any(c in inner for c in "([{"):  # password: form.get(...) is code
             return m.group(0)
+        inner = inner.rstrip(".,;:)]}") or inner  # f(password=password): the ")" is code
         if m.group("c1") is not None or m.group("c2") is not None:
             # "the password is swordfish" — any word but prose.
             if _plain_word(inner) or not any(c.isalnum() for c in inner):
@@ -397,8 +425,7 @@ def _prose_password(m: re.Match[str]) -> str:
         elif not _password_shaped(inner):
             # "use password X" with no "is": only a word shaped like a password.
             return m.group(0)
-        stripped = inner.rstrip(".,;:)]}")
-        tail = inner[len(stripped):]
+        tail = value[len(inner):]
         return m.group("head") + _tag("password") + tail
     return m.group("head") + quote + _tag("password") + quote
 
@@ -434,6 +461,14 @@ def _cli(m: re.Match[str]) -> str:
     return m.group("head") + quote + _tag(kind) + quote
 
 
+def _xml(m: re.Match[str]) -> str:
+    value = m.group("value")
+    if not value.strip() or _MARK in value or _reference(value.strip()):
+        return m.group(0)
+    tag = m.group("tag")
+    return f"<{tag}>{_tag(_assign_kind(tag))}</{tag}>"
+
+
 def _cookie(m: re.Match[str]) -> str:
     head, value = m.group("head"), m.group("value")
     first_only = head.lower().lstrip().startswith("set-")  # the rest are attributes (Path=/)
@@ -450,7 +485,7 @@ def _cookie(m: re.Match[str]) -> str:
 
 def _url(m: re.Match[str]) -> str:
     pw = m.group("pw")
-    if _MARK in pw or _reference(pw):
+    if _MARK in m.group(0) or _reference(pw):  # "https://[REDACTED:token]@host": done already
         return m.group(0)
     return f"{m.group('head')}:{_tag('credentials-url')}@"
 
@@ -553,6 +588,11 @@ _RULES: list[_Rule] = [
            "sqlcmd", "ldap", "twine", "smbclient", "rclone", "psexec", "htpasswd", "pass", "--"),
           _CLI, 0, _cli),
     _Rule(("cookie", "-b"), _COOKIE, _I, _cookie),
+    _Rule(("sig", "x-amz-", "x-goog-"), _URL_SIGNATURE, _I, _head("signature")),
+    # PayPal/Braintree: "$" splits it into runs the fixed formats would not see whole
+    _Rule(("access_token$",), r"access_token\$(?:production|sandbox)\$[0-9a-z]{16}\$[0-9a-f]{32}",
+          0, _fixed("token")),
+    _Rule(("pass", "secret", "token", "key", "credential"), _XML, _I, _xml, anchors=("<",)),
     _Rule(("authorization",), _AUTH_HEADER, _I, _auth_header),
     _Rule(("x-",), _KEY_HEADER, _I, _auth_header, anchors=("x-",)),
     _Rule(("bearer",), _BEARER, _I, _bearer),
@@ -692,7 +732,9 @@ def secret_field(name: str) -> bool:
         return True
     if low in _NOT_SECRET_FIELDS or len(name) > 60 or not name.strip():
         return False
-    return _KEY_RULE.pattern().fullmatch(name) is not None
+    key = _KEY_RULE.pattern()
+    # plurals too: client_secrets, api_keys, credentials
+    return key.fullmatch(name) is not None or (low.endswith("s") and key.fullmatch(name[:-1]) is not None)
 
 
 def _field_value(name: str, value: str, limit: int | None) -> str:
