@@ -204,8 +204,8 @@ _CLI = (
     r"|\bmongo(?:sh|dump|restore|import|export|stat|top)?\b" + _LINE + r"-p[ \t]+"
     r"|\bsqlcmd\b" + _LINE + r"-P[ \t]*"
     r"|\bldap\w{0,12}\b" + _LINE + r"-w[ \t]+"
-    r"|\b(?:twine|smbclient|rclone|psexec)\b" + _LINE + r"(?:-p|--password)[ \t]+"
-    r"|\bsmbclient\b" + _LINE + r"-U[ \t]*['\"]?[^\s%'\"]{1,100}%"
+    r"|\b(?:twine|rclone|psexec)\b" + _LINE + r"(?:-p|--password)[ \t]+"
+    r"|\bsmbclient\b" + _LINE + r"(?:(?:-p|--password)[ \t]+|-U[ \t]*['\"]?[^\s%'\"]{1,100}%)"
     r"|\bhtpasswd\b[ \t]+-\w*b\w*[ \t]+(?:-\w+[ \t]+)*\S+[ \t]+\S+[ \t]+"
     r"|[ \t]-(?:storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass)[ \t]+"
     r"|[ \t]-pass(?:in|out|word)?[ \t]+pass:"
@@ -224,8 +224,10 @@ _XML = (r"<(?P<tag>[A-Za-z0-9_.:-]{0,40}?(?:password|passwd|secret|token|api[_-]
         r"access[_-]?key|private[_-]?key|credentials?))>(?P<value>[^<\n]{1,4000})</(?P=tag)>")
 
 # Cookie headers and cookie flags: every cookie's value goes, the names stay.
-_COOKIE = (r"(?P<head>(?:\b(?:Set-)?Cookie[\"']?[ \t]*[:=][ \t]*|(?<![\w-])(?:--cookie|-b)[ \t]+)"
-           r"[\"']?)(?P<value>[^\n\"'`]{1,4000})")
+_COOKIE = (r"(?P<head>(?:\b(?:Set-)?Cookie[\"']?[ \t]*[:=][ \t]*|(?<![\w-])--cookie[ \t]+"
+           r"|\bcurl\b" + _LINE + r"-b[ \t]+)"
+           r"[\"']?)(?P<value>[^\s=;\"'`]{1,200}=[^;\s\"'`]*"
+           r"(?:;[ \t]*[^\s=;\"'`]{1,200}(?:=[^;\s\"'`]*)?){0,100})")
 
 # key = value: the key stays, the value goes. The key may carry a prefix (DB_PASSWORD,
 # github_token, client_secret, _authToken) and be quoted ("password": "...").
@@ -454,11 +456,11 @@ def _cli(m: re.Match[str]) -> str:
     quote = value[0] if value[0] in "\"'" else ""
     inner = value[1:-1] if quote else value
     if not inner.strip() or _MARK in inner or _reference(inner):
-        return m.group(0)
+        return value
     flag = m.group("head")[-24:].lower()
     kind = "token" if "pass" not in flag and any(w in flag for w in ("token", "key", "secret")) \
         else "password"
-    return m.group("head") + quote + _tag(kind) + quote
+    return quote + _tag(kind) + quote
 
 
 def _xml(m: re.Match[str]) -> str:
@@ -480,7 +482,7 @@ def _cookie(m: re.Match[str]) -> str:
                 and not (len(v) < 6 and v.isalpha()) and " " not in name.strip()):
             pair = name + eq + val[:len(val) - len(val.lstrip())] + _tag("cookie")
         out.append(pair)
-    return head + ";".join(out)
+    return ";".join(out)
 
 
 def _url(m: re.Match[str]) -> str:
@@ -531,16 +533,21 @@ class _Rule:
     An anchored rule's matches start where one of its ``anchors`` occurs: it is tried only
     there (``str.find`` is much faster than a case-insensitive scan of every position)."""
 
-    __slots__ = ("triggers", "source", "flags", "replace", "anchors", "in_runs", "_compiled")
+    __slots__ = ("triggers", "source", "flags", "replace", "anchors", "in_runs", "values",
+                 "_compiled")
 
     def __init__(self, triggers: tuple[str, ...], source: str, flags: int, replace,  # type: ignore[no-untyped-def]
-                 anchors: tuple[str, ...] = (), in_runs: bool = False) -> None:
+                 anchors: tuple[str, ...] = (), in_runs: bool = False,
+                 values: bool = False) -> None:
         self.triggers = triggers
         self.source = source
         self.flags = flags
         self.replace = replace
         self.anchors = anchors
         self.in_runs = in_runs  # a fixed format: only inside a run of _RUNS
+        # ``replace`` gives the new ``value`` group only, and matches may overlap: one command
+        # line can hold several commands, each with its own flag (`a -p X && b -w Y`).
+        self.values = values
         self._compiled: re.Pattern[str] | None = None
 
     def pattern(self) -> re.Pattern[str]:
@@ -550,9 +557,30 @@ class _Rule:
             self._compiled = re.compile(self.source, self.flags)
         return self._compiled
 
+    def _values(self, pattern: re.Pattern[str], text: str) -> str:
+        found: dict[tuple[int, int], str] = {}
+        pos = 0
+        while (m := pattern.search(text, pos)) is not None:
+            pos = m.start() + 1
+            span = m.span("value")
+            if span not in found:
+                found[span] = self.replace(m)
+        out: list[str] = []
+        last = 0
+        for (start, end), new in sorted(found.items()):
+            if start >= last and new != text[start:end]:
+                out += (text[last:start], new)
+                last = end
+        if not out:
+            return text
+        out.append(text[last:])
+        return "".join(out)
+
     def apply(self, text: str, seen: str) -> str:
         """Run the rule over ``text``; ``seen`` is the text as the triggers are looked up."""
         pattern = self.pattern()
+        if self.values:
+            return self._values(pattern, text)
         if not self.anchors or len(seen) != len(text):
             return pattern.sub(self.replace, text)
         starts = set()
@@ -586,8 +614,8 @@ _RULES: list[_Rule] = [
     _Rule(("aws",), _AWS_SECRET, _I, _head("aws-key")),
     _Rule(("mysql", "mariadb", "sshpass", "-cli", "curl", "wget", "http", "login", "mongo",
            "sqlcmd", "ldap", "twine", "smbclient", "rclone", "psexec", "htpasswd", "pass", "--"),
-          _CLI, 0, _cli),
-    _Rule(("cookie", "-b"), _COOKIE, _I, _cookie),
+          _CLI, 0, _cli, values=True),
+    _Rule(("cookie", "curl"), _COOKIE, _I, _cookie, values=True),
     _Rule(("sig", "x-amz-", "x-goog-"), _URL_SIGNATURE, _I, _head("signature")),
     # PayPal/Braintree: "$" splits it into runs the fixed formats would not see whole
     _Rule(("access_token$",), r"access_token\$(?:production|sandbox)\$[0-9a-z]{16}\$[0-9a-f]{32}",
