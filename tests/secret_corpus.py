@@ -599,6 +599,7 @@ LOOK_ALIKES: list[tuple[str, str]] = [
     ("openssl-passin-env", "openssl rsa -in k.pem -passin env:KEY_PASS"),
     ("ls-double-dash", "git checkout -- src/app.py"),
     ("flag-token-reference", "deploy --token \"$DEPLOY_TOKEN\""),
+    ("flag-then-flag", "./deploy --password --interactive --env prod"),
     # ---- code and text with long runs
     ("python-import-path", "from lore.capture.hooks import redact_payload"),
     ("file-path", "/usr/lib/python3.11/site-packages/{w:8}/__init__.py"),

@@ -131,6 +131,16 @@ def test_any_draw_of_any_format_is_caught_in_any_surroundings(fmt, seed: int, ar
 
 
 @settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(FORMATS), min_size=2, max_size=6), st.integers(0, 10**9),
+       st.sampled_from([" ", "; ", " && ", "\n", " | ", ", "]))
+def test_secrets_side_by_side_are_all_caught(fmts, seed: int, sep: str):
+    """Several commands, headers or assignments on one line: each rule still sees each one."""
+    drawn = [render(f[1], seed + i) for i, f in enumerate(fmts)]
+    out = redact(sep.join(text for text, _ in drawn))
+    assert not [secret for _, secret in drawn if secret in out], out
+
+
+@settings(max_examples=300, deadline=None)
 @given(st.sampled_from(LOOK_ALIKES), st.integers(0, 10**9))
 def test_any_draw_of_any_look_alike_is_kept(alike, seed: int):
     text, _ = render(alike[1], seed)

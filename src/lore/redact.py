@@ -190,7 +190,7 @@ _BEARER = r"(?P<head>\bBearer\s+)(?P<value>[A-Za-z0-9._~+/=-]{8,})"
 # `redis-cli -a PASS`, `curl -u user:PASS`, `docker login -p PASS`, `keytool -storepass PASS`,
 # `--password PASS`, `--api-key KEY` (the `--flag=value` form is an assignment, below).
 _ARG = r"(?P<value>'[^'\n]{1,4000}'|\"[^\"\n]{1,4000}\"|[^\s'\"`;|&<>]+)"
-_LINE = r"[^\n;|&]{0,200}?[ \t]"  # the rest of the command before the flag
+_LINE = r"[ \t](?:[^\n;|&]{0,200}?[ \t])??"  # after the command's name: its words before the flag
 _CLI = (
     r"(?P<head>(?:"
     r"\b(?:mysql(?:dump|admin|import|show|check|sh|binlog|pump|slap)?|mariadb(?:-dump|-admin)?)\b"
@@ -199,7 +199,7 @@ _CLI = (
     r"|\b(?:redis-cli|keydb-cli|valkey-cli)\b" + _LINE + r"(?:-a|--pass)[ \t]+"
     r"|\b(?:curl|wget|http|httpie)\b" + _LINE
     + r"(?:-u|--user|--proxy-user|-U)[ \t]*['\"]?[^\s:'\"]{1,100}:"
-    r"|\b(?:docker|podman|helm|buildah|skopeo|oras|nerdctl)\b[ \t]+(?:\S+[ \t]+)?login\b"
+    r"|\b(?:docker|podman|helm|buildah|skopeo|oras|nerdctl)[ \t]+(?:\S+[ \t]+)?login\b"
     + _LINE + r"-p[ \t]+"
     r"|\bmongo(?:sh|dump|restore|import|export|stat|top)?\b" + _LINE + r"-p[ \t]+"
     r"|\bsqlcmd\b" + _LINE + r"-P[ \t]*"
@@ -207,12 +207,15 @@ _CLI = (
     r"|\b(?:twine|rclone|psexec)\b" + _LINE + r"(?:-p|--password)[ \t]+"
     r"|\bsmbclient\b" + _LINE + r"(?:(?:-p|--password)[ \t]+|-U[ \t]*['\"]?[^\s%'\"]{1,100}%)"
     r"|\bhtpasswd\b[ \t]+-\w*b\w*[ \t]+(?:-\w+[ \t]+)*\S+[ \t]+\S+[ \t]+"
-    r"|[ \t]-(?:storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass)[ \t]+"
-    r"|[ \t]-pass(?:in|out|word)?[ \t]+pass:"
-    r"|(?<![\w-])--(?:[a-z0-9]{1,20}-){0,3}(?:password|passwd|passphrase|token|secret|api-?key"
-    r"|access-key|secret-key|private-key|client-secret|auth-token|access-token)[ \t]+"
-    r"(?!-)"
+    r"|(?<=[ \t])-(?:storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass)[ \t]+"
+    r"|(?<=[ \t])-pass(?:in|out|word)?[ \t]+pass:"
     r"))" + _ARG
+)
+# `--password X`, `--api-key X` on any command (`--password=X` is an assignment).
+_LONG_FLAG = (
+    r"(?P<head>(?<![\w-])--(?:[a-z0-9]{1,20}-){0,3}(?:password|passwd|passphrase|token|secret"
+    r"|api-?key|access-key|secret-key|private-key|client-secret|auth-token|access-token)"
+    r"[ \t]+(?!--?[a-z][a-z-]*(?:[\s=]|$)))" + _ARG  # not the next flag (--verbose)
 )
 
 # Signed URLs: the signature and session token in the query string (S3, GCS, Azure SAS).
@@ -222,6 +225,13 @@ _URL_SIGNATURE = (r"(?P<head>[?&](?:sig|signature|X-Amz-Signature|X-Amz-Security
 # <password>…</password>, <apiKey>…</apiKey>: the element stays, the text goes.
 _XML = (r"<(?P<tag>[A-Za-z0-9_.:-]{0,40}?(?:password|passwd|secret|token|api[_-]?key|apikey|"
         r"access[_-]?key|private[_-]?key|credentials?))>(?P<value>[^<\n]{1,4000})</(?P=tag)>")
+
+# Where a _CLI match can start: the commands' names and the flags that stand alone.
+_CLI_ANCHORS = ("mysql", "mariadb", "sshpass", "redis-cli", "keydb-cli", "valkey-cli", "curl",
+                "wget", "http", "docker", "podman", "helm", "buildah", "skopeo", "oras", "nerdctl",
+                "mongo", "sqlcmd", "ldap", "twine", "rclone", "psexec", "smbclient", "htpasswd",
+                "-storepass", "-keypass", "-srcstorepass", "-deststorepass", "-srckeypass",
+                "-destkeypass", "-pass")
 
 # Cookie headers and cookie flags: every cookie's value goes, the names stay.
 _COOKIE = (r"(?P<head>(?:\b(?:Set-)?Cookie[\"']?[ \t]*[:=][ \t]*|(?<![\w-])--cookie[ \t]+"
@@ -414,6 +424,8 @@ def _prose_password(m: re.Match[str]) -> str:
         if any(c in inner for c in "([{"):  # password: form.get(...) is code
             return m.group(0)
         inner = inner.rstrip(".,;:)]}") or inner  # f(password=password): the ")" is code
+        if re.fullmatch(r"--?[a-z][a-z-]*", inner):  # `--password --interactive`: the next flag
+            return m.group(0)
         if m.group("c1") is not None or m.group("c2") is not None:
             # "the password is swordfish" — any word but prose.
             if _plain_word(inner) or not any(c.isalnum() for c in inner):
@@ -557,13 +569,23 @@ class _Rule:
             self._compiled = re.compile(self.source, self.flags)
         return self._compiled
 
-    def _values(self, pattern: re.Pattern[str], text: str) -> str:
+    def _starts(self, seen: str) -> set[int]:
+        starts = set()
+        for a in self.anchors:
+            i = seen.find(a)
+            while i >= 0:
+                starts.add(i)
+                i = seen.find(a, i + 1)
+        return starts
+
+    def _values(self, pattern: re.Pattern[str], text: str, starts: set[int] | None) -> str:
         found: dict[tuple[int, int], str] = {}
-        pos = 0
-        while (m := pattern.search(text, pos)) is not None:
-            pos = m.start() + 1
-            span = m.span("value")
-            if span not in found:
+        if starts is None:  # lower-casing moved the offsets: every match, no overlap
+            matches = list(pattern.finditer(text))
+        else:  # each anchor, even inside an earlier match
+            matches = [m for i in sorted(starts) if (m := pattern.match(text, i))]
+        for m in matches:
+            if (span := m.span("value")) not in found:
                 found[span] = self.replace(m)
         out: list[str] = []
         last = 0
@@ -577,18 +599,17 @@ class _Rule:
         return "".join(out)
 
     def apply(self, text: str, seen: str) -> str:
-        """Run the rule over ``text``; ``seen`` is the text as the triggers are looked up."""
+        """Run the rule over ``text``; ``seen`` is the text as the triggers are looked up.
+        An anchored rule is compiled only once one of its anchors is found."""
+        anchored = bool(self.anchors) and len(seen) == len(text)
+        starts = self._starts(seen) if anchored else set()
+        if anchored and not starts:
+            return text
         pattern = self.pattern()
         if self.values:
-            return self._values(pattern, text)
-        if not self.anchors or len(seen) != len(text):
+            return self._values(pattern, text, starts if anchored else None)
+        if not anchored:
             return pattern.sub(self.replace, text)
-        starts = set()
-        for a in self.anchors:
-            i = seen.find(a)
-            while i >= 0:
-                starts.add(i)
-                i = seen.find(a, i + 1)
         out: list[str] = []
         last = 0
         for i in sorted(starts):
@@ -612,10 +633,11 @@ _RULES: list[_Rule] = [
     *(_Rule(t, p, _DOTALL if t[0].startswith("PuTTY") else 0, _fixed(k), in_runs=True)
       for k, t, p in _FORMATS),
     _Rule(("aws",), _AWS_SECRET, _I, _head("aws-key")),
-    _Rule(("mysql", "mariadb", "sshpass", "-cli", "curl", "wget", "http", "login", "mongo",
-           "sqlcmd", "ldap", "twine", "smbclient", "rclone", "psexec", "htpasswd", "pass", "--"),
-          _CLI, 0, _cli, values=True),
-    _Rule(("cookie", "curl"), _COOKIE, _I, _cookie, values=True),
+    # every flag follows a blank (" -p", "\t-a"); compiled only where a command's name is
+    _Rule((" -", "\t-"), _CLI, 0, _cli, anchors=_CLI_ANCHORS, values=True),
+    _Rule(("pass", "token", "secret", "key"), _LONG_FLAG, 0, _cli, anchors=("--",), values=True),
+    _Rule(("cookie", "curl"), _COOKIE, _I, _cookie, anchors=("set-cookie", "cookie", "--cookie", "curl"),
+          values=True),
     _Rule(("sig", "x-amz-", "x-goog-"), _URL_SIGNATURE, _I, _head("signature")),
     # PayPal/Braintree: "$" splits it into runs the fixed formats would not see whole
     _Rule(("access_token$",), r"access_token\$(?:production|sandbox)\$[0-9a-z]{16}\$[0-9a-f]{32}",
@@ -649,8 +671,8 @@ def _escape(literal: str) -> str:
 
 
 # Any trigger of any fixed format (longest first), as one pattern: the gate before them all.
-_ANY_FORMAT_TRIGGER = _Rule((), "|".join(_escape(t) for t in sorted(
-    {t for r in _FORMAT_RULES for t in r.triggers}, key=len, reverse=True)), 0, None)
+_FORMAT_TRIGGERS = sorted({t for r in _FORMAT_RULES for t in r.triggers}, key=len, reverse=True)
+_ANY_FORMAT_TRIGGER = _Rule((), "|".join(_escape(t) for t in _FORMAT_TRIGGERS), 0, None)
 
 
 def _reference(value: str) -> bool:
@@ -692,7 +714,12 @@ def _formats(text: str) -> str:
     """The fixed formats, in order, each where one of its triggers is in a run. One search
     for any trigger comes first: nine texts in ten with runs (paths, hashes) hold none."""
     runs = " ".join(_RUNS.pattern().findall(text))
-    if not runs or not _ANY_FORMAT_TRIGGER.pattern().search(runs):
+    if not runs:
+        return text
+    if len(runs) < 4000:  # a prompt, a command: cheaper than compiling the alternation
+        if not any(t in runs for t in _FORMAT_TRIGGERS):
+            return text
+    elif not _ANY_FORMAT_TRIGGER.pattern().search(runs):
         return text
     for rule in _FORMAT_RULES:
         for t in rule.triggers:
@@ -758,8 +785,9 @@ def secret_field(name: str) -> bool:
     low = name.lower()
     if low in _SECRET_FIELDS:
         return True
-    if low in _NOT_SECRET_FIELDS or len(name) > 60 or not name.strip():
-        return False
+    if (low in _NOT_SECRET_FIELDS or len(name) > 60
+            or not any(w in low for w in ("pass", "pwd", "secret", "token", "key", "credential"))):
+        return False  # file_path, command, content: no pattern to compile
     key = _KEY_RULE.pattern()
     # plurals too: client_secrets, api_keys, credentials
     return key.fullmatch(name) is not None or (low.endswith("s") and key.fullmatch(name[:-1]) is not None)
