@@ -5,14 +5,16 @@ Standard library only: the hooks import this on the agent's critical path.
 
 from __future__ import annotations
 
-import logging
 import os
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lore.private import open_private, private_dir
+
+if TYPE_CHECKING:
+    import logging
 
 
 def lore_home() -> Path:
@@ -125,6 +127,8 @@ def alive(pid: int) -> bool:
 
 def spawn_worker(home: Path) -> int:
     """Start `lore worker run` detached, logging to the home's worker log; return its pid."""
+    import subprocess  # only when no worker runs: not on every hook call
+
     logs = private_dir(home / "logs")
     with open(open_private(logs / "worker.log", "a"), "a") as out:
         proc = subprocess.Popen([sys.executable, "-m", "lore", "worker", "run"],
@@ -158,6 +162,8 @@ def unlock_file(fd: int) -> None:
 
 def file_logger(name: str, path: Path) -> logging.Logger:
     """A logger writing to ``path`` (its folder made), one handler however often asked."""
+    import logging  # the hooks import this module and never log this way
+
     log = logging.getLogger(f"lore.{name}.{path}")
     if not log.handlers:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -3,15 +3,18 @@
 :func:`redact` replaces keys, tokens, passwords and private keys with ``[REDACTED:<kind>]``.
 Names stay readable: an assignment keeps its key (``password=[REDACTED:password]``), a URL
 keeps its scheme, user and host, a sentence keeps its words ("the password is
-[REDACTED:password]"). Every pattern is anchored on a literal prefix or a run boundary, so
+[REDACTED:password]"), a command keeps its flags (``mysql -p[REDACTED:password]``), a
+cookie header its names. Every pattern is anchored on a literal prefix or a run boundary, so
 the cost stays linear in the text's length, and a redacted text is left as it is by a second
-pass.
+pass. :func:`redact_value` walks JSON values and redacts a field named like a secret whole;
+:func:`redact_clipped` redacts before it cuts, and :func:`clip` never cuts inside a token.
 
 Standard library only, and cheap to import: the hooks call it on every event. Each rule
-names the lower-case substrings it cannot match without (its triggers) and is compiled on
-first use, so a hook whose text holds no trigger compiles nothing, and a text is scanned
-only by the rules whose triggers it contains. It sits below every layer (see
-docs/architecture.md) because the capture, import and storage paths all call it.
+names the substrings it cannot match without (its triggers) and is compiled on first use; an
+anchored rule is compiled only once one of its anchors is found. So a hook whose text holds no
+trigger compiles nothing, and a text is scanned only by the rules whose triggers it contains.
+It sits below every layer (see docs/architecture.md) because the capture, import and storage
+paths all call it.
 """
 
 from __future__ import annotations
@@ -642,7 +645,7 @@ _RULES: list[_Rule] = [
     # PayPal/Braintree: "$" splits it into runs the fixed formats would not see whole
     _Rule(("access_token$",), r"access_token\$(?:production|sandbox)\$[0-9a-z]{16}\$[0-9a-f]{32}",
           0, _fixed("token")),
-    _Rule(("pass", "secret", "token", "key", "credential"), _XML, _I, _xml, anchors=("<",)),
+    _Rule(("</",), _XML, _I, _xml, anchors=("<",)),
     _Rule(("authorization",), _AUTH_HEADER, _I, _auth_header),
     _Rule(("x-",), _KEY_HEADER, _I, _auth_header, anchors=("x-",)),
     _Rule(("bearer",), _BEARER, _I, _bearer),
