@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from lore import normalize
 from lore.config import Settings
@@ -299,8 +299,8 @@ class Lore:
                     if self.config.search.track_usage:
                         self.store.record_usage(ids, stamp)
                     # The log is shown to any reader (stats): a pasted key must not reach it.
-                    self.store.log_search(stamp, redact(query), redact_value(filters.to_dict()),
-                                          ids, took, interface)
+                    shown = cast("dict[str, Any]", redact_value(filters.to_dict()))
+                    self.store.log_search(stamp, redact(query), shown, ids, took, interface)
             except StoreBusy:
                 pass  # statistics are best-effort: a busy writer must not fail a search
         return results
