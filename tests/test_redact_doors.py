@@ -26,6 +26,7 @@ from lore.cli import cli
 from lore.worker import Worker
 from secret_corpus import STRUCTURED, secret_cases, structured_case
 from server_util import running
+from test_private import leaked
 
 CASES = secret_cases(1)  # one draw of every format (the unit tests draw three and more)
 SECRETS = [secret for _, _, secret in CASES]
@@ -62,17 +63,7 @@ def files_leaking(root: Path) -> dict[str, list[str]]:
 
 def table_leaks(conn: Any) -> list[str]:
     """Every text cell of every table (FTS shadow tables included) that holds a secret."""
-    found = []
-    for (table,) in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'").fetchall():
-        try:
-            rows = conn.execute(f'SELECT * FROM "{table}"').fetchall()
-        except Exception:  # noqa: BLE001 - virtual tables that cannot be scanned directly
-            continue
-        for row in rows:
-            for cell in row:
-                text = cell.decode("utf-8", "replace") if isinstance(cell, bytes) else str(cell)
-                found += [f"{table}: {s[:20]}" for s in leaks(text)]
-    return found
+    return leaked(conn, ALL)
 
 
 def chunks(items: list[str], n: int) -> list[list[str]]:
