@@ -1,6 +1,6 @@
 """Secret redaction: the corpus figures, the cost on real transcripts and on the hook path.
 
-    python bench/redact_bench.py [--transcripts DIR] [--runs 15] [--seeds 5]
+    python bench/redact_bench.py [--transcripts DIR] [--runs 15] [--seeds 5] [--before SRC]
 
 1. tests/data/secrets_corpus.jsonl: secrets caught, look-alikes kept; the generated corpus
    (tests/secret_corpus.py, every format and look-alike drawn with ``--seeds`` seeds):
@@ -154,9 +154,10 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def processes(runs: int) -> None:
+def processes(runs: int, before: Path | None = None) -> None:
     """`lore hook` as Claude Code runs it, the four kinds of payload interleaved, and the
-    bare interpreter in the same run."""
+    bare interpreter in the same run. With ``before`` (the ``src`` folder of another checkout,
+    e.g. from `git archive`), that tree's hook runs interleaved with this one's."""
     import os
     import tempfile
 
@@ -173,16 +174,21 @@ def processes(runs: int) -> None:
                 "file_path": "/x/api.py",
                 "content": (ROOT / "src" / "lore" / "api.py").read_text()[:20000]}}),
     }
-    times: dict[str, list[float]] = {name: [] for name in [*calls, "python -c pass"]}
+    trees = {"": os.environ.get("PYTHONPATH", "")}
+    if before is not None:
+        trees = {"before: ": str(before), "after: ": str(ROOT / "src")}
+    times: dict[str, list[float]] = {f"{t}{name}": [] for name in calls for t in trees}
+    times["python -c pass"] = []
     with tempfile.TemporaryDirectory() as home:
-        env = dict(os.environ, LORE_HOME=home)
         for _ in range(runs):
             for name, (event, payload) in calls.items():
                 data = json.dumps({"session_id": "s1", "cwd": "/tmp", **payload})
-                t0 = time.perf_counter()
-                subprocess.run([lore, "hook", event], input=data, text=True, env=env, check=True,
-                               capture_output=True)
-                times[name].append((time.perf_counter() - t0) * 1000)
+                for tree, path in trees.items():
+                    env = dict(os.environ, LORE_HOME=home, PYTHONPATH=path)
+                    t0 = time.perf_counter()
+                    subprocess.run([lore, "hook", event], input=data, text=True, env=env,
+                                   check=True, capture_output=True)
+                    times[f"{tree}{name}"].append((time.perf_counter() - t0) * 1000)
             t0 = time.perf_counter()
             subprocess.run([sys.executable, "-c", "pass"], check=True)
             times["python -c pass"].append((time.perf_counter() - t0) * 1000)
@@ -196,13 +202,15 @@ def main() -> None:
     ap.add_argument("--transcripts", type=Path, default=ROOT.parent / "shared" / "data" / "transcripts")
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--before", type=Path, help="src folder of another checkout: its hooks "
+                    "run interleaved with this one's")
     args = ap.parse_args()
     corpus()
     generated(args.seeds)
     if args.transcripts.is_dir():
         real(args.transcripts)
     hook(args.runs)
-    processes(args.runs * 2)
+    processes(args.runs * 2, args.before)
 
 
 if __name__ == "__main__":
