@@ -600,6 +600,10 @@ LOOK_ALIKES: list[tuple[str, str]] = [
     ("ls-double-dash", "git checkout -- src/app.py"),
     ("flag-token-reference", "deploy --token \"$DEPLOY_TOKEN\""),
     ("flag-then-flag", "./deploy --password --interactive --env prod"),
+    ("sshpass-not-found", "bash: sshpass: command not found"),
+    ("nsswitch-passwd", "passwd:         files systemd\ngroup:          files systemd"),
+    ("yaml-vault-tag", "db_password: !vault |\n  $ANSIBLE_VAULT;1.1;AES256"),
+    ("cloudformation-ref", "MasterUserPassword: !Ref DbPassword"),
     # ---- code and text with long runs
     ("python-import-path", "from lore.capture.hooks import redact_payload"),
     ("file-path", "/usr/lib/python3.11/site-packages/{w:8}/__init__.py"),

@@ -280,7 +280,9 @@ _NEAR_KEYWORD = (
 _REFERENCE_SOURCE = (
     r"(?:\$|%\(|\{\{|\{%|<|\*{3}|x{4}|\.\.\.|…|os\.environ|os\.getenv|getenv|process\.env|env\(|env\[|"
     r"ENV\[|secrets\.|settings\.|config\.|vault:|none\b|null\b|nil\b|true\b|false\b|undefined\b|"
-    r"self\.|this\.|args\.|request\.|input\(|getpass|\w+\(\)?$)"
+    r"self\.|this\.|args\.|request\.|input\(|getpass|\w+\(\)?$|"
+    # YAML tags that name where the value comes from: `password: !vault |`, `!Ref DbPassword`
+    r"!(?:vault|ENV|env|Ref|Sub|GetAtt|ImportValue|Join|Select|FindInMap|secret|include)\b)"
 )
 _PROSE = frozenset(
     "a an the is are was were be been being it its it's this that these those not no yes and or "
@@ -298,7 +300,9 @@ _PROSE = frozenset(
     "validation confirmation recovery login logins storage store handling auth "
     "authentication protection less free based only what which who how where when why "
     "something anything nothing everything somewhere elsewhere mine yours ours theirs "
-    "there's isn't wasn't won't can't doesn't didn't".split()
+    "there's isn't wasn't won't can't doesn't didn't "
+    # /etc/nsswitch.conf: "passwd: files systemd"
+    "files compat sss systemd nis nisplus winbind".split()
 )
 _PLAIN_SUFFIXES = ("ed", "ing", "ly", "able", "ible", "tion", "ment", "ness", "less")
 
@@ -405,6 +409,10 @@ def _assignment(m: re.Match[str]) -> str:
         return m.group(0)
     # "pass"/"credential" alone are common words: only as a named setting (db_pass=, PASS=)
     if kl in ("pass", "credential", "credentials") and ("=" not in sep or not inner.strip()):
+        return m.group(0)
+    # "sshpass: command not found", "bypass: true": a word ending in "pass", not a setting
+    if (word.lower() == "pass" and len(key) > 4 and key[-5].islower() and key[-4] == "p"
+            and "=" not in sep):
         return m.group(0)
     # A bare word after "token:" or "secret:" in prose ("token: none", "secret: yes")
     if "=" not in sep and not quote and inner.isalpha() and inner.islower() and len(inner) < 5:
