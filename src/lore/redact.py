@@ -172,7 +172,7 @@ _URL_CREDENTIALS = (
     r"(?<![A-Za-z0-9+.-])(?P<head>[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:/@?#]*):(?P<pw>[^\s@/?#]+)@"
 )
 
-_AWS_SECRET = (r"(?P<head>\baws_?secret_?(?:access_?)?key[\"']?\s*[:=]\s*[\"']?)"
+_AWS_SECRET = (r"(?P<head>\baws_?secret_?(?:access_?)?key[\"']?(?:\s*[:=]\s*|[ \t]+)[\"']?)"
                r"(?P<value>[A-Za-z0-9/+=]{30,})")
 
 # "Authorization: Bearer <token>", "Authorization: Basic <b64>", "X-Api-Key: <key>"
@@ -210,6 +210,15 @@ _CLI = (
     r"|\b(?:twine|rclone|psexec)\b" + _LINE + r"(?:-p|--password)[ \t]+"
     r"|\bsmbclient\b" + _LINE + r"(?:(?:-p|--password)[ \t]+|-U[ \t]*['\"]?[^\s%'\"]{1,100}%)"
     r"|\bhtpasswd\b[ \t]+-\w*b\w*[ \t]+(?:-\w+[ \t]+)*\S+[ \t]+\S+[ \t]+"
+    r"|\bConvertTo-SecureString\b[ \t]+(?:-String[ \t]+)?"
+    r"|\bgh[ \t]+secret[ \t]+set\b" + _LINE + r"(?:-b|--body)[ \t]*=?[ \t]*"
+    r"|\baz[ \t]+keyvault[ \t]+secret[ \t]+set\b" + _LINE + r"--value[ \t]+"
+    r"|\bopenssl\b" + _LINE + r"-k[ \t]+"
+    r"|\b(?:un)?zip\b" + _LINE + r"(?:-P[ \t]*|--password[ \t]+)"
+    r"|\b(?:7z|7za|7zr|rar|unrar)\b" + _LINE + r"-p(?=[^\s-])"
+    r"|\buseradd\b" + _LINE + r"-p[ \t]+"
+    r"|\bnet[ \t]+user[ \t]+[^\s/]+[ \t]+(?=[^\s/*])"
+    r"|\bchpasswd\b[ \t]*<<<[ \t]*['\"]?[^\s:'\"]{1,100}:"
     r"|(?<=[ \t])-(?:storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass)[ \t]+"
     r"|(?<=[ \t])-pass(?:in|out|word)?[ \t]+pass:"
     r"))" + _ARG
@@ -217,8 +226,18 @@ _CLI = (
 # `--password X`, `--api-key X` on any command (`--password=X` is an assignment).
 _LONG_FLAG = (
     r"(?P<head>(?<![\w-])--(?:[a-z0-9]{1,20}-){0,3}(?:password|passwd|passphrase|token|secret"
-    r"|api-?key|access-key|secret-key|private-key|client-secret|auth-token|access-token)"
+    r"|api-?key|access-key|secret-key|private-key|client-secret|auth-token|access-token"
+    r"|secret-string)"
     r"[ \t]+(?!--?[a-z][a-z-]*(?:[\s=]|$)))" + _ARG  # not the next flag (--verbose)
+)
+
+# A secret piped to a command that reads it from stdin: `echo X | docker login
+# --password-stdin`, `echo X | sudo -S …`, `echo user:X | chpasswd`.
+_PIPED = (
+    r"(?P<head>\b(?:echo|printf)[ \t]+(?:-[neE]+[ \t]+)?)"
+    r"(?P<value>'[^'\n]{1,4000}'|\"[^\"\n]{1,4000}\"|[^\s'\"`;|&<>]+)"
+    r"(?=[ \t]*\|[ \t]*[^\n|;&]{0,200}?(?:--password-stdin|--pass-stdin|\bsudo[ \t]+-S\b"
+    r"|\bchpasswd\b|-passin[ \t]+stdin))"
 )
 
 # Signed URLs: the signature and session token in the query string (S3, GCS, Azure SAS).
@@ -234,7 +253,8 @@ _CLI_ANCHORS = ("mysql", "mariadb", "sshpass", "redis-cli", "keydb-cli", "valkey
                 "wget", "http", "docker", "podman", "helm", "buildah", "skopeo", "oras", "nerdctl",
                 "mongo", "sqlcmd", "ldap", "twine", "rclone", "psexec", "smbclient", "htpasswd",
                 "-storepass", "-keypass", "-srcstorepass", "-deststorepass", "-srckeypass",
-                "-destkeypass", "-pass")
+                "-destkeypass", "-pass", "ConvertTo-SecureString", "gh secret", "az keyvault",
+                "openssl", "zip", "unzip", "7z", "rar", "unrar", "useradd", "net user", "chpasswd")
 
 # Cookie headers and cookie flags: every cookie's value goes, the names stay.
 _COOKIE = (r"(?P<head>(?:\b(?:Set-)?Cookie[\"']?[ \t]*[:=][ \t]*|(?<![\w-])--cookie[ \t]+"
@@ -244,7 +264,7 @@ _COOKIE = (r"(?P<head>(?:\b(?:Set-)?Cookie[\"']?[ \t]*[:=][ \t]*|(?<![\w-])--coo
 
 # key = value: the key stays, the value goes. The key may carry a prefix (DB_PASSWORD,
 # github_token, client_secret, _authToken) and be quoted ("password": "...").
-_WORDS = (r"password|passwd|passphrase|passcode|pwd|pass|secret|token|api[_-]?key|apikey|"
+_WORDS = (r"password|passwd|passphrase|passcode|pwd|pass|secret|token|api[_-]?key|apikey|_auth|"
           r"access[_-]?key|secret[_-]?key|private[_-]?key|client[_-]?secret|credentials?|"
           r"accountkey|sharedaccesskey|sas[_-]?token|signing[_-]?key|encryption[_-]?key|"
           r"master[_-]?key|auth[_-]?key|session[_-]?key|webhook[_-]?secret")
@@ -252,7 +272,7 @@ _KEY = r"[A-Za-z0-9_.-]{0,40}?(?:" + _WORDS + r")"
 # The match starts at the key's last word; the callback reads the rest of the key backwards
 # (a leading run of any length before each keyword would make the scan quadratic-ish).
 _ASSIGN = (
-    r"(?P<key>pass(?:word|wd|phrase|code)?|pwd|secret|token|key|credentials?)"
+    r"(?P<key>pass(?:word|wd|phrase|code)?|pwd|secret|token|key|credentials?|_auth)"
     r"(?![A-Za-z0-9])(?P<sep>[\"']?[ \t]*(?:=>|:=|=(?!=)|:(?!:)|：|＝)[ \t]*"
     r"|[ \t]+(?=[\"']))"
     r"(?P<value>\"[^\"\n]{1,4000}\"|'[^'\n]{1,4000}'|`[^`\n]{1,4000}`|[^\s,;'\"`]+)"
@@ -261,7 +281,8 @@ _ASSIGN = (
 # Passwords in sentences: "the password is X", "use password X", "the staging db password
 # is X", "password for the staging box: X", "my pwd's X".
 _COPULA = (r"[ \t]*(?::|=|->|：|＝)[ \t]*|[ \t]+(?:is|was|will[ \t]+be|should[ \t]+be|would[ \t]+be|"
-           r"becomes|reads|remains)[ \t]+(?:now[ \t]+|still[ \t]+|just[ \t]+|set[ \t]+to[ \t]+)?")
+           r"becomes|reads|remains)(?:[ \t]*[:：])?[ \t]+"
+           r"(?:now[ \t]+|still[ \t]+|just[ \t]+|set[ \t]+to[ \t]+)?")
 _PROSE_PASSWORD = (
     r"(?P<head>\b(?:password|passwd|passphrase|passcode|pwd|pw)(?:'s)?"
     r"(?:[ \t]+(?:for|of|on|to|at|in)[ \t]+(?:[\w.@/-]+[ \t]+){0,3}?[\w.@/-]+(?P<c1>" + _COPULA + r")"
@@ -645,8 +666,9 @@ _RULES: list[_Rule] = [
       for k, t, p in _FORMATS),
     _Rule(("aws",), _AWS_SECRET, _I, _head("aws-key")),
     # every flag follows a blank (" -p", "\t-a"); compiled only where a command's name is
-    _Rule((" -", "\t-"), _CLI, 0, _cli, anchors=_CLI_ANCHORS, values=True),
+    _Rule((" -", "\t-", "chpasswd", "net user"), _CLI, 0, _cli, anchors=_CLI_ANCHORS, values=True),
     _Rule(("pass", "token", "secret", "key"), _LONG_FLAG, 0, _cli, anchors=("--",), values=True),
+    _Rule(("-stdin", "sudo", "chpasswd"), _PIPED, 0, _cli, anchors=("echo", "printf"), values=True),
     _Rule(("cookie", "curl"), _COOKIE, _I, _cookie, anchors=("set-cookie", "cookie", "--cookie", "curl"),
           values=True),
     _Rule(("sig", "x-amz-", "x-goog-"), _URL_SIGNATURE, _I, _head("signature")),
@@ -657,8 +679,11 @@ _RULES: list[_Rule] = [
     _Rule(("authorization",), _AUTH_HEADER, _I, _auth_header),
     _Rule(("x-",), _KEY_HEADER, _I, _auth_header, anchors=("x-",)),
     _Rule(("bearer",), _BEARER, _I, _bearer),
-    _Rule(("pass", "pwd", "secret", "token", "key", "credential"), _ASSIGN, _I, _assignment,
-          anchors=("pass", "pwd", "secret", "token", "key", "credential")),
+    _Rule(("pass", "pwd", "secret", "token", "key", "credential", "_auth"), _ASSIGN, _I, _assignment,
+          anchors=("pass", "pwd", "secret", "token", "key", "credential", "_auth")),
+    # ~/.docker/config.json: "auth": "<base64 of user:password>"
+    _Rule(('"auth"',), r'(?P<head>"auth"[ \t]*:[ \t]*")(?P<value>[A-Za-z0-9+/]{12,}={0,2})(?=")', 0,
+          _head("credentials")),
     _Rule(_PASSWORD_TRIGGERS, _PROSE_PASSWORD, _I, _prose_password, anchors=("pass", "pwd", "pw")),
     _Rule(("key", "token", "secret", "passw", "credential"), _NEAR_KEYWORD, _I, _near_keyword,
           anchors=("key", "token", "secret", "passw", "credential", "api")),
