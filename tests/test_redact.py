@@ -80,6 +80,11 @@ _PIECES = st.sampled_from([
     "-----BEGIN PRIVATE KEY-----", "-----END PRIVATE KEY-----", "token", "secret", "key",
     "for the staging box", " ", "\n", "Hunter2!", "x", "Q7vX2mLp9RtK4wZb8NcY3hJd6FsA1gEu", "0",
     "a3f9", "use ", "the ", "$", "{{", "…",
+    # the command-line, cookie, URL-signature, XML and JSON rules
+    "mysql ", " -p", "sshpass", " -a ", "redis-cli", "Cookie: ", "a=b", "; ", "--password ",
+    "--token ", "curl ", " -u ", "u:", "echo ", " | ", "--password-stdin", "sudo -S",
+    "<password>", "</password>", "：", "net user ", "chpasswd <<< ", '"auth": "', "_auth=",
+    "?sig=", "&X-Amz-Signature=", "zip ", " -P ",
 ])
 _TEXT = st.one_of(st.text(max_size=300),
                   st.lists(st.one_of(_PIECES, st.text(max_size=8)), max_size=40).map("".join))

@@ -217,7 +217,7 @@ _CLI = (
     r"|\b(?:un)?zip\b" + _LINE + r"(?:-P[ \t]*|--password[ \t]+)"
     r"|\b(?:7z|7za|7zr|rar|unrar)\b" + _LINE + r"-p(?=[^\s-])"
     r"|\buseradd\b" + _LINE + r"-p[ \t]+"
-    r"|\bnet[ \t]+user[ \t]+[^\s/]+[ \t]+(?=[^\s/*])"
+    r"|\bnet[ \t]+user[ \t]+[\w.$@\\-]{1,64}[ \t]+(?=[^\s/*])"
     r"|\bchpasswd\b[ \t]*<<<[ \t]*['\"]?[^\s:'\"]{1,100}:"
     r"|(?<=[ \t])-(?:storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass)[ \t]+"
     r"|(?<=[ \t])-pass(?:in|out|word)?[ \t]+pass:"
@@ -242,7 +242,7 @@ _PIPED = (
 
 # Signed URLs: the signature and session token in the query string (S3, GCS, Azure SAS).
 _URL_SIGNATURE = (r"(?P<head>[?&](?:sig|signature|X-Amz-Signature|X-Amz-Security-Token|"
-                  r"X-Goog-Signature|X-Amz-Credential|Signature)=)(?P<value>[^&\s#\"'<>]{16,})")
+                  r"X-Goog-Signature|X-Amz-Credential|Signature)=)(?P<value>[^&\s#\"'<>\[\]]{16,})")
 
 # <password>…</password>, <apiKey>…</apiKey>: the element stays, the text goes.
 _XML = (r"<(?P<tag>[A-Za-z0-9_.:-]{0,40}?(?:password|passwd|secret|token|api[_-]?key|apikey|"
@@ -415,6 +415,8 @@ def _assignment(m: re.Match[str]) -> str:
         inner = stripped
         # "password: the one in the vault" is prose; "password=hunter2" is not.
         if "=" not in sep and _plain_word(inner):
+            return m.group(0)
+        if not any(c.isalnum() for c in inner):  # "password: //", "token = --"
             return m.group(0)
     if _MARK in inner or _reference(inner):
         return m.group(0)
@@ -617,7 +619,8 @@ class _Rule:
         else:  # each anchor, even inside an earlier match
             matches = [m for i in sorted(starts) if (m := pattern.match(text, i))]
         for m in matches:
-            if (span := m.span("value")) not in found:
+            span = m.span("value")
+            if span not in found and not _inside_mark(text, span[0]):
                 found[span] = self.replace(m)
         out: list[str] = []
         last = 0
@@ -709,6 +712,12 @@ def _escape(literal: str) -> str:
 # Any trigger of any fixed format (longest first), as one pattern: the gate before them all.
 _FORMAT_TRIGGERS = sorted({t for r in _FORMAT_RULES for t in r.triggers}, key=len, reverse=True)
 _ANY_FORMAT_TRIGGER = _Rule((), "|".join(_escape(t) for t in _FORMAT_TRIGGERS), 0, None)
+
+
+def _inside_mark(text: str, pos: int) -> bool:
+    """Whether ``pos`` falls inside a ``[REDACTED:kind]`` left by an earlier rule."""
+    start = text.rfind(_MARK, max(0, pos - 40), pos)
+    return start >= 0 and "]" not in text[start:pos]
 
 
 def _reference(value: str) -> bool:
