@@ -245,6 +245,27 @@ def test_an_old_search_log_is_shown_redacted_and_migrated(lore_home: Path):
         assert len(queries) == 10 and all("[REDACTED:" in q for q in queries)
 
 
+def test_the_migrated_search_log_leaves_no_byte_of_a_secret_in_the_files(lore_home: Path):
+    """An update leaves the old text in the free space of a page (the table's root, once the
+    table outgrew it): the migration rewrites the rows with secure_delete on."""
+    settings = make_settings(lore_home)
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:
+        with lore.store.atomic():
+            for _ in range(40):  # a few pages: the root page splits
+                _old_rows(lore.store.conn)
+            lore.store.conn.execute("DELETE FROM schema_migrations WHERE version = 21")
+    secrets = [s for _, t, s in CASES[:5]]
+
+    def in_files() -> int:
+        return sum(p.read_bytes().count(s.encode()) for p in lore_home.glob("lore.db*")
+                   for s in secrets)
+
+    assert in_files() > 0
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:
+        assert lore.store.conn.execute("SELECT count(*) FROM search_log").fetchone()[0] == 400
+    assert in_files() == 0
+
+
 def test_postgres_logs_shows_and_migrates_queries_redacted(pg_url: str, lore_home: Path):
     import psycopg
 

@@ -731,7 +731,13 @@ def m021_redact_search_log(conn: Any) -> None:
     the log is redacted once; new queries are redacted before they are logged."""
     from lore.store.sqlite.stats import redact_search_log
 
-    redact_search_log(conn)
+    # The old text is overwritten with zeros where it was, not left in the file's free space.
+    before = conn.execute("PRAGMA secure_delete").fetchone()[0]
+    conn.execute("PRAGMA secure_delete = ON")
+    try:
+        redact_search_log(conn, rewrite=True)
+    finally:
+        conn.execute(f"PRAGMA secure_delete = {int(before)}")
 
 
 # Each migration keeps its number (the digits of its name): migrations are added on several
