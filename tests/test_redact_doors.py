@@ -236,10 +236,10 @@ def test_an_old_search_log_is_shown_redacted_and_migrated(lore_home: Path):
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         with lore.store.atomic():
             _old_rows(lore.store.conn)
-            lore.store.conn.execute("DELETE FROM schema_migrations WHERE version = 21")
+            lore.store.conn.execute("DELETE FROM schema_migrations WHERE version = 22")
         _no_secret_shown(json.dumps(lore.stats()))  # redacted as shown, before the migration
         assert table_leaks(lore.store.conn) != []
-    with Lore.open(settings, embedder=FakeEmbedder()) as lore:  # schema 21 runs on open
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:  # schema 22 runs on open
         assert table_leaks(lore.store.conn) == []
         queries = [r[0] for r in lore.store.conn.execute("SELECT query FROM search_log")]
         assert len(queries) == 10 and all("[REDACTED:" in q for q in queries)
@@ -253,7 +253,7 @@ def test_the_migrated_search_log_leaves_no_byte_of_a_secret_in_the_files(lore_ho
         with lore.store.atomic():
             for _ in range(40):  # a few pages: the root page splits
                 _old_rows(lore.store.conn)
-            lore.store.conn.execute("DELETE FROM schema_migrations WHERE version = 21")
+            lore.store.conn.execute("DELETE FROM schema_migrations WHERE version = 22")
     secrets = [s for _, t, s in CASES[:5]]
 
     def in_files() -> int:
@@ -281,7 +281,7 @@ def test_postgres_logs_shows_and_migrates_queries_redacted(pg_url: str, lore_hom
         _no_secret_shown(json.dumps(stats))
         with lore.store.atomic():
             _old_rows(lore.store.conn)
-            lore.store.conn.execute("DELETE FROM schema_migrations WHERE version = 21")
+            lore.store.conn.execute("DELETE FROM schema_migrations WHERE version = 22")
         _no_secret_shown(json.dumps(lore.stats()))
     schema = pg_url.rsplit("schema=", 1)[1]
     server = pg_url.rsplit("schema=", 1)[0].rstrip("?&")

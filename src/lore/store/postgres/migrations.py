@@ -417,8 +417,8 @@ def m017_chunk_vector_index(conn: Connection) -> None:
     conn.execute(CHUNK_VECTOR_INDEX)
 
 
-def m021_redact_search_log(conn: Connection) -> None:
-    """Mirrors SQLite m021: the search log's queries, logged as typed before, are redacted."""
+def m022_redact_search_log(conn: Connection) -> None:
+    """Mirrors SQLite m022: the search log's queries, logged as typed before, are redacted."""
     from lore.store.sqlite.stats import redact_search_log
 
     redact_search_log(conn)
@@ -431,7 +431,7 @@ MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (7, m007_analysis), (8, m008_server_tokens), (9, m009_context_loads),
     (11, m011_sync), (12, m012_schedule_runs), (13, m013_who_and_where),
     (15, m015_session_start_commit), (16, m016_lesson_deletions),
-    (17, m017_chunk_vector_index), (21, m021_redact_search_log),
+    (17, m017_chunk_vector_index), (22, m022_redact_search_log),
 ]
 SCHEMA_VERSION = max(n for n, _ in MIGRATIONS)
 

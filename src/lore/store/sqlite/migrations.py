@@ -726,7 +726,7 @@ def m016_lesson_deletions(conn: Any) -> None:
     )
 
 
-def m021_redact_search_log(conn: Any) -> None:
+def m022_redact_search_log(conn: Any) -> None:
     """Search queries were logged as typed (a pasted key stayed in the log that stats show):
     the log is redacted once; new queries are redacted before they are logged."""
     from lore.store.sqlite.stats import redact_search_log
@@ -746,7 +746,7 @@ MIGRATIONS: list[Callable[[Any], None]] = [
     m001_core, m002_conversations, m003_corrections, m004_filter_index, m005_learning,
     m006_redact_stored, m007_analysis, m008_server_tokens, m009_context_loads, m011_sync,
     m012_schedule_runs, m013_who_and_where, m015_session_start_commit, m016_lesson_deletions,
-    m021_redact_search_log,
+    m022_redact_search_log,
 ]
 
 
