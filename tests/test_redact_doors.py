@@ -201,7 +201,7 @@ def test_mcp_logs_and_shows_queries_redacted(lore_home: Path):
 
     settings = make_settings(lore_home)
     lore = Lore.open(settings, embedder=FakeEmbedder())
-    server, tools = build_server(settings, lore=lore)
+    server, tools = build_server(settings, profile="all", lore=lore)
 
     async def steps() -> str:
         for text in TEXTS[:40] + TEXTS[:3] * 3:

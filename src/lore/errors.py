@@ -19,6 +19,10 @@ class InvalidInput(LoreError):
     """A value that breaks a rule of the data model (empty title, unknown confidence …)."""
 
 
+class Forbidden(LoreError):
+    """An act the caller's credentials do not allow (a token pushing for another device)."""
+
+
 class ConfigError(LoreError):
     """An unreadable or invalid config file or environment variable."""
 
