@@ -1,13 +1,17 @@
 """Secret redaction: the corpus figures, the cost on real transcripts and on the hook path.
 
-    python bench/redact_bench.py [--transcripts DIR] [--runs 15]
+    python bench/redact_bench.py [--transcripts DIR] [--runs 15] [--seeds 5] [--before SRC]
 
-1. tests/data/secrets_corpus.jsonl: secrets caught, look-alikes kept.
+1. tests/data/secrets_corpus.jsonl: secrets caught, look-alikes kept; the generated corpus
+   (tests/secret_corpus.py, every format and look-alike drawn with ``--seeds`` seeds):
+   secrets caught of those drawn, look-alikes redacted of those drawn, secret-named JSON fields.
 2. Every text of the transcripts in DIR (default ../shared/data/transcripts): how many the
    redactor changes (each one is printed for review: on real work a change is more often a
    false positive than a secret) and its throughput, rules compiled beforehand.
 3. What the hook path pays, in CPU time of fresh processes (robust on a busy machine):
    importing the redactor, and redacting four payloads.
+4. `lore hook` as whole processes on the same four payloads, with `python -c pass` in the
+   same run: medians and 90th percentiles of wall time.
 """
 
 from __future__ import annotations
@@ -46,6 +50,38 @@ def corpus() -> None:
     formats = len({r["format"] for r in secrets})
     print(f"- corpus: {caught}/{len(secrets)} secrets caught ({formats} formats), "
           f"{survived}/{len(kept)} look-alikes kept")
+
+
+def generated(seeds: int) -> None:
+    from lore.redact import redact, redact_value
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from secret_corpus import (
+        LOOK_ALIKES,
+        SECRETS,
+        STRUCTURED,
+        look_alike_cases,
+        secret_cases,
+        structured_case,
+    )
+
+    cases = secret_cases(seeds)
+    missed = sorted({f for f, text, secret in cases if secret in redact(text)})
+    caught = sum(secret not in redact(text) for _, text, secret in cases)
+    alikes = look_alike_cases(seeds)
+    eaten = sorted({n for n, text in alikes if redact(text) != text})
+    redacted = sum(redact(text) != text for _, text in alikes)
+    fields = [structured_case(v, seed) for _, v in STRUCTURED for seed in range(seeds)]
+    kept_fields = sum(any(s in json.dumps(redact_value(v)) for s in found) for v, found in fields)
+    print(f"- generated corpus, {seeds} draws each: {caught}/{len(cases)} secrets caught "
+          f"({len(SECRETS) - len(missed)}/{len(SECRETS)} formats on every draw); "
+          f"{redacted}/{len(alikes)} look-alikes redacted ({len(eaten)}/{len(LOOK_ALIKES)} "
+          f"kinds, {100 * redacted / len(alikes):.1f} %); secret-named JSON fields: "
+          f"{len(fields) - kept_fields}/{len(fields)} tool inputs redacted")
+    for name in missed:
+        print(f"    missed: {name}")
+    for name in eaten:
+        print(f"    redacted look-alike: {name}")
 
 
 def texts_of(folder: Path) -> list[str]:
@@ -113,15 +149,68 @@ def hook(runs: int) -> None:
               f"{statistics.median(work):.2f} ms (CPU, median of {runs} processes)")
 
 
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def processes(runs: int, before: Path | None = None) -> None:
+    """`lore hook` as Claude Code runs it, the four kinds of payload interleaved, and the
+    bare interpreter in the same run. With ``before`` (the ``src`` folder of another checkout,
+    e.g. from `git archive`), that tree's hook runs interleaved with this one's."""
+    import os
+    import tempfile
+
+    lore = str(Path(sys.executable).parent / "lore")
+    prompt = ("No, use the password Tr0ub4dor&3 for the staging box, not the default; "
+              "AWS key AKIA" + "Z7Q2M4XK9TBR3WPL")
+    calls = {
+        "user-prompt-submit 'add a test'": ("user-prompt-submit", {"prompt": "add a test"}),
+        "user-prompt-submit, a password and an AWS key": ("user-prompt-submit", {"prompt": prompt}),
+        "post-tool-use Bash": ("post-tool-use", {"tool_name": "Bash", "tool_input": {
+            "command": "git commit -m 'fix the parser' && pytest -x -q --no-header"}}),
+        "post-tool-use Write of 20 KB of Python": ("post-tool-use", {
+            "tool_name": "Write", "tool_input": {
+                "file_path": "/x/api.py",
+                "content": (ROOT / "src" / "lore" / "api.py").read_text()[:20000]}}),
+    }
+    trees = {"": os.environ.get("PYTHONPATH", "")}
+    if before is not None:
+        trees = {"before: ": str(before), "after: ": str(ROOT / "src")}
+    times: dict[str, list[float]] = {f"{t}{name}": [] for name in calls for t in trees}
+    times["python -c pass"] = []
+    with tempfile.TemporaryDirectory() as home:
+        for _ in range(runs):
+            for name, (event, payload) in calls.items():
+                data = json.dumps({"session_id": "s1", "cwd": "/tmp", **payload})
+                for tree, path in trees.items():
+                    env = dict(os.environ, LORE_HOME=home, PYTHONPATH=path)
+                    t0 = time.perf_counter()
+                    subprocess.run([lore, "hook", event], input=data, text=True, env=env,
+                                   check=True, capture_output=True)
+                    times[f"{tree}{name}"].append((time.perf_counter() - t0) * 1000)
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "pass"], check=True)
+            times["python -c pass"].append((time.perf_counter() - t0) * 1000)
+    for name, ms in times.items():
+        print(f"- {name}: median {statistics.median(ms):.1f} ms, p90 {pct(ms, 0.9):.1f} ms "
+              f"({runs} processes, wall)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--transcripts", type=Path, default=ROOT.parent / "shared" / "data" / "transcripts")
     ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--before", type=Path, help="src folder of another checkout: its hooks "
+                    "run interleaved with this one's")
     args = ap.parse_args()
     corpus()
+    generated(args.seeds)
     if args.transcripts.is_dir():
         real(args.transcripts)
     hook(args.runs)
+    processes(args.runs * 2, args.before)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-def leaked(conn) -> list[str]:
+def leaked(conn, secrets: tuple[str, ...] | list[str] = SECRETS) -> list[str]:
     """Every text cell of every table (FTS shadow tables included) that holds a secret."""
     found = []
     for (table,) in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'").fetchall():
@@ -49,7 +49,7 @@ def leaked(conn) -> list[str]:
         for row in rows:
             for cell in row:
                 text = cell.decode("utf-8", "replace") if isinstance(cell, bytes) else str(cell)
-                found += [f"{table}: {s}" for s in SECRETS if s in text]
+                found += [f"{table}: {s}" for s in secrets if s in text]
     return found
 
 

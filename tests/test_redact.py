@@ -17,6 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lore.redact import contains_secret, redact, redact_value
+from secret_corpus import LOOK_ALIKES, STRUCTURED, look_alike_cases, render, secret_cases, structured_case
+from secret_corpus import SECRETS as FORMATS
 
 CORPUS = [json.loads(line) for line in
           (Path(__file__).parent / "data" / "secrets_corpus.jsonl").read_text().splitlines()]
@@ -78,6 +80,11 @@ _PIECES = st.sampled_from([
     "-----BEGIN PRIVATE KEY-----", "-----END PRIVATE KEY-----", "token", "secret", "key",
     "for the staging box", " ", "\n", "Hunter2!", "x", "Q7vX2mLp9RtK4wZb8NcY3hJd6FsA1gEu", "0",
     "a3f9", "use ", "the ", "$", "{{", "…",
+    # the command-line, cookie, URL-signature, XML and JSON rules
+    "mysql ", " -p", "sshpass", " -a ", "redis-cli", "Cookie: ", "a=b", "; ", "--password ",
+    "--token ", "curl ", " -u ", "u:", "echo ", " | ", "--password-stdin", "sudo -S",
+    "<password>", "</password>", "：", "net user ", "chpasswd <<< ", '"auth": "', "_auth=",
+    "?sig=", "&X-Amz-Signature=", "zip ", " -P ",
 ])
 _TEXT = st.one_of(st.text(max_size=300),
                   st.lists(st.one_of(_PIECES, st.text(max_size=8)), max_size=40).map("".join))
@@ -90,3 +97,120 @@ def test_redaction_is_idempotent_and_never_raises(text: str):
     assert isinstance(once, str)
     assert redact(once) == once
     assert contains_secret(once) is False
+
+
+# ---- the generated corpus (tests/secret_corpus.py): every format drawn with several seeds ----
+
+
+def test_generated_corpus_size():
+    assert len({name for name, _ in FORMATS}) == len(FORMATS) >= 200
+    assert len({name for name, _ in LOOK_ALIKES}) == len(LOOK_ALIKES) >= 200
+    drawn = {secret for _, _, secret in secret_cases(3)}
+    assert len(drawn) == 3 * len(FORMATS)  # every draw is a different secret
+
+
+@pytest.mark.parametrize(("fmt", "text", "secret"), secret_cases(3), ids=lambda v: v[:40])
+def test_generated_secret_is_caught(fmt: str, text: str, secret: str):
+    out = redact(text)
+    assert secret not in out, out
+    assert "[REDACTED:" in out
+    assert redact(out) == out
+
+
+@pytest.mark.parametrize(("name", "text"), look_alike_cases(3), ids=lambda v: v[:40])
+def test_generated_look_alike_is_kept(name: str, text: str):
+    assert redact(text) == text
+
+
+# Surroundings a secret is pasted into: a sentence, a shell line, a JSON string, a Markdown list.
+_AROUND = st.sampled_from(["{}", "see {} here", "$ {}\n", "- {}\n- next", "> {}", "\n\n{}\n\n",
+                           "({})", "ok. {}. done", "{}\n" + "x" * 30])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(FORMATS), st.integers(0, 10**9), _AROUND)
+def test_any_draw_of_any_format_is_caught_in_any_surroundings(fmt, seed: int, around: str):
+    text, secret = render(fmt[1], seed)
+    out = redact(around.format(text))
+    assert secret not in out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(FORMATS), min_size=2, max_size=6), st.integers(0, 10**9),
+       st.sampled_from([" ", "; ", " && ", "\n", " | ", ", "]))
+def test_secrets_side_by_side_are_all_caught(fmts, seed: int, sep: str):
+    """Several commands, headers or assignments on one line: each rule still sees each one."""
+    drawn = [render(f[1], seed + i) for i, f in enumerate(fmts)]
+    out = redact(sep.join(text for text, _ in drawn))
+    assert not [secret for _, secret in drawn if secret in out], out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(LOOK_ALIKES), st.integers(0, 10**9))
+def test_any_draw_of_any_look_alike_is_kept(alike, seed: int):
+    text, _ = render(alike[1], seed)
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(("fmt", "value"), STRUCTURED, ids=[s[0] for s in STRUCTURED])
+def test_secret_named_fields_are_redacted_at_any_depth(fmt: str, value):
+    for seed in range(3):
+        drawn, secrets = structured_case(value, seed)
+        out = json.dumps(redact_value(drawn))
+        assert secrets and not [s for s in secrets if s in out], out
+        assert redact_value(redact_value(drawn)) == redact_value(drawn)
+
+
+def test_fields_that_only_look_like_secret_names_are_kept():
+    value = {"max_tokens": 512, "tokens": ["a", "b"], "key": "Enter", "cache_key": "npm-abc",
+             "secret_name": "prod-db", "password_min_length": 12, "pwd": "/home/me/src",
+             "password": "${DB_PASSWORD}", "token": "", "session_id": "3f2a", "auth": "none"}
+    assert redact_value(value) == value
+
+
+# ---- the shapes that were missed, and the look-alikes that were eaten ----------------------
+@pytest.mark.parametrize(("text", "expected"), [
+    ("mysql -uroot -pS3cretPass db", "mysql -uroot -p[REDACTED:password] db"),
+    ("mysql -u root -p'S3cret Pass' db", "mysql -u root -p'[REDACTED:password]' db"),
+    ("sshpass -p 'Hunter2x' ssh me@host", "sshpass -p '[REDACTED:password]' ssh me@host"),
+    ("Cookie: sessionid=abc123def456ghi; csrftoken=xyz987",
+     "Cookie: sessionid=[REDACTED:cookie]; csrftoken=[REDACTED:cookie]"),
+    ("password：Tr0ub4dor", "password：[REDACTED:password]"),
+    ("password： swordfish", "password： [REDACTED:password]"),
+    # kept: a cache key, a hex public key, the working directory, a prompting -p
+    ("key: 3f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a", None),
+    ("public key: 04a34b99f22c790c4e36b2b3c2c35a36db06226e41c692fc82b8b56ac1c540c5b", None),
+    ("pwd: /home/me/src", None),
+    ("PWD=/home/me/src", None),
+    ("mysql -u root -p shop", None),
+    ("mysql -h db -P 3306 -u app -p shop", None),
+])
+def test_reported_shapes(text: str, expected: str | None):
+    assert redact(text) == (text if expected is None else expected)
+
+
+# ---- cutting after redacting ----------------------------------------------------------------
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([f for f in FORMATS if "\n" not in f[1]]), st.integers(0, 10**9),
+       st.integers(-120, 5))
+def test_a_cut_never_keeps_part_of_a_secret(fmt, seed: int, offset: int):
+    """The secret straddles (or ends just before) the limit: what is kept holds none of it."""
+    from lore.redact import redact_clipped
+
+    text, secret = render(fmt[1], seed)
+    limit = 500
+    start = max(0, limit + offset - text.index(secret) - len(secret) // 2)
+    doc = "word " * (start // 5) + " " * (start % 5) + text + " tail" * 200
+    out = redact_clipped(doc, limit)
+    assert len(out) <= limit + 1
+    assert secret[:8] not in out, out[-200:]
+
+
+def test_clip_drops_the_run_it_falls_in():
+    from lore.redact import clip
+
+    assert clip("abc def", 5) == "abc "
+    assert clip("abc def", 4) == "abc "
+    assert clip("abc def", 3) == "abc"
+    assert clip("short", 10) == "short"
+    assert clip("x" * 50, 20) == ""

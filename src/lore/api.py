@@ -19,7 +19,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from lore import normalize
 from lore.config import Settings
@@ -40,6 +40,7 @@ from lore.models import (
     SearchResult,
 )
 from lore.private import home_notice
+from lore.redact import redact, redact_value
 from lore.store import Store, open_store, storage_error
 
 if TYPE_CHECKING:
@@ -344,7 +345,9 @@ class Lore:
                 with self.store.atomic():
                     if self.config.search.track_usage:
                         self.store.record_usage(ids, stamp)
-                    self.store.log_search(stamp, query, filters.to_dict(), ids, took, interface)
+                    # The log is shown to any reader (stats): a pasted key must not reach it.
+                    shown = cast("dict[str, Any]", redact_value(filters.to_dict()))
+                    self.store.log_search(stamp, redact(query), shown, ids, took, interface)
             except StoreBusy:
                 pass  # statistics are best-effort: a busy writer must not fail a search
         return results
@@ -468,7 +471,8 @@ class Lore:
             "embedding_dimensions": dims,
             "configured_model": self.configured_model(),
             "searches": s.table_count("search_log"),
-            "top_queries": [{"query": q, "count": n} for q, n in s.top_queries(5)],
+            # redacted again as shown: a log written before queries were redacted
+            "top_queries": [{"query": redact(q), "count": n} for q, n in s.top_queries(5)],
             "most_used": [{"id": i, "title": t, "usage_count": n} for i, t, n in s.most_used(5)],
         }
 

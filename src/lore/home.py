@@ -5,16 +5,18 @@ Standard library only: the hooks import this on the agent's critical path.
 
 from __future__ import annotations
 
-import logging
 import os
 import re
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lore.errors import ConfigError
 from lore.private import open_private, private_dir
+
+if TYPE_CHECKING:
+    import logging
 
 IDLE_EXIT_SECONDS = 600  # a worker a hook started exits after this long with nothing to do
 
@@ -186,6 +188,8 @@ def _background_priority() -> None:
 def spawn_worker(home: Path, idle_exit: int | None = None) -> int:
     """Start `lore worker run` detached, logging to the home's worker log; return its pid.
     With ``idle_exit`` (seconds) it exits after that long with nothing pending."""
+    import subprocess  # only when no worker runs: not on every hook call
+
     logs = private_dir(home / "logs")
     args = [sys.executable, "-m", "lore", "worker", "run"]
     if idle_exit:
@@ -221,13 +225,15 @@ def unlock_file(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
-class _QuietFileHandler(logging.FileHandler):
-    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
-        """A line that cannot be written (a full disk) is lost; the process goes on quietly."""
-
-
 def file_logger(name: str, path: Path) -> logging.Logger:
-    """A logger writing to ``path`` (its folder made), one handler however often asked."""
+    """A logger writing to ``path`` (its folder made), one handler however often asked. A
+    line that cannot be written (a full disk) is lost; the process goes on quietly."""
+    import logging  # the hooks import this module and never log this way
+
+    class _QuietFileHandler(logging.FileHandler):
+        def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+            pass
+
     log = logging.getLogger(f"lore.{name}.{path}")
     if not log.handlers:
         path.parent.mkdir(parents=True, exist_ok=True)

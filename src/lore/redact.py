@@ -3,15 +3,18 @@
 :func:`redact` replaces keys, tokens, passwords and private keys with ``[REDACTED:<kind>]``.
 Names stay readable: an assignment keeps its key (``password=[REDACTED:password]``), a URL
 keeps its scheme, user and host, a sentence keeps its words ("the password is
-[REDACTED:password]"). Every pattern is anchored on a literal prefix or a run boundary, so
+[REDACTED:password]"), a command keeps its flags (``mysql -p[REDACTED:password]``), a
+cookie header its names. Every pattern is anchored on a literal prefix or a run boundary, so
 the cost stays linear in the text's length, and a redacted text is left as it is by a second
-pass.
+pass. :func:`redact_value` walks JSON values and redacts a field named like a secret whole;
+:func:`redact_clipped` redacts before it cuts, and :func:`clip` never cuts inside a token.
 
 Standard library only, and cheap to import: the hooks call it on every event. Each rule
-names the lower-case substrings it cannot match without (its triggers) and is compiled on
-first use, so a hook whose text holds no trigger compiles nothing, and a text is scanned
-only by the rules whose triggers it contains. It sits below every layer (see
-docs/architecture.md) because the capture, import and storage paths all call it.
+names the substrings it cannot match without (its triggers) and is compiled on first use; an
+anchored rule is compiled only once one of its anchors is found. So a hook whose text holds no
+trigger compiles nothing, and a text is scanned only by the rules whose triggers it contains.
+It sits below every layer (see docs/architecture.md) because the capture, import and storage
+paths all call it.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import re
 
-__all__ = ["contains_secret", "redact", "redact_value"]
+__all__ = ["clip", "contains_secret", "redact", "redact_clipped", "redact_value", "secret_field"]
 
 _I = 2  # re.IGNORECASE, spelled out: ``re`` is imported only when a rule first runs
 _DOTALL = 16  # re.DOTALL
@@ -137,6 +140,22 @@ _FORMATS: list[tuple[str, tuple[str, ...], str]] = [
     ("token", ("tfp_",), _b(r"tfp_[A-Za-z0-9_.=-]{40,59}")),
     ("token", ("aio_",), _b(r"aio_[A-Za-z0-9]{28}")),
     ("token", ("sk.eyJ",), _b(r"sk\.eyJ[A-Za-z0-9_-]{50,}\.[A-Za-z0-9_-]{20,}")),
+    ("api-key", ("lsv2_",), _b(r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}")),
+    ("api-key", ("pcsk_",), _b(r"pcsk_[A-Za-z0-9_]{50,}")),
+    ("token", ("AZDO",), _b(r"[A-Za-z0-9]{76}AZDO[A-Za-z0-9]{4}")),
+    ("token", ("HRKU-",), _b(r"HRKU-[A-Za-z0-9_-]{40,}")),
+    ("token", ("nfp_",), _b(r"nfp_[A-Za-z0-9]{36}")),
+    ("api-key", ("rnd_",), _b(r"rnd_[A-Za-z0-9]{32}")),
+    ("token", ("CCIPAT_",), _b(r"CCIPAT_[A-Za-z0-9]{22}_[a-f0-9]{40}")),
+    ("token", ("bkua_",), _b(r"bkua_[a-f0-9]{40}")),
+    ("token", ("sqp_", "squ_", "sqa_"), _b(r"sq[pua]_[a-f0-9]{40}")),
+    ("api-key", ("api-", "sdk-"),
+     _b(r"(?:api|sdk)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")),
+    ("api-key", ("rzp_",), _b(r"rzp_(?:live|test)_[A-Za-z0-9]{14}")),
+    ("token", ("pypi-AgENdGVzdC5weXBpLm9yZw",), _b(r"pypi-AgENdGVzdC5weXBpLm9yZw[A-Za-z0-9_-]{50,}")),
+    ("token", ("CFPAT-",), _b(r"CFPAT-[A-Za-z0-9_-]{43}")),
+    ("token", ("pat-na1-", "pat-eu1-"),
+     _b(r"pat-(?:na|eu)1-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")),
     ("token", ("EAA",), _b(r"EAA[A-Za-z0-9]{100,}")),
     # Keys that carry their own label
     ("private-key", ("AGE-SECRET-KEY-",), _b(r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}")),
@@ -153,7 +172,7 @@ _URL_CREDENTIALS = (
     r"(?<![A-Za-z0-9+.-])(?P<head>[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:/@?#]*):(?P<pw>[^\s@/?#]+)@"
 )
 
-_AWS_SECRET = (r"(?P<head>\baws_?secret_?(?:access_?)?key[\"']?\s*[:=]\s*[\"']?)"
+_AWS_SECRET = (r"(?P<head>\baws_?secret_?(?:access_?)?key[\"']?(?:\s*[:=]\s*|[ \t]+)[\"']?)"
                r"(?P<value>[A-Za-z0-9/+=]{30,})")
 
 # "Authorization: Bearer <token>", "Authorization: Basic <b64>", "X-Api-Key: <key>"
@@ -163,13 +182,89 @@ _AUTH_HEADER = (
     r"(?P<value>[^\s\"',;]+)"
 )
 _KEY_HEADER = (r"(?P<head>\bX-(?:Api-Key|Auth-Token|Access-Token|Secret|Vault-Token|"
-               r"Shopify-Access-Token|Figma-Token|Dropbox-Token)[\"']?\s*:\s*[\"']?)"
+               r"Shopify-Access-Token|Figma-Token|Dropbox-Token|Functions-Key|"
+               r"Postmark-(?:Server|Account)-Token|Gitlab-Token|Consul-Token|Nomad-Token|"
+               r"Goog-Api-Key|RapidAPI-Key|TYPESENSE-API-KEY|Algolia-API-Key|Auth-Key)"
+               r"[\"']?\s*:\s*[\"']?)"
                r"(?P<value>[^\s\"',;]+)")
 _BEARER = r"(?P<head>\bBearer\s+)(?P<value>[A-Za-z0-9._~+/=-]{8,})"
 
+# A password given to a command on its line: `mysql -uroot -pPASS`, `sshpass -p PASS`,
+# `redis-cli -a PASS`, `curl -u user:PASS`, `docker login -p PASS`, `keytool -storepass PASS`,
+# `--password PASS`, `--api-key KEY` (the `--flag=value` form is an assignment, below).
+_ARG = r"(?P<value>'[^'\n]{1,4000}'|\"[^\"\n]{1,4000}\"|[^\s'\"`;|&<>]+)"
+_LINE = r"[ \t](?:[^\n;|&]{0,200}?[ \t])??"  # after the command's name: its words before the flag
+_CLI = (
+    r"(?P<head>(?:"
+    r"\b(?:mysql(?:dump|admin|import|show|check|sh|binlog|pump|slap)?|mariadb(?:-dump|-admin)?)\b"
+    + _LINE + r"-p(?=[^\s-])"
+    r"|\bsshpass\b" + _LINE + r"-p[ \t]*"
+    r"|\b(?:redis-cli|keydb-cli|valkey-cli)\b" + _LINE + r"(?:-a|--pass)[ \t]+"
+    r"|\b(?:curl|wget|http|httpie)\b" + _LINE
+    + r"(?:-u|--user|--proxy-user|-U)[ \t]*['\"]?[^\s:'\"]{1,100}:"
+    r"|\b(?:docker|podman|helm|buildah|skopeo|oras|nerdctl)[ \t]+(?:\S+[ \t]+)?login\b"
+    + _LINE + r"-p[ \t]+"
+    r"|\bmongo(?:sh|dump|restore|import|export|stat|top)?\b" + _LINE + r"-p[ \t]+"
+    r"|\bsqlcmd\b" + _LINE + r"-P[ \t]*"
+    r"|\bldap\w{0,12}\b" + _LINE + r"-w[ \t]+"
+    r"|\b(?:twine|rclone|psexec)\b" + _LINE + r"(?:-p|--password)[ \t]+"
+    r"|\bsmbclient\b" + _LINE + r"(?:(?:-p|--password)[ \t]+|-U[ \t]*['\"]?[^\s%'\"]{1,100}%)"
+    r"|\bhtpasswd\b[ \t]+-\w*b\w*[ \t]+(?:-\w+[ \t]+)*\S+[ \t]+\S+[ \t]+"
+    r"|\bConvertTo-SecureString\b[ \t]+(?:-String[ \t]+)?"
+    r"|\bgh[ \t]+secret[ \t]+set\b" + _LINE + r"(?:-b|--body)[ \t]*=?[ \t]*"
+    r"|\baz[ \t]+keyvault[ \t]+secret[ \t]+set\b" + _LINE + r"--value[ \t]+"
+    r"|\bopenssl\b" + _LINE + r"-k[ \t]+"
+    r"|\b(?:un)?zip\b" + _LINE + r"(?:-P[ \t]*|--password[ \t]+)"
+    r"|\b(?:7z|7za|7zr|rar|unrar)\b" + _LINE + r"-p(?=[^\s-])"
+    r"|\buseradd\b" + _LINE + r"-p[ \t]+"
+    r"|\bnet[ \t]+user[ \t]+[\w.$@\\-]{1,64}[ \t]+(?=[^\s/*])"
+    r"|\bchpasswd\b[ \t]*<<<[ \t]*['\"]?[^\s:'\"]{1,100}:"
+    r"|(?<=[ \t])-(?:storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass)[ \t]+"
+    r"|(?<=[ \t])-pass(?:in|out|word)?[ \t]+pass:"
+    r"))" + _ARG
+)
+# `--password X`, `--api-key X` on any command (`--password=X` is an assignment).
+_LONG_FLAG = (
+    r"(?P<head>(?<![\w-])--(?:[a-z0-9]{1,20}-){0,3}(?:password|passwd|passphrase|token|secret"
+    r"|api-?key|access-key|secret-key|private-key|client-secret|auth-token|access-token"
+    r"|secret-string)"
+    r"[ \t]+(?!--?[a-z][a-z-]*(?:[\s=]|$)))" + _ARG  # not the next flag (--verbose)
+)
+
+# A secret piped to a command that reads it from stdin: `echo X | docker login
+# --password-stdin`, `echo X | sudo -S …`, `echo user:X | chpasswd`.
+_PIPED = (
+    r"(?P<head>\b(?:echo|printf)[ \t]+(?:-[neE]+[ \t]+)?)"
+    r"(?P<value>'[^'\n]{1,4000}'|\"[^\"\n]{1,4000}\"|[^\s'\"`;|&<>]+)"
+    r"(?=[ \t]*\|[ \t]*[^\n|;&]{0,200}?(?:--password-stdin|--pass-stdin|\bsudo[ \t]+-S\b"
+    r"|\bchpasswd\b|-passin[ \t]+stdin))"
+)
+
+# Signed URLs: the signature and session token in the query string (S3, GCS, Azure SAS).
+_URL_SIGNATURE = (r"(?P<head>[?&](?:sig|signature|X-Amz-Signature|X-Amz-Security-Token|"
+                  r"X-Goog-Signature|X-Amz-Credential|Signature)=)(?P<value>[^&\s#\"'<>\[\]]{16,})")
+
+# <password>…</password>, <apiKey>…</apiKey>: the element stays, the text goes.
+_XML = (r"<(?P<tag>[A-Za-z0-9_.:-]{0,40}?(?:password|passwd|secret|token|api[_-]?key|apikey|"
+        r"access[_-]?key|private[_-]?key|credentials?))>(?P<value>[^<\n]{1,4000})</(?P=tag)>")
+
+# Where a _CLI match can start: the commands' names and the flags that stand alone.
+_CLI_ANCHORS = ("mysql", "mariadb", "sshpass", "redis-cli", "keydb-cli", "valkey-cli", "curl",
+                "wget", "http", "docker", "podman", "helm", "buildah", "skopeo", "oras", "nerdctl",
+                "mongo", "sqlcmd", "ldap", "twine", "rclone", "psexec", "smbclient", "htpasswd",
+                "-storepass", "-keypass", "-srcstorepass", "-deststorepass", "-srckeypass",
+                "-destkeypass", "-pass", "ConvertTo-SecureString", "gh secret", "az keyvault",
+                "openssl", "zip", "unzip", "7z", "rar", "unrar", "useradd", "net user", "chpasswd")
+
+# Cookie headers and cookie flags: every cookie's value goes, the names stay.
+_COOKIE = (r"(?P<head>(?:\b(?:Set-)?Cookie[\"']?[ \t]*[:=][ \t]*|(?<![\w-])--cookie[ \t]+"
+           r"|\bcurl\b" + _LINE + r"-b[ \t]+)"
+           r"[\"']?)(?P<value>[^\s=;\"'`]{1,200}=[^;\s\"'`]*"
+           r"(?:;[ \t]*[^\s=;\"'`]{1,200}(?:=[^;\s\"'`]*)?){0,100})")
+
 # key = value: the key stays, the value goes. The key may carry a prefix (DB_PASSWORD,
 # github_token, client_secret, _authToken) and be quoted ("password": "...").
-_WORDS = (r"password|passwd|passphrase|passcode|pwd|pass|secret|token|api[_-]?key|apikey|"
+_WORDS = (r"password|passwd|passphrase|passcode|pwd|pass|secret|token|api[_-]?key|apikey|_auth|"
           r"access[_-]?key|secret[_-]?key|private[_-]?key|client[_-]?secret|credentials?|"
           r"accountkey|sharedaccesskey|sas[_-]?token|signing[_-]?key|encryption[_-]?key|"
           r"master[_-]?key|auth[_-]?key|session[_-]?key|webhook[_-]?secret")
@@ -177,27 +272,28 @@ _KEY = r"[A-Za-z0-9_.-]{0,40}?(?:" + _WORDS + r")"
 # The match starts at the key's last word; the callback reads the rest of the key backwards
 # (a leading run of any length before each keyword would make the scan quadratic-ish).
 _ASSIGN = (
-    r"(?P<key>pass(?:word|wd|phrase|code)?|pwd|secret|token|key|credentials?)"
-    r"(?![A-Za-z0-9])(?P<sep>[\"']?[ \t]*(?:=>|:=|=(?!=)|:(?!:))[ \t]*"
+    r"(?P<key>pass(?:word|wd|phrase|code)?|pwd|secret|token|key|credentials?|_auth)"
+    r"(?![A-Za-z0-9])(?P<sep>[\"']?[ \t]*(?:=>|:=|=(?!=)|:(?!:)|：|＝)[ \t]*"
     r"|[ \t]+(?=[\"']))"
-    r"(?P<value>\"[^\"\n]{1,300}\"|'[^'\n]{1,300}'|`[^`\n]{1,300}`|[^\s,;'\"`]{1,300})"
+    r"(?P<value>\"[^\"\n]{1,4000}\"|'[^'\n]{1,4000}'|`[^`\n]{1,4000}`|[^\s,;'\"`]+)"
 )
 
 # Passwords in sentences: "the password is X", "use password X", "the staging db password
 # is X", "password for the staging box: X", "my pwd's X".
-_COPULA = (r"[ \t]*(?::|=|->)[ \t]*|[ \t]+(?:is|was|will[ \t]+be|should[ \t]+be|would[ \t]+be|"
-           r"becomes|reads|remains)[ \t]+(?:now[ \t]+|still[ \t]+|just[ \t]+|set[ \t]+to[ \t]+)?")
+_COPULA = (r"[ \t]*(?::|=|->|：|＝)[ \t]*|[ \t]+(?:is|was|will[ \t]+be|should[ \t]+be|would[ \t]+be|"
+           r"becomes|reads|remains)(?:[ \t]*[:：])?[ \t]+"
+           r"(?:now[ \t]+|still[ \t]+|just[ \t]+|set[ \t]+to[ \t]+)?")
 _PROSE_PASSWORD = (
     r"(?P<head>\b(?:password|passwd|passphrase|passcode|pwd|pw)(?:'s)?"
     r"(?:[ \t]+(?:for|of|on|to|at|in)[ \t]+(?:[\w.@/-]+[ \t]+){0,3}?[\w.@/-]+(?P<c1>" + _COPULA + r")"
     r"|(?P<c2>" + _COPULA + r")|[ \t]+(?:to|as)[ \t]+|[ \t]+))"
-    r"(?P<value>\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|`[^`\n]{1,200}`|[^\s\"'`]{1,200})"
+    r"(?P<value>\"[^\"\n]{1,4000}\"|'[^'\n]{1,4000}'|`[^`\n]{1,4000}`|[^\s\"'`]+)"
 )
 
 # A long hex or base64 string right after a key/token/secret word ("my API key is 3f9a...").
 _NEAR_KEYWORD = (
-    r"(?P<head>\b(?:api[ _-]?)?(?:keys?|tokens?|secrets?|passwords?|passwd|credentials?)\b"
-    r"[ \t]*(?:(?:is|was|=|:|->|here|value)[ \t]*){0,2}[\"'`]?)"
+    r"(?P<head>\b(?P<word>(?:api[ _-]?)?(?:keys?|tokens?|secrets?|passwords?|passwd|credentials?))\b"
+    r"[ \t]*(?:(?:is|was|=|:|：|->|here|value)[ \t]*){0,2}[\"'`]?)"
     r"(?P<value>(?<![A-Za-z0-9+/_=-])(?:[0-9a-fA-F]{32,}(?![A-Za-z0-9+/_-])|[A-Za-z0-9+/_-]{40,}={0,2}))"
 )
 
@@ -205,7 +301,9 @@ _NEAR_KEYWORD = (
 _REFERENCE_SOURCE = (
     r"(?:\$|%\(|\{\{|\{%|<|\*{3}|x{4}|\.\.\.|…|os\.environ|os\.getenv|getenv|process\.env|env\(|env\[|"
     r"ENV\[|secrets\.|settings\.|config\.|vault:|none\b|null\b|nil\b|true\b|false\b|undefined\b|"
-    r"self\.|this\.|args\.|request\.|input\(|getpass|\w+\(\)?$)"
+    r"self\.|this\.|args\.|request\.|input\(|getpass|\w+\(\)?$|"
+    # YAML tags that name where the value comes from: `password: !vault |`, `!Ref DbPassword`
+    r"!(?:vault|ENV|env|Ref|Sub|GetAtt|ImportValue|Join|Select|FindInMap|secret|include)\b)"
 )
 _PROSE = frozenset(
     "a an the is are was were be been being it its it's this that these those not no yes and or "
@@ -223,7 +321,9 @@ _PROSE = frozenset(
     "validation confirmation recovery login logins storage store handling auth "
     "authentication protection less free based only what which who how where when why "
     "something anything nothing everything somewhere elsewhere mine yours ours theirs "
-    "there's isn't wasn't won't can't doesn't didn't".split()
+    "there's isn't wasn't won't can't doesn't didn't "
+    # /etc/nsswitch.conf: "passwd: files systemd"
+    "files compat sss systemd nis nisplus winbind".split()
 )
 _PLAIN_SUFFIXES = ("ed", "ing", "ly", "able", "ible", "tion", "ment", "ness", "less")
 
@@ -257,6 +357,13 @@ def _password_shaped(value: str) -> bool:
     if re.fullmatch(r"[\w-]+\.(?:py|js|ts|md|txt|json|yaml|yml|toml|cfg|ini|sh|go|rs|rb|java)", v):
         return False
     return has_digit or has_symbol or inner_upper
+
+
+def _is_path(value: str) -> bool:
+    """A directory or file path (what ``pwd`` prints), not a password."""
+    if value.startswith(("/", "~/", "./", "../")) or value == "~":
+        return " " not in value.strip()
+    return len(value) > 2 and value[0].isalpha() and value[1] == ":" and value[2] in "\\/"
 
 
 def _identifier_word(key: str) -> str:
@@ -309,9 +416,13 @@ def _assignment(m: re.Match[str]) -> str:
         # "password: the one in the vault" is prose; "password=hunter2" is not.
         if "=" not in sep and _plain_word(inner):
             return m.group(0)
+        if not any(c.isalnum() for c in inner):  # "password: //", "token = --"
+            return m.group(0)
     if _MARK in inner or _reference(inner):
         return m.group(0)
     kl = key.lower()
+    if kl.endswith("pwd") and _is_path(inner):  # PWD=/home/me/src: the working directory
+        return m.group(0)
     # token: tokens[index], csrfToken = document.querySelector(...): code, not a value
     if not quote and any(c in inner for c in "([{"):
         return m.group(0)
@@ -321,6 +432,10 @@ def _assignment(m: re.Match[str]) -> str:
         return m.group(0)
     # "pass"/"credential" alone are common words: only as a named setting (db_pass=, PASS=)
     if kl in ("pass", "credential", "credentials") and ("=" not in sep or not inner.strip()):
+        return m.group(0)
+    # "sshpass: command not found", "bypass: true": a word ending in "pass", not a setting
+    if (word.lower() == "pass" and len(key) > 4 and key[-5].islower() and key[-4] == "p"
+            and "=" not in sep):
         return m.group(0)
     # A bare word after "token:" or "secret:" in prose ("token: none", "secret: yes")
     if "=" not in sep and not quote and inner.isalpha() and inner.islower() and len(inner) < 5:
@@ -337,8 +452,13 @@ def _prose_password(m: re.Match[str]) -> str:
     inner = value[1:-1] if quote else value
     if not inner.strip() or _MARK in inner or _reference(inner):
         return m.group(0)
+    if m.group("head")[:3].lower() == "pwd" and _is_path(inner):  # "pwd: /home/me/src"
+        return m.group(0)
     if not quote:
         if any(c in inner for c in "([{"):  # password: form.get(...) is code
+            return m.group(0)
+        inner = inner.rstrip(".,;:)]}") or inner  # f(password=password): the ")" is code
+        if re.fullmatch(r"--?[a-z][a-z-]*", inner):  # `--password --interactive`: the next flag
             return m.group(0)
         if m.group("c1") is not None or m.group("c2") is not None:
             # "the password is swordfish" — any word but prose.
@@ -353,8 +473,7 @@ def _prose_password(m: re.Match[str]) -> str:
         elif not _password_shaped(inner):
             # "use password X" with no "is": only a word shaped like a password.
             return m.group(0)
-        stripped = inner.rstrip(".,;:)]}")
-        tail = inner[len(stripped):]
+        tail = value[len(inner):]
         return m.group("head") + _tag("password") + tail
     return m.group("head") + quote + _tag("password") + quote
 
@@ -378,17 +497,63 @@ def _auth_header(m: re.Match[str]) -> str:
     return m.group("head") + _tag("token")
 
 
+def _cli(m: re.Match[str]) -> str:
+    value = m.group("value")
+    quote = value[0] if value[0] in "\"'" else ""
+    inner = value[1:-1] if quote else value
+    if not inner.strip() or _MARK in inner or _reference(inner):
+        return value
+    flag = m.group("head")[-24:].lower()
+    kind = "token" if "pass" not in flag and any(w in flag for w in ("token", "key", "secret")) \
+        else "password"
+    return quote + _tag(kind) + quote
+
+
+def _xml(m: re.Match[str]) -> str:
+    value = m.group("value")
+    if not value.strip() or _MARK in value or _reference(value.strip()):
+        return m.group(0)
+    tag = m.group("tag")
+    return f"<{tag}>{_tag(_assign_kind(tag))}</{tag}>"
+
+
+def _cookie(m: re.Match[str]) -> str:
+    head, value = m.group("head"), m.group("value")
+    first_only = head.lower().lstrip().startswith("set-")  # the rest are attributes (Path=/)
+    out = []
+    for i, pair in enumerate(value.split(";")):
+        name, eq, val = pair.partition("=")
+        v = val.strip()
+        if (eq and v and (not first_only or i == 0) and _MARK not in v and not _reference(v)
+                and not (len(v) < 6 and v.isalpha()) and " " not in name.strip()):
+            pair = name + eq + val[:len(val) - len(val.lstrip())] + _tag("cookie")
+        out.append(pair)
+    return ";".join(out)
+
+
 def _url(m: re.Match[str]) -> str:
     pw = m.group("pw")
-    if _MARK in pw or _reference(pw):
+    if _MARK in m.group(0) or _reference(pw):  # "https://[REDACTED:token]@host": done already
         return m.group(0)
     return f"{m.group('head')}:{_tag('credentials-url')}@"
+
+
+# "key" alone names a cache key, a lockfile entry or a public key as often as a secret: a hex or
+# base64 value after it is a secret only when a word before it says so ("API key", "secret key").
+_SECRET_QUALIFIER = ("secret", "private", "access", "signing", "encryption", "master", "license",
+                     "licence", "auth", "session", "client", "deploy", "api", "app", "admin",
+                     "account", "storage", "shared", "service", "webhook", "hmac")
 
 
 def _near_keyword(m: re.Match[str]) -> str:
     import re  # loaded by the rule that called this
 
     value = m.group("value")
+    if m.group("word").lower() in ("key", "keys"):
+        before = m.string[max(0, m.start() - 24):m.start()].lower()
+        last = re.findall(r"[a-z]+", before)
+        if not last or last[-1] not in _SECRET_QUALIFIER:
+            return m.group(0)
     is_hex = re.fullmatch(r"[0-9a-fA-F]+", value) is not None
     if not is_hex:
         # base64: letters of both cases and a digit, and not a file path.
@@ -414,16 +579,21 @@ class _Rule:
     An anchored rule's matches start where one of its ``anchors`` occurs: it is tried only
     there (``str.find`` is much faster than a case-insensitive scan of every position)."""
 
-    __slots__ = ("triggers", "source", "flags", "replace", "anchors", "in_runs", "_compiled")
+    __slots__ = ("triggers", "source", "flags", "replace", "anchors", "in_runs", "values",
+                 "_compiled")
 
     def __init__(self, triggers: tuple[str, ...], source: str, flags: int, replace,  # type: ignore[no-untyped-def]
-                 anchors: tuple[str, ...] = (), in_runs: bool = False) -> None:
+                 anchors: tuple[str, ...] = (), in_runs: bool = False,
+                 values: bool = False) -> None:
         self.triggers = triggers
         self.source = source
         self.flags = flags
         self.replace = replace
         self.anchors = anchors
         self.in_runs = in_runs  # a fixed format: only inside a run of _RUNS
+        # ``replace`` gives the new ``value`` group only, and matches may overlap: one command
+        # line can hold several commands, each with its own flag (`a -p X && b -w Y`).
+        self.values = values
         self._compiled: re.Pattern[str] | None = None
 
     def pattern(self) -> re.Pattern[str]:
@@ -433,17 +603,48 @@ class _Rule:
             self._compiled = re.compile(self.source, self.flags)
         return self._compiled
 
-    def apply(self, text: str, seen: str) -> str:
-        """Run the rule over ``text``; ``seen`` is the text as the triggers are looked up."""
-        pattern = self.pattern()
-        if not self.anchors or len(seen) != len(text):
-            return pattern.sub(self.replace, text)
+    def _starts(self, seen: str) -> set[int]:
         starts = set()
         for a in self.anchors:
             i = seen.find(a)
             while i >= 0:
                 starts.add(i)
                 i = seen.find(a, i + 1)
+        return starts
+
+    def _values(self, pattern: re.Pattern[str], text: str, starts: set[int] | None) -> str:
+        found: dict[tuple[int, int], str] = {}
+        if starts is None:  # lower-casing moved the offsets: every match, no overlap
+            matches = list(pattern.finditer(text))
+        else:  # each anchor, even inside an earlier match
+            matches = [m for i in sorted(starts) if (m := pattern.match(text, i))]
+        for m in matches:
+            span = m.span("value")
+            if span not in found and not _inside_mark(text, span[0]):
+                found[span] = self.replace(m)
+        out: list[str] = []
+        last = 0
+        for (start, end), new in sorted(found.items()):
+            if start >= last and new != text[start:end]:
+                out += (text[last:start], new)
+                last = end
+        if not out:
+            return text
+        out.append(text[last:])
+        return "".join(out)
+
+    def apply(self, text: str, seen: str) -> str:
+        """Run the rule over ``text``; ``seen`` is the text as the triggers are looked up.
+        An anchored rule is compiled only once one of its anchors is found."""
+        anchored = bool(self.anchors) and len(seen) == len(text)
+        starts = self._starts(seen) if anchored else set()
+        if anchored and not starts:
+            return text
+        pattern = self.pattern()
+        if self.values:
+            return self._values(pattern, text, starts if anchored else None)
+        if not anchored:
+            return pattern.sub(self.replace, text)
         out: list[str] = []
         last = 0
         for i in sorted(starts):
@@ -467,11 +668,25 @@ _RULES: list[_Rule] = [
     *(_Rule(t, p, _DOTALL if t[0].startswith("PuTTY") else 0, _fixed(k), in_runs=True)
       for k, t, p in _FORMATS),
     _Rule(("aws",), _AWS_SECRET, _I, _head("aws-key")),
+    # every flag follows a blank (" -p", "\t-a"); compiled only where a command's name is
+    _Rule((" -", "\t-", "chpasswd", "net user"), _CLI, 0, _cli, anchors=_CLI_ANCHORS, values=True),
+    _Rule(("pass", "token", "secret", "key"), _LONG_FLAG, 0, _cli, anchors=("--",), values=True),
+    _Rule(("-stdin", "sudo", "chpasswd"), _PIPED, 0, _cli, anchors=("echo", "printf"), values=True),
+    _Rule(("cookie", "curl"), _COOKIE, _I, _cookie, anchors=("set-cookie", "cookie", "--cookie", "curl"),
+          values=True),
+    _Rule(("sig", "x-amz-", "x-goog-"), _URL_SIGNATURE, _I, _head("signature")),
+    # PayPal/Braintree: "$" splits it into runs the fixed formats would not see whole
+    _Rule(("access_token$",), r"access_token\$(?:production|sandbox)\$[0-9a-z]{16}\$[0-9a-f]{32}",
+          0, _fixed("token")),
+    _Rule(("</",), _XML, _I, _xml, anchors=("<",)),
     _Rule(("authorization",), _AUTH_HEADER, _I, _auth_header),
     _Rule(("x-",), _KEY_HEADER, _I, _auth_header, anchors=("x-",)),
     _Rule(("bearer",), _BEARER, _I, _bearer),
-    _Rule(("pass", "pwd", "secret", "token", "key", "credential"), _ASSIGN, _I, _assignment,
-          anchors=("pass", "pwd", "secret", "token", "key", "credential")),
+    _Rule(("pass", "pwd", "secret", "token", "key", "credential", "_auth"), _ASSIGN, _I, _assignment,
+          anchors=("pass", "pwd", "secret", "token", "key", "credential", "_auth")),
+    # ~/.docker/config.json: "auth": "<base64 of user:password>"
+    _Rule(('"auth"',), r'(?P<head>"auth"[ \t]*:[ \t]*")(?P<value>[A-Za-z0-9+/]{12,}={0,2})(?=")', 0,
+          _head("credentials")),
     _Rule(_PASSWORD_TRIGGERS, _PROSE_PASSWORD, _I, _prose_password, anchors=("pass", "pwd", "pw")),
     _Rule(("key", "token", "secret", "passw", "credential"), _NEAR_KEYWORD, _I, _near_keyword,
           anchors=("key", "token", "secret", "passw", "credential", "api")),
@@ -495,8 +710,14 @@ def _escape(literal: str) -> str:
 
 
 # Any trigger of any fixed format (longest first), as one pattern: the gate before them all.
-_ANY_FORMAT_TRIGGER = _Rule((), "|".join(_escape(t) for t in sorted(
-    {t for r in _FORMAT_RULES for t in r.triggers}, key=len, reverse=True)), 0, None)
+_FORMAT_TRIGGERS = sorted({t for r in _FORMAT_RULES for t in r.triggers}, key=len, reverse=True)
+_ANY_FORMAT_TRIGGER = _Rule((), "|".join(_escape(t) for t in _FORMAT_TRIGGERS), 0, None)
+
+
+def _inside_mark(text: str, pos: int) -> bool:
+    """Whether ``pos`` falls inside a ``[REDACTED:kind]`` left by an earlier rule."""
+    start = text.rfind(_MARK, max(0, pos - 40), pos)
+    return start >= 0 and "]" not in text[start:pos]
 
 
 def _reference(value: str) -> bool:
@@ -538,7 +759,12 @@ def _formats(text: str) -> str:
     """The fixed formats, in order, each where one of its triggers is in a run. One search
     for any trigger comes first: nine texts in ten with runs (paths, hashes) hold none."""
     runs = " ".join(_RUNS.pattern().findall(text))
-    if not runs or not _ANY_FORMAT_TRIGGER.pattern().search(runs):
+    if not runs:
+        return text
+    if len(runs) < 4000:  # a prompt, a command: cheaper than compiling the alternation
+        if not any(t in runs for t in _FORMAT_TRIGGERS):
+            return text
+    elif not _ANY_FORMAT_TRIGGER.pattern().search(runs):
         return text
     for rule in _FORMAT_RULES:
         for t in rule.triggers:
@@ -556,12 +782,98 @@ def contains_secret(text: str) -> bool:
     return bool(text) and redact(text) != text
 
 
-def redact_value(value: object) -> object:
-    """:func:`redact` every string inside a JSON-like value (dicts, lists); keys are kept."""
+# Characters a token is made of: a cut inside a run of them could keep a secret's prefix.
+_RUN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                       "_-.~+/=:@%!#$&*?^")
+# A secret longer than this (a private key block) is redacted to the end when cut inside it.
+CLIP_MARGIN = 8192
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, never inside a run of token characters:
+    the run the cut falls in is dropped whole, so no prefix of a key survives the cut."""
+    if len(text) <= limit:
+        return text
+    end = limit
+    if text[end] in _RUN_CHARS:
+        while end > 0 and text[end - 1] in _RUN_CHARS:
+            end -= 1
+    return text[:end]
+
+
+def redact_clipped(text: str, limit: int, suffix: str = "…") -> str:
+    """:func:`redact` then cut to ``limit`` (plus ``suffix`` when cut). Only the first
+    ``limit + CLIP_MARGIN`` characters are read, cut at a run's edge, so a secret that
+    straddles ``limit`` is seen whole and redacted before the cut, and the cost stays
+    bounded on huge texts."""
+    if len(text) <= limit:
+        return redact(text)
+    out = redact(clip(text, limit + CLIP_MARGIN))
+    return clip(out, limit) + suffix if len(out) > limit else out + suffix
+
+
+# Names of fields whose value is a secret whatever it looks like, besides those _KEY matches
+# (password, db_password, apiKey, client_secret, access_token, ...).
+_SECRET_FIELDS = frozenset({
+    "authorization", "proxy-authorization", "proxy_authorization", "auth", "cookie", "cookies",
+    "set-cookie", "set_cookie", "x-api-key", "x-auth-token", "x-access-token", "x-vault-token",
+    "x-csrf-token", "x-xsrf-token", "pin", "otp", "totp", "mfa_code", "2fa", "sessionid",
+    "session_cookie", "connection_string", "connectionstring", "dsn", "pat", "psk", "wpa_psk",
+})
+# Fields named like a secret that hold something else: counts, names, paths, flags.
+_NOT_SECRET_FIELDS = frozenset({"max_tokens", "tokens", "token_count", "key", "keys"})
+
+
+def secret_field(name: str) -> bool:
+    """Whether a JSON field of this name holds a secret: ``password``, ``DB_PASSWORD``,
+    ``apiKey``, ``client_secret``, ``Authorization``, ``Cookie`` (any case)."""
+    low = name.lower()
+    if low in _SECRET_FIELDS:
+        return True
+    if (low in _NOT_SECRET_FIELDS or len(name) > 60
+            or not any(w in low for w in ("pass", "pwd", "secret", "token", "key", "credential"))):
+        return False  # file_path, command, content: no pattern to compile
+    key = _KEY_RULE.pattern()
+    # plurals too: client_secrets, api_keys, credentials
+    return key.fullmatch(name) is not None or (low.endswith("s") and key.fullmatch(name[:-1]) is not None)
+
+
+def _field_value(name: str, value: str, limit: int | None) -> str:
+    """A string held by a secret field: redacted whole, unless it names where the secret
+    lives (``$VAR``, ``${{ secrets.X }}``), is empty or a flag, or is a path under ``pwd``."""
+    v = value.strip()
+    if (not v or _MARK in v or _reference(v) or v.lower() in ("true", "false", "none", "null")
+            or (name.lower().endswith("pwd") and _is_path(v))):
+        return _text(value, limit)
+    return _tag(_assign_kind(name) if name.lower() not in _SECRET_FIELDS else
+                "cookie" if "cookie" in name.lower() else "token")
+
+
+def _text(value: str, limit: int | None) -> str:
+    return redact(value) if limit is None else redact_clipped(value, limit)
+
+
+def redact_value(value: object, limit: int | None = None, _field: str | None = None) -> object:
+    """:func:`redact` every string inside a JSON-like value (dicts, lists); keys are kept.
+
+    A string under a field named like a secret (``{"password": "..."}``, ``{"headers":
+    {"Authorization": "..."}}``, at any depth) is replaced whole, whatever it looks like, and
+    so is the ``value`` of a ``{"name"|"key": "<secret name>", "value": ...}`` pair. With
+    ``limit``, each string is redacted, then cut (:func:`redact_clipped`)."""
     if isinstance(value, str):
-        return redact(value)
+        return _text(value, limit) if _field is None else _field_value(_field, value, limit)
     if isinstance(value, dict):
-        return {k: redact_value(v) for k, v in value.items()}
+        named = next((value[k] for k in ("name", "key", "Name", "Key") if k in value), None)
+        pair = isinstance(named, str) and "value" in value and secret_field(named)
+        out = {}
+        for k, v in value.items():
+            field = _field
+            if pair and k == "value":
+                field = named
+            elif isinstance(k, str) and not isinstance(v, (int, float, bool)) and secret_field(k):
+                field = k
+            out[k] = redact_value(v, limit, field)
+        return out
     if isinstance(value, list):
-        return [redact_value(v) for v in value]
+        return [redact_value(v, limit, _field) for v in value]
     return value

@@ -64,7 +64,7 @@ def run(event_name: str, stdin: str, queue_root: Path | None = None) -> str | No
                                                 else str(queue_root.parent))), payload)
         if ran:
             payload["lore_guard"] = ran
-    payload = _clip(payload)
+    payload = _clip(payload)  # long lists only: texts are cut after they are redacted
     if kind in ("Stop", "SubagentStop"):
         payload["lore_signals"] = stop_signals(payload)
     elif kind == "UserPromptSubmit":
@@ -193,13 +193,14 @@ _NAMES = frozenset({"session_id", "transcript_path", "cwd", "hook_event_name", "
 
 def redact_payload(payload: dict[str, Any]) -> dict[str, Any]:
     """The payload with every quoted text redacted (prompt, tool input, lore_signals,
-    messages); the rules compile only for texts that hold their trigger words."""
-    return {k: (v if k in _NAMES else redact_value(v)) for k, v in payload.items()}
+    messages), then cut to MAX_FIELD characters: a secret across the cut is redacted whole,
+    and the cut never keeps part of a token. Fields named like secrets (``{"password": …}``
+    in an MCP tool's input) are redacted whole at any depth. The rules compile only for
+    texts that hold their trigger words."""
+    return {k: (v if k in _NAMES else redact_value(v, MAX_FIELD)) for k, v in payload.items()}
 
 
 def _clip(value: Any) -> Any:
-    if isinstance(value, str):
-        return value if len(value) <= MAX_FIELD else value[:MAX_FIELD] + "…"
     if isinstance(value, dict):
         return {k: _clip(v) for k, v in value.items()}
     if isinstance(value, list):

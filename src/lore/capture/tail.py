@@ -10,9 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from lore.normalize import json_value
+from lore.redact import CLIP_MARGIN, clip
 
 TAIL_BYTES = 256 * 1024  # the end of the transcript is enough to find the last exchange
 MAX_FIELD = 20_000  # payload strings are cut here: the queue holds signals, not files
+# What is read for a field: the hook redacts it, then cuts it to MAX_FIELD (lore.redact).
+_READ = MAX_FIELD + CLIP_MARGIN
 
 
 def records_from_end(path: Path, nbytes: int = TAIL_BYTES) -> Iterator[dict[str, Any]]:
@@ -46,7 +49,7 @@ def last_exchange(path: Path) -> tuple[str | None, str | None]:
         if prompt is None and rec.get("type") == "user":
             prompt = text
         elif prompt is not None and rec.get("type") == "assistant":
-            return prompt, text[:MAX_FIELD]
+            return prompt, clip(text, _READ)
     return prompt, None
 
 
@@ -56,7 +59,7 @@ def last_assistant(path: Path) -> str | None:
         if rec.get("type") == "assistant":
             text = message_text(rec)
             if text:
-                return text[:MAX_FIELD]
+                return clip(text, _READ)
     return None
 
 

@@ -53,7 +53,7 @@ from lore.extract.shapes import Extracted, names_what_was_said
 from lore.extract.worthy import refusal, worthiness
 from lore.ids import new_id, now
 from lore.models import Evidence, Lesson
-from lore.redact import redact
+from lore.redact import redact, redact_clipped
 from lore.store import Store
 
 MAX_MESSAGE = 4000   # stored quotes are cut here (with an ellipsis); the detector reads as much
@@ -127,6 +127,14 @@ def cut(text: str, limit: int = MAX_MESSAGE) -> str:
     return text if len(text) <= limit else text[: limit - 2].rstrip() + " …"
 
 
+def redact_cut(text: str, limit: int = MAX_MESSAGE) -> str:
+    """``text`` redacted, then cut like :func:`cut`: a secret across the cut is redacted whole,
+    and the cut never keeps part of a token."""
+    if len(text) <= limit:
+        return redact(text)
+    return redact_clipped(text, limit - 2, "").rstrip() + " …"
+
+
 class Learner:
     """The learning pipeline of one store (the ``learner`` part of :class:`lore.api.Lore`)."""
 
@@ -153,8 +161,8 @@ class Learner:
                 origin: str = "manual", event_id: str | None = None) -> int | None:
         """Store one message (cut, secrets redacted) for the detector; None when this session
         already holds it. The hooks' events and the hand-recorded ones go through here."""
-        quote = redact(cut(message.strip()))
-        proposal = redact(cut(previous.strip())) if previous else None
+        quote = redact_cut(message.strip())
+        proposal = redact_cut(previous.strip()) if previous else None
         with self.store.atomic():
             return self.captured.add_correction(
                 event_id=event_id or new_id(), session_id=session_id,
@@ -222,7 +230,7 @@ class Learner:
         said = words_of(row["user_message"])[0] or row["user_message"]
         ex = None
         if rule_text and names_what_was_said(rule_text, said):
-            line = redact(cut(" ".join(rule_text.split()), 1000))
+            line = redact_cut(" ".join(rule_text.split()), 1000)
             ex = self.extractor.extract(line, row["assistant_proposal"])
             if ex is not None and judged:  # the judge's line is the rule, worded as it wrote it
                 ex = replace(ex, rule=line)
@@ -609,9 +617,9 @@ class Learner:
                 cid = self.captured.add_correction(
                     event_id=f"silent-fix-{w.edit_id}", session_id=w.session_id,
                     project=normalize.project_root(project_of.get(w.edit_id or -1)),
-                    user_message=redact(cut(message)),
-                    proposal=redact(cut(fix.agent_text)), files=[w.file_path], at=now(),
-                    origin="edit", message_uuid=w.message_uuid, diff=redact(cut(fix.diff)),
+                    user_message=redact_cut(message),
+                    proposal=redact_cut(fix.agent_text), files=[w.file_path], at=now(),
+                    origin="edit", message_uuid=w.message_uuid, diff=redact_cut(fix.diff),
                     correction_type="silent_fix")
             if cid is None:
                 continue
@@ -628,7 +636,8 @@ class Learner:
         """A rewrite teaches 'prefer what the user wrote over what the agent wrote' for that
         file type; the lesson starts low (no words, one observation) and grows with repeats."""
         det = Detection("correction", True, "silent_fix", 1.0, (), "")
-        agent_line, user_line = _first_changed_lines(fix.diff)
+        # redacted before the lines are cut below: a cut must not keep part of a key
+        agent_line, user_line = (redact(line) for line in _first_changed_lines(fix.diff))
         path = fix.write.file_path
         where = Path(path).name
         if fix.kind == "reverted":
@@ -725,7 +734,7 @@ class Learner:
             raise InvalidInput(f"unknown review action '{action}'; use one of "
                                f"{', '.join(REVIEW_ACTIONS)}")
         lesson = self.lessons.get(lesson_id)
-        reason = redact(cut(" ".join(reason.split()), 500)) if reason and reason.strip() else None
+        reason = redact_cut(" ".join(reason.split()), 500) if reason and reason.strip() else None
         # A lesson the analysis of the work proposed keeps its decision with its analysis.
         key = "analysis" if "learning" not in lesson.metadata and isinstance(
             lesson.metadata.get("analysis"), dict) else "learning"
@@ -776,15 +785,15 @@ class Learner:
         text = " ".join((rule or "").split())
         if not text:
             raise InvalidInput("the rule text is empty")
-        ex = self.extractor.extract(redact(cut(text, 1000)))
+        ex = self.extractor.extract(redact_cut(text, 1000))
         if ex is None:
             raise InvalidInput("the rule text is empty")
         if reason:
             ex = Extracted(ex.title, ex.rule, ex.rejected, ex.preferred,
-                           redact(cut(" ".join(reason.split()), 500)), ex.context, ex.shape, ex.kind,
+                           redact_cut(" ".join(reason.split()), 500), ex.context, ex.shape, ex.kind,
                            ex.scope_hint, ex.globs)
         det = Detection("preference", True, "suggested", 1.0, (), "suggested by an agent")
-        evidence = Evidence(quote=redact(cut(text)), observed_at=now(), source="agent suggestion",
+        evidence = Evidence(quote=redact_cut(text), observed_at=now(), source="agent suggestion",
                             context=reason)
         outcome = self.merge(ex, det, evidence, normalize.project_root(project),
                              [normalize.file_type(f) for f in file_types], text)

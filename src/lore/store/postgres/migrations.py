@@ -439,6 +439,13 @@ def m021_checks(conn: Connection) -> None:
     conn.execute(CHECKS_SQL)
 
 
+def m022_redact_search_log(conn: Connection) -> None:
+    """Mirrors SQLite m022: the search log's queries, logged as typed before, are redacted."""
+    from lore.store.sqlite.stats import redact_search_log
+
+    redact_search_log(conn)
+
+
 def m023_project_roots(conn: Connection) -> None:
     """Mirrors SQLite m023_project_roots: project keys as the projects they are in."""
     from lore.store.sqlite.migrations import project_keys
@@ -454,6 +461,7 @@ MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (11, m011_sync), (12, m012_schedule_runs), (13, m013_who_and_where),
     (15, m015_session_start_commit), (16, m016_lesson_deletions),
     (17, m017_chunk_vector_index), (20, m020_sync_identity), (21, m021_checks),
+    (22, m022_redact_search_log),
     (23, m023_project_roots),
 ]
 SCHEMA_VERSION = max(n for n, _ in MIGRATIONS)

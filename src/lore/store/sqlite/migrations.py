@@ -841,13 +841,27 @@ def m023_project_roots(conn: Any) -> None:
     project_keys(conn)
 
 
+def m022_redact_search_log(conn: Any) -> None:
+    """Search queries were logged as typed (a pasted key stayed in the log that stats show):
+    the log is redacted once; new queries are redacted before they are logged."""
+    from lore.store.sqlite.stats import redact_search_log
+
+    # The old text is overwritten with zeros where it was, not left in the file's free space.
+    before = conn.execute("PRAGMA secure_delete").fetchone()[0]
+    conn.execute("PRAGMA secure_delete = ON")
+    try:
+        redact_search_log(conn, rewrite=True)
+    finally:
+        conn.execute(f"PRAGMA secure_delete = {int(before)}")
+
+
 # Each migration keeps its number (the digits of its name): migrations are added on several
 # lines of work at once, and a database records which numbers it has run, not a count.
 MIGRATIONS: list[Callable[[Any], None]] = [
     m001_core, m002_conversations, m003_corrections, m004_filter_index, m005_learning,
     m006_redact_stored, m007_analysis, m008_server_tokens, m009_context_loads, m011_sync,
     m012_schedule_runs, m013_who_and_where, m015_session_start_commit, m016_lesson_deletions,
-    m020_sync_identity, m021_checks, m023_project_roots,
+    m020_sync_identity, m021_checks, m022_redact_search_log, m023_project_roots,
 ]
 
 

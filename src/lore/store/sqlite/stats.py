@@ -9,6 +9,43 @@ from typing import Any
 from lore.store.sqlite.db import Tables, atomic
 
 
+def redact_search_log(conn: Any, rewrite: bool = False) -> int:
+    """Redact the queries (and filter values) of a search log written before queries were
+    redacted; shared by both backends' migrations. Returns how many rows changed.
+
+    ``rewrite`` (SQLite, with ``secure_delete`` on): every row is deleted and written again,
+    so no page keeps the old text in its free space (an update leaves it in a table's root
+    page once the table has grown past one page)."""
+    from lore.redact import redact, redact_value
+
+    cur = conn.execute("SELECT * FROM search_log ORDER BY id")
+    names = [d[0] for d in cur.description]
+    rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    changed = 0
+    for row in rows:
+        query, filters = row["query"], row["filters"]
+        if isinstance(query, str):
+            row["query"] = redact(query)
+        if isinstance(filters, str):
+            try:
+                value = json.loads(filters)
+            except ValueError:
+                value = None
+            if value is not None and (r := redact_value(value)) != value:
+                row["filters"] = json.dumps(r)
+        if (row["query"], row["filters"]) != (query, filters):
+            changed += 1
+            if not rewrite:
+                conn.execute("UPDATE search_log SET query = ?, filters = ? WHERE id = ?",
+                             (row["query"], row["filters"], row["id"]))
+    if rewrite and changed:
+        conn.execute("DELETE FROM search_log")
+        conn.executemany(
+            f"INSERT INTO search_log ({', '.join(names)}) VALUES ({', '.join('?' for _ in names)})",
+            [tuple(row[n] for n in names) for row in rows])
+    return changed
+
+
 class UsageTables(Tables):
     """Usage columns of ``lessons``, ``search_log`` and grouped counts."""
 
@@ -41,7 +78,6 @@ class UsageTables(Tables):
                 (at, query, json.dumps(filters), json.dumps(list(ids)), took_ms, interface,
                  *self.who),
             )
-
 
     # ---- statistics -------------------------------------------------------------------
     def grouped_counts(self, column: str) -> list[tuple[str | None, int]]:
