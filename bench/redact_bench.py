@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HOOK_CODE = r"""
 import json, sys, time
 t0 = time.process_time()
-from lore.capture.hooks import redact_payload
+from lore.hooks import redact_payload
 t1 = time.process_time()
 redact_payload(json.loads(sys.argv[1]))
 t2 = time.process_time()

@@ -629,7 +629,7 @@ LOOK_ALIKES: list[tuple[str, str]] = [
     ("yaml-vault-tag", "db_password: !vault |\n  $ANSIBLE_VAULT;1.1;AES256"),
     ("cloudformation-ref", "MasterUserPassword: !Ref DbPassword"),
     # ---- code and text with long runs
-    ("python-import-path", "from lore.capture.hooks import redact_payload"),
+    ("python-import-path", "from lore.hooks import redact_payload"),
     ("file-path", "/usr/lib/python3.11/site-packages/{w:8}/__init__.py"),
     ("windows-path", "C:\\Program Files\\{w:6}\\bin\\app.exe"),
     ("java-class", "com.example.{w:8}.service.{w:6}ServiceImpl"),

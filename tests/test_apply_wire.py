@@ -12,7 +12,7 @@ import pytest
 from conftest import make_settings
 from lore.api import Lore
 from lore.apply.session_context import build_report
-from lore.capture import hooks
+from lore import hooks
 from lore.capture.queue import Queue
 
 

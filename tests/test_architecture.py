@@ -28,9 +28,9 @@ LAYERS = [
     (6, ("lore.worker", "lore.doctor", "lore.install", "lore.demo", "lore.measure",
          "lore.schedule")),
     # The faces: each parses input, calls the facade, renders the result.
-    (7, ("lore.mcp", "lore.capture.hooks", "lore.cli", "lore.web", "lore.__main__", "lore.entry")),
+    (7, ("lore.mcp", "lore.hooks", "lore.cli", "lore.web", "lore.__main__", "lore.entry")),
 ]
-FACES = ("lore.cli", "lore.mcp", "lore.capture.hooks", "lore.web", "lore.entry", "lore.__main__")
+FACES = ("lore.cli", "lore.mcp", "lore.hooks", "lore.web", "lore.entry", "lore.__main__")
 INTERFACE_ONLY = {"click": ("lore.cli",), "mcp": ("lore.mcp",), "fastapi": ("lore.web",)}
 # SQL and transaction statements, and the WHERE fragments that carry a filter.
 SQL = re.compile(r"\b(?:SELECT|INSERT\s+(?:OR\s+\w+\s+)?INTO|UPDATE\s+(?:OR\s+\w+\s+)?\w+\s+SET|"

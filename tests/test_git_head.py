@@ -15,7 +15,7 @@ import pytest
 from conftest import make_settings
 from gitrepo import Repo, lines
 from lore.api import Lore
-from lore.capture import hooks
+from lore import hooks
 from lore.capture.githead import read_head
 from lore.capture.queue import Queue
 from lore.worker import Worker

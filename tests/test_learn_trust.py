@@ -466,7 +466,7 @@ def test_the_worker_asks_the_second_opinion_and_logs_a_failure(lore_home, server
 
 
 def test_the_session_start_hook_reads_the_injection_threshold(fake_lore, lore_home):
-    from lore.capture.hooks import session_context
+    from lore.hooks import session_context
 
     fake_lore.learner.record("No, don't use Redis, use local file sessions instead", None,
                              project="/p", session_id="s1")

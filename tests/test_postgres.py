@@ -59,7 +59,7 @@ def test_the_web_api_and_the_session_start_hook_read_postgres(pg_url, lore_home,
                                                                 real_embedder):
     import httpx
 
-    from lore.capture.hooks import session_context
+    from lore.hooks import session_context
     from server_util import running
 
     settings = make_settings(lore_home, database=pg_url)
@@ -118,7 +118,7 @@ def test_lore_serve_searches_postgres(pg_url, lore_home, tmp_path, real_embedder
 def test_the_hook_fails_open_fast_when_the_server_is_away(monkeypatch):
     import time
 
-    from lore.capture import hooks
+    from lore import hooks
 
     monkeypatch.setattr(hooks, "ensure_worker", lambda: None)
     monkeypatch.setenv("LORE_DATABASE_URL", "postgresql://me:pw@10.255.255.1:5432/lore")

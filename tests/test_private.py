@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from conftest import FakeEmbedder
 from lore.api import Lore
-from lore.capture import hooks
+from lore import hooks
 from lore.capture.queue import Queue
 from lore.cli import cli
 from lore.private import NOTICE_MARKER, home_notice

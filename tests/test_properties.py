@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from conftest import FakeEmbedder, make_settings
 from lore.api import Lore
-from lore.capture import hooks
+from lore import hooks
 from lore.capture.claude_code import ClaudeCodeReader
 from lore.capture.codex import CodexReader
 from lore.capture.queue import Queue

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from conftest import FakeEmbedder, make_settings, stop_workers
 from lore.api import Lore
-from lore.capture import hooks
+from lore import hooks
 from lore.capture import queue as queue_module
 from lore.capture.queue import KEEP_ROTATED, Queue
 from lore.errors import ConfigError

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from conftest import FakeEmbedder, make_settings
 from lore.api import Lore
-from lore.capture import hooks
+from lore import hooks
 from lore.cli import cli
 from lore.worker import Worker
 from secret_corpus import STRUCTURED, secret_cases, structured_case

@@ -119,7 +119,7 @@ def test_a_superseded_lesson_is_not_told_its_successor_is(fake_lore, project):
 
 
 def test_the_session_start_hook_output_for_a_subfolder(fake_lore, project):
-    from lore.capture.hooks import session_context
+    from lore.hooks import session_context
 
     _approve(fake_lore, "Use pnpm, not npm", kind="preference", project=str(project),
              preference={"context": "npm install lodash", "rejected": "npm",

@@ -17,8 +17,8 @@ def main() -> None:
             from lore.apply.guards import main as guard_main
 
             sys.exit(guard_main())
-        from lore.capture.hooks import EVENTS
-        from lore.capture.hooks import main as hook_main
+        from lore.hooks import EVENTS
+        from lore.hooks import main as hook_main
 
         if len(sys.argv) == 3 and not sys.argv[2].startswith("-"):
             sys.exit(hook_main(sys.argv[2]))

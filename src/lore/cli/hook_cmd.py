@@ -20,6 +20,6 @@ def hook(event: str) -> None:
     Example:
       echo '{"session_id": "s1", "transcript_path": "..."}' | lore hook session-end
     """
-    from lore.capture.hooks import main
+    from lore.hooks import main
 
     sys.exit(main(event))
