@@ -19,6 +19,10 @@ class InvalidInput(LoreError):
     """A value that breaks a rule of the data model (empty title, unknown confidence …)."""
 
 
+class TooLarge(InvalidInput):
+    """A value over its size bound: a lesson, a field, a request body."""
+
+
 class ConfigError(LoreError):
     """An unreadable or invalid config file or environment variable."""
 

@@ -13,11 +13,13 @@ from lore.errors import (
     NotFound,
     StorageError,
     StoreBusy,
+    TooLarge,
 )
 
 # Most specific first: the first class an error is an instance of decides.
 STATUS: list[tuple[type[LoreError], int, str]] = [
     (NotFound, 404, "not_found"),
+    (TooLarge, 413, "too_large"),
     (InvalidInput, 422, "invalid_input"),
     (EmbeddingMismatch, 409, "embedding_mismatch"),
     (StoreBusy, 503, "busy"),
@@ -26,7 +28,7 @@ STATUS: list[tuple[type[LoreError], int, str]] = [
 ]
 
 HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
-              405: "method_not_allowed", 409: "conflict", 422: "invalid_input",
+              405: "method_not_allowed", 409: "conflict", 413: "too_large", 422: "invalid_input",
               503: "unavailable"}
 
 
@@ -59,4 +61,7 @@ def validation_message(errors: list[Any]) -> tuple[int, str, str]:
         return 400, "bad_request", "the request body is not valid JSON"
     where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path"))
     msg = str(first.get("msg", "invalid request"))
-    return 422, "invalid_input", f"{where}: {msg}" if where else msg
+    text = f"{where}: {msg}" if where else msg
+    if first.get("type") in ("string_too_long", "too_long"):
+        return 413, "too_large", f"{text}; send less"
+    return 422, "invalid_input", text
