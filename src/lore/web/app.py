@@ -16,7 +16,14 @@ from lore import __version__
 from lore.errors import LoreError
 from lore.web import api, pages, sync
 from lore.web.auth import check_host
-from lore.web.errors import HTTP_CODES, HTTPProblem, body, translate, validation_message
+from lore.web.errors import (
+    HTTP_CODES,
+    HTTPProblem,
+    body,
+    one_line,
+    translate,
+    validation_message,
+)
 from lore.web.guard import Guard
 from lore.web.state import LOOPBACK_HOSTS, ServerState
 
@@ -103,7 +110,7 @@ def problem(request: Request, status: int, code: str, message: str) -> Response:
     """The API's one error shape; a page's error is a page."""
     if request.url.path.startswith(API_PREFIX):
         return JSONResponse(body(code, message), status_code=status)
-    return pages.error_page(request, status, message)
+    return pages.error_page(request, status, one_line(message))
 
 
 def is_loopback(host: str) -> bool:

@@ -51,7 +51,12 @@ def translate(exc: LoreError) -> tuple[int, str]:
 
 
 def body(code: str, message: str) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message}}
+    return {"error": {"code": code, "message": one_line(message)}}
+
+
+def one_line(message: str) -> str:
+    """An error is one line, even when it quotes a value that held line breaks."""
+    return message.replace("\r", "\\r").replace("\n", "\\n")
 
 
 def validation_message(errors: list[Any]) -> tuple[int, str, str]:
