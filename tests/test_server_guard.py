@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
@@ -125,8 +126,9 @@ def test_writes_need_a_token_before_the_body_and_a_read_token_cannot_write(guard
         bad = c.post("/api/v1/lessons", content=b"{not json",
                      headers={**tokens["write"], "content-type": "application/json"})
         assert bad.status_code == 400  # only now is the body read
-        # Signing in needs no token (it is how the cookie is made); its CSRF still holds.
+        # Signing in and out need no token (they set and clear the cookie); CSRF still holds.
         assert c.post("/login", data={"token": "x"}).status_code == 403
+        assert c.post("/logout", data={}).status_code == 403
 
 
 def test_stats_show_the_database_path_to_writers_only(lore, guarded, tokens):
@@ -262,3 +264,26 @@ def test_an_oversized_import_line_is_refused_whole(fake_lore):
     with pytest.raises(InvalidInput, match="line 1: content"):
         fake_lore.import_lines([line])
     assert fake_lore.lesson_count() == 0
+
+
+def test_an_oversized_lesson_is_refused_by_mcp_in_one_line(lore_home):
+    import shutil
+    import sys
+
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}
+    env.update(LORE_HOME=str(lore_home), HF_HUB_OFFLINE="1",
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1] / "src"),
+                                           env.get("PYTHONPATH", "")]))
+    lore = shutil.which("lore", path=str(Path(sys.executable).parent)) or "lore"
+
+    async def main() -> str:
+        async with Client(StdioServerParameters(command=lore, args=["mcp"], env=env)) as client:
+            r = await client.call_tool("lore_add", {"title": "T", "content": "x" * (TEXT_MAX + 1)})
+            assert r.is_error
+            return str(r.content[0].text)
+
+    text = anyio.run(main)
+    assert "content" in text and str(TEXT_MAX) in text and "\n" not in text

@@ -10,7 +10,7 @@ chunked body passes the bound), and a web page cannot make a loopback server cha
   (the body is read here, bounded, after the token was checked, and handed on whole).
 - A request that changes something (any method but GET, HEAD, OPTIONS) on a server that
   requires tokens carries a valid one (the bearer token for the API, the cookie for the
-  pages; a read token cannot write) before its body is read. Signing in is the one exception.
+  pages; a read token cannot write) before its body is read. Signing in and out are the exceptions.
 - A request that changes something without a bearer token (a loopback server without tokens,
   the dashboard's forms) must come from the server's own pages: a browser's ``Sec-Fetch-Site``
   must say same-origin (or none: typed by the user), else its ``Origin`` (or ``Referer``) must
@@ -40,7 +40,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 MAX_BODY = 2 * 1024 * 1024  # bytes in a request body outside sync (a lesson is at most ~1 MB)
 SYNC_PREFIX = "/api/v1/sync/"
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
-NO_TOKEN_NEEDED = ("/login",)  # the form that turns a token into the cookie
+NO_TOKEN_NEEDED = ("/login", "/logout")  # the forms that set and clear the token cookie
 
 
 def body_limit(path: str) -> int:
