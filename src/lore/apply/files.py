@@ -114,7 +114,7 @@ class Plan:
                 # Plans made again under the lock, while it covers their folders.
                 while {_nearest_folder(c.real.parent) for c in plan.changed} <= held:
                     try:
-                        for path in plan._write_changed():
+                        for path in _write_changed(plan.changed):
                             written[path] = None
                         return tuple(written)
                     except _Moved as moved:
@@ -130,21 +130,20 @@ class Plan:
                                 "it is quiet") from None
                         plan = replace(plan.replan(), replan=plan.replan)
 
-    def _write_changed(self) -> Iterator[Path]:
-        """Write the changed files, each only if it still holds what the plan was made from
-        (all are checked before the first is written)."""
-        changed = self.changed
-        for c in changed:
+def _write_changed(changed: tuple[FileChange, ...]) -> Iterator[Path]:
+    """Write the changed files, each only if it still holds what the plan was made from
+    (all are checked before the first is written)."""
+    for c in changed:
+        if _current(c.real) != c.old:
+            raise _Moved(c.path)
+    for c in changed:
+        if c.new is None:
             if _current(c.real) != c.old:
                 raise _Moved(c.path)
-        for c in changed:
-            if c.new is None:
-                if _current(c.real) != c.old:
-                    raise _Moved(c.path)
-                c.real.unlink()
-            else:
-                atomic_write(c.real, c.new, expect=c.old, named=c.path)
-            yield c.path
+            c.real.unlink()
+        else:
+            atomic_write(c.real, c.new, expect=c.old, named=c.path)
+        yield c.path
 
 
 def resolve(path: Path, root: Path, allow_outside: bool = False) -> Path:
