@@ -287,3 +287,11 @@ def test_an_oversized_lesson_is_refused_by_mcp_in_one_line(lore_home):
 
     text = anyio.run(main)
     assert "content" in text and str(TEXT_MAX) in text and "\n" not in text
+
+
+def test_a_correction_longer_than_a_quote_is_still_learned(fake_lore):
+    said = "No, don't use requests, use httpx instead. " + "log line\n" * 20_000
+    out = fake_lore.learner.record(said, "I'll call the API with requests.", project="/w/app",
+                                   session_id="s1", at="2026-03-01T10:00:00Z")
+    assert out.lesson is not None
+    assert len(out.lesson.evidence[0].quote) <= TEXT_MAX  # the learner quotes a part
