@@ -35,17 +35,48 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 @pytest.fixture(autouse=True)
-def lore_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def lore_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     home = tmp_path / "home"
     monkeypatch.setenv("LORE_HOME", str(home))
     for var in ("LORE_DB", "LORE_DATABASE_URL", "LORE_USER", "LORE_DEVICE", "LORE_CONFIG",
                 "LORE_EMBEDDING_BACKEND", "LORE_EMBEDDING_MODEL",
                 "LORE_EMBEDDING_DIMENSIONS", "LORE_EMBEDDING_BASE_URL", "LORE_EMBEDDING_API_KEY",
-                "LORE_MODEL_CACHE"):
+                "LORE_MODEL_CACHE", "LORE_WORKER_IDLE_EXIT"):
         monkeypatch.delenv(var, raising=False)
     # The default model must work offline: make any hub download fail loudly.
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    return home
+    # Hooks run by tests queue events without starting a worker that would race the test for
+    # them; a test about starting the worker deletes this (and the finalizer stops it).
+    monkeypatch.setenv("LORE_WORKER_AUTOSTART", "0")
+    yield home
+    stop_workers(tmp_path)
+
+
+def stop_workers(root: Path) -> list[int]:
+    """Stop every worker serving a home under ``root`` (SIGTERM, then SIGKILL after 10 s);
+    return their pids. A worker started by a test never outlives it."""
+    import signal
+    import time
+
+    from lore.home import read_pid, worker_running
+
+    stopped = []
+    for pid_file in [*root.glob("worker.pid"), *root.glob("*/worker.pid"),
+                     *root.glob("*/*/worker.pid"), *root.glob("*/*/*/worker.pid")]:
+        pid = read_pid(pid_file)
+        if not pid or pid == os.getpid() or not worker_running(pid_file.parent):
+            continue
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            continue
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and worker_running(pid_file.parent):
+            time.sleep(0.05)
+        if worker_running(pid_file.parent):
+            os.kill(pid, signal.SIGKILL)
+        stopped.append(pid)
+    return stopped
 
 
 @pytest.fixture(scope="session")

@@ -72,6 +72,9 @@ def test_force_and_the_summary_without_a_model(run, repo: Repo, lore_home: Path)
     assert lesson.content.startswith("Not analysed")
     assert lesson.metadata["analysis"]["analysed"] is False
     assert any(e.source and e.source.startswith("commit ") for e in lesson.evidence)
+    waiting = json.loads(run("review", "--json").output)  # it reaches a person
+    assert [w["id"] for w in waiting["waiting"]] == [lesson.id]
+    assert waiting["waiting"][0]["origin"] == "work"
 
 
 def test_significant_changes_are_proposed_once_then_reinforced(run, repo: Repo) -> None:

@@ -132,7 +132,7 @@ def test_mcp_lore_apply_shows_the_diff_by_default_and_writes_when_asked(where, s
     project, _ = where
     lore = Lore.open(settings, embedder=real_embedder)
     add_rules(lore, project)
-    server, tools = build_server(settings, lore=lore)
+    server, tools = build_server(settings, "admin", lore=lore)
     try:
         async def call(args: dict) -> dict:
             result = await server.call_tool("lore_apply", args)
@@ -312,7 +312,7 @@ def test_stats_flag_a_rule_corrected_again_after_approval_and_draw_the_curve(run
     files = sorted(folder.glob("*.jsonl"))
     with Lore.open(settings, embedder=real_embedder) as lore:
         replay(lore, files[:6])
-        learned = lore.learner.preferences(learning_curve.PROJECT, statuses=("active", "proposed"))
+        learned = lore.preferences(learning_curve.PROJECT, statuses=("active", "proposed"))
         assert learned
         for lesson in learned:  # the user approves each rule, back-dated to mid-history
             lore.learner.review(lesson.id, "approve")
@@ -360,5 +360,5 @@ def test_a_chart_without_matplotlib_names_the_extra(tmp_path, monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
-    with pytest.raises(InvalidInput, match=r"lore-memory\[charts\]"):
+    with pytest.raises(InvalidInput, match=r"loreloop\[charts\]"):
         chart([], tmp_path / "x.png")

@@ -377,7 +377,8 @@ def test_mcp_tool_errors_carry_the_same_line(lore_home):
     env["LORE_HOME"] = str(lore_home)
 
     async def main() -> list[str]:
-        async with Client(StdioServerParameters(command=LORE, args=["mcp"], env=env)) as client:
+        async with Client(StdioServerParameters(command=LORE, args=["mcp", "--profile", "admin"],
+                                                env=env)) as client:
             texts = []
             for tool, args in (("lore_search", {"query": "x"}),
                                ("lore_add", {"title": "T", "content": "c"})):
@@ -399,7 +400,8 @@ def test_mcp_tool_errors_on_a_read_only_home(filled_home):
     ro = read_only_fs(filled_home)
     env = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}
     env.update(LORE_HOME=str(filled_home), HF_HUB_OFFLINE="1")
-    server = StdioServerParameters(command=ro[0], args=[*ro[1:], LORE, "mcp"], env=env)
+    server = StdioServerParameters(command=ro[0], args=[*ro[1:], LORE, "mcp", "--profile", "admin"],
+                                   env=env)
 
     async def main() -> str:
         async with Client(server) as client:

@@ -21,7 +21,7 @@ def write_config(home: Path, text: str) -> Path:
 
 
 def rows(settings) -> dict[str, tuple[object, str]]:
-    return {k: (v, src) for k, v, src in effective(settings)}
+    return {k: (v, src) for k, v, src in effective(settings, tuning=True)}
 
 
 # ---- loading ---------------------------------------------------------------------------
@@ -37,8 +37,7 @@ def test_defaults_when_no_file(lore_home):
     assert s.config.embedding.model == "all-MiniLM-L6-v2"
     r = rows(s)
     assert all(src == "default" for _, src in r.values())
-    assert {"search.vector_weight", "search.recency.enabled", "embedding.model",
-            "tag_aliases", "database"} <= set(r)
+    assert {"search.recency.enabled", "embedding.model", "tag_aliases", "database"} <= set(r)
 
 
 def test_empty_file_means_defaults(lore_home):
@@ -287,7 +286,7 @@ def test_cli_config_show_json(run, lore_home, monkeypatch):
     assert settings["search.default_limit"] == (7, str(path))
     assert settings["embedding.model"] == ("bge-small-en-v1.5", "$LORE_EMBEDDING_MODEL")
     assert settings["embedding.api_key"] == ("***abcd", "$LORE_EMBEDDING_API_KEY")
-    assert settings["search.rrf_k"] == (60, "default")
+    assert "search.rrf_k" not in settings  # a tuning constant: `config show --all` lists it
     assert "top-secret" not in res.output
 
 
@@ -338,3 +337,46 @@ def test_empty_section_means_defaults(lore_home):
                             "search:\n  default_limit: 5\n")
     c = load_config().config
     assert c.embedding == Config().embedding and c.search.default_limit == 5
+
+
+# ---- settings a person sets, and tuning constants ----------------------------------------
+
+def test_every_tuning_constant_is_a_config_key_with_an_existing_benchmark():
+    from lore.config import TUNING, Config, _flatten
+
+    keys = set(_flatten(Config().model_dump()))
+    assert set(TUNING) <= keys
+    root = Path(__file__).resolve().parents[1]
+    assert all((root / bench).is_file() for bench in TUNING.values())
+    assert len(keys - set(TUNING)) <= 50  # what a person sets stays a short list
+
+
+def test_config_show_leaves_tuning_out_unless_asked_or_set(tmp_path, lore_home):
+    from click.testing import CliRunner
+
+    from lore.cli import cli
+
+    shown = json.loads(CliRunner().invoke(cli, ["config", "show", "--json"]).output)
+    keys = {row["key"] for row in shown["settings"]}
+    assert "search.default_limit" in keys and "search.rrf_k" not in keys
+    every = json.loads(CliRunner().invoke(cli, ["config", "show", "--all", "--json"]).output)
+    assert "search.rrf_k" in {row["key"] for row in every["settings"]}
+    lore_home.mkdir(parents=True, exist_ok=True)
+    (lore_home / "config.yaml").write_text("search:\n  rrf_k: 30\n  default_limit: 5\n")
+    res = CliRunner().invoke(cli, ["config", "show", "--json"])
+    assert res.exit_code == 0
+    rows = {row["key"]: row["value"] for row in json.loads(res.stdout)["settings"]}
+    assert rows["search.rrf_k"] == 30  # an existing file keeps working
+    assert res.stderr.count("tuning constant") == 1 and "search.rrf_k" in res.stderr
+
+
+def test_admin_init_writes_no_tuning_constant(lore_home):
+    import yaml
+    from click.testing import CliRunner
+
+    from lore.cli import cli
+    from lore.config import TUNING, _flatten
+
+    assert CliRunner().invoke(cli, ["admin", "init"]).exit_code == 0
+    written = yaml.safe_load((lore_home / "config.yaml").read_text()) or {}
+    assert not set(_flatten(written)) & set(TUNING)

@@ -431,3 +431,20 @@ def test_an_unreadable_file_in_a_large_import_is_skipped_and_the_rest_read(fake_
     report = fake_lore.conversations.ingest([tmp_path / "projects"], embed=False)
     assert [p for p, _ in report.skipped] == [str(bad)]
     assert report.messages == 40
+
+
+def test_without_faiss_a_large_memory_is_searched_exactly(indexed, monkeypatch):
+    """faiss comes with the `scale` extra: a lean install searches every vector exactly, gets
+    the same top results, and the writer says how to make it faster instead of failing."""
+    import lore.recall.vectors as vectors
+
+    lore, ids, vecs = indexed
+    conv = lore.conversations
+    q = vecs[11]
+    lore.embedding.query_function = lambda: (lambda text: q)
+    with_index = conv.search("anything", project=None, limit=5, mode="vector", decay=False)
+    monkeypatch.setattr(vectors, "faiss_available", lambda: False)
+    assert "loreloop[scale]" in conv.index.refresh(conv.store, force=True)
+    exact_hits = conv.search("anything", project=None, limit=5, mode="vector", decay=False)
+    assert exact_hits[0].chunk_id == ids[11] == with_index[0].chunk_id
+    assert conv.vectors.loaded  # answered by the exact scan in memory

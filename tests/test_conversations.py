@@ -172,6 +172,11 @@ def test_locomo_evaluation_on_a_tiny_file(run, tmp_path):
     assert result["questions"] == 2 and result["dropped_evidence"] == 1
     assert set(result["baselines"]) == {"keyword", "vector"}
     assert set(result["categories"]) == {"single-hop", "multi-hop"}
+    [(conversation, figures)] = result["conversations"].items()
+    assert figures == {"recall@5": 100.0, "recall@10": 100.0, "questions": 2}
+    assert conversation == data[0].get("sample_id", "conv")
+    shown = run("eval", "locomo", str(path))
+    assert "conversation" in shown.output and conversation in shown.output
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     failed = run("eval", "locomo", str(bad))
@@ -225,3 +230,25 @@ def test_watch_imports_files_as_they_change(tmp_path, lore_home):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_a_project_without_conversations_searches_every_project_and_says_so(run, tmp_path,
+                                                                             monkeypatch):
+    source = transcript(tmp_path / "t", "a.jsonl", [
+        record("u1", "user", "the websocket drops behind nginx after sixty seconds"),
+        record("a1", "assistant", "Raise proxy_read_timeout in the nginx site.", parent="u1")])
+    assert run("ingest", str(source)).exit_code == 0
+    here = tmp_path / "elsewhere"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    res = run("recall", "conversations", "websocket nginx timeout")
+    assert res.exit_code == 0
+    assert "no past conversations of" in res.output and "every project" in res.output
+    assert "proxy_read_timeout" in res.output or "websocket" in res.output
+    data = json.loads(run("recall", "conversations", "websocket nginx", "--json").output)
+    assert data["no_conversations_in"] == str(here.resolve()) and data["results"]
+    # A project that has conversations, none of them matching: no fallback.
+    monkeypatch.chdir(tmp_path)
+    inside = json.loads(run("recall", "conversations", "websocket", "--project", "/work/shop",
+                            "--json").output)
+    assert "no_conversations_in" not in inside and inside["project"] == "/work/shop"

@@ -96,3 +96,15 @@ def test_seed_alias_table_matches_the_profiles(tool_names):
         assert tool_names[profile] == set(aliases), profile
         for canonical in filter(None, aliases.values()):
             assert canonical in tool_names["canonical"], f"{profile}: {canonical}"
+
+
+def test_the_python_api_page_runs_as_written(lore_home, tmp_path, monkeypatch):
+    """Every Python block of docs/python-api.md, run in order in a fresh home."""
+    monkeypatch.chdir(tmp_path)
+    page = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    assert len(blocks) >= 2
+    scope: dict[str, object] = {}
+    for block in blocks:
+        exec(compile(block, "docs/python-api.md", "exec"), scope)  # noqa: S102 - our own docs
+    assert (lore_home / "lore.db").exists()

@@ -211,5 +211,5 @@ def test_sentence_transformers_backend_drives_the_library(monkeypatch):
 def test_sentence_transformers_missing_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import fails
     emb = create_embedder(EmbeddingConfig(backend="sentence-transformers"))
-    with pytest.raises(BackendUnavailable, match=r"lore-memory\[sentence-transformers\]"):
+    with pytest.raises(BackendUnavailable, match=r"loreloop\[sentence-transformers\]"):
         emb.embed_query("x")

@@ -62,7 +62,8 @@ def test_the_table_covers_every_shape():
     groups = {c["shape_group"] for c in CASES}
     assert {"dont_use_instead", "use_instead_of", "use_not", "prefer_over", "rather_than", "not_but",
             "use_instead", "always", "never", "never_alt", "stop", "from_now_on", "we_use",
-            "wrong_should_be", "when", "file_type", "reason_second_sentence", "pronoun"} <= groups
+            "wrong_should_be", "when", "file_type", "reason_second_sentence", "pronoun", "told_you",
+            "no_x_use_y", "reason_after_comma", "first_person", "stop_using_use"} <= groups
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["message"][:60] for c in CASES])

@@ -179,7 +179,8 @@ def test_session_start_context_is_scoped_budgeted_and_marked(lore_home, tmp_path
         text = lore.session_context("/work/shop", max_chars=900)
         assert text.startswith("<lore-context>") and text.endswith("</lore-context>")
         assert len(text) <= 900
-        assert "- Use file sessions [context: auth]" in text and "Run ruff" in text
+        assert "- Use file sessions\n" in text and "Run ruff" in text
+        assert "auth" not in text  # the agent turn a rule corrected is never told as its context
         assert "Other project rule" not in text
         assert "Use pnpm, not npm (unconfirmed)" in text and "Use yarn" not in text
         assert (text.index("Use file sessions") < text.index("Use pnpm, not npm (unconfirmed)")

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lore.errors import InvalidInput
 from lore.install import HOOKS, apply, plan
@@ -108,3 +110,89 @@ def test_plugin_layout_matches_the_installed_hooks():
         assert group.get("matcher") == matcher
     mcp = json.loads((ROOT / ".mcp.json").read_text())
     assert mcp["mcpServers"]["lore"]["args"] == ["mcp"]
+
+
+# ---- the judge ----------------------------------------------------------------------------
+
+def _install(args: list[str], home: Path, monkeypatch: pytest.MonkeyPatch, *, tty: bool = False,
+             answer: str | None = None):
+    from click.testing import CliRunner
+
+    from lore.cli import cli, install_cmd
+
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setattr(install_cmd, "_interactive", lambda: tty)
+    return CliRunner().invoke(cli, ["install", *args], input=answer)
+
+
+def test_install_writes_the_judge_and_keeps_the_rest_of_the_config(tmp_path, lore_home, monkeypatch):
+    lore_home.mkdir(parents=True)
+    config = lore_home / "config.yaml"
+    config.write_text("# my settings\nsearch:\n  default_limit: 7\nllm:\n  provider: anthropic\n"
+                      "  model: old\n\nlearning:\n  recent_days: 3  # keep\n")
+    out = _install(["--judge", "openai", "--judge-model", "qwen2.5:7b"], tmp_path / "user", monkeypatch)
+    assert out.exit_code == 0, out.output
+    text = config.read_text()
+    assert text.startswith("# my settings\nsearch:\n  default_limit: 7\nllm:  # the judge")
+    assert 'provider: openai\n  model: "qwen2.5:7b"\n  base_url: "http://localhost:11434/v1"' in text
+    assert "model: old" not in text and "learning:\n  recent_days: 3  # keep\n" in text
+    assert list(lore_home.glob("config.yaml.lore-backup-*"))
+    from lore.config import load_config
+
+    llm = load_config(config).config.llm
+    assert (llm.provider, llm.model, llm.daily_token_budget) == ("openai", "qwen2.5:7b", 200_000)
+    again = _install(["--judge", "openai", "--judge-model", "qwen2.5:7b"], tmp_path / "user", monkeypatch)
+    assert again.exit_code == 0 and "already installed" in again.output
+
+
+def test_install_asks_for_the_judge_on_a_terminal_only(tmp_path, lore_home, monkeypatch):
+    monkeypatch.setattr("shutil.which", lambda name: None)  # no Claude Code here
+    out = _install([], tmp_path / "user", monkeypatch, tty=True, answer="claude-cli\n")
+    assert out.exit_code == 0, out.output
+    assert "tokens" in out.output and "claude-cli" in out.output and "[none]" in out.output
+    assert "provider: claude-cli" in (lore_home / "config.yaml").read_text()
+    (lore_home / "config.yaml").unlink()
+    quiet = _install([], tmp_path / "other", monkeypatch)
+    assert quiet.exit_code == 0 and "the judge is not set up" in quiet.output
+    assert not (lore_home / "config.yaml").exists()
+    none = _install(["--judge", "none"], tmp_path / "third", monkeypatch)
+    assert none.exit_code == 0 and not (lore_home / "config.yaml").exists()
+
+
+def test_install_refuses_a_judge_that_would_break_the_config(tmp_path, lore_home, monkeypatch):
+    lore_home.mkdir(parents=True)
+    config = lore_home / "config.yaml"
+    config.write_text("learning:\n  bogus_key: 1\n")
+    out = _install(["--judge", "anthropic"], tmp_path / "user", monkeypatch)
+    assert out.exit_code != 0 and "bogus_key" in out.output
+    assert config.read_text() == "learning:\n  bogus_key: 1\n"
+    assert not (tmp_path / "user" / ".claude").exists()
+    from lore.install import judge_change
+
+    config.write_text("# fine\n")
+    with pytest.raises(InvalidInput, match="nothing was changed"):
+        judge_change(config, "llm:\n  provider: openai\n  temperature_typo: 1\n")
+    assert config.read_text() == "# fine\n" and sorted(p.name for p in lore_home.iterdir()) == ["config.yaml"]
+
+
+_KEYS = st.sampled_from(["search", "learning", "context", "apply", "review", "embedding"])
+_LINES = st.lists(st.from_regex(r"  [a-z_]{1,10}: [a-z0-9]{1,8}( +# [a-z ]{0,12})?", fullmatch=True),
+                  max_size=3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(_KEYS, _LINES), max_size=4, unique_by=lambda t: t[0]),
+       st.one_of(st.none(), _LINES), st.integers(0, 4))
+def test_the_llm_section_is_replaced_and_nothing_else_moves(sections, old_llm, where) -> None:
+    from lore.install import judge_block, with_llm_block
+
+    parts = ["# settings\n"] + [f"{k}:\n" + "".join(ln + "\n" for ln in lines) for k, lines in sections]
+    if old_llm is not None:
+        parts.insert(min(where, len(parts)), "llm:\n" + "".join(ln + "\n" for ln in old_llm))
+    text = "".join(parts)
+    block = judge_block("claude-cli")
+    out = with_llm_block(text, block)
+    assert out.count("llm:") == 1 and block in out
+    assert out.replace(block, "").replace("\n", "") == "".join(
+        p for p in parts if not p.startswith("llm:")).replace("\n", "")
+    assert with_llm_block(out, block) == out  # idempotent

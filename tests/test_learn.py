@@ -91,7 +91,7 @@ def test_a_contradiction_is_linked_and_both_lose_confidence(fake_lore):
     assert fresh_old.score == pytest.approx(old.score - 0.3)
     assert new.lesson.score == pytest.approx(0.4) and new.lesson.status == "candidate"
     assert any(e.relation == "contradicts" for e in fresh_old.edges)
-    listed = learning.preferences("/p", statuses=("active", "proposed", "candidate"))
+    listed = fake_lore.preferences("/p", statuses=("active", "proposed", "candidate"))
     assert {p.id for p in listed} == {old.id, new.lesson.id}
 
 
@@ -164,10 +164,10 @@ def test_preferences_filter_by_project_and_file_type(fake_lore):
     learning.record("never use var, use const", None, project="/a", files=["/a/x.ts"])
     learning.record("always write commit messages in English", None, project=None)
     learning.record("use tabs", None, project="/b")
-    titles = [p.title for p in learning.preferences("/a", file_type="py")]
+    titles = [p.title for p in fake_lore.preferences("/a", file_type="py")]
     assert any("pathlib" in t for t in titles) and any("English" in t for t in titles)
     assert not any("const" in t for t in titles) and not any("tabs" in t.lower() for t in titles)
-    assert len(learning.preferences(None, all_projects=True)) == 4
+    assert len(fake_lore.preferences(None, all_projects=True)) == 4
 
 
 def _git(repo, *args, when=None):

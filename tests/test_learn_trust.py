@@ -90,7 +90,7 @@ def test_explicit_records_refuse_what_is_no_rule(fake_lore):
         out = learner.record(text, None, project="/p")
         assert out.action == "not-learned" and out.lesson is None, text
         assert out.notice().startswith("not learned: ") and reason in out.notice()
-    assert learner.preferences(None, all_projects=True, statuses=("candidate", "proposed",
+    assert fake_lore.preferences(None, all_projects=True, statuses=("candidate", "proposed",
                                                                    "active")) == []
 
 
@@ -278,8 +278,11 @@ def _opinion(label: str, rule: str | None) -> Reply:
 
 
 def _llm_lore(home: Path, srv: LoopbackServer, **llm: object) -> Lore:
+    """A model configured with the judge turned off: the detector decides, asking the model
+    only about unsure messages (the judge is tested in test_judge_learning.py)."""
     settings = make_settings(home, llm={"provider": "anthropic", "base_url": srv.url,
-                                        "timeout": 5.0, "max_retries": 0, **llm})
+                                        "timeout": 5.0, "max_retries": 0, **llm},
+                             learning={"judge": False})
     return Lore.open(settings, embedder=FakeEmbedder())
 
 
@@ -452,7 +455,7 @@ def test_the_worker_asks_the_second_opinion_and_logs_a_failure(lore_home, server
         worker = Worker(lore.settings, lore)
         _stop_event(lore_home, UNSURE, PREVIOUS, "s1")
         assert worker.run(once=True) == 1
-        [rule] = lore.learner.preferences(None, all_projects=True)
+        [rule] = lore.preferences(None, all_projects=True)
         assert "black" in rule.title.lower() and rule.status == "proposed"
         _stop_event(lore_home, "from now on please lint with black", PREVIOUS, "s2")
         assert worker.run(once=True) == 1  # the provider fails: handled, not quarantined

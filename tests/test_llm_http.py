@@ -383,24 +383,56 @@ def write_config(home: Path, server: LoopbackServer, provider: str = "openai") -
         f"llm:\n  provider: {provider}\n  model: llama3.2:3b\n  base_url: {base}\n  max_retries: 0\n")
 
 
+JUDGE_OK = json.dumps({"items": [{"id": "m1", "label": "correction", "durable": True,
+                                   "quote": "use local files",
+                                   "rule": "Keep sessions in local files, not Redis: deploys run on "
+                                           "one box."}]})
+
+
+def check_replies(judge: str = JUDGE_OK) -> Callable[[dict[str, Any]], Reply]:
+    """The ping gets "ok"; the judge's probe gets ``judge``."""
+    def reply(body: dict[str, Any]) -> Reply:
+        if "single word" in body["messages"][-1]["content"]:
+            return Reply(openai_body("ok", tokens_in=14, tokens_out=1))
+        return Reply(openai_body(judge, tokens_in=900, tokens_out=40))
+    return reply
+
+
 def test_llm_check_and_usage(server: LoopbackServer, lore_home: Path) -> None:
-    server.replies = [Reply(openai_body("ok", tokens_in=14, tokens_out=1))]
+    server.replies = [check_replies()]
     write_config(lore_home, server)
     runner = CliRunner()
     result = runner.invoke(cli, ["llm", "check"])
     assert result.exit_code == 0, result.output
     assert "provider openai" in result.output and "model llama3.2:3b" in result.output
     assert "tokens 14 in / 1 out" in result.output and "latency" in result.output
+    assert "judge: correction, durable: 'Keep sessions in local files, not Redis" in result.output
     checked = json.loads(runner.invoke(cli, ["llm", "check", "--json"]).output)
+    judge = checked.pop("judge")
     assert checked | {"latency_s": 0} == {"provider": "openai", "model": "llama3.2:3b", "latency_s": 0,
                                           "input_tokens": 14, "output_tokens": 1, "estimated": False,
                                           "attempts": 1, "reply": "ok"}
+    assert judge["label"] == "correction" and judge["input_tokens"] > 1000
     assert server.received[0]["body"]["max_tokens"] == 16
     usage = runner.invoke(cli, ["llm", "usage", "--json"])
     data = json.loads(usage.output)
-    assert data["providers"] == [{"provider": "openai", "calls": 2, "failures": 0, "input_tokens": 28,
-                                  "output_tokens": 2, "cost_usd": 0.0}]
+    assert data["providers"] == [{"provider": "openai", "calls": 4, "failures": 0, "input_tokens": 1828,
+                                  "output_tokens": 82, "cost_usd": 0.0}]
     assert "openai" in runner.invoke(cli, ["llm", "usage"]).output
+
+
+@pytest.mark.parametrize("judge, why", [
+    ("ok", "could not be read"),
+    (JUDGE_OK.replace("use local files", "never use Redis"), "quoted words that are not in the message"),
+    (json.dumps({"items": [{"id": "m1", "label": "none"}]}), "did not keep the correction"),
+])
+def test_llm_check_fails_a_judge_that_gets_a_plain_correction_wrong(
+        server: LoopbackServer, lore_home: Path, judge: str, why: str) -> None:
+    server.replies = [check_replies(judge)]
+    write_config(lore_home, server)
+    result = CliRunner().invoke(cli, ["llm", "check"])
+    assert result.exit_code == 1 and why in result.output
+    assert len(result.output.strip().splitlines()) == 1
 
 
 def test_llm_check_errors_are_one_line(server: LoopbackServer, lore_home: Path,

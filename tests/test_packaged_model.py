@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import lore.embed.packaged as packaged
 from lore.cli import cli
@@ -170,7 +172,84 @@ def test_the_packaged_model_gives_fastembeds_vectors_without_importing_it():
     assert np.abs(ours - theirs).max() < 1e-5
     code = ("import sys\nfrom lore.config import EmbeddingConfig\nfrom lore.embed import create_embedder\n"
             "v = create_embedder(EmbeddingConfig()).embed_query('hello')\n"
-            "print(len(v), 'fastembed' in sys.modules)\n")
+            "print(len(v), *(m in sys.modules for m in ('fastembed', 'tokenizers', 'huggingface_hub')))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          check=True)
-    assert out.stdout.split() == ["384", "False"]
+    assert out.stdout.split() == ["384", "False", "False", "False"]
+
+
+# ---- the tokenizer: the library's token ids without the library -------------------------
+
+def reference_tokenizer():
+    tokenizers = pytest.importorskip("tokenizers")  # in the dev extra (through fastembed)
+    ref = tokenizers.Tokenizer.from_file(str(packaged.ASSETS / "tokenizer.json"))
+    ref.enable_truncation(max_length=256, direction="right")
+    ref.no_padding()
+    return ref
+
+
+def our_tokenizer():
+    from lore.embed.wordpiece import WordPiece
+
+    return WordPiece.from_file(packaged.ASSETS / "tokenizer.json", 256)
+
+
+def test_the_tokenizer_gives_the_librarys_ids_on_real_transcripts():
+    ref, ours = reference_tokenizer(), our_tokenizer()
+    lines = [line[:4000] for f in sorted((ROOT / "tests" / "fixtures").rglob("*.jsonl"))
+             for line in f.read_text(encoding="utf-8", errors="replace").splitlines()]
+    assert len(lines) > 300
+    for batch in (lines[i:i + 64] for i in range(0, len(lines), 64)):
+        theirs = [e.ids for e in ref.encode_batch(batch)]
+        width = max(map(len, theirs))
+        assert [e.ids for e in ours.encode_batch(batch)] == [
+            ids + [0] * (width - len(ids)) for ids in theirs]
+
+
+@pytest.mark.skipif(__import__("unicodedata").unidata_version != "14.0.0",
+                    reason="the exceptions were found against Unicode 14 (Python 3.11)")
+def test_code_points_tokenize_as_the_library_does():
+    """The whole Basic Multilingual Plane, every character the exceptions name, and a sample of
+    the other planes (every one was compared when the exceptions were found)."""
+    from lore.embed import wordpiece
+
+    ref, ours = reference_tokenizer(), our_tokenizer()
+    named = {c for lo, hi in wordpiece.UNKNOWN_TO_LIBRARY for c in range(lo, hi + 1)}
+    points = sorted({*range(0x10000), *range(0x10000, 0x110000, 17), *named,
+                     *wordpiece.PUNCTUATION_TO_LIBRARY, *wordpiece.ACCENT_TO_LIBRARY}
+                    - set(range(0xD800, 0xE000)))
+    for i in range(0, len(points), 400):
+        text = " ".join(f"a{chr(c)}b" for c in points[i:i + 400])
+        ours.max_length = ref_len = 10_000
+        ref.enable_truncation(max_length=ref_len)
+        assert ours.encode(text).ids == ref.encode(text).ids, hex(points[i])
+
+
+TOKENIZERS = (reference_tokenizer(), our_tokenizer()) if __import__("importlib").util.find_spec(
+    "tokenizers") else (None, None)
+ALPHABET = ("abcXYZ 019 .,;:!?'\"()[]{}<>/\\|@#$%^&*-_=+~`\t\n\r\x00\x07\x7f"
+            "éèêëÉàçñöüßøÅÆœİıſ中文字漢日本語カタ한국어😀🎉👍🏽✓©€…—“”«»"
+            "\u00a0\u2000\u2028\u3000\u200b\u200d\ufeff\ufffd\u0301\u0308Ωπ Привет مرحبا")
+
+
+@given(st.lists(st.one_of(st.text(ALPHABET, max_size=40),
+                          st.sampled_from(["[CLS]", "[SEP]", "[MASK]", "[UNK]", "[PAD]"])),
+                max_size=12).map("".join))
+@settings(max_examples=150, deadline=None)
+def test_generated_text_tokenizes_as_the_library_does(text):
+    ref, ours = TOKENIZERS
+    theirs = ref.encode(text)
+    mine = ours.encode(text)
+    assert mine.ids == theirs.ids
+    assert mine.attention_mask == theirs.attention_mask
+
+
+def test_the_tokenizer_refuses_a_tokenizer_of_another_kind(tmp_path):
+    from lore.embed.wordpiece import WordPiece
+
+    other = json.loads((packaged.ASSETS / "tokenizer.json").read_text(encoding="utf-8"))
+    other["model"]["type"] = "BPE"
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(other), encoding="utf-8")
+    with pytest.raises(BackendUnavailable, match="WordPiece"):
+        WordPiece.from_file(path, 256)

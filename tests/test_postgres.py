@@ -338,7 +338,7 @@ def test_a_wrong_url_and_a_missing_driver_are_one_line(run, monkeypatch, pg_url)
     monkeypatch.setitem(__import__("sys").modules, "psycopg", None)
     missing = run("recall", "search", "anything")
     assert missing.exit_code == 1
-    assert "pip install 'lore-memory[postgres]'" in missing.stderr
+    assert "pip install 'loreloop[postgres]'" in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1
 
 

@@ -20,7 +20,7 @@ from lore.api import Lore
 from lore.capture import hooks
 from lore.capture.queue import Queue
 from lore.cli import cli
-from lore.private import tighten_home
+from lore.private import NOTICE_MARKER, home_notice
 from lore.store.sqlite.migrations import MIGRATIONS
 
 # Built from pieces so that no literal key-shaped string sits in the source.
@@ -92,20 +92,25 @@ def test_hook_failure_log_is_private(lore_home: Path, monkeypatch):
     assert mode(log) == 0o600 and mode(log.parent) == 0o700
 
 
-def test_an_older_home_is_tightened_on_first_open(lore_home: Path):
-    (lore_home / "queue" / "pending").mkdir(parents=True)
-    (lore_home / "logs").mkdir()
-    old = [lore_home / "queue" / "done.jsonl", lore_home / "logs" / "worker.log",
-           lore_home / "queue" / "pending" / "1.json", lore_home / "worker.pid"]
-    for p in old:
-        p.write_text("{}")
-        p.chmod(0o644)
-    for d in (lore_home, lore_home / "queue", lore_home / "queue" / "pending", lore_home / "logs"):
+def test_a_home_lore_did_not_create_keeps_every_mode(lore_home: Path):
+    """LORE_HOME pointed at an existing folder: a hook changes the mode of nothing in it (the
+    user's files, folders, even a folder named like Lore's); only what Lore creates is 0600."""
+    (lore_home / "projects" / "deep").mkdir(parents=True)
+    (lore_home / "logs").mkdir()  # the user's own folder of that name
+    theirs = [lore_home / "projects" / "notes.txt", lore_home / "projects" / "deep" / "run.sh",
+              lore_home / "logs" / "app.log"]
+    for p in theirs:
+        p.write_text("mine")
+    theirs[1].chmod(0o755)
+    for d in (lore_home, lore_home / "projects", lore_home / "projects" / "deep",
+              lore_home / "logs"):
         d.chmod(0o755)
+    before = {p: mode(p) for p in [*theirs, *(p for p in lore_home.rglob("*") if p.is_dir()),
+                                   lore_home]}
     hooks.run("session-end", json.dumps({"session_id": "s1", "reason": "exit"}))
-    assert {mode(p) for p in old} == {0o600}
-    assert mode(lore_home / "logs") == 0o700 and mode(lore_home / "queue") == 0o700
-    assert tighten_home(lore_home) == 0  # already private: nothing to do
+    assert {p: mode(p) for p in before} == before
+    [pending] = list((lore_home / "queue" / "pending").iterdir())
+    assert mode(pending) == 0o600 and mode(lore_home / "queue") == 0o700
 
 
 def test_database_files_are_private_and_an_old_one_is_tightened(settings):
@@ -117,7 +122,30 @@ def test_database_files_are_private_and_an_old_one_is_tightened(settings):
     db.chmod(0o644)
     settings.home.chmod(0o755)
     with Lore.open(settings, embedder=FakeEmbedder()):
-        assert mode(db) == 0o600 and mode(settings.home) == 0o700
+        # Its own database is tightened; the home keeps the mode it was given.
+        assert mode(db) == 0o600 and mode(settings.home) == 0o755
+
+
+def test_a_home_others_can_read_is_pointed_out_once(settings):
+    settings.home.mkdir(mode=0o700)
+    assert home_notice(settings.home) is None  # private: nothing to say, nothing remembered
+    assert not (settings.home / NOTICE_MARKER).exists()
+    settings.home.chmod(0o755)
+    said = home_notice(settings.home)
+    assert said == (f"note: Lore's home {settings.home} can be read by other users (mode 0755); "
+                    "the files Lore writes there are private (0600), but their names show: "
+                    f"chmod 700 {settings.home} to hide them (said once)")
+    assert home_notice(settings.home) is None and (settings.home / NOTICE_MARKER).exists()
+    assert mode(settings.home) == 0o755
+
+
+def test_the_notice_is_not_spent_where_nobody_reads_it(settings, capfd):
+    """Off a terminal (a pipe, a log, an MCP client) nothing is printed and the one time is kept."""
+    settings.home.mkdir(mode=0o755)
+    settings.home.chmod(0o755)
+    with Lore.open(settings, embedder=FakeEmbedder()):
+        pass
+    assert capfd.readouterr().err == "" and not (settings.home / NOTICE_MARKER).exists()
 
 
 def test_export_and_config_written_by_lore_are_private(settings, tmp_path: Path):

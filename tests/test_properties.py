@@ -337,7 +337,7 @@ def mcp_server() -> Iterator[Any]:
     with tempfile.TemporaryDirectory() as tmp:
         s = make_settings(Path(tmp))
         lore = Lore.open(s, embedder=FakeEmbedder())
-        server, tools = build_server(s, lore=lore)
+        server, tools = build_server(s, "admin", lore=lore)
         yield server
         tools.close()
 

@@ -400,3 +400,43 @@ def test_two_files_claiming_one_rule_decide_nothing_and_are_both_named(fake_lore
     # One file deleted: the other decides, as any file would.
     copy.unlink()
     assert fake_lore.review_import(folder)["approved"] == 1
+
+
+def test_an_edited_rule_text_changes_the_line_agents_receive(fake_lore, tmp_path):
+    """Only the rule text edited: the title (the line `lore apply` writes) follows it."""
+    ids = seed(fake_lore)
+    folder = tmp_path / "review"
+    fake_lore.review_export(folder)
+    path = review_file(folder, ids[0])
+    text = path.read_text(encoding="utf-8")
+    assert "# Use httpx, not requests" in text
+    path.write_text(text.replace("Use httpx instead of requests.",
+                                 "Use httpx for every HTTP call. It is async-ready."),
+                    encoding="utf-8")
+    report = fake_lore.review_import(folder)
+    assert report["edited"] == 1
+    lesson = fake_lore.get_lesson(ids[0])
+    assert lesson.title == "Use httpx for every HTTP call"
+    assert lesson.content == "Use httpx for every HTTP call. It is async-ready."
+    plan = fake_lore.apply_plan("/work/app", tmp_path / "home", include_global=True)
+    assert "- Use httpx for every HTTP call." in plan.diff()
+    assert "not requests" not in plan.diff()
+
+
+@pytest.mark.parametrize("rule, title", [
+    ("Use uv, not pip.", "Use uv, not pip"),
+    ("- Always run ruff. Then commit.", "Always run ruff"),
+    ("\n\n> Prefer pathlib over os.path\nbecause it reads better", "Prefer pathlib over os.path"),
+    ("Version 1.2 is pinned... keep it", "Version 1.2 is pinned... keep it"),
+    ("  \n ... \n", ""),
+    ("x" * 300, "x" * 160 + "…"),
+    ("word " * 60, ("word " * 32).strip() + "…"),
+])
+def test_title_of_a_rule_text(rule, title):
+    assert fmt.title_of(rule) == title
+
+
+@given(st.text(max_size=400))
+def test_title_of_is_one_short_line(text):
+    got = fmt.title_of(text)
+    assert "\n" not in got and len(got) <= fmt.TITLE_MAX + 1

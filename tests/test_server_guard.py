@@ -280,7 +280,8 @@ def test_an_oversized_lesson_is_refused_by_mcp_in_one_line(lore_home):
     lore = shutil.which("lore", path=str(Path(sys.executable).parent)) or "lore"
 
     async def main() -> str:
-        async with Client(StdioServerParameters(command=lore, args=["mcp"], env=env)) as client:
+        server = StdioServerParameters(command=lore, args=["mcp", "--profile", "admin"], env=env)
+        async with Client(server) as client:
             r = await client.call_tool("lore_add", {"title": "T", "content": "x" * (TEXT_MAX + 1)})
             assert r.is_error
             return str(r.content[0].text)

@@ -249,3 +249,14 @@ def test_trends_page_and_digest_api(fake_lore):
         assert api["context_loads"][0]["shown"] == 1
         bad = client.get("/api/v1/digest", params={"at": "last week"})
         assert bad.status_code == 422 and "2026-W47" in bad.json()["error"]["message"]
+
+
+def test_the_agents_turn_is_rendered_as_markdown_and_nothing_in_it_runs(fake_lore):
+    turn = ("I'll **add** `requests`:\n\n```python\nimport requests\n```\n"
+            "<script>alert(1)</script> [click](javascript:alert(2))")
+    waiting_rule(fake_lore, previous=turn)
+    with running(fake_lore) as url, httpx.Client(base_url=url, timeout=30) as client:
+        page = client.get("/review").text
+    assert "<strong>add</strong>" in page and "<code>requests</code>" in page
+    assert "<pre><code" in page and "**add**" not in page
+    assert "<script>alert(1)" not in page and 'href="javascript:' not in page

@@ -46,7 +46,7 @@ def test_a_personal_rule_reaches_no_one_else_until_it_is_shared(people, tmp_path
 
     # ana sees her own rule everywhere
     assert "Use pnpm" in rules_applied(ana, tmp_path / "ana-home")
-    assert mine.id in {x.id for x in ana.learner.preferences(PROJECT)}
+    assert mine.id in {x.id for x in ana.preferences(PROJECT)}
     assert mine.id in {x.id for x in ana.approved_lessons()}
     assert [r.id for r in ana.related(hub.id)] == [mine.id]
     assert proposed.id in {w["id"] for w in ana.waiting()}
@@ -54,7 +54,7 @@ def test_a_personal_rule_reaches_no_one_else_until_it_is_shared(people, tmp_path
     # ben: not applied, not a preference, not shown, not reached through a link
     applied = rules_applied(ben, tmp_path / "ben-home")
     assert "Pin numpy below 2" in applied and "Use pnpm" not in applied
-    assert {x.id for x in ben.learner.preferences(PROJECT)} == {team.id}
+    assert {x.id for x in ben.preferences(PROJECT)} == {team.id}
     assert mine.id not in {x.id for x in ben.approved_lessons()}
     with pytest.raises(NotFound, match=f"no lesson with id {mine.id}"):
         ben.get_lesson(mine.id)

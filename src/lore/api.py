@@ -15,6 +15,8 @@ and the parts in :mod:`lore.core`: ``embedding``, ``lessons``, ``conversations``
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -25,9 +27,19 @@ from lore.core.embedding import Embedding, Progress
 from lore.core.lessons import Lessons, content_hash, require_id
 from lore.embed import Embedder, document_text
 from lore.errors import InvalidInput, NotFound, StoreBusy
+from lore.home import check_device
 from lore.ids import now
-from lore.models import Edge, Filters, ImportReport, Lesson, RefItem, RelatedLesson, SearchResult
-from lore.private import tighten_home
+from lore.models import (
+    RULE_KINDS,
+    Edge,
+    Filters,
+    ImportReport,
+    Lesson,
+    RefItem,
+    RelatedLesson,
+    SearchResult,
+)
+from lore.private import home_notice
 from lore.store import Store, open_store, storage_error
 
 if TYPE_CHECKING:
@@ -78,7 +90,13 @@ class Lore:
     @classmethod
     def open(cls, settings: Settings, *, embedder: Embedder | None = None,
              create: bool = True) -> Lore:
-        tighten_home(settings.home)  # a home made by an older Lore becomes private
+        if os.environ.get("LORE_DEVICE"):  # refused before a database is made or opened
+            check_device(os.environ["LORE_DEVICE"])
+        # A home others can read is pointed out once, to a person: on a terminal only (not in
+        # a pipe, a log or an MCP client), so the one time is not spent where nobody reads it.
+        said = home_notice(settings.home) if _on_terminal(sys.stderr) else None
+        if said:
+            print(said, file=sys.stderr)
         store = open_store(settings.db_location, create=create)
         lore = cls(settings, store, embedder)
         store.set_identity(settings.user, lore.device)
@@ -136,7 +154,7 @@ class Lore:
             from lore.core.learner import Learner
 
             self._learner = Learner(self.store, self.lessons, self.embedding, self.config.learning,
-                                    self._opinion())
+                                    self._opinion(), self._judge(), self.config.llm.max_input_tokens)
         return self._learner
 
     def _opinion(self) -> Any:
@@ -155,6 +173,16 @@ class Lore:
             return second_opinion(provider, message, agent_turn)
 
         return ask
+
+    def _judge(self) -> Any:
+        """Opens the judge's provider (guarded: redacted, cut, budgeted, logged), when a
+        language model is configured."""
+        if not self.config.llm.provider:
+            return None
+        from lore.llm import open_provider
+
+        cfg, home = self.config.llm, self.settings.home
+        return lambda: open_provider(cfg, home)
 
     @property
     def analyzer(self) -> Analyzer:
@@ -273,8 +301,11 @@ class Lore:
         mode: hybrid.Mode = "hybrid",
         track: bool = True,
         interface: str = "api",
+        include_superseded: bool = True,
     ) -> list[SearchResult]:
-        """Hybrid search. Usage stats are bumped for the results returned; the query is logged."""
+        """Hybrid search. Usage stats are bumped for the results returned; the query is logged.
+        A lesson an active lesson supersedes ranks below its successor, or is left out with
+        ``include_superseded=False``."""
         started = time.perf_counter()
         filters = self.resolve_filters(filters or Filters())
         limit = limit or self.config.search.default_limit
@@ -288,7 +319,7 @@ class Lore:
 
             embed = prefetch(embed, query)  # embedded while the keyword stage runs
         results = hybrid.search(self.store, query, filters, limit, self.config.search, embed,
-                                self.vectors, mode)
+                                self.vectors, mode, include_superseded)
         if track:
             took = (time.perf_counter() - started) * 1000
             ids = [r.id for r in results]
@@ -514,12 +545,18 @@ class Lore:
 
     def session_context(self, project: str | None, max_chars: int | None = None,
                         max_items: int | None = None) -> str:
-        """What SessionStart tells a new session in ``project`` (empty when nothing applies)."""
-        from lore.apply.session_context import build
+        """What SessionStart tells a new session in ``project`` (empty when nothing applies):
+        rules the project's instruction files already state are not repeated."""
+        from pathlib import Path as _Path
+
+        from lore.apply.session_context import build, carried_lines
+        from lore.normalize import project_root
 
         ctx = self.config.context
+        project = project_root(project)
         return build(self.store.sessions, project, max_chars or ctx.max_chars,
-                     max_items or ctx.max_items, self.config.learning.inject_proposed_min_seen)
+                     max_items or ctx.max_items, self.config.learning.inject_proposed_min_seen,
+                     carried_lines(project, _Path.home()))
 
     def import_claude_memory(self, claude_home: Path, *, dry_run: bool = False) -> Any:
         """Claude Code's auto-memory entries as proposed lessons for review, each once; its
@@ -528,13 +565,68 @@ class Lore:
 
         return import_memory(self.store, self.lessons, claude_home, dry_run=dry_run)
 
+    def vector_backlog(self) -> int:
+        """How many conversation chunks wait for a vector (the store alone: no model, no numpy)."""
+        return self.store.conversations.vector_backlog()
+
+    def waiting_for_judge(self) -> dict[str, Any]:
+        """How many messages wait for the judge, in how many sessions, and its last failure
+        (the store alone: the learning pipeline is not loaded)."""
+        messages, sessions = self.store.corrections.judging_count()
+        return {"messages": messages, "sessions": sessions,
+                "last_error": self.store.meta("judge.last_error") if messages else None}
+
+    def preferences(self, project: str | None = None, *, all_projects: bool = False,
+                    file_type: str | None = None,
+                    statuses: Sequence[str] = ("active", "proposed"),
+                    limit: int = 100) -> list[Lesson]:
+        """Preferences and rules for ``project`` and global ones (or every project), most
+        confident first; read from the store alone, without loading the learning pipeline."""
+        for s in statuses:
+            self.store.check_reference("status", s)
+        ft = normalize.file_type(file_type) if file_type else None
+        ids = self.store.corrections.preferences(normalize.project_root(project),
+                                                 all_projects=all_projects, file_type=ft,
+                                                 statuses=tuple(statuses), limit=limit)
+        return [self.lessons.get(i) for i in ids]
+
     # ---- apply: approved rules into the files agents read ------------------------------
     def approved_rules(self, project: str | None) -> list[Lesson]:
         """The rules a person approved that hold in ``project`` (its own and global ones),
         most confident first. Every caller goes through here (or ``approved_lessons``)."""
-        ids = self.store.corrections.preferences(project, all_projects=False, file_type=None,
-                                                 statuses=("active",), limit=1_000_000)
+        from lore.normalize import project_root
+
+        ids = self.store.corrections.preferences(project_root(project), all_projects=False,
+                                                 file_type=None, statuses=("active",),
+                                                 limit=1_000_000)
         return [x for x in (self.store.get(i) for i in ids) if approved(x)]
+
+    def apply_left_out(self, project: str | None, *,
+                       include_global: bool | None = None) -> list[dict[str, Any]]:
+        """The approved rules ``lore apply`` in ``project`` does not write, each with why:
+        another project's rule (``lore learn scope`` moves it), or a global rule while the
+        global file is off. Rules a target file already states are the plan's skips."""
+        from lore.normalize import project_root
+
+        include_global = self.config.apply.global_file if include_global is None \
+            else include_global
+        here = {x.id for x in self.approved_rules(project)}
+        out = []
+        for lesson in self.approved_lessons():
+            if lesson.kind not in RULE_KINDS:
+                continue
+            if lesson.id in here and (lesson.project is not None or include_global):
+                continue
+            if lesson.project is None:
+                reason = ("a global rule, and the global file is off (--global or "
+                          "apply.global_file writes ~/.claude/CLAUDE.md)")
+            else:
+                reason = (f"a rule of another project ({lesson.project}); `lore learn scope "
+                          f"{lesson.id} --project {project_root(project) or '.'}` or --global "
+                          "moves it")
+            out.append({"id": lesson.id, "title": lesson.title, "project": lesson.project,
+                        "reason": reason})
+        return out
 
     @staticmethod
     def approved_at(lesson: Lesson) -> str:
@@ -565,8 +657,10 @@ class Lore:
         """Learned rules waiting for a person's review, with their evidence; read from the
         store alone, without loading the learning pipeline (``lore review`` lists fast)."""
         from lore.core.review import waiting
+        from lore.normalize import project_root
 
-        return waiting(self.store, project, all_projects=all_projects, limit=limit)
+        return waiting(self.store, project_root(project), all_projects=all_projects,
+                       limit=limit)
 
     def review_export(self, folder: Path | None = None) -> dict[str, Any]:
         """Write the markdown review folder (``review.folder`` unless given): a file per
@@ -652,3 +746,10 @@ class Lore:
 
     def lessons_without_vectors(self) -> int:
         return len(self.store.lessons_needing_vectors())
+
+
+def _on_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (AttributeError, ValueError, OSError):  # a replaced or closed stream
+        return False

@@ -151,6 +151,10 @@ class LearningConfig(_Strict):
     extractor: str = "rules"  # reads the rule in a correction (entry points: lore.extractors)
     inject_proposed_min_seen: int = Field(default=2, ge=1)  # a proposed rule reaches SessionStart
     second_opinion_band: float = Field(default=0.2, ge=0, le=1)  # |p - threshold|: ask llm
+    # With a language model configured (llm.provider), the judge decides what is a lesson; the
+    # detector only passes it the messages at or above judge_threshold (None: the shipped one).
+    judge: bool = True
+    judge_threshold: float | None = Field(default=None, gt=0, lt=1)
 
     @field_validator("extractor")
     @classmethod
@@ -294,6 +298,41 @@ class Config(_Strict):
     user: str | None = None  # who writes (stamped on rows, owns personal lessons); default: the OS login
 
 
+# Tuning constants: values chosen by measurement, each by the benchmark named beside it (the
+# figures are in docs/benchmarks.md), not settings a person is expected to set. They stay
+# readable from config.yaml so a measurement can vary them, and an existing file that sets one
+# keeps working (with a one-line notice), but `lore admin init` and `lore config show` leave
+# them out (`lore config show --all` lists them).
+SEARCH_BENCH = "bench/search_bench.py"
+LOCOMO_BENCH = "bench/locomo_explore.py"
+TUNING: dict[str, str] = {
+    **{f"search.{k}": SEARCH_BENCH for k in (
+        "vector_weight", "fts_weight", "rrf_k", "candidates", "min_similarity",
+        "confidence_bonus", "usage_bonus", "usage_saturation", "title_weight", "tags_weight",
+        "content_weight", "anti_context_factor", "recency.weight", "recency.scale_days")},
+    "search.vector_index": "bench/scale_bench.py",
+    "search.memory_below": "bench/scale_bench.py",
+    "search.exact_below": "bench/scale_bench.py",
+    "search.keyword_max_postings": "bench/scale_bench.py",
+    **{f"conversations.{k}": LOCOMO_BENCH for k in (
+        "candidates", "keyword_weight", "vector_weight", "text_weight", "date_weight",
+        "context_weight", "context_turns", "named_speaker_bonus", "decay_weight",
+        "decay_scale_days")},
+    "conversations.keyword_max_postings": "bench/scale_bench.py",
+    "learning.detector_threshold": "bench/train_detector.py",
+    "learning.judge_threshold": "bench/judge_filter.py",
+    "learning.same_rule_similarity": "bench/detector_bench.py",
+    "learning.recent_days": "bench/learning_curve.py",
+    "learning.inject_proposed_min_seen": "bench/learning_curve.py",
+    "learning.second_opinion_band": "bench/detector_bench.py",
+    "apply.skill_similarity": "bench/apply_bench.py",
+    "apply.skill_min_size": "bench/apply_bench.py",
+    "analysis.related_similarity": "bench/significance_bench.py",
+    "embedding.batch_size": "bench/conversation_bench.py",
+    "sync.batch_size": "bench/sync_bench.py",
+}
+
+
 # Environment variables that override config keys.
 ENV_KEYS: dict[str, str] = {
     "LORE_DATABASE_URL": "database",
@@ -317,6 +356,11 @@ class Settings:
     home: Path
     config_path: Path
     sources: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def tuned(self) -> list[str]:
+        """Tuning constants (``TUNING``) this config file or environment sets."""
+        return sorted(k for k in self.sources if k in TUNING)
 
     @property
     def db_path(self) -> Path:
@@ -409,10 +453,14 @@ def default_settings(home: Path | None = None) -> Settings:
     return Settings(config=Config(), home=home, config_path=home / "config.yaml")
 
 
-def effective(settings: Settings) -> list[tuple[str, Any, str]]:
-    """(dotted key, value, where it came from) for every leaf of the effective config."""
+def effective(settings: Settings, *, tuning: bool = False) -> list[tuple[str, Any, str]]:
+    """(dotted key, value, where it came from) for every leaf of the effective config: the
+    settings a person sets, and with ``tuning`` the tuning constants too (those the config sets
+    are always listed)."""
     rows: list[tuple[str, Any, str]] = []
     for key, value in _flatten(settings.config.model_dump()).items():
+        if key in TUNING and not tuning and key not in settings.sources:
+            continue
         rows.append((key, _mask(key, value), settings.sources.get(key, "default")))
     return rows
 

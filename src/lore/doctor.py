@@ -22,6 +22,11 @@ class Check:
     detail: str
     fix: str = ""
 
+    @property
+    def label(self) -> str:
+        """ok, note (works, with a suggestion) or FAIL."""
+        return ("note" if self.fix else "ok") if self.ok else "FAIL"
+
     def to_dict(self) -> dict[str, Any]:
         return {"check": self.name, "ok": self.ok, "detail": self.detail, "fix": self.fix}
 
@@ -42,6 +47,9 @@ def run_checks(load_settings: Callable[[], Any]) -> list[Check]:
         return _backend(str(lore_home() / "lore.db")) + checks + _home(lore_home(), lore_home())
     checks = _backend(settings.db_location) + checks
     checks.append(_model(settings))
+    checks += claude_code_checks(Path.home(), Path.cwd())
+    checks.append(worker_check(settings.home))
+    checks.append(model_provider_check(settings))
     if settings.db_is_url:
         home = _home(settings.home, settings.home) if settings.home.exists() else []
         return checks + home + _database(settings)
@@ -109,17 +117,21 @@ def _model(settings: Any) -> Check:
     cfg = settings.config.embedding
     if cfg.backend != "fastembed":
         return Check("embedding model", True, f"{cfg.backend}: {cfg.model} (not checked offline)")
-    try:
-        import fastembed  # noqa: F401
-    except ImportError:
-        return Check("embedding model", False, "fastembed is not installed",
-                     "pip install --force-reinstall lore-memory")
+    from importlib.util import find_spec
+
     from lore.embed import DEFAULT_MODEL, canonical_model
     from lore.embed.packaged import PACKAGE, PACKAGE_VERSION, packaged_model_file
 
     if canonical_model(cfg.model) != DEFAULT_MODEL:
+        if find_spec("fastembed") is None:
+            return Check("embedding model", False,
+                         f"{cfg.model} needs fastembed, which is not installed",
+                         "pip install 'loreloop[fastembed]'")
         return Check("embedding model", True,
                      f"{cfg.model} via fastembed (downloaded on first use, needs network once)")
+    if find_spec("onnxruntime") is None or find_spec("tokenizers") is None:
+        return Check("embedding model", False, "onnxruntime or tokenizers is not installed",
+                     "pip install --force-reinstall loreloop")
     try:
         path = packaged_model_file()
     except LoreError as exc:
@@ -178,3 +190,50 @@ def _database(settings: Any, home_ok: bool = True) -> list[Check]:
         out.append(Check("permissions", mode & 0o077 == 0, f"{path} mode {oct(mode)}",
                          "" if mode & 0o077 == 0 else f"chmod 600 {path}"))
     return out
+
+
+def claude_code_checks(home: Path, project: Path) -> list[Check]:
+    """Whether Claude Code will run Lore's hooks and start its MCP server, in any scope."""
+    from lore.install import SCOPES, installed_scopes
+
+    try:
+        hooks, mcp = installed_scopes(home, project)
+    except LoreError as exc:
+        return [Check("claude code", False, str(exc), "fix the file named above")]
+    fix = "lore install (or lore install --scope project)"
+    scopes = f" ({', '.join(SCOPES)} scopes looked at)"
+    # Not installed is a choice (Lore works from the CLI and MCP alone), so a note, not a failure.
+    return [Check("hooks", True, "installed: " + ", ".join(hooks) if hooks
+                  else "not installed in Claude Code" + scopes, "" if hooks else fix),
+            Check("mcp server", True, "registered: " + ", ".join(mcp) if mcp
+                  else "not registered with Claude Code" + scopes, "" if mcp else fix)]
+
+
+def worker_check(home: Path) -> Check:
+    from lore.home import alive, read_pid
+
+    pid = read_pid(home / "worker.pid")
+    pending = home / "queue" / "pending"
+    try:
+        waiting = sum(1 for p in pending.iterdir() if p.suffix == ".json") if pending.is_dir() else 0
+    except OSError:
+        waiting = 0
+    if pid is not None and alive(pid):
+        return Check("worker", True, f"running (pid {pid}), {waiting} event(s) waiting")
+    if waiting:
+        return Check("worker", False, f"not running and {waiting} event(s) wait in the queue",
+                     "lore worker start")
+    return Check("worker", True, "not running, nothing waiting (the next hook starts it)")
+
+
+def model_provider_check(settings: Any) -> Check:
+    llm = settings.config.llm
+    if not llm.provider:
+        return Check("language model", True, "none configured: the detector decides alone "
+                     "(docs/llm.md says how to add one)")
+    from lore.llm.registry import installed
+
+    if llm.provider not in installed():
+        return Check("language model", False, f"provider '{llm.provider}' is not installed",
+                     f"one of: {', '.join(sorted(installed()))} (lore config)")
+    return Check("language model", True, f"{llm.provider} configured (`lore llm check` calls it)")

@@ -27,9 +27,37 @@ def main() -> None:
     # a model is built (a scan of all dist-info, the largest part of loading the config);
     # Lore uses none. A user who sets the variable keeps their value.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    profile = mcp_profile(sys.argv[1:])
+    if profile is not None:
+        # `lore mcp` as a client starts it: no click, and the config is read by the first
+        # tool call, so the handshake and the tool list are answered once the SDK is loaded.
+        from lore.mcp.server import serve
+
+        serve(profile)
+        return
     from lore.cli import main as cli_main
 
     cli_main()
+
+
+def mcp_profile(args: list[str]) -> str | None:
+    """The profile of a plain `lore mcp` (``--profile NAME`` or ``$LORE_MCP_PROFILE``), or None
+    for anything else: other arguments, ``--help``, an unknown profile (the CLI answers those,
+    with its errors)."""
+    from lore.mcp import DEFAULT_PROFILE, PROFILES
+
+    if not args or args[0] != "mcp":
+        return None
+    rest = args[1:]
+    if not rest:
+        profile = os.environ.get("LORE_MCP_PROFILE") or DEFAULT_PROFILE
+    elif len(rest) == 2 and rest[0] == "--profile":
+        profile = rest[1]
+    elif len(rest) == 1 and rest[0].startswith("--profile="):
+        profile = rest[0].split("=", 1)[1]
+    else:
+        return None
+    return profile if profile in PROFILES else None
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -23,6 +23,10 @@ class TooLarge(InvalidInput):
     """A value over its size bound: a lesson, a field, a request body."""
 
 
+class Forbidden(LoreError):
+    """An act the caller's credentials do not allow (a token pushing for another device)."""
+
+
 class ConfigError(LoreError):
     """An unreadable or invalid config file or environment variable."""
 

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from lore.errors import ConfigError
 from lore.private import open_private, private_dir
+
+IDLE_EXIT_SECONDS = 600  # a worker a hook started exits after this long with nothing to do
 
 
 def lore_home() -> Path:
@@ -59,7 +63,7 @@ def device_id(home: Path | None = None, kept: Callable[[], str | None] | None = 
     hash of the home's path, stable without a file."""
     env = os.environ.get("LORE_DEVICE")
     if env:
-        return env
+        return check_device(env)
     folder = (home or lore_home()).expanduser()
     path = folder / DEVICE_FILE
     found = _read_device(path)
@@ -84,6 +88,20 @@ def device_id(home: Path | None = None, kept: Callable[[], str | None] | None = 
     with open(fd, "w") as f:
         f.write(value + "\n")
     return value
+
+
+_DEVICE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def check_device(value: str) -> str:
+    """``value`` if it is a valid device id (1 to 64 letters, digits, ``.``, ``_``, ``-``,
+    starting with a letter or digit: it names sync batches and is stamped on rows), else
+    ConfigError with one line."""
+    if _DEVICE.fullmatch(value):
+        return value
+    shown = ascii(value[:40] + ("…" if len(value) > 40 else ""))
+    raise ConfigError(f"LORE_DEVICE={shown} is not a valid device id; use 1 to 64 letters, "
+                      "digits, '.', '_' or '-', starting with a letter or digit (or unset it)")
 
 
 def _read_device(path: Path) -> str | None:
@@ -123,13 +141,60 @@ def alive(pid: int) -> bool:
     return True
 
 
-def spawn_worker(home: Path) -> int:
-    """Start `lore worker run` detached, logging to the home's worker log; return its pid."""
+def worker_running(home: Path) -> bool:
+    """Whether a worker holds this home's lock (``worker.pid``): an open and a lock attempt,
+    never fooled by a pid that another process took over."""
+    try:
+        fd = os.open(home / "worker.pid", os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                     | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # cannot tell: starting a second worker would only make it refuse
+    try:
+        lock_file(fd)
+    except OSError:
+        return True
+    else:
+        unlock_file(fd)
+        return False
+    finally:
+        os.close(fd)
+
+
+def idle_exit_seconds() -> int:
+    """``$LORE_WORKER_IDLE_EXIT`` (seconds; 0: never), else :data:`IDLE_EXIT_SECONDS`. A value
+    that is not a whole number of seconds raises ConfigError."""
+    value = os.environ.get("LORE_WORKER_IDLE_EXIT", "").strip()
+    if not value:
+        return IDLE_EXIT_SECONDS
+    if not value.isdigit() or len(value) > 9:
+        raise ConfigError(f"LORE_WORKER_IDLE_EXIT={ascii(value[:40])} is not a number of seconds; "
+                          "give a whole number (0: a worker started by a hook never exits)")
+    return int(value)
+
+
+def _background_priority() -> None:
+    """The worker is background work: it starts with the session, beside the agent and the
+    MCP server the agent waits for, so it yields the CPU to them (nice 10)."""
+    try:
+        os.nice(10)
+    except OSError:
+        pass
+
+
+def spawn_worker(home: Path, idle_exit: int | None = None) -> int:
+    """Start `lore worker run` detached, logging to the home's worker log; return its pid.
+    With ``idle_exit`` (seconds) it exits after that long with nothing pending."""
     logs = private_dir(home / "logs")
+    args = [sys.executable, "-m", "lore", "worker", "run"]
+    if idle_exit:
+        args += ["--idle-exit", str(idle_exit)]
     with open(open_private(logs / "worker.log", "a"), "a") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "lore", "worker", "run"],
+        proc = subprocess.Popen(args,
                                 stdout=out, stderr=out, stdin=subprocess.DEVNULL,
-                                start_new_session=True, env=dict(os.environ))
+                                start_new_session=True, env=dict(os.environ),
+                                preexec_fn=_background_priority if os.name == "posix" else None)
     return proc.pid
 
 
@@ -156,12 +221,17 @@ def unlock_file(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
+class _QuietFileHandler(logging.FileHandler):
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+        """A line that cannot be written (a full disk) is lost; the process goes on quietly."""
+
+
 def file_logger(name: str, path: Path) -> logging.Logger:
     """A logger writing to ``path`` (its folder made), one handler however often asked."""
     log = logging.getLogger(f"lore.{name}.{path}")
     if not log.handlers:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(path, encoding="utf-8")
+        handler = _QuietFileHandler(path, encoding="utf-8")
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
         log.addHandler(handler)
         log.setLevel(logging.INFO)

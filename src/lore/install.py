@@ -84,6 +84,27 @@ def plan(scope: str, home: Path, project: Path, command: str, *, remove: bool = 
     return [c for c in changes if c.changed]
 
 
+def installed_scopes(home: Path, project: Path) -> tuple[list[str], list[str]]:
+    """The scopes whose Claude Code settings hold Lore's hooks, and those registering its MCP
+    server (read only; a file that is not JSON raises InvalidInput)."""
+    hooks, mcp = [], []
+    for scope in SCOPES:
+        _, data = _read(settings_path(scope, home, project))
+        groups = data.get("hooks", {})
+        handlers = [h for entries in (groups.values() if isinstance(groups, dict) else [])
+                    if isinstance(entries, list) for e in entries if isinstance(e, dict)
+                    for h in e.get("hooks", []) if isinstance(e.get("hooks"), list)]
+        if any(_is_ours(h) for h in handlers):
+            hooks.append(scope)
+        path, keys = mcp_path(scope, home, project)
+        node: Any = _read(path)[1]
+        for key in keys:
+            node = node.get(key, {}) if isinstance(node, dict) else {}
+        if isinstance(node, dict) and isinstance(node.get("lore"), dict):
+            mcp.append(scope)
+    return hooks, mcp
+
+
 def apply(changes: list[Change]) -> list[Path]:
     backups = []
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -192,3 +213,74 @@ def _mcp_change(path: Path, keys: list[str], command: str, remove: bool) -> Chan
     if before is not None and json.loads(before or "{}") == data:
         after = before
     return Change(path, before, after)
+
+
+# ---- the judge ---------------------------------------------------------------------------
+# Offered by `lore install`: a language model that decides what the sessions teach
+# (docs/learning.md). Tokens per judged session, median and p90, measured by
+# bench/judge_tokens.py on real Claude Code transcripts.
+JUDGE_TOKENS = (1536, 2541)
+JUDGE_BUDGET = 200_000  # tokens a day: about 80 sessions at the p90
+JUDGES = {
+    # name: (llm.provider, default model, base_url, api_key_env, what it is)
+    "claude-cli": ("claude-cli", "haiku", None, None,
+                   "your own Claude Code (`claude -p`) with a small model"),
+    "anthropic": ("anthropic", "claude-haiku-4-5", None, "ANTHROPIC_API_KEY",
+                  "the Anthropic API (key in $ANTHROPIC_API_KEY)"),
+    "openai": ("openai", "llama3.1:8b", "http://localhost:11434/v1", None,
+               "an OpenAI-compatible server: Ollama (default), llama.cpp, vLLM … everything local"),
+}
+
+
+def judge_block(judge: str, *, model: str | None = None, base_url: str | None = None,
+                budget: int = JUDGE_BUDGET) -> str:
+    """The ``llm:`` section of config.yaml for the chosen judge."""
+    if judge not in JUDGES:
+        raise InvalidInput(f"unknown judge '{judge}' (choose from {', '.join(JUDGES)} or none)")
+    provider, default_model, default_url, key_env, _ = JUDGES[judge]
+    lines = ["llm:  # the judge: decides what a session teaches (lore install --judge)",
+             f"  provider: {provider}", f"  model: {json.dumps(model or default_model)}"]
+    if base_url or default_url:
+        lines.append(f"  base_url: {json.dumps(base_url or default_url)}")
+    if key_env:
+        lines.append(f"  api_key_env: {key_env}")
+    lines.append(f"  daily_token_budget: {budget}")
+    return "\n".join(lines) + "\n"
+
+
+def with_llm_block(text: str, block: str) -> str:
+    """``text`` (a config.yaml) with its top-level ``llm:`` section replaced by ``block``, or
+    ``block`` appended; every other line is kept as it is, comments included."""
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, ln in enumerate(lines) if ln.startswith("llm:")), None)
+    if start is None:
+        sep = "" if not text or text.endswith("\n") else "\n"
+        return text + sep + ("\n" if text.strip() else "") + block
+    end = start + 1
+    while end < len(lines) and (not lines[end].strip() or lines[end][:1] in " \t"):
+        end += 1
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1  # blank lines before the next section stay
+    return "".join(lines[:start]) + block + "".join(lines[end:])
+
+
+def judge_change(config_path: Path, block: str) -> Change:
+    """The config change for the judge; the result must load as a valid config."""
+    from lore.config import load_config
+
+    try:
+        before = config_path.read_text(encoding="utf-8") if config_path.exists() else None
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {config_path}: {exc.strerror}") from None
+    after = with_llm_block(before or "", block)
+    probe = config_path.with_name(f".{config_path.name}.judge-check")
+    try:
+        probe.parent.mkdir(parents=True, exist_ok=True)
+        probe.write_text(after, encoding="utf-8")
+        load_config(probe)
+    except Exception as exc:  # noqa: BLE001 - any reason the new config does not load
+        raise InvalidInput(f"{config_path}: the judge's settings would not load ({exc}); "
+                           "nothing was changed") from None
+    finally:
+        probe.unlink(missing_ok=True)
+    return Change(config_path, before, after)

@@ -234,6 +234,13 @@ class Filters:
     project: str | None = None
     file_types: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        # A folder inside a repository means the repository, as every face resolves it.
+        if self.project:
+            from lore.normalize import project_root
+
+            object.__setattr__(self, "project", project_root(self.project))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "tags": list(self.tags),

@@ -40,6 +40,17 @@ def _risky(text: str, decoded: bool) -> bool:
 _SPACES = re.compile(r"\s+")
 
 
+def clip_words(text: str, limit: int) -> str:
+    """At most ``limit`` characters on one line, cut at a space (never inside a word), with
+    "…" when cut."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    cut = head.rsplit(" ", 1)[0] if " " in head else head
+    return cut.rstrip(",;:") + "…"
+
+
 def tag(value: str) -> str:
     """Lower case, trimmed, inner whitespace as single hyphens: "Code Review" -> "code-review"."""
     return _SPACES.sub("-", value.strip().lower())
@@ -128,22 +139,26 @@ def date_words(stamp: str | None) -> str:
 
 def project_root(path: str | None) -> str | None:
     """The project a folder belongs to: the top level of its git repository (as ``git rev-parse
-    --show-toplevel`` says, symlinks resolved), else the folder as given. A session started in
-    ``repo/src`` learns rules for ``repo``, the folder ``lore apply`` writes to. It walks up
-    looking for ``.git`` (a folder, or a file in worktrees and submodules) rather than running
-    git: the hooks' worker calls it for every captured message."""
+    --show-toplevel`` says, symlinks resolved), else the folder itself (symlinks resolved). A
+    session started in ``repo/src`` learns rules for ``repo``, the folder ``lore apply`` writes
+    to; every face (CLI, MCP, hooks, worker, web) and the store's migration call this one
+    function. It walks up looking for ``.git`` (a folder, or a file in worktrees and submodules)
+    rather than running git: the hooks' worker calls it for every captured message. A value that
+    is not an existing folder (a project recorded on another machine, a name) is kept as given.
+    """
     if not path:
         return path
     try:
-        here = os.path.realpath(path)
-        if not os.path.isdir(here):
+        start = os.path.realpath(os.path.expanduser(path))
+        if not os.path.isdir(start):
             return path
+        here = start
         while True:
             if os.path.exists(os.path.join(here, ".git")):
                 return here
             parent = os.path.dirname(here)
             if parent == here:
-                return path
+                return start
             here = parent
     except (OSError, ValueError):  # an unreadable folder or a NUL in the name: keep it as given
         return path

@@ -2,8 +2,10 @@
 
 Folders are created 0700 and files 0600. Every Lore process also starts with the umask 077
 (:func:`lore.entry.main`), so files written by code that names no mode (log handlers, the
-config template) are private too. A home made by an older Lore is tightened the first time a
-Lore process opens it: one ``stat`` of the home when it is already private.
+config template) are private too. Lore changes the mode of nothing it did not create: a file
+it writes again is tightened when it opens it (its own log, queue file or database), a folder
+it did not make keeps its mode, and a home readable by others is pointed out once
+(:func:`home_notice`, on a terminal).
 
 Standard library only: the hooks call it.
 """
@@ -21,7 +23,7 @@ UMASK = 0o077
 
 def private_dir(path: Path) -> Path:
     """Create ``path`` and its missing parents as 0700. An existing folder is left as it is
-    (it may be the user's own; :func:`tighten_home` handles Lore's home)."""
+    (it may be the user's own)."""
     missing = []
     p = path
     while not p.is_dir() and p != p.parent:
@@ -47,23 +49,28 @@ def open_private(path: Path, mode: str = "w") -> int:
     return fd
 
 
-def tighten_home(home: Path) -> int:
-    """Make an existing home private: folders 0700, files 0600 (links are left alone).
-    Costs one ``stat`` when the home is already private; returns how many entries changed."""
+NOTICE_MARKER = ".home-mode-notice"  # in the home: the notice below was given
+
+
+def home_notice(home: Path) -> str | None:
+    """One line telling that ``home`` is readable by others, the first time it is seen so
+    (remembered in a marker file in the home); None otherwise. Lore changes the mode of
+    nothing it did not create: a home the user pointed at an existing folder keeps its mode,
+    and so does everything in it. What Lore writes there is created 0600 (folders 0700) all
+    the same. Costs one ``stat`` when the home is private."""
     try:
-        if not home.is_dir() or not stat.S_IMODE(home.stat().st_mode) & 0o077:
-            return 0
-        if home.resolve() in (Path.home().resolve(), Path(home.anchor)):
-            return 0  # LORE_HOME pointed at the user's own home: not Lore's to change
-    except (OSError, RuntimeError):
-        return 0
-    changed = int(_tighten(home, DIR_MODE))
-    for root, dirs, files in os.walk(home):
-        for name in dirs:
-            changed += _tighten(Path(root) / name, DIR_MODE)
-        for name in files:
-            changed += _tighten(Path(root) / name, FILE_MODE)
-    return changed
+        mode = stat.S_IMODE(home.stat().st_mode)
+        if not mode & 0o044:
+            return None
+        marker = home / NOTICE_MARKER
+        if marker.exists() or marker.is_symlink():
+            return None
+        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
+    except OSError:  # no home yet, or none Lore can write: nothing to say, or no way to remember
+        return None
+    return (f"note: Lore's home {home} can be read by other users (mode {mode:04o}); the files "
+            f"Lore writes there are private (0600), but their names show: chmod 700 {home} "
+            "to hide them (said once)")
 
 
 def make_private(path: Path) -> bool:

@@ -36,7 +36,7 @@ def next_after(expression: str, after: datetime) -> datetime:
         from cronsim import CronSim, CronSimError
     except ImportError:
         raise ConfigError("schedule.analysis needs the cron parser of the `server` extra: "
-                          "pip install 'lore-memory[server]'") from None
+                          "pip install 'loreloop[server]'") from None
     try:
         return next(CronSim(expression, after.replace(microsecond=0)))
     except (CronSimError, StopIteration) as exc:

@@ -8,7 +8,14 @@ import is incremental and dedups by uuid).
 No event can stop the worker: any exception while handling one is logged with its
 traceback, and the event is tried again later (backoff ``RETRY_DELAYS``, the attempt count
 kept in the event's file) until ``MAX_ATTEMPTS``, then quarantined with the reason. The
-events behind it go on meanwhile. KeyboardInterrupt and SystemExit are not caught.
+events behind it go on meanwhile. KeyboardInterrupt and SystemExit are not caught. Failures
+the database raised (a full disk, a locked or corrupt file), in handlers and in the worker's
+own database work (embedding the backlog, rescoring), are counted apart in ``errors.json``
+for `lore worker status`.
+
+A worker started with ``idle_exit`` (as a hook starts it) exits after that many seconds with
+nothing pending and nothing to embed; the next hook starts another. It gives up its lock
+before a last look at the queue, so an event queued meanwhile is never left without a worker.
 """
 
 from __future__ import annotations
@@ -25,7 +32,15 @@ from lore.api import Lore
 from lore.capture.queue import Event, Queue
 from lore.config import Settings
 from lore.errors import AlreadyRunning, ConfigError
-from lore.home import alive, file_logger, lock_file, read_pid, spawn_worker, unlock_file
+from lore.home import (
+    alive,
+    check_device,
+    file_logger,
+    lock_file,
+    read_pid,
+    spawn_worker,
+    unlock_file,
+)
 
 POLL_SECONDS = 1.0
 RESCORE_SECONDS = 3600.0  # recency fades: learned rules are rescored this often
@@ -36,11 +51,13 @@ TEXT_FIELDS = ("session_id", "cwd", "transcript_path", "tool_name", "trigger", "
 MAX_ATTEMPTS = 5  # failed attempts before an event is quarantined
 RETRY_DELAYS = (5.0, 20.0, 80.0, 320.0)  # seconds before the 2nd, 3rd, … attempt
 BACKLOG_RECHECK_SECONDS = 30.0  # an empty backlog is counted again after this, or after an event
+PID_WIDTH = 20  # bytes of worker.pid: the pid, padded
 EMBED_BATCH = 64  # backlog chunks embedded between two looks at the queue (~7 s on 2 cores)
 
 
 class Worker:
-    def __init__(self, settings: Settings, lore: Lore | None = None) -> None:
+    def __init__(self, settings: Settings, lore: Lore | None = None,
+                 idle_exit: float | None = None) -> None:
         self.settings = settings
         self.home = settings.home
         self.queue = Queue(self.home / "queue")
@@ -51,6 +68,7 @@ class Worker:
         self._owns_lore = lore is None
         self._stop = False
         self._lock_fd: int | None = None
+        self._holding = False  # whether this worker holds the lock (and so owns the pid file)
         try:
             self.log = _logger(self.home / "logs" / "worker.log")
             if lore is not None:
@@ -60,6 +78,7 @@ class Worker:
                               "set LORE_HOME to a writable folder") from None
         self.max_attempts = MAX_ATTEMPTS
         self.retry_delays = RETRY_DELAYS
+        self.idle_exit = idle_exit  # seconds with nothing to do before exiting; None: never
 
     @property
     def lore(self) -> Lore:
@@ -78,14 +97,46 @@ class Worker:
             os.close(fd)
             raise AlreadyRunning(f"a worker is already running (pid {read_pid(self.pid_file)}); "
                                  "`lore worker status` shows it") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
         self._lock_fd = fd
+        self._holding = True
+        self._write_pid(str(os.getpid()))
+
+    def _write_pid(self, text: str) -> None:
+        """The pid in place, padded to a fixed width (blank when leaving): rewriting the same
+        bytes needs no new space, so a worker still starts on a full disk. Only shown by
+        `lore worker status`; the lock is what counts."""
+        if self._lock_fd is None:
+            return
+        try:
+            os.pwrite(self._lock_fd, f"{text:<{PID_WIDTH - 1}}\n".encode(), 0)
+            os.ftruncate(self._lock_fd, PID_WIDTH)
+        except OSError:
+            self.log.warning("could not write %s (a full disk?)", self.pid_file)
+
+    def _still_idle(self) -> bool:
+        """Give up the lock, then look at the queue once more: a hook that queued an event
+        while the lock was held saw a worker running and started none, so that event is seen
+        here, and the worker takes the lock back (unless a new worker has it). True: exit."""
+        if self._lock_fd is None:
+            return True
+        self._write_pid("")
+        _unlock(self._lock_fd)
+        self._holding = False  # from here the pid file may be another worker's
+        if self.queue.depth() == 0:
+            return True
+        try:
+            _lock(self._lock_fd)
+        except OSError:
+            return True  # a hook started another worker: it takes over
+        self._holding = True
+        self._write_pid(str(os.getpid()))
+        return False
 
     def release(self) -> None:
         if self._lock_fd is not None:
             try:
-                os.ftruncate(self._lock_fd, 0)
+                if self._holding:
+                    self._write_pid("")
             finally:
                 os.close(self._lock_fd)
                 self._lock_fd = None
@@ -96,11 +147,17 @@ class Worker:
     def run(self, *, once: bool = False) -> int:
         """Process events until SIGTERM (or, with ``once``, until no event is due); return how
         many were handled (failed attempts are not counted)."""
+        device = os.environ.get("LORE_DEVICE")
+        if device:
+            check_device(device)  # before the lock: every event would fail on it
         self.acquire()
         signal.signal(signal.SIGTERM, self._on_term)
         handled = 0
         self.log.info("worker %s started", os.getpid())
+        if not self.queue.errors.exists():
+            self.queue.write_errors()  # full size now, so a full disk can still take a count
         last_rescore = 0.0
+        idle_since = time.monotonic()
         try:
             while not self._stop:
                 if time.monotonic() - last_rescore > RESCORE_SECONDS:
@@ -119,8 +176,17 @@ class Worker:
                                        POLL_SECONDS)
                     batch = 0
                 if batch == 0 and not self._stop and self.embed_backlog():
+                    idle_since = time.monotonic()
                     continue  # events first, then the next batch of the backlog
                 if once and batch == 0:
+                    break
+                if batch or self.queue.depth():
+                    idle_since = time.monotonic()  # pending includes events waiting to retry
+                elif (self.idle_exit is not None
+                      and time.monotonic() - idle_since >= self.idle_exit
+                      and self._still_idle()):
+                    self.log.info("worker %s idle for %.0f s: exiting", os.getpid(),
+                                  self.idle_exit)
                     break
                 if batch == 0:
                     time.sleep(POLL_SECONDS)
@@ -140,9 +206,12 @@ class Worker:
             return 0  # nothing imported yet (and a URL names a server this loop leaves alone)
         try:
             done = self.lore.conversations.embed_pending(limit=EMBED_BATCH)
-        except Exception:  # noqa: BLE001 - tried again at the next idle moment
+        except Exception as exc:  # noqa: BLE001 - tried again at the next idle moment
             self.log.exception("embedding the backlog failed")
+            if is_database_error(exc):
+                self.queue.record_failure(f"embedding the backlog: {_reason(exc)}", database=True)
             self._reset()
+            self._backlog_quiet_until = time.monotonic() + BACKLOG_RECHECK_SECONDS
             return 0
         if done:
             took = max(time.monotonic() - started, 1e-6)
@@ -162,7 +231,7 @@ class Worker:
             left = 0
         else:
             with Lore.open(self.settings, create=False) as lore:
-                left = lore.conversations.backlog()
+                left = lore.vector_backlog()
         rate = None
         try:
             rate = float(json.loads(self.rate_file.read_text(encoding="utf-8"))["rate"])
@@ -176,8 +245,10 @@ class Worker:
             changed = self.lore.learner.rescore()
             if changed:
                 self.log.info("rescored %d learned rules", changed)
-        except Exception:  # noqa: BLE001 - tried again at the next interval
+        except Exception as exc:  # noqa: BLE001 - tried again at the next interval
             self.log.exception("rescoring failed")
+            if is_database_error(exc):
+                self.queue.record_failure(f"rescoring: {_reason(exc)}", database=True)
 
     def _on_term(self, *_: Any) -> None:
         self._stop = True  # the loop finishes the event in hand, then exits
@@ -189,9 +260,10 @@ class Worker:
         try:
             outcome = self.outcome(event)
         except Exception as exc:  # noqa: BLE001 - nothing an event holds may stop the worker
-            reason = f"{type(exc).__name__}: {exc}"
+            reason = _reason(exc)
             delay = self.retry_delays[min(event.attempts, len(self.retry_delays) - 1)]
-            if self.queue.fail(event, reason, max_attempts=self.max_attempts, delay=delay):
+            if self.queue.fail(event, reason, max_attempts=self.max_attempts, delay=delay,
+                               database=is_database_error(exc)):
                 self.log.error("event %s (%s) quarantined after %d attempts: %s", event.id,
                                event.kind, event.attempts, reason, exc_info=True)
             else:
@@ -233,19 +305,39 @@ class Worker:
             outcome += "; " + self.record_context_load(event)
         if event.kind in ("SessionStart", "SessionEnd") and self.settings.config.learning.silent_fixes:
             outcome += "; " + self.check_silent_fixes(event)
+        if event.kind == "SessionEnd":
+            outcome += "; " + self.judge_session(event)
         if event.kind in ("SessionStart", "SessionEnd"):
             outcome += "; " + self.learn_from_work(event)
         return outcome
+
+    def judge_session(self, event: Event) -> str:
+        """With a language model configured, the judge reads the session's waiting messages
+        (then those of earlier sessions a failure left waiting). A provider error or a spent
+        budget leaves them waiting, shown by `lore worker status`; the event still succeeds."""
+        learner = self.lore.learner
+        if learner.judge is None:
+            return "no judge"
+        session_id = event.payload.get("session_id")
+        report = learner.judge_waiting(session_id=session_id) if isinstance(session_id, str) \
+            and session_id else None
+        if report is None or report.error is None:
+            earlier = learner.judge_waiting()
+            report = earlier if report is None else report
+            if earlier.error:
+                report.error = earlier.error
+        if report.error:
+            return f"judge unavailable, {learner.waiting_for_judge()['messages']} messages waiting"
+        return f"judged {report.messages} messages"
 
     def learn_from_work(self, event: Event) -> str:
         """SessionStart records when the session began; SessionEnd scores the session's changes
         since then (with its corrections), analyses them above the threshold and proposes what
         its transcript shows (docs/analysis.md)."""
         p = event.payload
-        session_id, cwd = p.get("session_id"), p.get("cwd")
+        session_id, project = p.get("session_id"), _project(p)
         if not isinstance(session_id, str) or not session_id:
             return "no session id"
-        project = cwd if isinstance(cwd, str) and cwd else None
         if event.kind == "SessionStart":
             git = p.get("lore_git")
             self.lore.analyzer.session_started(session_id, project, _iso(event.at),
@@ -265,7 +357,7 @@ class Worker:
         learner = self.lore.learner
         stored = learner.capture(
             str(signals["user_message"]), str(proposal) if proposal else None,
-            project=event.payload.get("cwd"), session_id=session_id,
+            project=_project(event.payload), session_id=session_id,
             files=self.lore.session_files(session_id), at=_iso(event.at),
             origin="hook", event_id=event.id)
         if stored is None:
@@ -281,7 +373,7 @@ class Worker:
         if event.kind == "SessionEnd":
             outcomes = self.lore.learner.silent_fixes(session_id=session_id, final=False)
         else:
-            outcomes = self.lore.learner.silent_fixes(project=p.get("cwd"), exclude_session=session_id,
+            outcomes = self.lore.learner.silent_fixes(project=_project(p), exclude_session=session_id,
                                                   final=True)
         return f"{len(outcomes)} silent fixes"
 
@@ -295,7 +387,7 @@ class Worker:
         if not isinstance(tool, str) or not isinstance(raw, dict) or not session_id:
             return "kept"
         edits = file_edits(tool, raw, str(session_id), event.id, _iso(event.at))
-        n = self.lore.record_edits(str(session_id), p.get("cwd"), p.get("transcript_path"), edits)
+        n = self.lore.record_edits(str(session_id), _project(p), p.get("transcript_path"), edits)
         return f"{n} edits recorded"
 
     def record_snapshot(self, event: Event) -> str:
@@ -310,7 +402,7 @@ class Worker:
         if isinstance(path, str) and os.path.isfile(path):
             data["last_request"], _ = last_exchange(Path(path))
             data["current_tasks"] = last_todos(Path(path))
-        stored = self.lore.record_snapshot(event.id, session_id, p.get("cwd"), _iso(event.at), data)
+        stored = self.lore.record_snapshot(event.id, session_id, _project(p), _iso(event.at), data)
         return "snapshot recorded" if stored else "snapshot already recorded"
 
     def record_context_load(self, event: Event) -> str:
@@ -319,7 +411,7 @@ class Worker:
         data = p["lore_context"]
         at = data.get("at")
         stored = self.lore.record_context_load(
-            event.id, p.get("session_id"), p.get("cwd"),
+            event.id, p.get("session_id"), _project(p),
             _iso(float(at)) if isinstance(at, (int, float)) else _iso(event.at), data)
         return "context recorded" if stored else "context already recorded"
 
@@ -336,8 +428,19 @@ class Worker:
                           "retry_at": e.retry_at, "last_error": e.last_error}
                          for e in self.queue.retrying()],
             "errors": self.queue.error_count(),
+            "waiting_for_judge": self._waiting_for_judge(),
             "log": str(self.home / "logs" / "worker.log"),
         }
+
+    def _waiting_for_judge(self) -> dict[str, Any] | None:
+        """Messages the judge has not read yet (None before anything was stored)."""
+        if self._lore is None and not os.path.exists(self.settings.db_location):
+            return None
+        try:
+            with Lore.open(self.settings, create=False) as lore:
+                return lore.waiting_for_judge()
+        except Exception:  # noqa: BLE001 - the status must show even when the database cannot
+            return None
 
     def _locked_by_other(self) -> bool:
         if not self.pid_file.exists():
@@ -374,6 +477,21 @@ def stop_background(settings: Settings, timeout: float = 30.0) -> bool:
     return not alive(pid)
 
 
+def is_database_error(exc: BaseException) -> bool:
+    """Whether the database raised ``exc`` (SQLite's or Postgres's driver, or Lore's storage
+    errors: a full disk, a locked, read-only or corrupt database)."""
+    from lore.errors import StorageError, StoreBusy
+
+    if isinstance(exc, (StorageError, StoreBusy)):
+        return True
+    return any(c.__module__.split(".")[0] in ("sqlite3", "sqlean", "psycopg", "psycopg2")
+               for c in type(exc).__mro__)
+
+
+def _reason(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
+
+
 def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
     """``payload`` with every field the worker reads of the type it expects: text fields that
     are not text are dropped, signals that are not an object are dropped."""
@@ -385,6 +503,14 @@ def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
     else:
         p.pop("lore_signals", None)
     return p
+
+
+def _project(payload: dict[str, Any]) -> str | None:
+    """The project of a hook event: its cwd's git top level, else the cwd (None without one)."""
+    from lore.normalize import project_root
+
+    cwd = payload.get("cwd")
+    return project_root(cwd) if isinstance(cwd, str) and cwd else None
 
 
 def _iso(at: float) -> str:

@@ -176,7 +176,7 @@ def test_hooks_never_break_claude(tmp_path, api):
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("x")
     lore_home = home / ".lore"
-    subprocess.run([LORE, "learn", "add", "Prefer pytest", "x", "--kind", "project_rule"],
+    subprocess.run([LORE, "learn", "add", "Prefer pytest", "x", "--kind", "project_rule", "--global"],
                    env={**env, "LORE_HOME": str(lore_home)}, check=True, capture_output=True)
     import sqlean
 

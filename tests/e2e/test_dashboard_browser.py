@@ -231,3 +231,22 @@ def test_review_and_trends_fit_a_phone(browser, lore, queue):
         assert any(t.endswith("repeated 3") for t in bars), bars  # five weeks ago
         assert "this repository has no Makefile" in wide.locator("main").inner_text()
         shoot(wide, "trends.png")
+
+
+def test_a_long_project_path_stays_in_its_own_column_on_stats(browser, lore):
+    long_path = "/home/someone/src/" + "/".join(f"averylongfoldername_{i}" for i in range(8))
+    lore.add_lesson("Use pnpm, not npm", "The lockfile is pnpm's.", kind="preference",
+                    project=long_path)
+    with running(lore) as url:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(url + "/stats")
+        boxes = page.evaluate("""() => [...document.querySelectorAll('.grid table.explain')]
+            .map(t => { const r = t.getBoundingClientRect();
+                        return {left: r.left, right: r.right, scroll: t.scrollWidth,
+                                width: t.clientWidth, text: t.caption ? t.caption.innerText : ''}; })""")
+    assert any(b["text"] == "By project" for b in boxes)
+    ordered = sorted(boxes, key=lambda b: (round(b["left"]), b["right"]))
+    for a, b in zip(ordered, ordered[1:], strict=False):
+        if round(a["left"]) < round(b["left"]):  # side by side: the first ends before the next
+            assert a["right"] <= b["left"] + 1, (a, b)
+    assert all(b["scroll"] <= b["width"] + 1 for b in boxes), boxes

@@ -24,7 +24,7 @@ async def js_client_session(home: Path, steps: Any) -> Any:
     env["LORE_HOME"] = str(home)
     to_client, client_reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     client_writes, from_client = anyio.create_memory_object_stream[SessionMessage](0)
-    async with await anyio.open_process([LORE, "mcp"], env=env) as proc:
+    async with await anyio.open_process([LORE, "mcp", "--profile", "admin"], env=env) as proc:
         assert proc.stdin is not None and proc.stdout is not None
 
         async def read_replies() -> None:

@@ -56,13 +56,20 @@ async def call(client: Client, tool: str, args: dict[str, Any]) -> tuple[bool, A
     return False, r.structured_content
 
 
+SESSION = {"lore_search", "lore_search_conversations", "lore_get", "lore_preferences",
+           "lore_record_correction", "lore_suggest_rule"}
+
+
 @pytest.mark.parametrize("profile, names", [
+    ("session", SESSION),
+    ("admin", CANONICAL | {"lore_search_conversations"}),
     ("canonical", CANONICAL),
     ("ai-lessons", AI_LESSONS),
     ("self-learning", SELF_LEARNING),
     ("self-reflect", SELF_REFLECT),
     ("reinforcement", REINFORCEMENT),
-    ("all", CANONICAL | AI_LESSONS | SELF_LEARNING | SELF_REFLECT | REINFORCEMENT),
+    ("all", CANONICAL | AI_LESSONS | SELF_LEARNING | SELF_REFLECT | REINFORCEMENT
+     | {"lore_search_conversations"}),
 ])
 def test_tools_of_every_profile(lore_home, profile, names):
     async def steps(client):
@@ -71,7 +78,10 @@ def test_tools_of_every_profile(lore_home, profile, names):
     tools = session(lore_home, steps, profile)
     assert {t.name for t in tools} == names
     for t in tools:
-        assert t.description and "Example" in t.description, t.name
+        assert t.description, t.name
+        if profile != "session" and t.name != "lore_search_conversations":
+            # Examples cost bytes in every request: only the opt-in profiles carry them.
+            assert "Example" in t.description, t.name
         assert t.annotations is not None, t.name
         assert "ctx" not in t.input_schema.get("properties", {}), t.name
     hints = {t.name: t.annotations for t in tools}

@@ -45,7 +45,7 @@ def test_inspector_lists_and_calls_tools(tmp_path, lore_home):
         [inspector, "--cli", "--method", "tools/call", "--tool-name", "lore_add",
          "--tool-args-json", json.dumps({"title": "Added by the Inspector",
                                          "content": "through tools/call", "project": "global"}),
-         "--format", "json", "-q", "--", LORE, "mcp"],
+         "--format", "json", "-q", "--", LORE, "mcp", "--profile", "admin"],
         env=env, capture_output=True, text=True, timeout=120)
     assert added.returncode == 0, added.stderr
     lesson = json.loads(added.stdout)["result"]["structuredContent"]

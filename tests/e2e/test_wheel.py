@@ -77,7 +77,9 @@ def env(venv: Path, lore_home: Path) -> dict[str, str]:
     """The environment of a user's shell: nothing of this checkout or its virtual environment."""
     keep = {k: v for k, v in os.environ.items()
             if not k.startswith(("LORE_", "PYTHON", "VIRTUAL_ENV"))}
-    return {**keep, "LORE_HOME": str(lore_home), "PATH": f"{venv}{os.pathsep}{keep.get('PATH', '')}"}
+    # The test runs the worker itself: a hook must not start one that races it for the event.
+    return {**keep, "LORE_HOME": str(lore_home), "LORE_WORKER_AUTOSTART": "0",
+            "PATH": f"{venv}{os.pathsep}{keep.get('PATH', '')}"}
 
 
 def lore(venv: Path, env: dict[str, str], cwd: Path, *args: str, stdin: str | None = None,
@@ -113,6 +115,28 @@ def test_the_installed_lore_comes_from_the_wheel_alone(venv, env, tmp_path):
     assert version.returncode == 0 and version.stdout.strip()
 
 
+# The README states these: a lean install carries only what Lore uses.
+INSTALL_MB = 215
+INSTALL_PACKAGES = 47
+NOT_INSTALLED = ("fastembed", "pillow", "huggingface-hub", "hf-xet", "tokenizers", "faiss-cpu",
+                 "torch")
+
+
+def test_the_install_is_lean(venv, env, tmp_path):
+    """No model hub client, image library or large-index library: the packaged model runs on
+    ONNX Runtime with Lore's own tokenizer, and faiss comes with the `scale` extra."""
+    probe = subprocess.run(
+        [str(venv / "python"), "-c", "import json, importlib.metadata as m, sysconfig; print(json."
+         "dumps([sorted(d.metadata['Name'].lower() for d in m.distributions()), "
+         "sysconfig.get_paths()['purelib']]))"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60, check=True)
+    names, site = json.loads(probe.stdout)
+    assert not [n for n in names if n.replace("_", "-") in NOT_INSTALLED]
+    assert len(names) <= INSTALL_PACKAGES, names
+    size = sum(p.stat().st_size for p in Path(site).rglob("*") if p.is_file())
+    assert size <= INSTALL_MB * 1024 * 1024, f"{size / 1024 / 1024:.0f} MB"
+
+
 def test_demo_runs_from_the_installed_wheel(venv, env, tmp_path):
     demo = lore(venv, env, tmp_path, "demo", "--home", str(tmp_path / "demo"))
     assert demo.returncode == 0, demo.stderr[-3000:]
@@ -126,12 +150,12 @@ def test_mcp_server_of_the_installed_wheel_answers_the_sdk_client(venv, env, tmp
     async def main() -> tuple[Any, set[str], bool]:
         async with Client(params) as client:  # initialize
             tools = {t.name for t in (await client.list_tools()).tools}
-            status = await client.call_tool("lore_status", {})
+            status = await client.call_tool("lore_preferences", {})
             return client.server_info, tools, status.is_error
 
     info, tools, failed = anyio.run(main)
-    assert info is not None and info.name
-    assert {"lore_search", "lore_add", "lore_record_correction", "lore_preferences"} <= tools
+    assert info is not None and info.name == "lore" and info.version
+    assert {"lore_search", "lore_get", "lore_record_correction", "lore_preferences"} <= tools
     assert not failed
 
 

@@ -361,6 +361,11 @@ def decide(parsed: Parsed, current_title: str, current_rule: str) -> Decision:
         empty = "the rule text is empty"
     else:
         empty = ""
+    if new_rule and new_title is None:
+        # The rule's line in CLAUDE.md is its title: an edited rule text that only the body
+        # would carry never reaches the agent. The title follows the edit, unless a person
+        # edited the title too.
+        new_title = title_of(new_rule) or None
     edited = new_title is not None or new_rule is not None
     action = actions[0] if actions else None
     if action in ("reject", "defer"):
@@ -371,6 +376,25 @@ def decide(parsed: Parsed, current_title: str, current_rule: str) -> Decision:
     if empty and action == "approve":
         return Decision(problem=f"{empty}; write the rule or tick reject")
     return Decision(action, reason=reason)
+
+
+_SENTENCE_END = re.compile(r"(?<=[^.][.!?])\s")  # not after an ellipsis
+TITLE_MAX = 160
+
+
+def title_of(rule: str) -> str:
+    """The line a rule text gives: its first line (markdown bullet and quote marks gone), cut
+    at its first sentence's end when it goes on, at most ``TITLE_MAX`` characters cut at a
+    space; "" for a text without words."""
+    first = next((ln for ln in clean_text(rule).split("\n") if ln.strip()), "")
+    first = re.sub(r"^\s*(?:[-*+]|\d+[.)]|>)\s+", "", first).strip()
+    first = _SENTENCE_END.split(first, 1)[0].strip()
+    if first.endswith(".") and not first.endswith(".."):
+        first = first[:-1].rstrip()
+    if len(first) > TITLE_MAX:
+        cut = first[:TITLE_MAX]
+        first = (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(",;:") + "…"
+    return first if re.search(r"\w", first) else ""
 
 
 # ---- the folder ----------------------------------------------------------------------------

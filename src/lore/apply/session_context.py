@@ -2,20 +2,26 @@
 
 Order: this project's and the user's active preferences and rules, then the ones learned
 from corrections but not confirmed yet (marked so; only those seen at least
-``learning.inject_proposed_min_seen`` times), then other lessons. Everything fits a
-character budget (Claude Code caps hook context at 10,000 characters); a last line says
-how many items were left out and how to see them. Nothing is printed when there is
-nothing to say. Ranking uses what the database holds: no model on this path.
+``learning.inject_proposed_min_seen`` times), then other lessons. A rule that a file Claude
+Code reads at start-up already states (the block ``lore apply`` wrote in CLAUDE.md,
+CLAUDE.local.md, ``.claude/rules`` or ``~/.claude/CLAUDE.md``, or a line of the user's own) is
+not repeated: each rule reaches the agent once. A rule is told as the rule and its reason,
+never with the agent turn it corrected. A lesson an active lesson supersedes is left out.
+Everything fits a character budget (Claude Code caps hook context at 10,000 characters); a
+last line says how many items were left out and how to see them. Nothing is printed when
+there is nothing to say. Ranking uses what the database holds: no model on this path.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lore.capture.transcripts import LORE_CONTEXT_MARKER
-from lore.normalize import project_root
+from lore.normalize import clip_words, project_root
 from lore.store import SessionStore
 
 CLOSE = LORE_CONTEXT_MARKER.replace("<", "</")
@@ -30,11 +36,13 @@ class Built:
     shown: tuple[str, ...] = ()
     dropped: tuple[str, ...] = ()
     dropped_chars: int = 0
+    in_files: tuple[str, ...] = ()  # rules left out because a file the agent reads states them
 
     def record(self) -> dict[str, Any]:
         """What the hook passes on for ``lore context show`` (ids and sizes, no text)."""
         return {"shown": list(self.shown), "dropped": list(self.dropped),
-                "chars": len(self.text), "dropped_chars": self.dropped_chars}
+                "chars": len(self.text), "dropped_chars": self.dropped_chars,
+                "in_files": list(self.in_files)}
 
 
 def from_file(db: Path | str, project: str | None, max_chars: int, max_items: int,
@@ -44,26 +52,35 @@ def from_file(db: Path | str, project: str | None, max_chars: int, max_items: in
     critical path). ``user``: whose personal lessons are told."""
     from lore.store import session_reader
 
+    project = project_root(project)
+    carried = carried_lines(project, Path.home())
     with session_reader(db, user) as queries:
-        return build_report(queries, project, max_chars, max_items, proposed_min_seen)
+        return build_report(queries, project, max_chars, max_items, proposed_min_seen, carried)
 
 
 def build(queries: SessionStore, project: str | None, max_chars: int = 4000,
-          max_items: int = 60, proposed_min_seen: int = 2) -> str:
-    return build_report(queries, project, max_chars, max_items, proposed_min_seen).text
+          max_items: int = 60, proposed_min_seen: int = 2,
+          carried: Collection[str] = ()) -> str:
+    return build_report(queries, project, max_chars, max_items, proposed_min_seen,
+                        carried).text
 
 
 def build_report(queries: SessionStore, project: str | None, max_chars: int = 4000,
-                 max_items: int = 60, proposed_min_seen: int = 2) -> Built:
+                 max_items: int = 60, proposed_min_seen: int = 2,
+                 carried: Collection[str] = ()) -> Built:
     """Approved rules first, then unconfirmed ones, then other lessons; whole lines only,
     so nothing is cut mid-word; a last line says what was left out and how to search it.
     ``proposed_min_seen``: a proposed rule is told only once learned that many times
-    (``learning.inject_proposed_min_seen``); active ones always are."""
+    (``learning.inject_proposed_min_seen``); active ones always are. ``carried``: the
+    normalised lines of the files the agent reads anyway (``carried_lines``): a rule among
+    them is not told again."""
     max_chars = min(max_chars, HARD_LIMIT)
     project = project_root(project)  # a session in a repository's subfolder: the repository's
+    active = queries.rules_and_preferences(project, max_items)
+    in_files = tuple(r["id"] for r in active if rule_line(r) in carried)
     sections = [
         ("Preferences and rules (follow them unless the user says otherwise):",
-         [(r["id"], _rule(r)) for r in queries.rules_and_preferences(project, max_items)]),
+         [(r["id"], _rule(r)) for r in active if r["id"] not in in_files]),
         ("Learned from the user's corrections, not confirmed yet (follow unless told otherwise):",
          [(r["id"], _rule(r, unconfirmed=True))
           for r in queries.rules_and_preferences(project, max_items, "proposed",
@@ -73,7 +90,7 @@ def build_report(queries: SessionStore, project: str | None, max_chars: int = 40
     ]
     total = sum(len(items) for _, items in sections)
     if total == 0:
-        return Built("")
+        return Built("", in_files=in_files)
     head = f"{LORE_CONTEXT_MARKER}\nWhat Lore remembers for this project:\n"
     tail_reserve = 160 + len(CLOSE)
     out = [head]
@@ -104,28 +121,63 @@ def build_report(queries: SessionStore, project: str | None, max_chars: int = 40
         out.append("\nNothing was left out; search past work with the MCP tool lore_search "
                    "or `lore recall search QUERY --project .`\n")
     out.append(CLOSE)
-    return Built("".join(out), tuple(shown), tuple(dropped), dropped_chars)
+    return Built("".join(out), tuple(shown), tuple(dropped), dropped_chars, in_files)
 
 
 def _rule(r: dict[str, Any], unconfirmed: bool = False) -> str:
+    """The rule and why: never the agent turn it corrected (``pref_context``), which would
+    read as an instruction."""
     mark = " (unconfirmed)" if unconfirmed else ""
     body = " ".join((r["content"] or "").split())
     if r["pref_preferred"] and r["pref_rejected"]:
         text = f"- {r['title']}{mark}"
-        if r["pref_context"]:
-            text += f" [context: {clip_words(r['pref_context'], 120)}]"
         if r["pref_reasoning"]:
-            text += f" ({clip_words(r['pref_reasoning'], 160)})"
+            text += f" (why: {clip_words(r['pref_reasoning'], 160)})"
         return text
     if body and body.rstrip(".").lower() != r["title"].rstrip(".").lower():
         return f"- {r['title']}{mark}: {clip_words(body, 300)}"
     return f"- {r['title']}{mark}"
 
 
-def clip_words(text: str, limit: int) -> str:
-    """At most ``limit`` characters, cut at a space (never inside a word), "…" when cut."""
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text[:limit].rsplit(" ", 1)[0] if " " in text[:limit] else text[:limit]
-    return cut.rstrip(",;:") + "…"
+def rule_line(r: dict[str, Any]) -> str:
+    """A stored rule as ``lore apply`` writes its line, normalised for comparing."""
+    from lore.apply.rules import AppliedRule, normalise, phrase
+
+    return normalise(phrase(AppliedRule(
+        id=r["id"], text=" ".join((r["title"] or r["content"] or "").split()),
+        preferred=r["pref_preferred"] or "", rejected=r["pref_rejected"] or "")))
+
+
+# "In `**/*.py` files: use …": how a file read for every file says which files a rule is for.
+_FOR_FILES = re.compile(r"^\s*(?:[-*+]\s+)?In `[^\n]*?` files:\s*", re.I)
+_MAX_READ = 1 << 20
+
+
+def carried_lines(project: str | None, home: Path | None) -> frozenset[str]:
+    """The normalised lines of the instruction files Claude Code loads for a session in
+    ``project``: its CLAUDE.md and CLAUDE.local.md, its ``.claude/rules/*.md`` and the user's
+    ``~/.claude/CLAUDE.md``. Unreadable or oversized files count as empty (the rule is told)."""
+    from lore.apply.rules import normalise
+
+    paths: list[Path] = []
+    if home is not None:
+        paths.append(home / ".claude" / "CLAUDE.md")
+    if project and Path(project).is_absolute():
+        root = Path(project)
+        paths += [root / "CLAUDE.md", root / "CLAUDE.local.md", root / ".claude" / "CLAUDE.md"]
+        try:
+            paths += sorted((root / ".claude" / "rules").glob("*.md"))
+        except OSError:
+            pass
+    out: set[str] = set()
+    for path in paths:
+        try:
+            if not path.is_file() or path.stat().st_size > _MAX_READ:
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if norm := normalise(_FOR_FILES.sub("", line)):
+                out.add(norm)
+    return frozenset(out)

@@ -4,8 +4,15 @@ Standard library only, no database, no model: this runs on Claude Code's critica
 Secrets in the payload (the prompt, tool input, the quoted exchange) are redacted before the
 event is written, and a tool's response is not kept: nothing in the queue holds them in clear.
 Hooks fail open: any error is written to ``$LORE_HOME/logs/hooks.log`` and the hook
-exits 0 without output, so the agent is never blocked or shown an error.
-``LORE_DISABLED=1`` turns every hook into a no-op.
+exits 0 without output, so the agent is never blocked or shown an error. An event that could
+not be queued (a full disk) is logged in one short line first, which fits where a traceback
+may not. ``LORE_DISABLED=1`` turns every hook into a no-op.
+
+After queuing, every hook starts the worker if none holds the home's lock (one open and one
+lock attempt); a worker started so exits after ``$LORE_WORKER_IDLE_EXIT`` seconds (600) with
+nothing pending, and the next hook starts it again (a worker that fails to start is tried again
+at most every 30 s). ``LORE_WORKER_AUTOSTART=0`` leaves starting it to the user (a service
+manager, `lore worker run`). Nothing on this path walks the home or changes a mode.
 """
 
 from __future__ import annotations
@@ -21,9 +28,9 @@ from lore.capture.githead import read_head
 from lore.capture.queue import Queue
 from lore.capture.signals import might_teach
 from lore.capture.tail import MAX_FIELD, last_assistant, last_exchange
-from lore.home import alive, is_url, lore_home, read_pid, spawn_worker
+from lore.home import check_device, idle_exit_seconds, is_url, lore_home, spawn_worker, worker_running
 from lore.normalize import json_value
-from lore.private import open_private, private_dir, tighten_home
+from lore.private import open_private, private_dir
 from lore.redact import redact, redact_value
 
 if TYPE_CHECKING:
@@ -49,8 +56,6 @@ def run(event_name: str, stdin: str, queue_root: Path | None = None) -> str | No
         payload["lore_signals"] = stop_signals(payload)
     elif kind == "UserPromptSubmit":
         payload["lore_signals"] = prompt_signals(payload)
-    if queue_root is None:
-        tighten_home(lore_home())  # a home made by an older Lore: one stat when already private
     output = None
     if kind == "SessionStart":
         # Built before the event is queued, so the event says what the session was given
@@ -58,14 +63,12 @@ def run(event_name: str, stdin: str, queue_root: Path | None = None) -> str | No
         try:
             output, payload["lore_context"] = session_context(payload.get("cwd"))
         except Exception:  # noqa: BLE001 - no context is better than no event; the log says why
-            _log(event_name)
+            _log(event_name, "could not build the context (the event is queued without it)")
         # The commit the session starts from, read from .git's files (no git process): the
         # end of the session diffs from it.
         cwd = payload.get("cwd")
         payload["lore_git"] = read_head(cwd if isinstance(cwd, str) else None)
     Queue(queue_root or lore_home() / "queue").append(kind, redact_payload(payload))
-    if kind == "SessionStart":
-        ensure_worker()
     return output
 
 
@@ -114,12 +117,35 @@ def _light_settings() -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+SPAWN_SECONDS = 30.0
+
+
 def ensure_worker() -> None:
-    """Start the worker in the background if none runs (cheap check, no waiting)."""
-    pid = read_pid(lore_home() / "worker.pid")
-    if pid and alive(pid):
+    """Start the worker in the background if none holds the home's lock (cheap check, no
+    waiting), unless ``LORE_WORKER_AUTOSTART=0``. It exits once idle for
+    ``$LORE_WORKER_IDLE_EXIT`` seconds. An invalid ``LORE_DEVICE`` raises (the worker could
+    not start): the event stays queued for a worker started once it is fixed."""
+    if os.environ.get("LORE_WORKER_AUTOSTART", "").strip() == "0":
         return
-    spawn_worker(lore_home())
+    device = os.environ.get("LORE_DEVICE")
+    if device:
+        check_device(device)
+    home = lore_home()
+    if worker_running(home):
+        return
+    idle = idle_exit_seconds()
+    # A worker that cannot start (a broken config, a full disk) would otherwise be started,
+    # at the cost of a second of CPU, by every hook: at most one start per SPAWN_SECONDS. A
+    # worker that exited idle was started at least its idle time ago, so this never delays it.
+    marker = home / "worker.started"
+    try:
+        if time.time() - marker.stat().st_mtime < min(SPAWN_SECONDS, idle or SPAWN_SECONDS):
+            return
+    except OSError:
+        pass
+    os.close(open_private(marker))
+    os.utime(marker)
+    spawn_worker(home, idle)
 
 
 def stop_signals(payload: dict[str, Any]) -> dict[str, Any]:
@@ -175,20 +201,48 @@ def main(event_name: str) -> int:
     try:
         # Bytes, not text: invalid UTF-8 becomes U+FFFD instead of losing the event.
         out = run(event_name, sys.stdin.buffer.read().decode("utf-8", "replace"))
-        if out:
-            sys.stdout.write(out)
     except Exception:  # noqa: BLE001 - fail open: log, never block the agent
-        _log(event_name)
+        _log(event_name, "failed; the event was not queued")
+        return 0
+    if out:
+        try:
+            sys.stdout.write(out)
+        except Exception:  # noqa: BLE001 - a closed stdout: the event is queued all the same
+            _log(event_name, "could not print the context")
+    try:
+        ensure_worker()
+    except Exception:  # noqa: BLE001 - the event is queued; the next hook tries again
+        _log(event_name, "queued the event but could not start the worker")
     return 0
 
 
-def _log(event_name: str) -> None:
+LOG_BYTES = 1024 * 1024  # hooks.log past this becomes hooks.log.1 (one kept)
+
+
+def _log(event_name: str, what: str = "failed") -> None:
+    """One short line (written first, alone: on a full disk it may still fit in the log's
+    last block), then the traceback of an unexpected error, redacted. Never raises."""
     import traceback
 
     try:
+        exc = sys.exc_info()[1]
+        line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} hook {event_name} {what}"
+        if exc is not None:
+            line += f": {type(exc).__name__}: {exc}"
+        line = redact(" ".join(line.split()))[:2000] + "\n"
         logs = private_dir(lore_home() / "logs")
-        with open(open_private(logs / "hooks.log", "a"), "a", encoding="utf-8") as fh:
-            fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} hook {event_name} failed\n")
-            fh.write(redact(traceback.format_exc()) + "\n")
+        path = logs / "hooks.log"
+        try:
+            if path.stat().st_size > LOG_BYTES:
+                os.replace(path, logs / "hooks.log.1")
+        except OSError:
+            pass
+        fd = open_private(path, "a")
+        try:
+            os.write(fd, line.encode("utf-8", "replace"))
+            if exc is not None and not isinstance(exc, OSError):  # the line says all of those
+                os.write(fd, (redact(traceback.format_exc()) + "\n").encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
     except Exception:  # noqa: BLE001 - even logging may fail (unwritable home): stay silent
         pass

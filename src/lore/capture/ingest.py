@@ -21,7 +21,7 @@ from lore.capture.reading import Part, ReadingProcess, edit_row, read_ahead
 from lore.embed import embed_text
 from lore.home import device_id
 from lore.ids import now
-from lore.normalize import date_words
+from lore.normalize import clip_words, date_words, project_root
 from lore.redact import redact
 from lore.store import Store
 from lore.store.protocol import FileState
@@ -291,10 +291,11 @@ class _Batch:
         tables = self.ingest.tables
         text, tool_calls = prepared  # redacted by reading.prepare
         if t.session_id not in self.projects:
-            title = text[:120] if t.role == "user" and not t.is_meta else None
-            tables.upsert_session(t.session_id, self.agent, t.cwd, self.ingest.device, t.git_branch,
-                                  self.path, title)
-            self.projects[t.session_id] = t.cwd
+            title = clip_words(text, 120) if t.role == "user" and not t.is_meta else None
+            project = project_root(t.cwd)  # the repository, as every face scopes a search
+            tables.upsert_session(t.session_id, self.agent, project, self.ingest.device,
+                                  t.git_branch, self.path, title)
+            self.projects[t.session_id] = project
         seq = tables.insert_message({
             "uuid": t.uuid, "session_id": t.session_id, "parent_uuid": t.parent_uuid,
             "role": t.role, "speaker": t.role, "text": text,

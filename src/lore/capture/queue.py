@@ -2,16 +2,26 @@
 
 One file per event under ``queue/pending``: written to a temporary name and renamed,
 so concurrent writers never interleave and a reader never sees half an event; no
-locks, so a hook never waits. Names sort by time, so events are taken in order.
-The worker handles an event, appends it to ``queue/done.jsonl`` (rotated past 10 MB)
-and only then removes it: a crash in between means the event is seen again
-(at-least-once), and handlers are idempotent. An event that cannot be read moves to
-``queue/quarantine`` with the reason, and the entries behind it go on.
+locks, so a hook never waits. Names sort by time, so events are taken in order. A write
+that fails (a full disk) removes its temporary file and raises; the worker sweeps its own
+temporary files older than a minute (a writer killed mid-write), and no other.
+
+The worker handles an event, appends it to ``queue/done.jsonl`` and only then removes the
+file it read: a crash in between means the event is seen again (at-least-once), and handlers
+are idempotent. The file read is the file removed, whatever its name: a copy a sync tool made
+(``X (conflicted copy).json``) is handled once like any other file, and a copy of an event
+that was already handled is removed without handling it again. Only regular files are
+read (a named pipe, a link or a folder in ``pending`` is left alone), opened without
+blocking. ``done.jsonl`` rotates past 10 MB and keeps ``KEEP_ROTATED`` old files; a line is
+written whole or not at all, and a reader skips a line cut short. An event that cannot be
+read moves to ``queue/quarantine`` with the reason, and the entries behind it go on.
 
 An event whose handling fails stays pending with its attempt count, last error and the time
 of its next try written into its file (``fail``), so a restart does not reset the count; the
 events behind it are taken meanwhile. After the last attempt it moves to quarantine with the
-reason. ``queue/errors.json`` counts the failures. ``requeue`` puts quarantined events back.
+reason. ``queue/errors.json`` counts the failures, and apart those the database raised; it has
+a fixed size, so it can be rewritten in place when the disk is full. ``requeue`` puts
+quarantined events back.
 
 This module imports only the standard library (and Lore's stdlib-only ``normalize``): it is on
 the hook path.
@@ -21,8 +31,11 @@ Everything here is private to the user (folders 0700, files 0600): events quote 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
+import stat
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,19 +49,35 @@ if TYPE_CHECKING:
 
 VERSION = 1
 ROTATE_BYTES = 10 * 1024 * 1024
+KEEP_ROTATED = 3  # rotated done-*.jsonl files kept; older ones are deleted
 # A retry planned further ahead than this is due now: the clock was set back since it was planned.
 MAX_RETRY_DELAY = 3600.0
+STALE_TMP_SECONDS = 60.0  # a temporary file this old belongs to a writer that died or failed
+MAX_EVENT_BYTES = 32 * 1024 * 1024  # a larger file in pending/ is no event a hook wrote
+ERRORS_BYTES = 8192  # errors.json is padded to this size, so it can be rewritten in place
+MAX_REASON = 500  # characters of a failure's reason kept in errors.json
+DONE_IDS_KEPT = 200_000  # ids of handled events remembered to pass over a copy of one
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_DONE_ID = re.compile(rb'^\{"v": \d+, "id": "((?:[^"\\]|\\.)*)"')
+# Lore's own temporary files (an event being written, a file being replaced): only these are
+# swept; a sync tool's temporary files beside them are not Lore's to delete.
+_OWN_TMP = re.compile(r"\.(?:\d{20}-\d+-[0-9a-f]{6}|lore-.+)\.tmp")
+
+
+class NotRegular(OSError):
+    """A path that is not a regular file (a named pipe, a link, a device, a folder)."""
 
 
 class Event:
     """One queued hook event. (A plain class: dataclasses would cost the hook ~10 ms of imports.)"""
 
-    __slots__ = ("id", "kind", "at", "payload", "version", "attempts", "retry_at", "last_error")
+    __slots__ = ("id", "kind", "at", "payload", "version", "attempts", "retry_at", "last_error",
+                 "path")
 
     def __init__(self, id: str, kind: str, at: float, payload: dict[str, Any],
                  version: int = VERSION, attempts: int = 0, retry_at: float = 0.0,
-                 last_error: str | None = None) -> None:
-        self.id = id  # the file name without .json: time-ordered and unique
+                 last_error: str | None = None, path: Path | None = None) -> None:
+        self.id = id  # time-ordered and unique; a label, never a path
         self.kind = kind  # hook event name: SessionStart, Stop, …
         self.at = at  # seconds since the epoch, when the hook ran
         self.payload = payload
@@ -56,6 +85,7 @@ class Event:
         self.attempts = attempts  # failed handling attempts so far
         self.retry_at = retry_at  # seconds since the epoch: not taken again before this
         self.last_error = last_error
+        self.path = path  # the file it was read from: the one acknowledged or rewritten
 
     def to_dict(self) -> dict[str, Any]:
         record = {"v": self.version, "id": self.id, "kind": self.kind, "at": self.at,
@@ -66,6 +96,30 @@ class Event:
         return record
 
 
+def read_regular(path: Path, limit: int = MAX_EVENT_BYTES) -> bytes:
+    """The bytes of a regular file, opened without blocking and without following a link:
+    a named pipe or a device raises :class:`NotRegular` instead of hanging the reader; a file
+    larger than ``limit`` raises ValueError."""
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+            raise NotRegular(exc.errno, f"not a regular file: {path.name}") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegular(errno.EINVAL, f"not a regular file: {path.name}")
+        if st.st_size > limit:
+            raise ValueError(f"{st.st_size} bytes: larger than any event ({limit})")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 class Queue:
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -73,6 +127,11 @@ class Queue:
         self.quarantine = root / "quarantine"
         self.done = root / "done.jsonl"
         self.errors = root / "errors.json"
+        # Failures whose count could not be written into the event's file (a full disk):
+        # file name -> (attempts, retry_at, last_error), so the backoff holds meanwhile.
+        self._held: dict[str, tuple[int, float, str]] = {}
+        self._done_ids: dict[str, None] | None = None  # insertion-ordered, loaded on first use
+        self._swept = 0.0
 
     # ---- writers (hooks) ----------------------------------------------------------------
     def append(self, kind: str, payload: dict[str, Any]) -> str:
@@ -80,7 +139,6 @@ class Queue:
             private_dir(self.pending)
         event_id = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(3).hex()}"
         record = {"v": VERSION, "id": event_id, "kind": kind, "at": time.time(), "payload": payload}
-        tmp = self.pending / f".{event_id}.tmp"
         # No fsync: it would cost milliseconds on every hook. The event survives any crash of
         # the agent or the worker (it is in the page cache); only an OS crash in the next few
         # seconds could lose it.
@@ -88,43 +146,68 @@ class Queue:
             text = json.dumps(record, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate from a caller: U+FFFD instead
             text = json.dumps(storable_json(record), ensure_ascii=False).encode("utf-8")
-        with open(open_private(tmp), "wb") as fh:
-            fh.write(text)
-        os.replace(tmp, self.pending / f"{event_id}.json")
+        _write_atomic(self.pending / f"{event_id}.json", text, hidden=f".{event_id}.tmp")
         return event_id
 
     # ---- the reader (worker) ------------------------------------------------------------
-    def ids(self) -> list[str]:
-        if not self.pending.is_dir():
+    def files(self, *, sweep: bool = False) -> list[str]:
+        """The names of the event files in pending, oldest first: regular files named
+        ``*.json`` (a temporary ``.…tmp`` file is a write in progress). With ``sweep``,
+        temporary files older than a minute are removed on the way."""
+        try:
+            entries = list(os.scandir(self.pending))
+        except (FileNotFoundError, NotADirectoryError):
             return []
-        return sorted(p.name[:-5] for p in self.pending.iterdir()
-                      if p.name.endswith(".json") and not p.name.startswith("."))
+        names = []
+        for entry in entries:
+            name = entry.name
+            try:
+                regular = entry.is_file(follow_symlinks=False)
+            except OSError:
+                continue
+            if not regular:
+                continue  # a named pipe, a link, a folder: not an event, never opened
+            if name.startswith("."):
+                if sweep and _OWN_TMP.fullmatch(name):
+                    _remove_if_stale(Path(entry.path))
+                continue
+            if name.endswith(".json"):
+                names.append(name)
+        return sorted(names)
 
     def depth(self) -> int:
-        return len(self.ids())
+        return len(self.files())
 
     def take(self, now: float | None = None) -> Iterator[Event]:
         """Pending events that are due, oldest first; unreadable ones go to quarantine on the way.
 
-        An event waiting for its retry is passed over, so the events behind it go on.
+        An event waiting for its retry is passed over, so the events behind it go on. A file
+        holding an event that was already handled (a copy) is acknowledged without yielding it.
         """
-        for event_id in self.ids():
-            path = self.pending / f"{event_id}.json"
+        self._sweep_root()
+        for name in self.files(sweep=True):
+            path = self.pending / name
             try:
                 event = self._read(path)
-            except FileNotFoundError:
-                continue  # another reader took it
+            except (FileNotFoundError, NotRegular):
+                continue  # another reader took it, or it was swapped for something else
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 self.quarantine_file(path, f"{type(exc).__name__}: {exc}")
                 continue
+            held = self._held.get(name)
+            if held and held[0] > event.attempts:
+                event.attempts, event.retry_at, event.last_error = held
             t = time.time() if now is None else now
             if t < event.retry_at <= t + MAX_RETRY_DELAY:
+                continue
+            if event.id in self.done_ids():
+                self.ack(event, "a copy of an event already handled: not handled again")
                 continue
             yield event
 
     def _read(self, path: Path) -> Event:
         # Lone surrogates and NULs (an event written by an older hook) become U+FFFD.
-        data = json_value(path.read_bytes())
+        data = json_value(read_regular(path))
         if not isinstance(data, dict):
             raise ValueError("an event must be a JSON object")
         error = data.get("last_error")
@@ -132,52 +215,119 @@ class Queue:
                       payload=dict(data["payload"]), version=int(data.get("v", 1)),
                       attempts=int(data.get("attempts", 0)),
                       retry_at=float(data.get("retry_at", 0.0)),
-                      last_error=error if isinstance(error, str) else None)
+                      last_error=error if isinstance(error, str) else None, path=path)
         if event.version > VERSION:
             raise ValueError(f"event version {event.version} is newer than {VERSION}")
         return event
 
-    def fail(self, event: Event, reason: str, *, max_attempts: int, delay: float) -> bool:
-        """Count a failed attempt at handling ``event``. Until ``max_attempts`` the event stays
-        pending and is due again after ``delay`` seconds; then it moves to quarantine with the
-        reason. Returns whether it was quarantined."""
-        self._count_error(event, reason)
+    def _file_of(self, event: Event) -> Path | None:
+        """The file ``event`` was read from; for an event made in memory, the file its id
+        names, when the id is a plain file name."""
+        if event.path is not None:
+            return event.path
+        name = f"{event.id}.json"
+        return self.pending / name if "/" not in name and "\\" not in name else None
+
+    def fail(self, event: Event, reason: str, *, max_attempts: int, delay: float,
+             database: bool = False) -> bool:
+        """Count a failed attempt at handling ``event`` (``database``: the database raised).
+        Until ``max_attempts`` the event stays pending and is due again after ``delay``
+        seconds; then it moves to quarantine with the reason. Returns whether it was
+        quarantined. A count that cannot be written into the event's file (a full disk) is
+        kept in memory, so the backoff holds until the worker stops."""
+        self.record_failure(reason, database=database, event=event)
         event.attempts += 1
         event.last_error = reason
         event.retry_at = time.time() + delay
-        path = self.pending / f"{event.id}.json"
+        path = self._file_of(event)
+        if path is None:
+            return False
         if event.attempts >= max_attempts:
+            self._held.pop(path.name, None)
             self.quarantine_file(path, f"{event.kind} failed {event.attempts} times; last: {reason}")
             return True
+        self._held[path.name] = (event.attempts, event.retry_at, reason)
         if path.exists():
-            _write_atomic(path, json.dumps(event.to_dict(), ensure_ascii=False))
+            try:
+                _write_atomic(path, _encode(event.to_dict()))
+                self._held.pop(path.name, None)
+            except OSError:
+                pass  # kept in memory meanwhile
         return False
 
     def retrying(self) -> list[Event]:
         """Pending events that failed at least once and wait for another attempt."""
         out = []
-        for event_id in self.ids():
+        for name in self.files():
             try:
-                event = self._read(self.pending / f"{event_id}.json")
+                event = self._read(self.pending / name)
             except (OSError, ValueError, KeyError, TypeError):
                 continue
             if event.attempts:
                 out.append(event)
         return out
 
+    # ---- failure counts -----------------------------------------------------------------
     def error_count(self) -> dict[str, Any]:
-        """How many handling attempts failed, and the last failure."""
-        try:
-            data = json.loads(self.errors.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {"count": 0, "last": None}
-        return data if isinstance(data, dict) else {"count": 0, "last": None}
+        """How many handling attempts failed and the last failure; under ``database``, how
+        many of those (and of the worker's other database work) the database raised."""
+        empty: dict[str, Any] = {"count": 0, "last": None, "database": {"count": 0, "last": None}}
+        for _ in range(3):  # rewritten in place on a full disk: a torn read is tried again
+            try:
+                data = json.loads(read_regular(self.errors, 1 << 20))
+            except FileNotFoundError:
+                return empty
+            except (OSError, ValueError):
+                time.sleep(0.01)
+                continue
+            if not isinstance(data, dict):
+                return empty
+            db = data.get("database")
+            data["database"] = db if isinstance(db, dict) else empty["database"]
+            return data
+        return empty
 
-    def _count_error(self, event: Event, reason: str) -> None:
-        count = int(self.error_count().get("count") or 0) + 1
-        last = {"id": event.id, "kind": event.kind, "reason": reason, "at": time.time()}
-        self.root.mkdir(parents=True, exist_ok=True)
-        _write_atomic(self.errors, json.dumps({"count": count, "last": last}, ensure_ascii=False))
+    def record_failure(self, reason: str, *, database: bool = False,
+                       event: Event | None = None) -> None:
+        """Count one failure in ``errors.json``: an event's failed attempt (``event``) and/or
+        one the database raised (``database``). Never raises: on a full disk the fixed-size
+        file is rewritten in place."""
+        data = self.error_count()
+        last = {"reason": reason[:MAX_REASON], "at": time.time()}
+        if event is not None:
+            last.update(id=event.id, kind=event.kind)
+            data["count"] = int(data.get("count") or 0) + 1
+            data["last"] = last
+        if database:
+            db = data["database"]
+            data["database"] = {"count": int(db.get("count") or 0) + 1, "last": last}
+        self.write_errors(data)
+
+    def write_errors(self, data: dict[str, Any] | None = None) -> bool:
+        """Write ``errors.json`` (``data``, or the counts as they are: a file of its full size
+        made early, so that a disk that fills later can still take the count)."""
+        text = _encode(self.error_count() if data is None else data)
+        if len(text) < ERRORS_BYTES:
+            text += b" " * (ERRORS_BYTES - 1 - len(text)) + b"\n"
+        try:
+            private_dir(self.root)
+            _write_atomic(self.errors, text)
+            return True
+        except OSError:
+            pass
+        try:  # no room for a new file: overwrite the old one's blocks
+            fd = os.open(self.errors, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK)
+        except OSError:
+            return False
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size < len(text):
+                return False
+            return os.pwrite(fd, text.ljust(st.st_size, b" ")[:-1] + b"\n", 0) == st.st_size
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
 
     def requeue(self) -> int:
         """Move every quarantined event back to pending with a fresh attempt count."""
@@ -189,20 +339,62 @@ class Queue:
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # still unreadable: it stays where it is
             event.attempts, event.retry_at, event.last_error = 0, 0.0, None
-            self.pending.mkdir(parents=True, exist_ok=True)
-            _write_atomic(self.pending / name, json.dumps(event.to_dict(), ensure_ascii=False))
+            private_dir(self.pending)
+            _write_atomic(self.pending / name, _encode(event.to_dict()))
             path.unlink()
             (self.quarantine / f"{name}.reason").unlink(missing_ok=True)
+            self.forget(event.id)
             moved += 1
         return moved
 
+    # ---- handled events -----------------------------------------------------------------
     def ack(self, event: Event, outcome: str = "ok") -> None:
-        """Record the event as handled, then remove it from pending."""
+        """Record the event as handled, then remove the file it was read from."""
         self._append_done({**event.to_dict(), "outcome": outcome, "handled_at": time.time()})
+        self._remember(event.id)
+        path = self._file_of(event)
+        if path is not None:
+            self._held.pop(path.name, None)
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+
+    def done_ids(self) -> dict[str, None]:
+        """The ids of handled events: those in ``done.jsonl`` and its newest rotated file
+        when first asked, then every one acknowledged here."""
+        if self._done_ids is None:
+            found: dict[str, None] = {}
+            for path in [*self.rotated()[-1:], self.done]:
+                for line in _lines(path):
+                    m = _DONE_ID.match(line)
+                    if m:
+                        try:
+                            found[json.loads(b'"' + m.group(1) + b'"')] = None
+                        except ValueError:
+                            continue
+            self._done_ids = found
+        return self._done_ids
+
+    def _remember(self, event_id: str) -> None:
+        ids = self.done_ids()
+        ids[event_id] = None
+        if len(ids) > DONE_IDS_KEPT:
+            for old in list(ids)[: len(ids) - DONE_IDS_KEPT // 2]:
+                del ids[old]
+
+    def forget(self, event_id: str) -> None:
+        """Handle ``event_id`` again when it is next taken (a requeued event)."""
+        if self._done_ids is not None:
+            self._done_ids.pop(event_id, None)
+
+    def rotated(self) -> list[Path]:
+        """The rotated ``done-*.jsonl`` files, oldest first."""
         try:
-            (self.pending / f"{event.id}.json").unlink()
-        except FileNotFoundError:
-            pass
+            found = [p for p in self.root.glob("done-*.jsonl") if p.is_file()]
+        except OSError:
+            return []
+        return sorted(found, key=lambda p: (_mtime(p), p.name))
 
     def quarantine_file(self, path: Path, reason: str) -> None:
         private_dir(self.quarantine)
@@ -212,44 +404,166 @@ class Queue:
         except FileNotFoundError:
             return
         make_private(target)  # whoever wrote it, it holds a prompt
-        with open(open_private(self.quarantine / f"{path.name}.reason"), "w",
-                  encoding="utf-8") as fh:
-            fh.write(reason + "\n")
+        try:
+            _write_atomic(self.quarantine / f"{path.name}.reason", (reason + "\n").encode())
+        except OSError:
+            pass  # a full disk: the event is set aside all the same, its reason shown "unknown"
 
     def quarantined(self) -> list[tuple[str, str]]:
-        if not self.quarantine.is_dir():
+        try:
+            names = sorted(e.name for e in os.scandir(self.quarantine)
+                           if e.name.endswith(".json") and e.is_file(follow_symlinks=False))
+        except (FileNotFoundError, NotADirectoryError):
             return []
         out = []
-        for p in sorted(self.quarantine.glob("*.json")):
-            reason = self.quarantine / f"{p.name}.reason"
-            out.append((p.name, reason.read_text(encoding="utf-8").strip() if reason.exists()
-                        else "unknown"))
+        for name in names:
+            try:
+                reason = read_regular(self.quarantine / f"{name}.reason", 1 << 20)
+                text = reason.decode("utf-8", "replace").strip()
+            except (OSError, ValueError):
+                text = "unknown"
+            out.append((name, text))
         return out
 
     def last_done(self) -> dict[str, Any] | None:
-        if not self.done.exists() or self.done.stat().st_size == 0:
-            return None
-        with open(self.done, "rb") as fh:
-            fh.seek(max(0, self.done.stat().st_size - 65536))
-            lines = fh.read().splitlines()
-        for line in reversed(lines):
+        for line in reversed(_lines(self.done, tail=65536)):
             try:
-                return dict(json.loads(line))
+                data = json.loads(line)
             except ValueError:
-                continue
+                continue  # a line cut short (an older Lore on a full disk)
+            if isinstance(data, dict):
+                return data
         return None
 
     def _append_done(self, record: dict[str, Any]) -> None:
+        """Append one line to ``done.jsonl``: the whole line or nothing (a write cut short
+        by a full disk is undone), after a newline if the last line was left unfinished."""
         private_dir(self.root)
-        if self.done.exists() and self.done.stat().st_size > ROTATE_BYTES:
-            stamp = time.strftime("%Y%m%dT%H%M%S")
-            os.replace(self.done, self.root / f"done-{stamp}-{os.getpid()}.jsonl")
-        with open(open_private(self.done, "a"), "a", encoding="utf-8", errors="replace") as fh:
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        if _size(self.done) > ROTATE_BYTES:
+            self._rotate()
+        line = _encode(record) + b"\n"
+        fd = os.open(self.done, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
+                     | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise NotRegular(errno.EINVAL, f"{self.done} is not a regular file")
+            if stat.S_IMODE(st.st_mode) & 0o077:
+                os.fchmod(fd, 0o600)
+            size = st.st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line
+            try:
+                _write_all(fd, line)
+            except BaseException:
+                try:
+                    os.ftruncate(fd, size)
+                except OSError:
+                    pass
+                raise
+        finally:
+            os.close(fd)
+
+    def _rotate(self) -> None:
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        os.replace(self.done, self.root / f"done-{stamp}-{time.time_ns() % 10**9:09d}.jsonl")
+        for old in self.rotated()[:-KEEP_ROTATED]:
+            try:
+                old.unlink()
+            except OSError:
+                pass
+
+    def _sweep_root(self) -> None:
+        """Remove stale temporary files beside errors.json (once a minute at most)."""
+        now = time.monotonic()
+        if now - self._swept < STALE_TMP_SECONDS:
+            return
+        self._swept = now
+        for folder in (self.root, self.quarantine):
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                if _OWN_TMP.fullmatch(entry.name):
+                    _remove_if_stale(Path(entry.path))
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(open_private(tmp), "w", encoding="utf-8", errors="replace") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+def _encode(record: dict[str, Any]) -> bytes:
+    try:
+        return json.dumps(record, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(storable_json(record), ensure_ascii=False).encode("utf-8")
+
+
+def _write_atomic(path: Path, data: bytes, hidden: str | None = None) -> None:
+    """Write ``data`` to a temporary file beside ``path`` and rename it over ``path``; on any
+    failure the temporary file is removed and the error raised."""
+    tmp = path.with_name(hidden or f".lore-{path.name}.tmp")
+    try:
+        fd = open_private(tmp)
+        try:
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` (a write cut short is continued; one that writes nothing raises
+    ENOSPC, as a full disk does)."""
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        if n <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        view = view[n:]
+
+
+def _remove_if_stale(path: Path) -> None:
+    try:
+        st = path.lstat()
+        if stat.S_ISREG(st.st_mode) and time.time() - st.st_mtime > STALE_TMP_SECONDS:
+            path.unlink()
+    except OSError:
+        pass
+
+
+def _lines(path: Path, tail: int | None = None) -> list[bytes]:
+    """The lines of a regular file (its last ``tail`` bytes), never blocking on a pipe."""
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError:
+        return []
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return []
+        start = max(0, st.st_size - tail) if tail else 0
+        data = os.pread(fd, st.st_size - start, start) if st.st_size > start else b""
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
+    lines = data.splitlines()
+    return lines[1:] if start and lines else lines  # the first may be cut by the tail
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0

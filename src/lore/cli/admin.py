@@ -6,7 +6,7 @@ import json
 import sys
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -26,6 +26,9 @@ from lore.cli.common import (
 )
 from lore.private import open_private, private_dir
 
+if TYPE_CHECKING:
+    from lore.api import Lore
+
 CONFIG_TEMPLATE = """\
 # Lore configuration. Every key is optional; `lore config show` prints the effective values.
 # ${VAR} and ${VAR:-default} are replaced by environment variables.
@@ -37,9 +40,13 @@ embedding:
 
 search:
   default_limit: 10
-  vector_weight: 0.7          # RRF weight of the meaning signal
-  fts_weight: 0.3             # RRF weight of the keyword signal
   anti_context: exclude       # exclude | demote
+
+# llm:                        # a language model judges what is a lesson (docs/llm.md)
+#   provider: claude-cli      # anthropic | openai | claude-cli
+
+# Search and ranking weights are tuning constants chosen by benchmarks, not settings:
+# `lore config show --all` lists them (docs/configuration.md#tuning-constants).
 
 tag_aliases:
   js: javascript
@@ -95,7 +102,7 @@ def admin_init(ctx: click.Context, json_: bool) -> None:
 @admin.command("stats")
 @json_option
 @with_lore
-def admin_stats(lore: Any, json_: bool) -> None:
+def admin_stats(lore: Lore, json_: bool) -> None:
     """Counts by kind, status, confidence and project; size, model, searches.
 
     \b
@@ -201,7 +208,7 @@ def admin_import(ctx: click.Context, lines: list[str], skip_invalid: bool, json_
                    "deleted first); without it a target holding Lore data is refused.")
 @json_option
 @with_lore
-def admin_migrate_to(lore: Any, target: str, force: bool, json_: bool) -> None:
+def admin_migrate_to(lore: Lore, target: str, force: bool, json_: bool) -> None:
     """Copy the whole database to another one: a Postgres server or an SQLite file.
 
     Everything travels: lessons with their tags, contexts, examples, evidence and vectors,
@@ -230,7 +237,7 @@ def admin_migrate_to(lore: Any, target: str, force: bool, json_: bool) -> None:
 @click.argument("lesson_id")
 @click.argument("visibility", type=click.Choice(["personal", "project", "team"]))
 @with_lore
-def admin_visibility(lore: Any, lesson_id: str, visibility: str) -> None:
+def admin_visibility(lore: Lore, lesson_id: str, visibility: str) -> None:
     """Set who finds a lesson in a shared database: personal (you), project or team.
 
     Rules learned from your corrections start personal; lessons added by hand start team.
@@ -267,7 +274,7 @@ def _read_lines(ctx: click.Context, param: click.Parameter, file: str) -> list[s
 @yes_option("retag lessons")
 @json_option
 @with_lore
-def admin_merge_tags(lore: Any, old: str, new: str, yes: bool, json_: bool) -> None:
+def admin_merge_tags(lore: Lore, old: str, new: str, yes: bool, json_: bool) -> None:
     """Retag every lesson tagged OLD as NEW, and remember OLD as an alias of NEW.
 
     It cannot be undone (NEW may already be on other lessons): asks first on a terminal; in a
@@ -289,7 +296,7 @@ def admin_merge_tags(lore: Any, old: str, new: str, yes: bool, json_: bool) -> N
 @click.option("--force", is_flag=True, help="Re-embed every lesson, not only missing or stale ones.")
 @json_option
 @with_lore
-def admin_reembed(lore: Any, force: bool, json_: bool) -> None:
+def admin_reembed(lore: Lore, force: bool, json_: bool) -> None:
     """Rebuild vectors with the configured model (after changing embedding.model).
 
     \b
@@ -310,7 +317,10 @@ def admin_reembed(lore: Any, force: bool, json_: bool) -> None:
 @json_option
 @click.pass_context
 def admin_doctor(ctx: click.Context, json_: bool) -> None:
-    """Check the driver, sqlite-vec, FTS5, the model files, the config and the database.
+    """Check every moving part: database, model, Claude Code hooks and MCP, worker, model provider.
+
+    Each line is ok, a note (works; a suggestion beside it) or FAIL with the fix; the exit
+    status is 1 when anything failed. `lore doctor` and `lore admin doctor` are the same.
 
     \b
     Example:
@@ -323,6 +333,6 @@ def admin_doctor(ctx: click.Context, json_: bool) -> None:
         emit_json([c.to_dict() for c in checks])
     else:
         table(None, ["", "check", "detail", "fix"],
-              [["ok" if c.ok else "FAIL", c.name, c.detail, c.fix] for c in checks])
+              [[c.label, c.name, c.detail, c.fix] for c in checks])
     if not all(c.ok for c in checks):
         ctx.exit(1)

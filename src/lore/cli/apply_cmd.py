@@ -50,7 +50,9 @@ def apply(ctx: click.Context, dry_run: bool, project: str, global_: bool | None,
     Project rules go to the project's CLAUDE.md (rules tied to file types to
     .claude/rules/<topic>.md), global rules to ~/.claude/CLAUDE.md, and optionally every
     project rule to AGENTS.md. Only Lore's block changes; a rule rejected or superseded
-    since the last run leaves it. Running it twice changes nothing.
+    since the last run leaves it. Running it twice changes nothing. Every approved rule it
+    does not write here is named with why (another project's rule, the global file off, or
+    a line the file already holds).
 
     \b
     Examples:
@@ -67,6 +69,7 @@ def apply(ctx: click.Context, dry_run: bool, project: str, global_: bool | None,
         plan = lore.apply_plan(folder, Path.home(), local=local, agents_md=agents_md,
                                include_global=global_)
         diff = plan.diff()
+        left_out = lore.apply_left_out(folder, include_global=global_)
         written: list[str] = []
         if not dry_run and plan.changed:
             if not json_:
@@ -78,12 +81,14 @@ def apply(ctx: click.Context, dry_run: bool, project: str, global_: bool | None,
     if json_:
         emit_json({"project": folder, "dry_run": dry_run, "diff": diff,
                    "changed": [str(c.path) for c in plan.changed], "written": written,
-                   "skipped": skipped})
+                   "skipped": skipped, "not_written": left_out})
         return
     if dry_run:
         click.echo(diff, nl=False)
     for s in skipped:
         notice(f"left out {s['id']} in {s['file']}: {s['reason']}")
+    for r in left_out:
+        notice(f"not written: {r['id']} \"{r['title']}\": {r['reason']}")
     if not plan.changed:
         notice("nothing to change: the files already hold the approved rules")
     elif dry_run:

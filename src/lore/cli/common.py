@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -119,6 +118,11 @@ def settings(ctx: click.Context) -> Settings:
         s.sources["database"] = "--db"
         check_database_path(s)
     obj["resolved_db"] = s.db_location
+    if s.tuned and not obj.get("tuning_noticed"):
+        obj["tuning_noticed"] = True
+        what = "is a tuning constant" if len(s.tuned) == 1 else "are tuning constants"
+        notice(f"config: {', '.join(s.tuned)} {what} chosen by benchmarks, not a setting "
+               "(docs/configuration.md#tuning-constants); your value is used")
     return s
 
 
@@ -266,7 +270,7 @@ def console() -> Any:
 def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     from rich.table import Table
 
-    t = Table(title=title, show_lines=False, header_style="bold")
+    t = Table(title=title, show_lines=False, header_style="bold", show_header=any(columns))
     for col in columns:
         t.add_column(col, overflow="fold", max_width=80)
     for row in rows:
@@ -331,19 +335,27 @@ def split_multi(values: Sequence[str]) -> list[str]:
     return out
 
 
+def scope_label(project: str | None, many: bool) -> str:
+    """A list's scope column: "global", else "project", or the project's folder (``~`` for the
+    home folder) when the list holds rules of more than one project."""
+    if project is None:
+        return "global"
+    if not many:
+        return "project"
+    home = str(Path.home())
+    return "~" + project[len(home):] if project.startswith(home + os.sep) else project
+
+
 def resolve_project(value: str | None) -> str | None:
-    """'.' means the current project: the git top level of the cwd, else the cwd."""
+    """'.' means the current project; a folder means its project: the git top level of the
+    folder, else the folder (``normalize.project_root``, as every face resolves it). Any other
+    value (a project recorded on another machine) is kept as given."""
+    from lore.normalize import project_root
+
     if value is None:
         return None
     if value in (".", "here"):
-        try:
-            top = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True,
-                                 text=True, timeout=5, check=False)
-            if top.returncode == 0 and top.stdout.strip():
-                return str(Path(top.stdout.strip()).resolve())
-        except (OSError, subprocess.SubprocessError):
-            pass
-        return str(Path.cwd().resolve())
-    if os.path.isdir(value):
-        return str(Path(value).resolve())
+        return project_root(str(Path.cwd()))
+    if os.path.isdir(os.path.expanduser(value)):
+        return project_root(value)
     return value

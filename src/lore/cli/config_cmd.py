@@ -18,19 +18,22 @@ def config_group() -> None:
 
 
 @config_group.command("show")
+@click.option("--all", "all_", is_flag=True,
+              help="Also the tuning constants benchmarks chose (search and ranking weights).")
 @json_option
 @click.pass_context
-def config_show(ctx: click.Context, json_: bool) -> None:
+def config_show(ctx: click.Context, all_: bool, json_: bool) -> None:
     """Every effective setting with its origin: default, the config file, or a LORE_* variable.
 
     \b
-    Example:
+    Examples:
       LORE_EMBEDDING_MODEL=text-embedding-3-small lore config show
+      lore config show --all
     """
     from lore.config import effective
 
     s = settings(ctx)
-    rows = effective(s)
+    rows = effective(s, tuning=all_)
     if json_:
         emit_json({"config_file": str(s.config_path), "home": str(s.home),
                    "database": s.db_shown,

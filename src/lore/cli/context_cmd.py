@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from lore.cli.common import LoreGroup, emit_json, json_option, notice, with_lore
+
+if TYPE_CHECKING:
+    from lore.api import Lore
 
 
 @click.group("context", cls=LoreGroup)
@@ -25,7 +28,7 @@ def context_group() -> None:
               help="How many recent session starts.")
 @json_option
 @with_lore
-def context_show(lore: Any, session_id: str | None, limit: int, json_: bool) -> None:
+def context_show(lore: Lore, session_id: str | None, limit: int, json_: bool) -> None:
     """Show what SessionStart injected: the lessons given, those the size budget left out,
     their sizes, the session and the time (latest first).
 

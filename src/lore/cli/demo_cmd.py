@@ -7,11 +7,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from lore.cli.common import LoreCommand, console
+from lore.normalize import clip_words
+
+if TYPE_CHECKING:
+    from lore.api import Lore
 
 
 @click.command("demo", cls=LoreCommand)
@@ -111,7 +115,7 @@ EXCHANGES = [  # (the agent's turn, what the user typed back)
 ]
 
 
-def _learning(c: Any, lore: Any) -> None:
+def _learning(c: Any, lore: Lore) -> None:
     """What the worker does with the messages the hooks queue, shown on a few exchanges."""
     from rich.markup import escape
 
@@ -124,7 +128,7 @@ def _learning(c: Any, lore: Any) -> None:
         what = out.action
         if out.lesson is not None:
             what += f" -> {out.lesson.title} [{out.lesson.status}, score {out.lesson.score:.2f}]"
-        c.print(f"  [dim]agent:[/dim] {escape(agent[:70])}")
+        c.print(f"  [dim]agent:[/dim] {escape(clip_words(agent, 72))}")
         c.print(f"  [bold]user:[/bold]  {escape(user)}")
         c.print(f"         [cyan]{escape(what)}[/cyan]")
     c.print("\nThe next session in that project starts with:")
@@ -132,10 +136,10 @@ def _learning(c: Any, lore: Any) -> None:
     c.print()
 
 
-def _most_linked(lore: Any, ids: dict[str, str]) -> str:
+def _most_linked(lore: Lore, ids: dict[str, str]) -> str:
     return max(ids.values(), key=lambda i: (len(lore.get_lesson(i).edges), i))
 
 
-def _farthest(lore: Any, start: str) -> str | None:
+def _farthest(lore: Lore, start: str) -> str | None:
     found = lore.related(start, depth=6)
     return max(found, key=lambda r: (r.depth, r.id)).id if found else None

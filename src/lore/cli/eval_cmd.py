@@ -52,6 +52,9 @@ def eval_locomo(ctx: click.Context, file: Path, as_of_last_session: bool, json_:
     table(None, ["category", "questions", "@5", "@10"],
           [[c, v["questions"], v["recall@5"], v["recall@10"]]
            for c, v in result["categories"].items()])
+    table(None, ["conversation", "questions", "@5", "@10"],
+          [[c, v["questions"], v["recall@5"], v["recall@10"]]
+           for c, v in result["conversations"].items()])
 
 
 @eval_group.command("corrections")
@@ -61,9 +64,15 @@ def eval_locomo(ctx: click.Context, file: Path, as_of_last_session: bool, json_:
               show_default=True, help="The worker's detector or the hooks' pre-filter.")
 @click.option("--threshold", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               help="Probability above which a message counts (default: the trained one).")
+@click.option("--judge-prompts", type=click.Path(path_type=Path, file_okay=False),
+              help="Write every request the judge would be sent, one file per request, into this "
+                   "new or empty folder, and stop.")
+@click.option("--judge-replies", type=click.Path(path_type=Path, file_okay=False),
+              help="Read the judge's reply to each request from this folder (same file names) and "
+                   "score detector + judge against the detector alone.")
 @json_option
 def eval_corrections(files: tuple[Path, ...], show_errors: bool, detector: str, threshold: float | None,
-                     json_: bool) -> None:
+                     judge_prompts: Path | None, judge_replies: Path | None, json_: bool) -> None:
     """Precision, recall and F1 of correction detection on labelled JSON Lines files.
 
     Several files are scored together. Each line: {"text": ..., "label":
@@ -75,8 +84,57 @@ def eval_corrections(files: tuple[Path, ...], show_errors: bool, detector: str, 
       lore eval corrections corrections-dev.jsonl --show-errors
       lore eval corrections corrections-dev.jsonl --detector prefilter --json
       lore eval corrections first.jsonl second.jsonl
+      lore eval corrections labelled.jsonl --judge-prompts prompts/
+      lore eval corrections labelled.jsonl --judge-replies replies/
+
+    With --judge-prompts, each session's messages that pass the detector's filter
+    threshold are written as the judge's request, exactly as Lore would send it
+    (NNN-<session>.md: a SYSTEM part, then a USER part). Have any model answer each
+    file on its own and save the reply as replies/<same name>.md; --judge-replies
+    then reports both figures. Tokens are estimated at 4 characters a token.
     """
-    from lore.measure.corrections import evaluate
+    from lore.measure.corrections import evaluate, judge_figures, write_judge_prompts
+
+    if judge_prompts is not None and judge_replies is not None:
+        raise click.UsageError("give --judge-prompts or --judge-replies, not both")
+    if judge_prompts is not None:
+        written = write_judge_prompts(list(files), judge_prompts)
+        if json_:
+            emit_json(written)
+            return
+        click.echo(f"wrote {written['requests']} requests ({written['messages_judged']} of "
+                   f"{written['messages']} messages, about {written['input_tokens']} input tokens) "
+                   f"to {written['folder']}; save the reply to NAME.md as NAME.md in the replies folder")
+        return
+    if judge_replies is not None:
+        got = judge_figures(list(files), judge_replies)
+        if not show_errors:
+            got["error_count"] = len(got.pop("errors"))
+            got.pop("rules")
+        if json_:
+            emit_json(got)
+            return
+        d, j = got["detector"], got["detector_and_judge"]
+        table(f"Correction detection, {got['messages']} messages: detector alone and with the judge",
+              ["", "P", "R", "F1", "durable P", "durable R"],
+              [["detector", d["precision"], d["recall"], d["f1"], d["durable"]["precision"],
+                d["durable"]["recall"]],
+               ["detector + judge", j["precision"], j["recall"], j["f1"], j["durable"]["precision"],
+                j["durable"]["recall"]]])
+        t = got["tokens"]
+        click.echo(f"judged {got['messages_judged']} messages (filter threshold "
+                   f"{got['filter_threshold']}, {got['positives_reaching_the_judge']} of the positives) "
+                   f"in {got['requests']} requests; replies read {got['replies_read']}, missing "
+                   f"{len(got['replies_missing'])}, unreadable {len(got['replies_unreadable'])}; items "
+                   f"dropped for an invented quote {got['items_with_invented_quotes']}, messages "
+                   f"unanswered {got['messages_unanswered']}")
+        click.echo(f"tokens per judged message ({t['approximation']}): input "
+                   f"{t['input_per_judged_message']}, output {t['output_per_judged_message']}")
+        for e in got.get("errors", []):
+            click.echo(f"[{e['label']} judged {e['judged']}] {e['text']}")
+        for r in got.get("rules", []):
+            click.echo(f"rule: {r['rule']}  <- {r['text'][:120]}")
+        return
 
     result = evaluate(list(files), detector, threshold)
     if not show_errors:

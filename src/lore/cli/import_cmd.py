@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from lore.cli.common import LoreGroup, emit_json, json_option, notice, with_lore
+
+if TYPE_CHECKING:
+    from lore.api import Lore
 
 
 @click.group("import", cls=LoreGroup)
@@ -27,7 +30,7 @@ def import_group() -> None:
               help="Claude Code's folder (default: $CLAUDE_CONFIG_DIR, else ~/.claude).")
 @json_option
 @with_lore
-def import_claude_memory(lore: Any, dry_run: bool, claude_home: str | None, json_: bool) -> None:
+def import_claude_memory(lore: Lore, dry_run: bool, claude_home: str | None, json_: bool) -> None:
     """Add Claude Code's auto-memory entries (~/.claude/projects/*/memory/) as proposed
     lessons for review, each with its file and date as evidence.
 

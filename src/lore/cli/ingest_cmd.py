@@ -81,15 +81,24 @@ def _run(lore: Any, roots: list[Path], no_embed: bool, wait: bool, quiet: bool) 
         started = start_background(lore.settings)
         report.background = left
         if not quiet:
-            notice(f"{left:,} chunks to embed (about {left / CHUNKS_PER_SECOND / 60:.0f} min): "
+            notice(f"{left:,} chunks to embed (about {_duration(left / CHUNKS_PER_SECOND)}): "
                    f"the background worker {'was started and ' if started else ''}embeds them. "
                    "Keyword search works now; search by meaning covers what is embedded so "
                    "far; `lore worker status` shows what is left")
         return report
+    if left and not quiet:
+        notice(f"embedding {left:,} chunks (about {_duration(left / CHUNKS_PER_SECOND)}); "
+               "Ctrl-C keeps what is done, `lore ingest` goes on later")
     bar, update = progress_bar("embedding")
     with bar:
         report.embedded = lore.conversations.embed_pending(update)
     return report
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{max(seconds, 1):.0f} s"
+    return f"{seconds / 60:.0f} min"
 
 
 def _learn(lore: Any, roots: list[Path]) -> dict[str, Any]:
@@ -103,6 +112,9 @@ def _learned(learned: dict[str, Any]) -> None:
     actions = ", ".join(f"{n} {a}" for a, n in sorted(learned["actions"].items()))
     notice(f"learning: {learned['messages']} typed messages ({actions}); {learned['rules']} rules "
            f"({statuses}); see them with `lore review`")
+    if learned.get("judge_error"):
+        notice(f"the judge is unavailable ({learned['judge_error']}); the messages it has not read "
+               "wait for `lore learn judge`")
 
 
 def _summary(report: Any) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
-from lore.cli.common import LoreCommand, notice
+from lore.cli.common import LoreCommand, notice, settings
 
 SCOPE = click.option("--scope", type=click.Choice(["user", "project", "local"]), default="user",
                      show_default=True,
@@ -15,14 +17,17 @@ SCOPE = click.option("--scope", type=click.Choice(["user", "project", "local"]),
 DRY = click.option("--dry-run", is_flag=True, help="Show the diff and change nothing.")
 
 
-def _run(scope: str, dry_run: bool, remove: bool) -> None:
+def _run(scope: str, dry_run: bool, remove: bool, judge: Any = None) -> None:
     from lore.errors import LoreError
     from lore.install import apply, lore_command, plan
 
     try:
         changes = plan(scope, Path.home(), Path.cwd().resolve(), lore_command(), remove=remove)
+        if judge is not None:
+            changes.append(judge())
     except LoreError as exc:
         raise click.ClickException(str(exc)) from None
+    changes = [c for c in changes if c.changed]
     if not changes:
         notice("nothing to change: " + ("Lore is not installed there" if remove
                                         else "Lore is already installed"))
@@ -36,20 +41,95 @@ def _run(scope: str, dry_run: bool, remove: bool) -> None:
         notice(f"backup: {backup}")
     for c in changes:
         notice(("updated " if c.before is not None else "created ") + str(c.path))
+    if not remove:
+        notice(NEXT_STEPS)
+
+
+NEXT_STEPS = """
+Next:
+  Start a new Claude Code session and work as usual: Lore notices your corrections.
+  lore status     what was learned and what waits for you
+  lore review     approve or reject the rules Lore proposes
+  lore apply      write the approved rules into CLAUDE.md
+  lore doctor     check hooks, worker, MCP server and model if something seems off"""
 
 
 @click.command("install", cls=LoreCommand)
 @SCOPE
 @DRY
-def install(scope: str, dry_run: bool) -> None:
-    """Add Lore's hooks and MCP server to Claude Code's settings (keeps everything else).
+@click.option("--judge", type=click.Choice(["claude-cli", "anthropic", "openai", "none"]),
+              help="The language model that decides what a session teaches (asked on a terminal): "
+                   "your own `claude -p`, the Anthropic API, an OpenAI-compatible server such as "
+                   "Ollama, or none (the detector alone).")
+@click.option("--judge-model", help="The judge's model (default: haiku, claude-haiku-4-5 or "
+              "llama3.1:8b).")
+@click.option("--judge-url", help="The OpenAI-compatible server's URL (default: Ollama's "
+              "http://localhost:11434/v1).")
+@click.option("--judge-budget", type=click.IntRange(min=0), default=None,
+              help="Tokens a day the judge may spend (default 200000).")
+@click.pass_context
+def install(ctx: click.Context, scope: str, dry_run: bool, judge: str | None, judge_model: str | None,
+            judge_url: str | None, judge_budget: int | None) -> None:
+    """Add Lore's hooks and MCP server to Claude Code's settings (keeps everything else),
+    and set up the judge.
+
+    The judge is a language model that reads each finished session's candidate
+    messages (one request a session, secrets redacted) and decides what is a lesson
+    and how its rule reads. On a terminal Lore asks which one to use; otherwise give
+    --judge. It writes the llm: section of Lore's config.yaml (backed up first).
 
     \b
     Examples:
       lore install --dry-run
       lore install --scope project
+      lore install --judge claude-cli
+      lore install --judge openai --judge-model qwen2.5:7b
     """
-    _run(scope, dry_run, remove=False)
+    from lore.install import JUDGE_BUDGET
+
+    chosen = judge or _ask_judge(dry_run)
+    if chosen in (None, "none"):
+        if chosen is None:
+            notice("the judge is not set up: the detector decides alone; add one with "
+                   "`lore install --judge claude-cli|anthropic|openai`")
+        _run(scope, dry_run, remove=False)
+        return
+    target = settings(ctx).config_path
+
+    def change() -> Any:
+        from lore.install import judge_block, judge_change
+
+        return judge_change(target, judge_block(chosen, model=judge_model, base_url=judge_url,
+                                                budget=JUDGE_BUDGET if judge_budget is None
+                                                else judge_budget))
+
+    _run(scope, dry_run, remove=False, judge=change)
+    if not dry_run:
+        notice("check the judge with `lore llm check`")
+
+
+def _interactive() -> bool:
+    return sys.stdin.isatty()
+
+
+def _ask_judge(dry_run: bool) -> str | None:
+    """On a terminal: which judge, with what it costs. Elsewhere: None (not asked)."""
+    import shutil
+
+    from lore.install import JUDGE_BUDGET, JUDGE_TOKENS, JUDGES
+
+    if dry_run or not _interactive():
+        return None
+    median, p90 = JUDGE_TOKENS
+    click.echo("Lore can have a language model judge what each session teaches (one request per "
+               f"finished session: about {median:,} tokens, {p90:,} at the p90; secrets are "
+               f"redacted first; at most {JUDGE_BUDGET:,} tokens a day).")
+    names = [*JUDGES, "none"]
+    for name in names:
+        about = JUDGES[name][4] if name in JUDGES else "no model: the detector decides alone"
+        click.echo(f"  {name:<11} {about}")
+    default = "claude-cli" if shutil.which("claude") else "none"
+    return str(click.prompt("judge", type=click.Choice(names), default=default))
 
 
 @click.command("uninstall", cls=LoreCommand)

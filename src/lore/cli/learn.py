@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -163,6 +164,9 @@ def learn_add(lore: Any, title: str | None, content: str | None, json_: bool,
               **opts: Any) -> None:
     """Add a lesson: a title and its content (argument, --content-file, or '-' for stdin).
 
+    It holds in the current project (the git top level of the folder, else the folder) unless
+    --project names another or --global makes it hold everywhere.
+
     With --from-json, TITLE may be left out: the object's "title" is used (and wins over
     TITLE when both are given).
 
@@ -174,6 +178,8 @@ def learn_add(lore: Any, title: str | None, content: str | None, json_: bool,
       lore learn add --from-json lesson.json
     """
     fields = collect_fields(opts, updating=False)
+    if "project" not in fields:  # every way of adding a rule: the current project by default
+        fields["project"] = resolve_project(".")
     fields["title"] = fields.get("title") or title
     if fields["title"] is None:
         raise click.UsageError("give a TITLE (or a \"title\" in the --from-json object)")
@@ -294,6 +300,37 @@ def learn_unlink(lore: Any, from_id: str, to_id: str, relation: str | None, yes:
         notice(f"removed {removed} link(s)")
 
 
+@learn.command("scope")
+@click.argument("lesson_id")
+@click.option("--project", help="The project it holds in (a folder; '.' = the current one).")
+@click.option("--global", "global_", is_flag=True, help="Every project.")
+@json_option
+@with_lore
+def learn_scope(lore: Any, lesson_id: str, project: str | None, global_: bool,
+                json_: bool) -> None:
+    """Move a lesson or rule to another project, or make it global.
+
+    A folder means its project: the git top level of the folder, else the folder. Run
+    `lore apply` afterwards to write the rule where it now belongs.
+
+    \b
+    Examples:
+      lore learn scope 01JD8X3Q5M4Z2Y7T6R1W0V9K8J --global
+      lore learn scope 01JD8X3Q5M4Z2Y7T6R1W0V9K8J --project ~/src/shop
+    """
+    if global_ == (project is not None):
+        raise click.UsageError("give either --global or --project PATH")
+    if project is not None and not os.path.isdir(os.path.expanduser(project)):
+        raise click.BadParameter(f"no such folder: {project}", param_hint="--project")
+    scope = "" if global_ else resolve_project(project)
+    lesson = lore.update_lesson(lesson_id.strip(), project=scope)
+    if json_:
+        emit_json(lesson.to_dict())
+        return
+    click.echo(lesson.id)
+    notice(f"{lesson.title}: {'global' if lesson.project is None else lesson.project}")
+
+
 @learn.command("correction")
 @click.argument("text", callback=stdin_text)
 @click.option("--previous", help="What the agent said or proposed that the user corrected.")
@@ -347,3 +384,66 @@ def learn_correction(lore: Any, text: str, previous: str | None, project: str | 
         notice(f"{outcome.notice()} ({lesson.title}, score {lesson.score:.2f}; see `lore review`)")
         return
     notice(f"{verb}: {lesson.title} [{lesson.status}, score {lesson.score:.2f}]")
+
+
+def _since(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    from datetime import datetime
+
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(f"'{value}' is not a date (YYYY-MM-DD or an ISO time)") from None
+    return value
+
+
+@learn.command("judge")
+@click.option("--session", "session_id", help="Only the messages of this session.")
+@click.option("--since", callback=_since, help="Only messages captured on or after this date "
+              "(YYYY-MM-DD or an ISO time).")
+@click.option("--dry-run", is_flag=True, help="Print each request exactly as it would be sent, "
+              "and send nothing.")
+@json_option
+@with_lore
+def learn_judge(lore: Any, session_id: str | None, since: str | None, dry_run: bool,
+                json_: bool) -> None:
+    """Have the language model judge the messages that wait for it.
+
+    With a model configured (llm.provider), the detector passes the messages that may
+    teach something to the judge, which decides the label, whether it lasts and the rule
+    line; the worker asks it when a session ends. Messages a provider error or a spent
+    budget left waiting are judged here (`lore worker status` counts them). One request
+    per session holds its messages, each with the agent turn it answers, secrets
+    redacted and cut to llm.max_input_tokens.
+
+    \b
+    Examples:
+      lore learn judge --dry-run
+      lore learn judge --since 2026-01-01 --json
+      lore learn judge --session 5f1c…
+    """
+    from lore.errors import ProviderError
+
+    report = lore.learner.judge_waiting(session_id=session_id, since=since, dry_run=dry_run)
+    if dry_run:
+        if json_:
+            emit_json({"requests": report.requests})
+        elif report.requests:
+            click.echo("\n".join(report.requests), nl=False)
+        else:
+            notice("nothing waits for the judge")
+        return
+    if json_ and report.error is None:
+        emit_json(report.to_dict())
+        return
+    if report.error is not None:
+        raise ProviderError(f"the judge is unavailable ({report.error}); {report.waiting} messages "
+                            "keep waiting")
+    if not report.messages and not report.waiting:
+        notice("nothing waits for the judge")
+        return
+    actions = ", ".join(f"{n} {a}" for a, n in sorted(report.to_dict()["actions"].items()))
+    notice(f"judged {report.messages} messages in {report.sessions} sessions ({actions or 'nothing'})"
+           + (f"; {report.invented} dropped for a quote not in the message" if report.invented else "")
+           + (f"; {report.waiting} still waiting" if report.waiting else ""))

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from lore.cli.common import LoreGroup, emit_json, json_option, settings, table
+from lore.normalize import clip_words
 
 
 @click.group("llm", cls=LoreGroup)
@@ -23,6 +26,10 @@ def llm_group() -> None:
 def llm_check(ctx: click.Context, json_: bool) -> None:
     """Make one tiny call to the configured model; print provider, model, latency and tokens.
 
+    With the judge on (learning.judge, the default), it is also asked about one plain
+    correction and must keep it with a rule line quoting the message; a reply it cannot
+    read or a wrong verdict fails the check.
+
     \b
     Example:
       ANTHROPIC_API_KEY=... lore llm check
@@ -33,15 +40,54 @@ def llm_check(ctx: click.Context, json_: bool) -> None:
     provider = open_provider(s.config.llm, s.home)
     request = Request.ask("Reply with the single word: ok", max_tokens=16, purpose="check")
     done = provider.complete(request)
-    reply = " ".join(done.text.split())[:60]
+    reply = clip_words(done.text, 60)
+    judged = _judge_probe(provider) if s.config.learning.judge else None
     if json_:
         emit_json({"provider": provider.name, "model": done.model, "latency_s": round(done.latency_s, 3),
                    "input_tokens": done.input_tokens, "output_tokens": done.output_tokens,
-                   "estimated": done.estimated, "attempts": done.attempts, "reply": reply})
+                   "estimated": done.estimated, "attempts": done.attempts, "reply": reply,
+                   "judge": judged})
         return
     guess = " (estimated)" if done.estimated else ""
     click.echo(f"provider {provider.name}  model {done.model}  latency {done.latency_s:.2f} s  "
                f"tokens {done.input_tokens} in / {done.output_tokens} out{guess}  reply {reply!r}")
+    if judged is not None:
+        click.echo(f"judge: {judged['verdict']}  ({judged['input_tokens']} tokens in, about "
+                   f"{judged['output_tokens']} out, {judged['latency_s']:.2f} s)")
+
+
+# One exchange every judge must get right: a correction naming the alternative and a reason.
+PROBE_TURN = "I added a Redis container to docker-compose for the session store."
+PROBE_MESSAGE = "no, don't use Redis for sessions, use local files: we deploy on a single box"
+
+
+def _judge_probe(provider: Any) -> dict[str, Any]:
+    """Ask the judge about one known correction; a reply it cannot read or a wrong verdict is
+    an error (the judge would decide badly on real sessions too)."""
+    import time
+
+    from lore.errors import UnusableReply
+    from lore.llm.base import estimate_tokens
+    from lore.llm.judge import Candidate, batches, parse
+
+    [batch] = batches([Candidate("probe", PROBE_MESSAGE, PROBE_TURN)])
+    started = time.monotonic()
+    done = provider.complete(batch.request)
+    took = time.monotonic() - started
+    try:
+        got = parse(done.text, batch)
+    except ValueError as exc:
+        raise UnusableReply(f"{provider.name}: the judge's reply could not be read ({exc}); try a "
+                            "larger model (llm.model)") from None
+    if got.invented or not got.verdicts or not got.verdicts[0].positive or not got.verdicts[0].rule:
+        why = ("it quoted words that are not in the message" if got.invented else
+               "it did not keep the correction or wrote no rule")
+        raise UnusableReply(f"{provider.name}: the judge got a plain correction wrong ({why}); try a "
+                            "larger model (llm.model)")
+    v = got.verdicts[0]
+    return {"verdict": f"{v.label}, durable: {v.rule!r}", "rule": v.rule, "label": v.label,
+            "input_tokens": batch.input_tokens, "output_tokens": estimate_tokens(done.text),
+            "latency_s": round(took, 3)}
 
 
 @llm_group.command("usage")

@@ -13,6 +13,7 @@ from lore.cli.common import (
     json_option,
     notice,
     resolve_project,
+    scope_label,
     split_multi,
     table,
     with_lore,
@@ -41,7 +42,8 @@ def recall() -> None:
 @click.option("--kind", multiple=True, help="Only these kinds.")
 @click.option("--status", multiple=True,
               help="Only these statuses (default: active; 'all' for every status).")
-@click.option("--project", help="This project's lessons and the global ones ('.' = current).")
+@click.option("--project", help="This project's lessons and the global ones ('.' = current; "
+              "'all' or none: every project).")
 @click.option("--file-type", multiple=True, help="Lessons for this file type and general ones.")
 @click.option("--mode", type=click.Choice(["hybrid", "keyword", "vector"]), default="hybrid",
               show_default=True, help="Ranking: both signals, or one alone for comparison.")
@@ -69,7 +71,8 @@ def recall_search(lore: Any, query: str, limit: int | None, tag: tuple[str, ...]
     filters = Filters(
         tags=tuple(split_multi(tag)), contexts=context, min_confidence=min_confidence,
         sources=tuple(split_multi(source)), kinds=tuple(split_multi(kind)), statuses=statuses,
-        project=resolve_project(project), file_types=tuple(split_multi(file_type)),
+        project=None if project and project.lower() in ("all", "*") else resolve_project(project),
+        file_types=tuple(split_multi(file_type)),
     )
     # A read-only database (its home is not writable) still answers; usage is not counted.
     track = not no_track and not lore.read_only
@@ -285,7 +288,7 @@ def recall_preferences(lore: Any, project: str | None, file_type: str | None,
     """
     all_projects = project is not None and project.lower() in ("all", "*")
     scope = None if all_projects else resolve_project(project or ".")
-    lessons = lore.learner.preferences(scope, all_projects=all_projects, file_type=file_type,
+    lessons = lore.preferences(scope, all_projects=all_projects, file_type=file_type,
                                          statuses=status or ("active", "proposed"), limit=limit)
     if json_:
         emit_json({"project": scope, "preferences": [p.to_dict() for p in lessons]})
@@ -293,6 +296,7 @@ def recall_preferences(lore: Any, project: str | None, file_type: str | None,
     if not lessons:
         notice("no preferences yet" + (f" for {scope}" if scope else ""))
         return
+    many = len({p.project for p in lessons if p.project is not None}) > 1
     rows = []
     for p in lessons:
         meta = p.metadata.get("learning") or {}
@@ -300,7 +304,7 @@ def recall_preferences(lore: Any, project: str | None, file_type: str | None,
                      if e.relation == "contradicts"]
         rows.append([p.id, p.status, f"{p.score:.2f}" if p.score is not None else "-",
                      meta.get("occurrences", "-"), p.title,
-                     ", ".join(p.file_types) or "-", "global" if p.project is None else "project",
+                     ", ".join(p.file_types) or "-", scope_label(p.project, many),
                      ", ".join(c[-6:] for c in conflicts) or ""])
     table(None, ["id", "status", "score", "seen", "rule", "files", "scope", "conflicts"], rows)
 
@@ -329,14 +333,25 @@ def recall_conversations(lore: Any, query: str, limit: int, project: str | None,
     """
     all_projects = project is not None and project.lower() in ("all", "*")
     scope = None if all_projects else resolve_project(project or ".")
-    hits = lore.conversations.search(query, project=scope, limit=limit, min_score=min_score,
-                                     decay=False if no_decay else None, mode=mode)
+    def search(where: str | None) -> list[Any]:
+        return lore.conversations.search(query, project=where, limit=limit, min_score=min_score,
+                                         decay=False if no_decay else None, mode=mode)
+
+    hits = search(scope)
+    elsewhere = bool(scope and not hits and not lore.conversations.has_project(scope))
+    if elsewhere:  # nothing was ever imported here: what every project holds is the next best
+        hits = search(None)
     if json_:
-        emit_json({"query": query, "project": scope,
+        emit_json({"query": query, "project": None if elsewhere else scope,
+                   **({"no_conversations_in": scope} if elsewhere else {}),
                    "results": [h.to_dict(explain=explain) for h in hits]})
         return
+    if elsewhere:
+        notice(f"no past conversations of {scope} were imported (lore ingest imports them); "
+               "results from every project:")
     if not hits:
-        notice("no conversations found" + (f" in {scope} (try --project all)" if scope else ""))
+        notice("no conversations found" + (f" in {scope} (try --project all)" if scope and
+                                           not elsewhere else ""))
         return
     table(None, ["chunk", "date", "session", "snippet", "score"],
           [[h.chunk_id, (h.date or "")[:10], h.session_id[:8], h.snippet, f"{h.score:.3f}"]

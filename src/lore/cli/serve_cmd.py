@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from lore.cli.common import LoreGroup, emit_json, json_option, notice, table, with_lore
+
+if TYPE_CHECKING:
+    from lore.api import Lore
 
 
 @click.group("serve", cls=LoreGroup, invoke_without_command=True)
@@ -46,7 +49,7 @@ def serve(ctx: click.Context, host: str, port: int, require_token: bool, run_sch
         from lore.web import serve as run
     except ImportError as exc:
         raise click.ClickException(f"the web server needs the `server` extra ({exc.name} is "
-                                   "missing): pip install 'lore-memory[server]'") from None
+                                   "missing): pip install 'loreloop[server]'") from None
     from lore.cli.common import settings
 
     def ready(tokens: bool, scheduler: Any) -> None:
@@ -93,7 +96,7 @@ def serve_token() -> None:
 @click.option("--name", help="A name to tell tokens apart (default: the scope).")
 @json_option
 @with_lore
-def serve_token_create(lore: Any, scope: str, name: str | None, json_: bool) -> None:
+def serve_token_create(lore: Lore, scope: str, name: str | None, json_: bool) -> None:
     """Make a token and print it once: only a salted hash is stored.
 
     \b
@@ -111,7 +114,7 @@ def serve_token_create(lore: Any, scope: str, name: str | None, json_: bool) -> 
 @serve_token.command("list")
 @json_option
 @with_lore
-def serve_token_list(lore: Any, json_: bool) -> None:
+def serve_token_list(lore: Lore, json_: bool) -> None:
     """List the tokens (never their secrets).
 
     \b
@@ -127,14 +130,14 @@ def serve_token_list(lore: Any, json_: bool) -> None:
         return
     table(None, ["id", "name", "scope", "created", "last used", "state"],
           [[t.id, t.name, t.scope, t.created_at[:16], (t.last_used_at or "-")[:16],
-            "active" if t.active else f"revoked {t.revoked_at[:10]}"] for t in tokens])
+            "active" if t.active else f"revoked {(t.revoked_at or '')[:10]}"] for t in tokens])
 
 
 @serve_token.command("revoke")
 @click.argument("token_id")
 @json_option
 @with_lore
-def serve_token_revoke(lore: Any, token_id: str, json_: bool) -> None:
+def serve_token_revoke(lore: Lore, token_id: str, json_: bool) -> None:
     """Revoke a token: requests carrying it get 401 from now on.
 
     \b

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from lore.cli.common import LoreGroup, emit_json, json_option, notice, with_lore
+
+if TYPE_CHECKING:
+    from lore.api import Lore
 
 
 @click.group("skills", cls=LoreGroup)
@@ -24,7 +27,7 @@ def skills_group() -> None:
 @skills_group.command("propose")
 @json_option
 @with_lore
-def skills_propose(lore: Any, json_: bool) -> None:
+def skills_propose(lore: Lore, json_: bool) -> None:
     """List the groups of approved lessons that could become a skill (same tag and project,
     similar in meaning). Nothing is written: choose one with `lore skills write`.
 
@@ -55,7 +58,7 @@ def skills_propose(lore: Any, json_: bool) -> None:
 @click.option("--dry-run", is_flag=True, help="Print the files as a diff; write nothing.")
 @json_option
 @with_lore
-def skills_write(lore: Any, choice: str, to_global: bool, dry_run: bool, json_: bool) -> None:
+def skills_write(lore: Lore, choice: str, to_global: bool, dry_run: bool, json_: bool) -> None:
     """Write the proposed skill NUMBER or NAME (from `lore skills propose`).
 
     The folder is checked before anything is written. A folder of the same name that Lore did

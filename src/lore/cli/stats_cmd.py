@@ -19,6 +19,7 @@ from lore.cli.common import (
     resolve_project,
     table,
 )
+from lore.normalize import clip_words
 
 
 @click.command("stats", cls=LoreCommand)
@@ -94,7 +95,7 @@ def stats(ctx: click.Context, rules_: bool, learning: bool, chart: str | None,
         emit_json(out)
         return
     if "rules" in out:
-        rows = [(r["id"], r["title"][:60], r["approved_at"][:10], r["re_corrected"],
+        rows = [(r["id"], clip_words(r["title"], 60), r["approved_at"][:10], r["re_corrected"],
                  f"{r['followed']}/{r['situations']}",
                  "RE-CORRECTED" if r["flagged"] else "") for r in out["rules"]]
         if rows:

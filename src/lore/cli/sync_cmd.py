@@ -73,6 +73,18 @@ def sync(ctx: click.Context, server: str | None, token: str | None, push_only: b
         emit_json(report.to_dict())
         return
     pushed = sum(report.pushed.values())
+    if report.behind:
+        notice("this device's database is behind the server's view of it (reset or restored "
+               f"from a backup?): sent what it holds from its cursor ({', '.join(report.behind)})")
+    if report.resent:
+        notice("the server lacked records it had acknowledged (restored from a backup, or "
+               f"another server): sent them again ({', '.join(report.resent)})")
+    if report.refused:
+        notice(f"the server left out {report.refused} records of sessions another device owns")
+    if report.skipped:
+        notice(f"not sent: {len(report.skipped)} lessons whose updated_at or created_at is not "
+               "believable (before 2000, more than a day ahead of this clock, or not a date); "
+               "fix the dates (or the clock) to send them: " + ", ".join(report.skipped[:5]))
     notice(f"synced with {report.server}: pushed {pushed} ({report.stored} new to the server, "
            f"{report.batches} batches), pulled {report.pulled} (added {report.merge.added}, "
            f"updated {report.merge.updated}, deleted {report.merge.deleted}, "

@@ -19,17 +19,26 @@ def worker() -> None:
 
 @worker.command("run")
 @click.option("--once", is_flag=True, help="Process what is queued, then exit.")
+@click.option("--idle-exit", type=click.IntRange(min=1), default=None, metavar="SECONDS",
+              help="Exit after SECONDS with nothing pending (a worker a hook starts uses "
+                   "$LORE_WORKER_IDLE_EXIT, default 600).")
 @click.pass_context
-def worker_run(ctx: click.Context, once: bool) -> None:
+def worker_run(ctx: click.Context, once: bool, idle_exit: int | None) -> None:
     """Run the worker in the foreground (SIGTERM finishes the event in hand, then exits).
 
     \b
     Example:
       lore worker run --once
     """
+    from lore.errors import AlreadyRunning
     from lore.worker import Worker
 
-    n = Worker(settings(ctx)).run(once=once)
+    try:
+        n = Worker(settings(ctx), idle_exit=idle_exit).run(once=once)
+    except AlreadyRunning:
+        if idle_exit is None:
+            raise
+        return  # two hooks started a worker at once: the other one serves the home
     notice(f"processed {n} events")
 
 
@@ -73,17 +82,24 @@ def worker_status(ctx: click.Context, json_: bool) -> None:
     estimated from the worker's last rate.
 
     Failed events are retried with backoff, then quarantined with the reason;
-    `lore worker requeue` puts quarantined events back in the queue.
+    `lore worker requeue` puts quarantined events back in the queue. Failures the
+    database raised (a full disk, a locked or corrupt file) are counted apart, with
+    the last one.
 
     \b
     Example:
       lore worker status --json
     """
+    from lore.errors import LoreError
     from lore.worker import Worker
 
     w = Worker(settings(ctx))
     st = w.status()
-    st["embedding_backlog"] = w.backlog()
+    try:
+        st["embedding_backlog"] = w.backlog()
+    except LoreError as exc:  # a full disk or a locked database: the queue is shown all the same
+        st["embedding_backlog"] = {"chunks": None, "rate": None, "eta_seconds": None,
+                                   "error": str(exc)}
     if json_:
         emit_json(st)
         return
@@ -94,8 +110,10 @@ def worker_status(ctx: click.Context, json_: bool) -> None:
         ["to embed", _backlog(st["embedding_backlog"], st["running"])],
         ["last event", f"{last.get('kind', '-')} {last.get('outcome', '')}".strip()],
         ["errors", st["errors"]["count"]],
+        ["database failures", _database(st["errors"]["database"])],
         ["retrying", len(st["retrying"])],
         ["quarantined", len(st["quarantined"])],
+        ["waiting for the judge", _judge_line(st.get("waiting_for_judge"))],
         ["log", st["log"]],
     ])
     for r in st["retrying"]:
@@ -105,8 +123,24 @@ def worker_status(ctx: click.Context, json_: bool) -> None:
         notice(f"quarantined {q['file']}: {q['reason']}")
 
 
+def _judge_line(w: dict | None) -> str:
+    """"3 messages in 1 session (budget spent …)", or "nothing"."""
+    if not w or not w["messages"]:
+        return "nothing"
+    text = f"{w['messages']} messages in {w['sessions']} sessions"
+    return text + (f" (last failure: {w['last_error']})" if w.get("last_error") else "")
+
+
+def _database(db: dict) -> str:
+    """"0", or "3 (last: OperationalError: database or disk is full)"."""
+    last = db.get("last") or {}
+    return f"{db['count']} (last: {last.get('reason', '?')})" if db["count"] else "0"
+
+
 def _backlog(b: dict, running: bool) -> str:
     """"1,234 chunks, about 3 min at 8.5 a second" (search by meaning covers the rest)."""
+    if b.get("error"):
+        return f"unknown ({b['error']})"
     if not b["chunks"]:
         return "nothing"
     text = f"{b['chunks']:,} chunks"

@@ -414,7 +414,7 @@ class Analyzer:
             "lesson_ids": [p.id for p in report.lessons if p.id], "error": report.error})
 
     def status(self, project: str | None = None) -> dict[str, Any]:
-        """Seed 000's monitoring figures: sessions seen, analysed and skipped (with why),
+        """The monitoring figures of the analysis: sessions seen, analysed and skipped (with why),
         entries per kind, today's tokens and cost, the last error."""
         from lore.llm import usage_today
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from lore.capture.ingest import Ingest, IngestReport
 from lore.config import Config
 from lore.core.embedding import Embedding, Progress
+from lore.normalize import project_root
 from lore.recall import conversations as recall
 from lore.recall.vectors import ChunkIndex, MemoryIndex
 from lore.store import Store
@@ -104,6 +105,10 @@ class Conversations:
         return self.importer.record_edits(session_id, project, transcript, edits)
 
     # ---- search -----------------------------------------------------------------------
+    def has_project(self, project: str) -> bool:
+        """Whether any imported conversation belongs to ``project``."""
+        return bool(self.store.chunk_ids(project))
+
     def search(self, query: str, *, project: str | None = None, limit: int = 5,
                min_score: float = 0.0, decay: bool | None = None, mode: str = "hybrid",
                now_: datetime | None = None) -> list[recall.ConversationHit]:
@@ -113,7 +118,7 @@ class Conversations:
         embed = (self.embedding.query_function()
                  if mode in ("hybrid", "vector") and query.strip() else None)
         return recall.search(self.store, cfg, query, embed, self.vectors, self.index,
-                             project=project,
+                             project=project_root(project),
                              limit=limit, min_score=min_score,
                              decay=cfg.decay if decay is None else decay, mode=mode,
                              at=now_ or datetime.now(UTC))

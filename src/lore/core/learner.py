@@ -7,9 +7,15 @@
     outcome.lesson      # the preference lesson, with evidence
     outcome.reason      # why nothing was learned, or why the rule stays a candidate
 
+With a language model configured, the judge (:mod:`lore.llm.judge`) decides: the detector
+only passes it the messages at or above its filter threshold, which wait (status 'judging')
+until their session ends; then one request holds the session's candidates and the judge's
+label, durable flag and rule line are learned from (:meth:`Learner.judge_waiting`). A
+provider error or a spent budget leaves them waiting. Without a model the detector decides.
+
 A rule is proposed only when it may be trusted (:mod:`lore.extract.worthy`): durable and
-specific, seen in two sessions, confirmed by the second opinion (an optional language model,
-asked only when the detector is unsure), or recorded with ``force``. Anything else is a
+specific, seen in two sessions, confirmed by the judge or the second opinion (a language
+model asked only when the detector is unsure), or recorded with ``force``. Anything else is a
 candidate, kept as evidence for review (:meth:`Learner.waiting`, :meth:`Learner.review`).
 
 The text work is in :mod:`lore.extract` (detector, rule shapes, redaction, silent fixes,
@@ -25,7 +31,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +49,7 @@ from lore.extract import Extractor
 from lore.extract.detect import Detection, detect, words_of
 from lore.extract.merge import CHANGE_OF_MIND, contradicts, may_restate, same_rule
 from lore.extract.score import confidence, status_for
-from lore.extract.shapes import Extracted
+from lore.extract.shapes import Extracted, names_what_was_said
 from lore.extract.worthy import refusal, worthiness
 from lore.ids import new_id, now
 from lore.models import Evidence, Lesson
@@ -58,6 +64,29 @@ log = logging.getLogger("lore.learner")
 
 # (message, the agent turn) -> a verdict with label, durable, confidence, rule, reason
 Opinion = Callable[[str, str | None], Any]
+JUDGING = "judging"  # a captured message's status while it waits for the judge
+MAX_KNOWN_RULES = 30  # the project's rules shown to the judge, so a restatement reinforces
+
+
+@dataclass(slots=True)
+class JudgeReport:
+    """What one pass of the judge did."""
+
+    sessions: int = 0            # sessions judged
+    messages: int = 0            # messages judged
+    outcomes: list[Outcome] = field(default_factory=list)
+    waiting: int = 0             # messages still waiting (an error, or left unanswered)
+    invented: int = 0            # items dropped: their quote is not in the message
+    error: str | None = None     # why the judge stopped (provider error, budget)
+    requests: list[str] = field(default_factory=list)  # a dry run: each request as it would go
+
+    def to_dict(self) -> dict[str, Any]:
+        actions: dict[str, int] = {}
+        for o in self.outcomes:
+            actions[o.action] = actions.get(o.action, 0) + 1
+        return {"sessions": self.sessions, "messages": self.messages, "actions": actions,
+                "waiting": self.waiting, "invented_quotes": self.invented, "error": self.error,
+                **({"requests": self.requests} if self.requests else {})}
 
 
 @dataclass(slots=True)
@@ -102,9 +131,14 @@ class Learner:
     """The learning pipeline of one store (the ``learner`` part of :class:`lore.api.Lore`)."""
 
     def __init__(self, store: Store, lessons: Lessons, embedding: Embedding,
-                 cfg: LearningConfig, opinion: Opinion | None = None) -> None:
+                 cfg: LearningConfig, opinion: Opinion | None = None,
+                 judge: Callable[[], Any] | None = None, judge_tokens: int = 8000) -> None:
         self.store = store
         self.opinion = opinion  # the second opinion (a language model), when one is configured
+        # Opens the judge's provider (a language model), when one is configured.
+        self.judge = judge if cfg.judge else None
+        self.judge_tokens = judge_tokens
+        self._judge_provider: Any = None
         self.log: logging.Logger = log  # the worker passes its own
         self.captured = store.corrections  # the captured messages
         self.lessons = lessons
@@ -169,19 +203,29 @@ class Learner:
             det = Detection(det.label if det.positive else "correction", True,
                             det.type or "explicit", det.probability, det.cues,
                             det.reason or "recorded as a correction by the caller")
+        elif self.judge is not None:
+            return self._await_judge(row, det)
         else:
             det, confirmed, rule_text = self._second_opinion(message, previous, det)
             why = refusal(message, det) if det.positive else ""
             if why:  # the words hold no rule, whatever the detector's cues
                 det = Detection("none", False, None, det.probability, det.cues, why, det.text)
+        return self._learn_rule(row, det, message, rule_text, confirmed=confirmed, force=force)
+
+    def _learn_rule(self, row: dict[str, Any], det: Detection, message: str, rule_text: str | None,
+                    *, confirmed: bool, force: bool = False, judged: bool = False) -> Outcome:
+        """Learn the rule of a message judged a durable correction or preference."""
         if not det.positive or not det.durable:
             return self._settle(row, Outcome("none" if not det.positive else "one-off", det,
                                              reason=det.reason))
         # The stored (redacted) message without client wrappers or a pasted block.
         said = words_of(row["user_message"])[0] or row["user_message"]
         ex = None
-        if rule_text:
-            ex = self.extractor.extract(redact(cut(rule_text, 1000)), row["assistant_proposal"])
+        if rule_text and names_what_was_said(rule_text, said):
+            line = redact(cut(" ".join(rule_text.split()), 1000))
+            ex = self.extractor.extract(line, row["assistant_proposal"])
+            if ex is not None and judged:  # the judge's line is the rule, worded as it wrote it
+                ex = replace(ex, rule=line)
         if ex is None:
             ex = self.extractor.extract(said, row["assistant_proposal"])
         if ex is None:  # nothing left to read once redacted and cut
@@ -195,6 +239,109 @@ class Learner:
         files = [*json.loads(row["files"] or "[]"), *ex.globs]  # "in Python files": *.py
         return self._settle(row, self.merge(ex, det, evidence, row["project"], _file_types(files),
                                             message, gate))
+
+    # ---- the judge -------------------------------------------------------------------------
+    @property
+    def filter_threshold(self) -> float:
+        from lore.extract.detect import FILTER_THRESHOLD
+
+        return self.cfg.judge_threshold or FILTER_THRESHOLD
+
+    def _await_judge(self, row: dict[str, Any], det: Detection) -> Outcome:
+        """A message the detector passes waits for the judge; the others teach nothing."""
+        if (det.reason and det.probability == 0.0) or det.probability < self.filter_threshold:
+            det = Detection("none", False, None, det.probability, det.cues,
+                            det.reason or "below the judge's filter", det.text)
+            return self._settle(row, Outcome("none", det, reason=det.reason))
+        with self.store.atomic():
+            self.captured.set_verdict(row["id"], status=JUDGING, label=None, correction_type=None,
+                                      durable=None, probability=det.probability, cues=det.cues,
+                                      lesson_id=None, action="waiting")
+        return Outcome("waiting", det, correction_id=row["id"],
+                       reason="waits for the judge (at the end of its session)")
+
+    def waiting_for_judge(self) -> dict[str, Any]:
+        """How many messages wait for the judge, in how many sessions, and the last failure."""
+        messages, sessions = self.captured.judging_count()
+        return {"messages": messages, "sessions": sessions,
+                "last_error": self.store.meta("judge.last_error") if messages else None}
+
+    def judge_waiting(self, *, session_id: str | None = None, since: str | None = None,
+                      dry_run: bool = False) -> JudgeReport:
+        """Judge the messages that wait, one request per session (more when they do not fit).
+        ``dry_run``: build the requests exactly as they would be sent and send nothing. A
+        provider error or a spent budget stops the pass: the rest keeps waiting."""
+        from lore.capture.signals import strip_wrappers
+        from lore.errors import BudgetExceeded, ConfigError, ProviderError
+        from lore.llm.judge import Candidate, batches, judge
+
+        report = JudgeReport()
+        rows = self.captured.judging(session_id=session_id, since=since)
+        sessions: dict[str, list[dict[str, Any]]] = {}
+        for r in rows:
+            sessions.setdefault(r["session_id"] or f"message {r['id']}", []).append(r)
+        if not dry_run and rows and self.judge is None:
+            raise ConfigError("no judge: set llm.provider (lore install --judge, docs/llm.md) and "
+                              "keep learning.judge on")
+        left = len(rows)
+        for group in sessions.values():
+            by_id = {str(r["id"]): r for r in group}
+            candidates = [Candidate(str(r["id"]), strip_wrappers(r["user_message"]) or r["user_message"],
+                                    r["assistant_proposal"]) for r in group]
+            known = self._known_rules(group[0]["project"])
+            if dry_run:
+                report.requests += [b.text() for b in batches(
+                    candidates, known_rules=known, max_input_tokens=self.judge_tokens)]
+                continue
+            try:
+                if self._judge_provider is None:
+                    assert self.judge is not None
+                    self._judge_provider = self.judge()
+                got = judge(self._judge_provider, candidates, known_rules=known,
+                            max_input_tokens=self.judge_tokens)
+            except (ProviderError, BudgetExceeded, ConfigError) as exc:
+                report.error = str(exc)
+                report.waiting = left
+                self.log.warning("the judge is unavailable, %d messages keep waiting: %s", left, exc)
+                with self.store.atomic():
+                    self.store.set_meta("judge.last_error", f"{now()} {exc}")
+                return report
+            report.sessions += 1
+            report.invented += len(got.invented)
+            for key in got.invented:
+                row = by_id[key]
+                det = Detection("none", False, None, row["probability"] or 0.0,
+                                tuple(json.loads(row["cues"] or "[]")),
+                                "the judge quoted words that are not in the message")
+                report.outcomes.append(self._settle(row, Outcome("none", det, reason=det.reason)))
+            for v in got.verdicts:
+                report.outcomes.append(self._apply_verdict(by_id[v.key], v))
+            report.messages += len(group) - len(got.missing)
+            report.waiting += len(got.missing)
+            left -= len(group)
+        if not dry_run and rows and report.error is None:
+            with self.store.atomic():
+                self.store.set_meta("judge.last_error", "")
+        return report
+
+    def _known_rules(self, project: str | None) -> list[str]:
+        rules = []
+        for c in self.captured.rule_candidates(project, LIVE)[:MAX_KNOWN_RULES]:
+            first = (c["content"] or c["title"] or "").strip().splitlines()
+            if first:
+                rules.append(cut(first[0], 200))
+        return rules
+
+    def _apply_verdict(self, row: dict[str, Any], verdict: Any) -> Outcome:
+        cues = tuple(json.loads(row["cues"] or "[]"))
+        p = row["probability"] or 0.0
+        if not verdict.positive:
+            det = Detection("none", False, None, p, cues, "the judge: not a lesson")
+            return self._settle(row, Outcome("none", det, reason=det.reason))
+        kind = "explicit" if verdict.label == "preference" or verdict.restates else "refinement"
+        det = Detection(verdict.label, verdict.durable, kind, p, cues, "")
+        return self._learn_rule(row, det, row["user_message"], verdict.rule,
+                                confirmed=verdict.durable, judged=True)
 
     def _second_opinion(self, message: str, previous: str | None,
                         det: Detection) -> tuple[Detection, bool, str | None]:
@@ -321,7 +468,8 @@ class Learner:
                         "preferred": ex.preferred or "", "reasoning": ex.reasoning or ""},
             file_types=list(file_types), tags=["learned"],
             evidence=[_evidence_dict(evidence)], metadata={"learning": meta},
-            source_notes=f"learned from a {det.type or 'correction'} ({det.label})")
+            source_notes="learned from " + (f"an explicit {det.label}" if det.type == "explicit"
+                                            else f"a {det.label} refining the agent's answer"))
 
     def _reinforce(self, lesson: Lesson, evidence: Evidence, file_types: Sequence[str],
                    explicit: bool, det: Detection, gate: dict[str, Any]) -> Lesson:
@@ -411,16 +559,6 @@ class Learner:
             return False
 
     # ---- reading -------------------------------------------------------------------------
-    def preferences(self, project: str | None = None, *, all_projects: bool = False,
-                    file_type: str | None = None, statuses: Sequence[str] = ("active", "proposed"),
-                    limit: int = 100) -> list[Lesson]:
-        for s in statuses:
-            self.store.check_reference("status", s)
-        ft = normalize.file_type(file_type) if file_type else None
-        ids = self.captured.preferences(project, all_projects=all_projects, file_type=ft,
-                                        statuses=tuple(statuses), limit=limit)
-        return [self.lessons.get(i) for i in ids]
-
     def corrections(self, project: str | None = None, *, all_projects: bool = False,
                     limit: int = 50) -> list[dict[str, Any]]:
         return self.captured.list_corrections(project, limit, all_projects=all_projects)
@@ -498,7 +636,8 @@ class Learner:
         elif fix.kind == "removed":
             title = f"The user removed what the agent wrote in {where}"
         else:
-            title = f"In {where}, the user rewrote `{agent_line[:40]}` as `{user_line[:40]}`"
+            title = (f"In {where}, the user rewrote `{normalize.clip_words(agent_line, 40)}` as "
+                     f"`{normalize.clip_words(user_line, 40)}`")
         rule = (f"The user silently {fix.kind} the agent's change to {path}. "
                 f"Agent wrote: {cut(agent_line, 160)!r}; now: {cut(user_line, 160)!r}.")
         ex = Extracted(title=cut(title, 90), rule=rule, rejected=cut(agent_line, 80) or None,
@@ -523,6 +662,7 @@ class Learner:
         files, skipped = backfill.transcripts(paths)
         actions: Counter[str] = Counter()
         lessons: set[str] = set()
+        waiting_sessions: set[str] = set()
         seen = 0
         for i, path in enumerate(files):
             for past in backfill.read(path):
@@ -538,20 +678,39 @@ class Learner:
                 assert row is not None
                 outcome = self.learn(row, raw_message=past.text, raw_previous=past.previous)
                 actions[outcome.action] += 1
+                if outcome.action == "waiting":
+                    waiting_sessions.add(past.session_id or "")
                 if outcome.lesson is not None and outcome.action not in ("duplicate",
                                                                          "not-learned"):
                     lessons.add(outcome.lesson.id)
             if progress:
                 progress(i + 1, len(files))
+        judged = None
+        if self.judge is not None and actions.get("waiting"):
+            for sid in sorted(waiting_sessions):
+                report = self.judge_waiting(session_id=sid or None)
+                for o in report.outcomes:
+                    actions[o.action] += 1
+                    actions["waiting"] -= 1
+                    if o.lesson is not None and o.action not in ("duplicate", "not-learned"):
+                        lessons.add(o.lesson.id)
+                if report.error:
+                    judged = report.error
+                    break
         statuses = Counter(self.lessons.get(lid).status for lid in lessons)
-        return {"files": len(files), "skipped": skipped, "messages": seen,
-                "actions": dict(actions), "rules": len(lessons), "statuses": dict(statuses)}
+        out = {"files": len(files), "skipped": skipped, "messages": seen,
+               "actions": {k: v for k, v in actions.items() if v}, "rules": len(lessons),
+               "statuses": dict(statuses)}
+        if judged:
+            out["judge_error"] = judged
+        return out
 
     # ---- review ---------------------------------------------------------------------------
     def waiting(self, project: str | None = None, *, all_projects: bool = True,
                 limit: int = 100) -> list[dict[str, Any]]:
         """What waits for a person (:func:`lore.core.review.waiting`)."""
-        return waiting_list(self.store, project, all_projects=all_projects, limit=limit)
+        return waiting_list(self.store, normalize.project_root(project),
+                            all_projects=all_projects, limit=limit)
 
     def review(self, lesson_id: str, action: str, *, reason: str | None = None,
                title: str | None = None, content: str | None = None,
@@ -567,7 +726,10 @@ class Learner:
                                f"{', '.join(REVIEW_ACTIONS)}")
         lesson = self.lessons.get(lesson_id)
         reason = redact(cut(" ".join(reason.split()), 500)) if reason and reason.strip() else None
-        meta = dict(lesson.metadata.get("learning") or {})
+        # A lesson the analysis of the work proposed keeps its decision with its analysis.
+        key = "analysis" if "learning" not in lesson.metadata and isinstance(
+            lesson.metadata.get("analysis"), dict) else "learning"
+        meta = dict(lesson.metadata.get(key) or {})
         meta["review"] = {"action": action, "at": now(),
                           **{k: v for k, v in (("reason", reason), ("via", via), ("file", file))
                              if v}}
@@ -595,7 +757,7 @@ class Learner:
         if changes.get("status"):
             self.store.check_reference("status", changes["status"])
         with self.store.atomic():
-            return self.lessons.update(lesson.id, metadata={**lesson.metadata, "learning": meta},
+            return self.lessons.update(lesson.id, metadata={**lesson.metadata, key: meta},
                                        **changes)
 
     def decided_by_hand(self, lesson_id: str) -> None:

@@ -115,8 +115,8 @@ class Lessons:
             self.store.check_reference(name, values[name])
         if values["source"] is not None:
             self.store.check_reference("source", values["source"])
-        if values["project"] is not None:
-            values["project"] = values["project"].strip() or None
+        if values["project"] is not None:  # a folder is stored as its project (git top level)
+            values["project"] = normalize.project_root(values["project"].strip()) or None
         pref = given.get("preference", base.get("preference") if existing else None) or {}
         for col, key in zip(PREFERENCE_COLUMNS, PREFERENCE_KEYS, strict=True):
             values[col] = pref.get(key) or None

@@ -15,7 +15,6 @@ from lore.models import Lesson
 from lore.store import Store
 
 LIVE = ("candidate", "proposed", "active")
-_ORDER = {"proposed": 0, "active": 1, "candidate": 2}
 
 
 def proposable(meta: dict[str, Any]) -> bool:
@@ -36,11 +35,35 @@ def why_candidate(lesson: Lesson) -> str:
     return ""
 
 
+def review_meta(lesson: Lesson) -> tuple[str, dict[str, Any]] | None:
+    """Where a lesson keeps what the review needs (``learning``: a learned rule; ``analysis``:
+    a lesson the analysis of the work proposed) and that entry; None for other lessons."""
+    for key in ("learning", "analysis"):
+        meta = lesson.metadata.get(key)
+        if isinstance(meta, dict):
+            return key, meta
+    return None
+
+
+def _sessions(lesson: Lesson, meta: dict[str, Any]) -> int:
+    """Sessions a lesson was seen in: a rule counts them, a lesson from the work has them in
+    its evidence (or the one it was analysed in)."""
+    seen = set(meta.get("sessions") or [])
+    if not seen:
+        seen = {e.session_id for e in lesson.evidence if e.session_id}
+        if not seen and meta.get("session_id"):
+            seen = {meta["session_id"]}
+    return max(len(seen), 1)
+
+
 def review_item(lesson: Lesson, meta: dict[str, Any], conflicts: Sequence[str]) -> dict[str, Any]:
-    """One rule waiting for review, with its evidence verbatim."""
+    """One rule or lesson waiting for review, with its evidence verbatim."""
     return {"id": lesson.id, "title": lesson.title, "rule": lesson.content, "status": lesson.status,
+            "origin": "work" if "analysis" in lesson.metadata and "learning" not in lesson.metadata
+            else "correction",
             "score": lesson.score, "occurrences": int(meta.get("occurrences", 1)),
-            "sessions": len(set(meta.get("sessions") or [])),
+            "sessions": _sessions(lesson, meta),
+            "last_seen": str(meta.get("last_seen") or lesson.updated_at or ""),
             "scope": "global" if lesson.project is None else lesson.project,
             "file_types": list(lesson.file_types), "conflicts": list(conflicts),
             "why_candidate": why_candidate(lesson), "recorrections": meta.get("recorrections", 0),
@@ -50,10 +73,14 @@ def review_item(lesson: Lesson, meta: dict[str, Any], conflicts: Sequence[str]) 
 
 
 def waits(lesson: Lesson) -> bool:
-    """Nobody decided on this learned rule yet (deferred ones wait again once seen again).
-    An active one waits only while in conflict, which :func:`waiting` checks."""
-    meta = lesson.metadata.get("learning")
-    if meta is None or decided(meta) or lesson.status not in LIVE:
+    """Nobody decided on this learned rule or proposed lesson yet (deferred ones wait again
+    once seen again). An active rule waits only while in conflict, which :func:`waiting`
+    checks; a lesson from the work waits while it is proposed."""
+    found = review_meta(lesson)
+    if found is None or decided(found[1]) or lesson.status not in LIVE:
+        return False
+    key, meta = found
+    if key == "analysis" and lesson.status != "proposed":
         return False
     occurrences = int(meta.get("occurrences", 1))
     return not (meta.get("deferred_at") and occurrences <= int(meta.get("deferred_seen", 0)))
@@ -61,19 +88,23 @@ def waits(lesson: Lesson) -> bool:
 
 def waiting(store: Store, project: str | None = None, *, all_projects: bool = True,
             limit: int = 100) -> list[dict[str, Any]]:
-    """What waits for a person: candidates, proposed rules and rules in conflict that
-    nobody reviewed (deferred ones return when seen again), with their evidence; rules in
-    conflict first, then proposed, active and candidate ones, by score."""
+    """What waits for a person, in one queue: candidates, proposed rules and rules in
+    conflict that nobody reviewed, and the lessons the analysis of the work proposed
+    (deferred ones return when seen again), with their evidence; ranked by how often they
+    recurred (sessions seen), then by how recently."""
     ids = store.corrections.preferences(project, all_projects=all_projects, file_type=None,
                                         statuses=LIVE, limit=max(limit * 5, 500))
+    ids = list(dict.fromkeys([*ids, *store.corrections.work_lesson_ids(
+        project, all_projects=all_projects, limit=max(limit * 5, 500))]))
     chosen: list[tuple[Lesson, dict[str, Any], list[str]]] = []
     step = min(max(limit + limit // 4, 20), 500)  # most ids wait: read about as many as asked
     for start in range(0, len(ids), step):
         batch = [x for x in store.get_many(ids[start : start + step]) if waits(x)]
-        named = {c for x in batch for c in x.metadata["learning"].get("conflicts", [])}
+        metas = {x.id: review_meta(x)[1] for x in batch}  # type: ignore[index]
+        named = {c for x in batch for c in metas[x.id].get("conflicts", [])}
         live = {x.id for x in store.get_many(sorted(named)) if x.status in LIVE}
         for lesson in batch:
-            meta = lesson.metadata["learning"]
+            meta = metas[lesson.id]
             conflicts = [c for c in meta.get("conflicts", []) if c in live]
             if lesson.status == "active" and not conflicts:
                 continue
@@ -83,8 +114,8 @@ def waiting(store: Store, project: str | None = None, *, all_projects: bool = Tr
         if len(chosen) >= limit:
             break
     out = [review_item(lesson, meta, conflicts) for lesson, meta, conflicts in chosen]
-    return sorted(out, key=lambda r: (not r["conflicts"], _ORDER.get(r["status"], 3),
-                                      -(r["score"] or 0)))
+    out.sort(key=lambda r: r["last_seen"], reverse=True)  # stable: recency breaks the ties
+    return sorted(out, key=lambda r: -r["sessions"])
 
 
 def decisions(store: Store) -> list[tuple[dict[str, Any], dict[str, Any]]]:

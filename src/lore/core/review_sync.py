@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lore.apply import review_folder as fmt
-from lore.core.review import LIVE, decisions, review_item
+from lore.core.review import LIVE, decisions, review_item, review_meta
 from lore.errors import LoreError, NotFound
 from lore.ids import now
 from lore.models import Lesson
@@ -111,7 +111,7 @@ class ReviewSync:
             return "warned"
         if decision.action is None:
             return "undecided"
-        review = (lesson.metadata.get("learning") or {}).get("review")
+        review = (review_meta(lesson) or ("", {}))[1].get("review")
         if _same(review, rel, decision.action):
             return "unchanged"
         if isinstance(review, dict) and _newer(review, parsed):

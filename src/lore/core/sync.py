@@ -13,6 +13,17 @@ device keeps. Two devices that changed the same lesson resolve the same way ever
 later ``updated_at`` wins, a tie goes to the greater device id, and the version that lost is
 kept in ``lesson_history``.
 
+Nothing is trusted by name (protocol 3). A batch is named by the SHA-256 of its stream, its
+cursors and its records, and the server computes the name again: a batch id that repeats after
+a database was reset names the same records or is refused. Every record has an id that is the
+same on every device and after any reset: a message its uuid, a correction its event id, a
+lesson or a session its own id, an edit the hash of what it changed. The server binds each
+device to the write token it first pushed with, refuses records of another device, lesson
+dates outside 2000 .. tomorrow and ids that disagree with their data, and keeps its view of
+each device's cursors: a device whose cursor is ahead of that view (the server was restored)
+sends again what the server lacks, and one behind it (its own database was reset or restored)
+sends what it holds and the server stores what is new.
+
 A **deletion** travels as a lesson record whose data is a tombstone, ``{"id", "updated_at":
 when it was deleted, "deleted": true}``, pushed from and pulled through the same change log,
 and it meets edits by the same rule: a deletion later than the version a device holds deletes
@@ -26,8 +37,9 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,8 +47,8 @@ from lore.capture.ingest import CHUNK_CHARS, Ingest
 from lore.core.embedding import Embedding
 from lore.core.learner import decided
 from lore.core.lessons import Lessons
-from lore.errors import BackendUnavailable, ConfigError, InvalidInput, NotFound
-from lore.ids import now
+from lore.errors import BackendUnavailable, ConfigError, Forbidden, InvalidInput, NotFound
+from lore.ids import now, parse_time
 from lore.models import Lesson
 from lore.redact import redact_value
 from lore.store import Store
@@ -44,7 +56,11 @@ from lore.store import Store
 if TYPE_CHECKING:
     import httpx
 
-PROTOCOL = 2  # 2: deletions travel as tombstones
+PROTOCOL = 3  # 2: deletions travel as tombstones; 3: batches and edits named by content,
+# devices bound to their tokens, the server's view of each device's cursors
+MAX_CURSOR = 2**63 - 1    # the largest integer both backends store
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)  # a lesson date before this is not believed
+AHEAD = timedelta(days=1)                   # nor one more than a day ahead of the server's clock
 BATCH_SIZE = 500
 MAX_BATCH = 1000          # records in one pushed batch, checked by the server
 PULL_LIMIT = 500
@@ -55,6 +71,7 @@ KINDS = ("session", "message", "edit", "correction", "lesson")  # the order a ba
 DEVICE_KEY = "sync.device"  # where a home kept its device id before lore.home.device_id
 SERVER_KEY = "sync.server"
 PULL_KEY = "sync.pull"
+PULL_CHECK_KEY = "sync.pull.check"  # the lesson of the server's change at the pull cursor
 LAST_PUSH_KEY = "sync.last_push"
 LAST_PULL_KEY = "sync.last_pull"
 
@@ -92,6 +109,75 @@ def record_hash(kind: str, data: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def canonical(value: Any) -> bytes:
+    """``value`` as canonical JSON (sorted keys, no spaces, ASCII): the same bytes on every
+    device for the same data, whatever JSON it travelled as."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=True, separators=(",", ":")).encode()
+
+
+def edit_id(data: Mapping[str, Any]) -> str:
+    """An edit's record id: the hash of what makes it one edit (its message, file and texts,
+    the key the table is unique on), the same on every device and after any reset."""
+    key = [data.get("message_uuid"), data.get("file_path"), data.get("old_text"),
+           data.get("new_text")]
+    return "edit-" + hashlib.sha256(canonical(key)).hexdigest()[:40]
+
+
+def batch_name(stream: str, after: int, end: int, records: Sequence[Mapping[str, Any]]) -> str:
+    """A batch's id: the SHA-256 of its stream, cursors and records. The server computes it
+    again, so a batch id names these records and no others."""
+    digest = hashlib.sha256(canonical([stream, after, end, list(records)])).hexdigest()
+    return f"sha256-{digest}"
+
+
+def date_problem(value: Any, field_name: str = "updated_at") -> str | None:
+    """Why ``value`` is no believable lesson date (None: it is one): not a date, before 2000,
+    or more than a day ahead of this clock. A far-future date would win every conflict."""
+    if not isinstance(value, str) or not value:
+        return f"has no {field_name}"
+    try:
+        when = parse_time(value)
+    except (ValueError, OverflowError):
+        return f"{field_name} {value[:40]!r} is not a date"
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    if when < EARLIEST:
+        return f"{field_name} {value[:40]} is before 2000"
+    if when > datetime.now(UTC) + AHEAD:
+        return f"{field_name} {value[:40]} is more than a day ahead of the server's clock"
+    return None
+
+
+def sane(value: Any) -> bool:
+    return date_problem(value) is None
+
+
+def check_record(device: str, rec: Mapping[str, Any]) -> None:
+    """Refuse (InvalidInput) a pushed record that claims another device, has an id that
+    disagrees with its data, or a lesson date outside the window."""
+    kind, rid, data = rec.get("kind"), rec.get("id"), rec.get("data")
+    if kind not in KINDS or not isinstance(rid, str) or not rid or not isinstance(data, dict):
+        raise InvalidInput("a sync record needs a kind (" + ", ".join(KINDS) + "), an id and "
+                           "its data")
+    if kind == "lesson":
+        if rec.get("device", device) != device:
+            raise InvalidInput(f"lesson {rid[:80]}: a device pushes only the versions it wrote; "
+                               f"this one names device {str(rec.get('device'))[:30]}")
+        if data.get("id") != rid:
+            raise InvalidInput(f"lesson record {rid[:80]} holds lesson {str(data.get('id'))[:80]}; "
+                               "a record's id is its lesson's id")
+        for name in ("updated_at", "created_at"):
+            if name in data or name == "updated_at":
+                problem = date_problem(data.get(name), name)
+                if problem:
+                    raise InvalidInput(f"lesson {rid[:80]}: {problem}")
+    elif kind == "session" and data.get("id", rid) != rid:
+        raise InvalidInput(f"session record {rid[:80]} holds session {str(data.get('id'))[:80]}")
+    elif kind == "edit" and rid != edit_id(data):
+        raise InvalidInput(f"edit record {rid[:80]} is not named by its content (sync protocol "
+                           f"{PROTOCOL} names an edit by the hash of its message, file and texts)")
+
+
 def tombstone(lesson_id: str, deleted_at: str) -> dict[str, Any]:
     """A deleted lesson as a record's data."""
     return {"id": lesson_id, "updated_at": deleted_at, "deleted": True}
@@ -115,10 +201,12 @@ class Batch:
     """Records of one stream between two cursors, ready to send."""
 
     stream: str
-    batch_id: str
+    batch_id: str     # named by its content (batch_name)
     records: list[dict[str, Any]]
+    after: int        # the stream's cursor before it
     end: int          # the stream's cursor once the server acknowledged
     count: int        # rows of the stream the batch covers (records may add sessions)
+    skipped: list[str] = field(default_factory=list)  # lessons left out: dates not believable
 
 
 @dataclass(slots=True)
@@ -128,6 +216,7 @@ class MergeReport:
     unchanged: int = 0
     conflicts: int = 0
     deleted: int = 0
+    refused: int = 0  # versions whose date is not believable (date_problem)
 
 
 @dataclass(slots=True)
@@ -136,16 +225,24 @@ class SyncReport:
     device: str
     pushed: dict[str, int] = field(default_factory=dict)     # rows sent by stream
     stored: int = 0                                           # records new to the server
+    refused: int = 0          # records the server would not store (another device's session)
     batches: int = 0
     pulled: int = 0
     merge: MergeReport = field(default_factory=MergeReport)
+    # stream -> (this device's cursor, the server's view of it) where they differed
+    resent: dict[str, tuple[int, int]] = field(default_factory=dict)  # the server lacked rows
+    behind: dict[str, tuple[int, int]] = field(default_factory=dict)  # reset or restored here
+    skipped: list[str] = field(default_factory=list)  # lessons not sent: dates not believable
 
     def to_dict(self) -> dict[str, Any]:
         return {"server": self.server, "device": self.device, "pushed": self.pushed,
-                "stored": self.stored, "batches": self.batches, "pulled": self.pulled,
-                "added": self.merge.added, "updated": self.merge.updated,
+                "stored": self.stored, "refused": self.refused, "batches": self.batches,
+                "pulled": self.pulled, "added": self.merge.added, "updated": self.merge.updated,
                 "unchanged": self.merge.unchanged, "conflicts": self.merge.conflicts,
-                "deleted": self.merge.deleted}
+                "deleted": self.merge.deleted, "refused_pulled": self.merge.refused,
+                "resent": {k: list(v) for k, v in self.resent.items()},
+                "behind": {k: list(v) for k, v in self.behind.items()},
+                "skipped": self.skipped}
 
 
 class Sync:
@@ -189,13 +286,15 @@ class Sync:
         """Up to ``size`` rows of ``stream`` after its cursor. The caller sends it and calls
         :meth:`acknowledged` once the server stored it; until then this returns the same rows."""
         after = self.cursor(stream)
-        device = self.device_id()
         if stream == "lessons":
             changes = self.tables.lesson_changes_after(after, min(size, LESSON_BATCH))
             if not changes:
                 return None
             end = changes[-1][0]
             records = self.lesson_records(list(dict.fromkeys(lid for _, lid in changes)))
+            skipped = [r["id"] for r in records if not sane(r["data"].get("updated_at"))
+                       or ("created_at" in r["data"] and not sane(r["data"]["created_at"]))]
+            records = [r for r in records if r["id"] not in skipped]
             count = len(records)
         else:
             rows = {"corrections": self.tables.corrections_after,
@@ -207,8 +306,9 @@ class Sync:
             end = int(rows[-1][key])
             records = self.row_records(stream, rows)
             count = len(rows)
-        batch_id = f"{device}:{stream}:{after}-{end}"
-        return Batch(stream, batch_id, records, end, count)
+            skipped = []
+        return Batch(stream, batch_name(stream, after, end, records), records, after, end, count,
+                     skipped)
 
     def own_versions(self, ids: Sequence[str]) -> list[Lesson]:
         """The lessons among ``ids`` whose current version was written here (not pulled)."""
@@ -257,9 +357,37 @@ class Sync:
                 r.pop("seq")
                 r["tool_calls"] = json.loads(r["tool_calls"] or "[]")
             else:
-                rid, kind = str(r.pop("id")), "edit"
+                r.pop("id")
+                data = redacted("edit", r)
+                out.append({"kind": "edit", "id": edit_id(data), "data": data})
+                continue
             out.append({"kind": kind, "id": rid, "data": redacted(kind, r)})
         return out
+
+    def align(self, acked: Mapping[str, Any]) -> tuple[dict[str, tuple[int, int]],
+                                                       dict[str, tuple[int, int]]]:
+        """Compare each stream's cursor with the server's view of it (``acked``: the cursor
+        after the last batch of this device the server stored). A cursor ahead of the view
+        means the server lost what it had acknowledged (restored from an older backup, or
+        another server): the cursor goes back to the view and the rows are sent again. A
+        cursor behind it means this database was reset or restored: it sends from where it is
+        and the server stores what is new. Returns (rewound, behind), stream -> (cursor,
+        view)."""
+        rewound: dict[str, tuple[int, int]] = {}
+        behind: dict[str, tuple[int, int]] = {}
+        for stream in STREAMS:
+            mine = self.cursor(stream)
+            value = acked.get(stream, 0)
+            theirs = value if isinstance(value, int) and 0 <= value <= MAX_CURSOR else 0
+            if theirs < mine:
+                rewound[stream] = (mine, theirs)
+            elif theirs > mine:
+                behind[stream] = (mine, theirs)
+        if rewound:
+            with self.store.atomic():
+                for stream, (_, theirs) in rewound.items():
+                    self.store.set_meta(cursor_key(stream), str(theirs))
+        return rewound, behind
 
     def acknowledged(self, batch: Batch) -> None:
         """The server stored ``batch``: move the cursor past it."""
@@ -268,12 +396,16 @@ class Sync:
             self.store.set_meta(LAST_PUSH_KEY, now())
 
     # ---- pull: what a person decided elsewhere ----------------------------------------
-    def apply_pulled(self, records: Sequence[dict[str, Any]], cursor: int) -> MergeReport:
-        """Merge pulled lessons and store the server's cursor, in one transaction."""
+    def apply_pulled(self, records: Sequence[dict[str, Any]], cursor: int,
+                     check: str | None = None) -> MergeReport:
+        """Merge pulled lessons and store the server's cursor (and the lesson of the change
+        at it, which the next pull sends to check the cursor), in one transaction."""
         items = [(str(r.get("device") or ""), r.get("data")) for r in records]
         with self.store.atomic():
             report = self.merge(items)
             self.store.set_meta(PULL_KEY, str(cursor))
+            if check:
+                self.store.set_meta(PULL_CHECK_KEY, check)
             self.store.set_meta(LAST_PULL_KEY, now())
         return report
 
@@ -291,6 +423,9 @@ class Sync:
             if not device or not isinstance(data.get("updated_at"), str):
                 raise InvalidInput(f"lesson {data['id']}: a synced lesson needs its device and "
                                    "updated_at")
+            if not sane(data["updated_at"]):  # a far-future date would win every conflict
+                report.refused += 1
+                continue
             key = (data["updated_at"], device)
             if data["id"] not in newest or key > newest[data["id"]][0]:
                 newest[data["id"]] = (key, data)
@@ -308,11 +443,13 @@ class Sync:
                 old = self.store.get(lid)
                 origin = origins.get(lid)
                 old_device = origin[0] if origin and origin[1] == old.updated_at else own
+                # A stored date that is not believable (written before the server refused
+                # them) loses to any real edit.
                 local: tuple[tuple[str, str], dict[str, Any]] = (
-                    (old.updated_at or "", old_device), old.to_dict())
+                    (old.updated_at if sane(old.updated_at) else "", old_device), old.to_dict())
             elif lid in deleted:  # deleted here, or a deletion sync brought before
                 gone_at, by = deleted[lid]
-                local = ((gone_at, by), tombstone(lid, gone_at))
+                local = ((gone_at if sane(gone_at) else "", by), tombstone(lid, gone_at))
             else:
                 local = (("", ""), {})
             if key == local[0] or (data.get("deleted") and local[1].get("deleted")):
@@ -358,62 +495,142 @@ class Sync:
         return report
 
     # ---- the server's side ------------------------------------------------------------
-    def receive(self, device: str, batch_id: str, records: Sequence[dict[str, Any]]
+    def receive(self, device: str, batch: Mapping[str, Any], token: str | None = None
                 ) -> dict[str, Any]:
-        """Store one pushed batch in one transaction: every record is redacted again, a
-        record this device sent before (same id and content) is skipped, a batch id seen
-        before answers as it did. Invalid input stores nothing."""
-        if len(records) > MAX_BATCH:
-            raise InvalidInput(f"a batch holds at most {MAX_BATCH} records; send smaller ones")
+        """Store one pushed batch (``batch_id``, ``stream``, ``after``, ``end``, ``records``)
+        of ``device`` in one transaction, pushed with the write token ``token`` (None: a
+        loopback server without tokens). The batch id must be the batch's content name
+        (:func:`batch_name`); every record is checked (:func:`check_record`) and redacted
+        again; a record this device sent before (same id and content) is skipped; a session,
+        message or edit of another device's session is refused (not stored, counted); a batch
+        seen before answers as it did. Invalid input stores nothing."""
+        records = batch.get("records")
+        stream, after, end = batch.get("stream"), batch.get("after"), batch.get("end")
+        if not isinstance(records, list) or len(records) > MAX_BATCH:
+            raise InvalidInput(f"a batch holds a list of at most {MAX_BATCH} records; send "
+                               "smaller ones")
+        if stream not in STREAMS:
+            raise InvalidInput(f"a batch's stream is one of {', '.join(STREAMS)}")
+        if not (isinstance(after, int) and isinstance(end, int)
+                and 0 <= after <= end <= MAX_CURSOR):
+            raise InvalidInput("a batch's cursors are whole numbers, 0 <= after <= end")
+        batch_id = str(batch.get("batch_id") or "")
         at = now()
         with self.store.atomic():
+            self.claim(device, token)  # who pushes first: another device's token learns nothing
+            if batch_id != batch_name(stream, after, end, records):
+                raise InvalidInput(f"batch {batch_id[:80]!r} is not named by its records (sync "
+                                   f"protocol {PROTOCOL} names a batch by the SHA-256 of its "
+                                   "stream, cursors and records); nothing was stored")
+            for rec in records:
+                check_record(device, rec)
             seen = self.tables.batch(device, batch_id)
             if seen is not None:
+                self.tables.set_acked(device, stream, end, at)
                 return {"batch_id": batch_id, "received": seen["records"], "stored": 0,
-                        "repeated": True}
-            order = {k: i for i, k in enumerate(KINDS)}
-            stored = 0
-            lessons: list[tuple[str, Any]] = []
-            touched: dict[str, list[tuple[int, str, str, str | None]]] = {}
-            projects: dict[str, str | None] = {}
-            self.known_sessions = set()
-            ordered = sorted(records, key=lambda r: order[r["kind"]])
-            datas = [redacted(r["kind"], r["data"]) for r in ordered]
-            fresh = self.tables.add_records(device, batch_id, at, [
-                (r["kind"], r["id"], record_hash(r["kind"], d)) for r, d in zip(ordered, datas, strict=True)])
-            corrections = []
-            for rec, data, new in zip(ordered, datas, fresh, strict=True):
-                if not new:
-                    continue
-                stored += 1
-                kind, rid = rec["kind"], rec["id"]
-                if kind == "lesson":
-                    lessons.append((rec.get("device") or device, data))
-                elif kind == "session":
-                    self.store.conversations.upsert_session(
-                        rid, data["agent"], data.get("project"), device, data.get("git_branch"),
-                        data.get("source_file"), data.get("title"))
-                    projects[rid] = data.get("project")
-                    self.known_sessions.add(rid)
-                elif kind == "message":
-                    self.receive_message(rid, data, touched)
-                elif kind == "edit":
-                    self.require_session(data["session_id"])
-                    self.store.conversations.insert_edit(data)
-                else:
-                    corrections.append({**data, "event_id": f"{device}:{rid}", "device": device,
-                                        "files": json.dumps(data.get("files") or [])})
-            self.tables.add_synced_corrections(corrections)
-            for sid, rows in touched.items():
-                project = projects.get(sid, (self.store.conversations.session(sid) or {})
-                                       .get("project"))
-                self.importer.chunk(sid, project, rows, CHUNK_CHARS)
-                self.store.conversations.refresh_session(sid)
-            if lessons:
-                self.merge(lessons)
+                        "refused": 0, "repeated": True}
+            accepted = self.owned(device, records)
+            stored = self.store_records(device, batch_id, at, accepted)
+            self.tables.set_acked(device, stream, end, at)
             self.tables.add_batch(device, batch_id, at, len(records), stored)
         return {"batch_id": batch_id, "received": len(records), "stored": stored,
-                "repeated": False}
+                "refused": len(records) - len(accepted), "repeated": False}
+
+    def claim(self, device: str, token: str | None) -> None:
+        """Bind ``device`` to the write token that pushes for it: the first token a device
+        pushes with is its own, a token pushes for one device, and a device takes a new token
+        only once its old one was revoked. Raises Forbidden otherwise."""
+        if token is None:  # a loopback server without tokens: this machine's user
+            return
+        mine = self.tables.token_binding(token)
+        if mine is not None and mine != device:
+            raise Forbidden(f"this token pushes for device {mine}, not {device[:30]}; make a "
+                            "write token for each device (lore serve token create --scope "
+                            "write --name DEVICE)")
+        bound = self.tables.device_binding(device)
+        if bound == token:
+            return
+        if bound is not None:
+            row = self.store.tokens.token(bound)
+            if row is not None and row["revoked_at"] is None:
+                raise Forbidden(f"device {device} pushes with another token; a token pushes "
+                                "only for the device it first pushed for (revoke the old "
+                                "token to move the device to a new one)")
+        self.tables.bind_device(device, token, now())
+
+    def owned(self, device: str, records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The records that do not reach into another device's session: a session, or a
+        message or edit of a session, that the server holds under another device is left out
+        (it is neither renamed nor added to)."""
+        sessions = {r["id"] for r in records if r["kind"] == "session"}
+        sessions |= {r["data"].get("session_id") for r in records
+                     if r["kind"] in ("message", "edit")}
+        owners = self.tables.session_devices([s for s in sessions if isinstance(s, str)])
+        foreign = {sid for sid, owner in owners.items() if owner != device}
+        if not foreign:
+            return list(records)
+        return [r for r in records
+                if not (r["kind"] == "session" and r["id"] in foreign)
+                and not (r["kind"] in ("message", "edit") and r["data"].get("session_id")
+                         in foreign)]
+
+    def store_records(self, device: str, batch_id: str, at: str,
+                      records: Sequence[dict[str, Any]]) -> int:
+        """Store the records new to the server (checked and owned); how many were new."""
+        order = {k: i for i, k in enumerate(KINDS)}
+        stored = 0
+        lessons: list[tuple[str, Any]] = []
+        touched: dict[str, list[tuple[int, str, str, str | None]]] = {}
+        projects: dict[str, str | None] = {}
+        self.known_sessions = set()
+        ordered = sorted(records, key=lambda r: order[r["kind"]])
+        datas = [redacted(r["kind"], r["data"]) for r in ordered]
+        fresh = self.tables.add_records(device, batch_id, at, [
+            (r["kind"], r["id"], record_hash(r["kind"], d))
+            for r, d in zip(ordered, datas, strict=True)])
+        corrections = []
+        for rec, data, new in zip(ordered, datas, fresh, strict=True):
+            if not new:
+                continue
+            stored += 1
+            kind, rid = rec["kind"], rec["id"]
+            if kind == "lesson":
+                lessons.append((device, data))
+            elif kind == "session":
+                self.store.conversations.upsert_session(
+                    rid, data["agent"], data.get("project"), device, data.get("git_branch"),
+                    data.get("source_file"), data.get("title"))
+                projects[rid] = data.get("project")
+                self.known_sessions.add(rid)
+            elif kind == "message":
+                self.receive_message(rid, data, touched)
+            elif kind == "edit":
+                self.require_session(data["session_id"])
+                self.store.conversations.insert_edit(
+                    {"file_type": None, "old_text": None, "new_text": None, "timestamp": None,
+                     "succeeded": None, **data})
+            else:
+                corrections.append({"session_id": None, "project": None,
+                                    "assistant_proposal": None, "origin": "hook",
+                                    "message_uuid": None, "proposal_uuid": None, "diff": None,
+                                    "correction_type": None, **data,
+                                    "event_id": f"{device}:{rid}", "device": device,
+                                    "files": json.dumps(data.get("files") or [])})
+        self.tables.add_synced_corrections(corrections)
+        for sid, rows in touched.items():
+            project = projects.get(sid, (self.store.conversations.session(sid) or {})
+                                   .get("project"))
+            self.importer.chunk(sid, project, rows, CHUNK_CHARS)
+            self.store.conversations.refresh_session(sid)
+        if lessons:
+            self.merge(lessons)
+        return stored
+
+    def view(self, device: str) -> dict[str, Any]:
+        """The server's view of ``device``: its cursor after the last batch of each stream
+        stored here, and how many of its records the server holds."""
+        return {"device": device, "acked": self.tables.acked(device),
+                "records": self.tables.record_count(device)}
 
     def require_session(self, session_id: str) -> None:
         if session_id in self.known_sessions:
@@ -436,9 +653,16 @@ class Sync:
             touched.setdefault(sid, []).append((seq, row["speaker"] or row["role"], row["text"],
                                                 row["timestamp"]))
 
-    def changes(self, device: str, after: int, limit: int) -> dict[str, Any]:
+    def changes(self, device: str, after: int, limit: int, check: str | None = None
+                ) -> dict[str, Any]:
         """Lessons a person decided on, changed after the ``after`` cursor, for ``device``
-        (its own versions left out), and the cursor to ask from next."""
+        (its own versions left out), and the cursor to ask from next with ``check``, the
+        lesson of the change at it. A cursor whose change is not ``check`` is not this
+        server's (it was restored from an older backup, or it is another server): the answer
+        starts from the beginning and says ``rewound``, so nothing is skipped."""
+        rewound = False
+        if after and check is not None and self.tables.change_at(after) != check:
+            after, rewound = 0, True
         changes = self.tables.lesson_changes_after(after, limit)
         ids = list(dict.fromkeys(lid for _, lid in changes))
         origins = self.tables.origins(ids)
@@ -462,7 +686,8 @@ class Sync:
             data["edges"] = [e for e in data["edges"] if e["from"] == lid]
             records.append({"kind": "lesson", "id": lid, "device": by, "data": data})
         cursor = changes[-1][0] if changes else after
-        return {"cursor": cursor, "more": len(changes) >= limit, "records": records}
+        return {"cursor": cursor, "check": changes[-1][1] if changes else check,
+                "rewound": rewound, "more": len(changes) >= limit, "records": records}
 
 
 # ---- the client: HTTP to a server --------------------------------------------------------
@@ -506,6 +731,11 @@ class Client:
             raise ConfigError(f"the sync server {self.server} refused the token (401): "
                               f"{message or 'no valid token'}; set LORE_SYNC_TOKEN, --token or "
                               "sync.token_file")
+        code = ((data or {}).get("error") or {}).get("code") if isinstance(data, dict) else None
+        if response.status_code == 403 and code == "denied":
+            raise ConfigError(f"the sync server {self.server} refused (403): {message}")
+        if response.status_code == 409 and code == "protocol":
+            raise ConfigError(f"the sync server {self.server} refused the batch: {message}")
         if response.status_code == 403:
             raise ConfigError(f"the sync server {self.server} refused (403): {message or ''}; "
                               "pushing needs a write token (lore serve token create --scope write)")
@@ -522,20 +752,31 @@ class Client:
 
     def info(self) -> dict[str, Any]:
         info = self.call("GET", "/info")
-        if info.get("protocol") != PROTOCOL:
-            raise ConfigError(f"the sync server {self.server} speaks sync protocol "
-                              f"{info.get('protocol')} (Lore {info.get('version')}); this Lore "
-                              f"speaks {PROTOCOL}: upgrade the older side")
+        theirs = info.get("protocol")
+        if theirs != PROTOCOL:
+            older = ("upgrade Lore on the server" if isinstance(theirs, int) and theirs < PROTOCOL
+                     else "upgrade Lore here (pip install -U lore-memory)")
+            raise ConfigError(f"the sync server {self.server} speaks sync protocol {theirs} "
+                              f"(Lore {info.get('version')}); this Lore speaks {PROTOCOL}: "
+                              f"{older}")
         return info
 
-    def push(self, device: str, batch: Batch) -> dict[str, Any]:
-        return self.call("POST", "/push", json={"protocol": PROTOCOL, "device": device,
-                                                "batch_id": batch.batch_id,
-                                                "records": batch.records})
+    def state(self, device: str) -> dict[str, Any]:
+        """The server's view of ``device`` (:meth:`Sync.view`)."""
+        return self.call("GET", "/state", params={"device": device})
 
-    def pull(self, device: str, cursor: int, limit: int = PULL_LIMIT) -> dict[str, Any]:
-        return self.call("GET", "/pull", params={"device": device, "cursor": cursor,
-                                                 "limit": limit})
+    def push(self, device: str, batch: Batch) -> dict[str, Any]:
+        return self.call("POST", "/push", json={
+            "protocol": PROTOCOL, "device": device, "batch_id": batch.batch_id,
+            "stream": batch.stream, "after": batch.after, "end": batch.end,
+            "records": batch.records})
+
+    def pull(self, device: str, cursor: int, check: str | None = None,
+             limit: int = PULL_LIMIT) -> dict[str, Any]:
+        params: dict[str, Any] = {"device": device, "cursor": cursor, "limit": limit}
+        if check:
+            params["check"] = check
+        return self.call("GET", "/pull", params=params)
 
 
 def run(sync: Sync, client: Client, *, batch_size: int = BATCH_SIZE, push: bool = True,
@@ -547,6 +788,7 @@ def run(sync: Sync, client: Client, *, batch_size: int = BATCH_SIZE, push: bool 
         sync.store.set_meta(SERVER_KEY, client.server)
     report = SyncReport(client.server, device)
     if push:
+        report.resent, report.behind = sync.align(client.state(device).get("acked") or {})
         total = sum(sync.pending(s) for s in STREAMS)
         done = 0
         for stream in STREAMS:
@@ -569,19 +811,25 @@ def run(sync: Sync, client: Client, *, batch_size: int = BATCH_SIZE, push: bool 
                 sync.acknowledged(batch)
                 report.batches += 1
                 report.stored += int(ack.get("stored", 0))
+                report.refused += int(ack.get("refused", 0))
+                report.skipped.extend(batch.skipped)
                 report.pushed[stream] = report.pushed.get(stream, 0) + batch.count
                 done += batch.count
                 if progress:
                     progress("push", done, max(total, done))
     if pull:
         cursor = int(sync.store.meta(PULL_KEY) or 0)
+        check = sync.store.meta(PULL_CHECK_KEY) if cursor else None
         while True:
-            page = client.pull(device, cursor)
+            page = client.pull(device, cursor, check)
+            if page.get("rewound"):
+                report.resent["pull"] = (cursor, 0)
             records = page.get("records") or []
             cursor = int(page.get("cursor", cursor))
-            merged = sync.apply_pulled(records, cursor)
+            check = page.get("check") if isinstance(page.get("check"), str) else check
+            merged = sync.apply_pulled(records, cursor, check)
             report.pulled += len(records)
-            for name in ("added", "updated", "unchanged", "conflicts", "deleted"):
+            for name in ("added", "updated", "unchanged", "conflicts", "deleted", "refused"):
                 setattr(report.merge, name, getattr(report.merge, name) + getattr(merged, name))
             if progress and records:
                 progress("pull", report.pulled, report.pulled)

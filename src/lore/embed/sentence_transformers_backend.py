@@ -1,4 +1,4 @@
-"""Optional backend: sentence-transformers (PyTorch), ``pip install 'lore-memory[sentence-transformers]'``."""
+"""Optional backend: sentence-transformers (PyTorch), ``pip install 'loreloop[sentence-transformers]'``."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class SentenceTransformersEmbedder:
             except ImportError:
                 raise BackendUnavailable(
                     "the sentence-transformers backend needs its extra: "
-                    "pip install 'lore-memory[sentence-transformers]'"
+                    "pip install 'loreloop[sentence-transformers]'"
                 ) from None
             model = self.cfg.model
             if self.name == DEFAULT_MODEL:

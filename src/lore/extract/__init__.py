@@ -3,11 +3,11 @@
 From a message to the fields of a rule: ``features`` and ``detect`` (the detector, weights
 in ``detector.json``), ``phrases`` and ``shapes`` (the phrasings a rule is read from),
 ``silent`` (fixes the user made without a word), ``merge`` (does a new rule restate or
-contradict a known one) and ``score`` (seed 004's confidence). Plain functions over text,
+contradict a known one) and ``score`` (the confidence of a learned rule). Plain functions over text,
 standard library only; the pipeline that stores what they find is
 :class:`lore.core.learner.Learner`.
 
-From git changes and transcripts (analysis.md): ``significance`` (seed 000's score and a
+From git changes and transcripts (analysis.md): ``significance`` (the significance score and a
 summary without a model), ``session_learnings`` (the pattern-based session pass) and
 ``analysis`` (the four-stage analysis through a language model).
 

@@ -1,4 +1,4 @@
-"""Seed 000's four-stage analysis of a session's changes through the language model:
+"""The four-stage analysis of a session's changes through the language model:
 WHAT was done, WHY, which PATTERNS it shows, and the KNOWLEDGE entries worth keeping.
 
 Each stage is one :func:`lore.llm.complete_json` call with its prompt
@@ -201,7 +201,7 @@ class KnowledgeReply(_Reply):
 # ---- the values ---------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class KnowledgeEntry:
-    """A knowledge entry (seed 000 §2.2) as a lesson candidate written by the model."""
+    """A knowledge entry as a lesson candidate written by the model."""
 
     title: str
     kind: str  # code_pattern | bug_fix | architecture | project_rule

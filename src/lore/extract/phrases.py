@@ -69,7 +69,11 @@ _SPANS = re.compile(r"`[^`\n]*`|\"[^\"\n]*\"")
 
 # Openers that carry no content: "no,", "actually,", "hey claude,", "please".
 _LEAD = re.compile(
-    r"^(?:(?:no+(?!\s+need\b|\s+more\b)|nope|nah|actually|please|pls|plz|ok(?:ay)?|hm+|um+|uh+|ugh+|"
+    r"^(?:(?:i\s+(?:already\s+|just\s+)?(?:told|asked)\s+you(?:\s+(?:before|already|earlier|twice|"
+    r"this|that))?(?=\s*[,:.;!\-]|\s+(?:no|not|to|don'?t|never|always|use)\b)|"
+    r"(?:as|like)\s+i\s+(?:said|told\s+you|mentioned|asked)(?:\s+(?:before|already|earlier))?|"
+    r"i\s+(?:already\s+)?said(?=\s*[,:.;!\-]|\s+(?:no|not|don'?t|never|always|use)\b)|again(?=\s*[,:!])|"
+    r"no+(?!\s+need\b|\s+more\b)|nope|nah|actually|please|pls|plz|ok(?:ay)?|hm+|um+|uh+|ugh+|"
     r"well|wait|hold\s+on|oh|oops|sorry|yeah|yes|yep|right|so|also|and|but|hey\s+\w+(?=\s*[,:!])|"
     r"hey|hi\s+\w+(?=\s*[,:!])|hi|claude|codex|on\s+second\s+thought|one\s+more\s+thing|btw|"
     r"by\s+the\s+way|fyi|stop(?=\s*[.!,]))\b[\s,.!:;\-]*)+",
@@ -144,7 +148,7 @@ def normalise(text: str) -> str:
 def strip_openers(t: str) -> tuple[str, bool]:
     """The text without greeting, "no," and politeness; and whether it opened with a no."""
     m = _LEAD.match(t)
-    opened_no = bool(m and re.match(r"\W*(?:no+|nope|nah)\b", m.group(0), _I))
+    opened_no = bool(m and re.search(r"(?:^|\W)(?:no+|nope|nah)\b", m.group(0), _I))
     t = t[m.end():] if m else t
     cut = max(0, len(t) - 200)  # politeness sits at the end; a bounded tail keeps this linear
     return (t[:cut] + _TRAIL.sub("", t[cut:])).strip(), opened_no

@@ -1,4 +1,4 @@
-"""Seed 004's confidence score of a learned rule, and the status it earns.
+"""The confidence score of a learned rule, and the status it earns.
 
 0.3, plus 0.1 per occurrence (at most 0.4), plus 0.2 for an explicit correction or a stated
 rule, plus 0.1 when seen in the last ``recent_days``, minus 0.3 while it conflicts with
@@ -15,7 +15,7 @@ from lore.config import LearningConfig
 
 def confidence(occurrences: int, explicit: bool, last_seen: str | None, conflicted: bool,
                recent_days: int, at: datetime | None = None) -> float:
-    """Seed 004's formula, clamped to 0..1."""
+    """The score, clamped to 0..1."""
     at = at or datetime.now(UTC)
     score = 0.3 + min(occurrences * 0.1, 0.4) + (0.2 if explicit else 0.0)
     if last_seen:

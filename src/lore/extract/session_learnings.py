@@ -1,4 +1,4 @@
-"""The passes over a finished session (seed 002, SessionEnd): decisions made, problems solved
+"""The passes over a finished session (at SessionEnd): decisions made, problems solved
 and how, recurring patterns, anti-patterns discovered. The pattern-based pass below needs no
 model; the language model's pass (:func:`llm_session_learnings`, at the end) reads the same
 messages when a provider is configured.

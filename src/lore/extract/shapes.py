@@ -57,7 +57,7 @@ from lore.extract.phrases import (
     vague,
 )
 
-__all__ = ["MAX_CHARS", "Extracted", "extract", "RuleExtractor"]
+__all__ = ["MAX_CHARS", "Extracted", "extract", "names_what_was_said", "RuleExtractor"]
 
 _I = re.IGNORECASE
 # ---- the proposal -----------------------------------------------------------------------
@@ -179,7 +179,26 @@ _DONT_USE = re.compile(
 )
 
 
+# "no Redis, use local file sessions": the opener "no" was stripped, a short noun phrase and
+# an instruction to use something else remain.
+_NO_X_USE = re.compile(
+    r"^(?!(?:that|this|it|i|you|we|they|there|the\s+\w+\s+(?:is|are|was))\b)"
+    r"(?P<x>(?:[\w.@/+#`-]+\s+){0,3}[\w.@/+#`-]+)\s*[,;:.]\s*"
+    r"(?=(?:(?:just|instead|rather|always|only|please)\s+)*(?:use|switch(?:\s+over)?\s+to|go\s+with|"
+    r"stick\s+(?:to|with)|keep)\s)", _I)
+_NOT_A_NOUN = re.compile(r"\b(?:is|are|was|were|be|'s|wrong|right|fine|ok|okay|good|bad|please|"
+                         r"thanks|wait|stop|not|don'?t|that|this|it)\b", _I)
+
+
 def _dont_use_instead(t: str, ctx: _Ctx) -> Core | None:
+    if ctx.opened_no:
+        m = _NO_X_USE.match(t)
+        if m and not _NOT_A_NOUN.search(m.group("x")):
+            v = _NEXT_USE.search(t, m.end("x"))
+            y = as_phrase(first_clause(t[v.end():])) if v else ""
+            x, _ = term(m.group("x"), "noun")
+            if x and y and not vague(y):
+                return pair("dont_use_instead", y, "noun", x, "noun")
     for m in _DONT_USE.finditer(t):
         after = t[m.end():]
         x_raw = first_clause(after)
@@ -611,7 +630,9 @@ def _both(pos: Core, neg: Core) -> Core:
         return pos
     rejected = neg.rejected
     plain_use = ("avoid using", "never use", "don't use", "avoid " + (rejected or "").lower())
-    if pos.title.startswith("Use ") and rejected and " " not in rejected.strip() and \
+    # "stop using X … use Y": X names a thing used, so the rule keeps it as the alternative
+    used = neg.title.lower().startswith(("avoid using ", "never use ", "don't use ", "stop using "))
+    if pos.title.startswith("Use ") and rejected and (used or " " not in rejected.strip()) and \
             neg.title.lower().startswith(plain_use):
         return pair("both", pos.preferred or pos.title[4:], "noun", rejected, "noun")
     pos_title, preferred = pos.title, pos.preferred
@@ -727,8 +748,10 @@ _REASON = re.compile(
     r"|(?P<keep>\b(?:because\s+of|due\s+to|so\s+that|in\s+order\s+to|otherwise)\s+|"
     r"\bso\s+(?=(?:it|its|it's|we|the|that|you|they|tests?|ci|builds?|there|nothing|our|i)\b))"
     r"|(?P<stmt>(?:^|(?<=[.!?;,:\n])|(?<=[.!?;,:\n]\s)|(?<=\s[-\u2013\u2014]\s))(?=(?:it'?s|it\s+is|it\s+was|"
-    r"that'?s|they'?re|they\s+\w+|we\s+(?:need|rely|depend|have|run|deploy|ship|still)|(?:it|this|that)\s+(?:\w+s|won'?t|doesn'?t|don'?t|can'?t|will|would|"
-    r"isn'?t|aren'?t|are))\b))",
+    r"that'?s|they'?re|they\s+\w+|we\s+(?:need|rely|depend|have|run|deploy|ship|still|only|use|are|'re)|"
+    r"(?:it|this|that)\s+(?:\w+s|won'?t|doesn'?t|don'?t|can'?t|will|would|isn'?t|aren'?t|are)|"
+    r"(?:the|our)\s+(?:whole\s+|entire\s+)?(?:[\w.-]+\s+){0,2}(?:is|are|runs|uses|needs|has|must|"
+    r"breaks|fails|lives|expects))\b))",
     _I,
 )
 _REASON_END = re.compile(r"[.!?](?=\s|$)|[;\n]|:(?=\s)|\s[-\u2013\u2014]+\s")
@@ -773,9 +796,38 @@ def _with_reason(rule: str, reason: tuple[str, str] | None) -> str:
         out = f"{base} because {text}."
     elif join == "keep":
         out = f"{base}, {lower_first(text)}."
-    else:
-        out = f"{base}. {cap(text)}."
+    else:  # a statement: "Use httpx, not requests: the whole service is async."
+        keep = re.match(r"[A-Z]{2}|I\b", text)  # an acronym or "I" keeps its capital
+        out = f"{base}: {text if keep else lower_first(text)}."
     return out if len(out) <= RULE_MAX + REASON_MAX else rule
+
+
+# First person and filler a rule line must not keep ("I don't want you to X" -> "Don't X").
+_FIRST_PERSON = (
+    (re.compile(r"^(?:i|we)\s+(?:really\s+)?(?:don'?t|do\s+not)\s+want\s+(?:you\s+|us\s+)?to\s+", _I),
+     "Don't "),
+    (re.compile(r"^(?:i|we)\s+(?:really\s+)?(?:want|need|would\s+like|'d\s+like)\s+(?:you\s+|us\s+)?to\s+",
+                _I), ""),
+    (re.compile(r"\b(?:only\s+)?work\s+for\s+me\b", _I), "work only on one machine"),
+    (re.compile(r"\bon\s+my\s+(?:machine|computer|laptop|box)\b", _I), "on one machine"),
+)
+_SOLUTION_ASKED = re.compile(
+    r"\b(?:would|is|could)\s+there\s+(?:be\s+)?(?:a|an|some)\s+(?P<what>[\w-]+(?:\s+[\w-]+)?)\s+"
+    r"(?:solution|way|approach|option)\b[^.!?\n]*\?", _I)
+
+
+def _third_person(rule: str, text: str) -> str:
+    """The line without first person; a question asking for a kind of solution ("would there
+    be a cross-platform solution?") is kept as what to prefer."""
+    out = rule
+    for pattern, repl in _FIRST_PERSON:
+        out = pattern.sub(repl, out)
+    out = cap(out.strip())
+    asked = _SOLUTION_ASKED.search(text)
+    if asked and asked.group("what").lower() not in out.lower():
+        what = asked.group("what")
+        out = f"{out.rstrip(' .')}; prefer a {what} solution."
+    return out
 
 
 _GLOBAL = re.compile(
@@ -889,8 +941,8 @@ def extract(message: str, proposal: str | None = None) -> Extracted | None:
     bare = _framed(core.rule, frame, LINE_MAX)
     context = cut_at(when.split(" ", 1)[1], CONTEXT_MAX) if when else (_context(prop) if prop else None)
     return Extracted(
-        title=_framed(core.title, frame, TITLE_MAX),
-        rule=_line(_with_reason(bare, reason), bare),
+        title=_third_person(_framed(core.title, frame, TITLE_MAX), "").rstrip("."),
+        rule=_line(_third_person(_with_reason(bare, reason), text), _third_person(bare, "")),
         rejected=core.rejected or None,
         preferred=core.preferred or None,
         reasoning=reason[0] if reason else None,
@@ -909,3 +961,26 @@ class RuleExtractor:
 
     def extract(self, message: str, proposal: str | None = None) -> Extracted | None:
         return extract(message, proposal)
+
+
+_WORD = re.compile(r"[A-Za-z][\w.+#/-]*[\w+#]|[A-Za-z]")
+_PLAIN = frozenset("""a an the and or but not no nor of to in on at by for with from into onto
+over under as is are be been being was were it its this that these those there here then than
+so if when while do does did done don't dont use using used make made keep kept always never
+instead rather should must will would can could may might please just only also every each
+any all some more less new other one own same such your you we our us i me my they them their
+he she his her what which who whom why how whose now ever again before after because since
+file files code project rule rules way thing things work""".split())
+
+
+def _stems(text: str) -> set[str]:
+    return {w.lower().strip("./-")[:6] for w in _WORD.findall(text.translate(QUOTES))
+            if w.lower() not in _PLAIN and len(w) > 2}
+
+
+def names_what_was_said(rule: str, message: str) -> bool:
+    """Whether a rule line written by a model names something the message named: a tool,
+    file, command or practice (compared by word stems, function words aside). A line that
+    shares nothing with the message was not read from it."""
+    said = _stems(message)
+    return bool(said & _stems(rule)) if said else True

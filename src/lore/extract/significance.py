@@ -1,7 +1,7 @@
-"""Is a session's work worth a deeper look? Seed 000's significance score, part by part, and a
+"""Is a session's work worth a deeper look? The significance score, part by part, and a
 summary of the work written without any model.
 
-The score adds the points of six parts (seed 000 §1.1): five or more files (3), 150 or more
+The score adds the points of six parts: five or more files (3), 150 or more
 changed lines (2), a new pattern (5), a commit message keyword (2), an architectural change
 (4), two or more corrections or iterations in the session (1). Every part is kept with its
 points and the reason, so ``--explain`` can print how a score came about. Work scoring at
@@ -99,7 +99,7 @@ class ProposedLesson:
 # ---- the score ----------------------------------------------------------------------------------
 def score(changes: GitChanges, *, corrections: int = 0, iterations: int = 0, threshold: int = THRESHOLD,
           force: bool = False) -> Significance:
-    """Seed 000's score of ``changes`` plus the session's correction and iteration counts."""
+    """The significance score of ``changes`` plus the session's correction and iteration counts."""
     parts = (
         _files_part(changes), _lines_part(changes), _new_patterns_part(changes), _keywords_part(changes),
         _architecture_part(changes), _corrections_part(corrections, iterations),

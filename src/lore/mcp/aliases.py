@@ -1,7 +1,8 @@
-"""The design seeds' tool names and argument shapes, as thin aliases of the canonical tools.
+"""The tool names and argument shapes of the interfaces Lore stays compatible with (the
+ai-lessons, self-learning and reinforcement profiles), as thin aliases of the canonical tools.
 
-Each seed profile restates no logic: an alias maps its arguments onto the same core call
-as the canonical tool in :data:`SEED_ALIASES` and shapes the answer the seed specifies.
+Each of these profiles restates no logic: an alias maps its arguments onto the same core call
+as the canonical tool in :data:`SEED_ALIASES` and shapes the answer that interface expects.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from lore.api import Lore
 
 
-# Each seed profile's tools and the canonical tool each stands for (None: a seed tool with
+# Each compatible profile's tools and the canonical tool each stands for (None: a tool with
 # no canonical twin). docs/mcp.md lists them; a test checks this table against the server.
 SEED_ALIASES: dict[str, dict[str, str | None]] = {
     "ai-lessons": {
@@ -57,7 +58,7 @@ SEED_ALIASES: dict[str, dict[str, str | None]] = {
 
 
 def register_ai_lessons(server: MCPServer, t: LoreTools) -> None:
-    """Seed 001 §10 names and arguments."""
+    """The ai-lessons profile: its tool names and arguments."""
 
     @tool(server, "learn", WRITE)
     async def learn(
@@ -65,7 +66,7 @@ def register_ai_lessons(server: MCPServer, t: LoreTools) -> None:
         anti_contexts: StrList = None, confidence: str | None = None, source: str | None = None,
         source_notes: str | None = None, ctx: Context | None = None,
     ) -> dict[str, Any]:
-        """Add a lesson (seed 001 name for lore_add): when you had to debug or iterate to find a solution.
+        """Add a lesson (the same as lore_add): when you had to debug or iterate to find a solution.
 
         Example: {"title": "Jira API rate limit", "content": "Back off on 429 …", "tags": ["jira"],
         "confidence": "medium", "source": "tested"}
@@ -83,7 +84,7 @@ def register_ai_lessons(server: MCPServer, t: LoreTools) -> None:
         min_confidence: str | None = None, source: str | None = None,
         limit: Annotated[int, Field(ge=1, le=50)] = 10,
     ) -> dict[str, Any]:
-        """Search lessons (seed 001 name for lore_search, every project). Example: {"query": "rate limits"}"""
+        """Search lessons (the same as lore_search, every project). Example: {"query": "rate limits"}"""
         filters = Filters(tags=tuple(tags or ()), contexts=tuple(contexts or ()),
                           min_confidence=min_confidence, sources=(source,) if source else ())
         hits = await t.run(lambda lore: lore.recall(query, filters, limit, interface="mcp"))
@@ -91,7 +92,7 @@ def register_ai_lessons(server: MCPServer, t: LoreTools) -> None:
 
     @tool(server, "get_lesson", READ)
     async def get_lesson(lesson_id: str) -> dict[str, Any]:
-        """Get a lesson by id (seed 001). Example: {"lesson_id": "01JD8X3Q5M4Z2Y7T6R1W0V9K8J"}"""
+        """Get a lesson by id. Example: {"lesson_id": "01JD8X3Q5M4Z2Y7T6R1W0V9K8J"}"""
         return (await t.run(lambda lore: lore.get_lesson(lesson_id.strip()))).to_dict()
 
     @tool(server, "update_lesson", UPDATE)
@@ -100,7 +101,7 @@ def register_ai_lessons(server: MCPServer, t: LoreTools) -> None:
         tags: StrList = None, contexts: StrList = None, anti_contexts: StrList = None,
         confidence: str | None = None, source: str | None = None, source_notes: str | None = None,
     ) -> dict[str, Any]:
-        """Change a lesson (seed 001). Example: {"lesson_id": "01JD…", "confidence": "high"}"""
+        """Change a lesson. Example: {"lesson_id": "01JD…", "confidence": "high"}"""
         fields = lesson_fields(title=title, content=content, tags=tags, contexts=contexts,
                                 anti_contexts=anti_contexts, confidence=confidence, source=source,
                                 source_notes=source_notes)
@@ -111,39 +112,39 @@ def register_ai_lessons(server: MCPServer, t: LoreTools) -> None:
 
     @tool(server, "delete_lesson", DELETE)
     async def delete_lesson(lesson_id: str) -> dict[str, Any]:
-        """Delete a lesson (seed 001). Example: {"lesson_id": "01JD8X3Q5M4Z2Y7T6R1W0V9K8J"}"""
+        """Delete a lesson. Example: {"lesson_id": "01JD8X3Q5M4Z2Y7T6R1W0V9K8J"}"""
         await t.run(lambda lore: lore.delete_lesson(lesson_id.strip()))
         return {"deleted": True, "id": lesson_id}
 
     @tool(server, "related", READ)
     async def related(lesson_id: str, depth: Annotated[int, Field(ge=1, le=10)] = 1,
                       relations: StrList = None) -> dict[str, Any]:
-        """Lessons linked to a lesson (seed 001). Example: {"lesson_id": "01JD…", "depth": 2}"""
+        """Lessons linked to a lesson. Example: {"lesson_id": "01JD…", "depth": 2}"""
         found = await t.run(lambda lore: lore.related(lesson_id.strip(), depth, relations or ()))
         return {"related": [r.to_dict() for r in found]}
 
     @tool(server, "link", WRITE)
     async def link(from_id: str, to_id: str, relation: str = "related_to") -> dict[str, Any]:
-        """Link two lessons (seed 001). Example: {"from_id": "01JD…A", "to_id": "01JD…B",
+        """Link two lessons. Example: {"from_id": "01JD…A", "to_id": "01JD…B",
         "relation": "derived_from"}"""
         edge = await t.run(lambda lore: lore.link(from_id.strip(), to_id.strip(), relation))
         return {"linked": True, **edge.to_dict()}
 
     @tool(server, "tags", READ)
     async def tags(with_counts: bool = False) -> dict[str, Any]:
-        """Tags in use (seed 001). Example: {"with_counts": true}"""
+        """Tags in use. Example: {"with_counts": true}"""
         found = await t.run(lambda lore: lore.list_tags())
         return {"tags": [{"tag": g, "count": n} for g, n in found] if with_counts
                 else [g for g, _ in found]}
 
     @tool(server, "sources", READ)
     async def sources() -> dict[str, Any]:
-        """Valid sources (seed 001). Example: {}"""
+        """Valid sources. Example: {}"""
         return {"sources": [i.to_dict() for i in await t.run(lambda lore: lore.list_sources())]}
 
     @tool(server, "confidence_levels", READ)
     async def confidence_levels() -> dict[str, Any]:
-        """Valid confidence levels (seed 001). Example: {}"""
+        """Valid confidence levels. Example: {}"""
         items = await t.run(lambda lore: lore.list_confidence_levels())
         return {"confidence_levels": [i.to_dict() for i in items]}
 
@@ -152,7 +153,7 @@ LEARN_TYPES = Literal["code_pattern", "bug_fix", "architecture", "project_rule"]
 
 
 def register_self_learning(server: MCPServer, t: LoreTools) -> None:
-    """Seed 000 §3 names and arguments."""
+    """The self-learning profile: its tool names and arguments."""
 
     @tool(server, "learn_search", SEARCH)
     async def learn_search(
@@ -163,7 +164,7 @@ def register_self_learning(server: MCPServer, t: LoreTools) -> None:
         limit: Annotated[int, Field(ge=1, le=50)] = 10,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
-        """Search the knowledge base for patterns, bug fixes and learnings (seed 000); counts usage.
+        """Search the knowledge base for patterns, bug fixes and learnings; counts usage.
 
         min_confidence is 1-5 (very-low … very-high). Example: {"query": "retry with backoff",
         "type": "bug_fix", "min_confidence": 3}
@@ -182,12 +183,12 @@ def register_self_learning(server: MCPServer, t: LoreTools) -> None:
 
     @tool(server, "learn_get", READ)
     async def learn_get(id: str) -> dict[str, Any]:
-        """Full details of one knowledge entry (seed 000). Example: {"id": "01JD8X3Q5M4Z2Y7T6R1W0V9K8J"}"""
+        """Full details of one knowledge entry. Example: {"id": "01JD8X3Q5M4Z2Y7T6R1W0V9K8J"}"""
         return (await t.run(lambda lore: lore.get_lesson(id.strip()))).to_dict()
 
     @tool(server, "learn_status", READ)
     async def learn_status(project: str | None = None) -> dict[str, Any]:
-        """Statistics about learned knowledge (seed 000): lessons by kind, status and project, and
+        """Statistics about learned knowledge: lessons by kind, status and project, and
         what analysis did (sessions seen, analysed, skipped with why, entries per kind, today's
         tokens and cost, the last error). Example: {}"""
 
@@ -205,7 +206,7 @@ def register_self_learning(server: MCPServer, t: LoreTools) -> None:
     @tool(server, "learn_trigger", WRITE)
     async def learn_trigger(scope: Literal["session", "commit", "files"] = "session",
                             target: str | None = None, ctx: Context | None = None) -> dict[str, Any]:
-        """Analyse the current project's work now, whatever its significance score (seed 000).
+        """Analyse the current project's work now, whatever its significance score.
 
         scope 'session': the last commit and the uncommitted work (target: a ref to start from
         instead); 'commit': one commit or a range A..B (target, default HEAD). 'files' is not
@@ -220,7 +221,7 @@ def register_self_learning(server: MCPServer, t: LoreTools) -> None:
 
 
 def register_reinforcement(server: MCPServer, t: LoreTools, with_conversations: bool) -> None:
-    """Seed 004's tool names and arguments."""
+    """The reinforcement profile: its tool names and arguments."""
 
     @tool(server, "search_memory", SEARCH)
     async def search_memory(query: str, scope: Annotated[str, Field(
@@ -280,7 +281,7 @@ def register_reinforcement(server: MCPServer, t: LoreTools, with_conversations: 
         previous: learning.PREVIOUS = None,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
-        """Record that the user corrected you (seed 004); the rule is extracted and scored.
+        """Record that the user corrected you; the rule is extracted and scored.
 
         Example: {"user_correction": "No, use pnpm, not npm", "previous": "I'll run npm install."}
         """
@@ -289,7 +290,7 @@ def register_reinforcement(server: MCPServer, t: LoreTools, with_conversations: 
     @tool(server, "suggest_rule", WRITE)
     async def suggest_rule(rule_text: str, reason: str | None = None,
                            ctx: Context | None = None) -> dict[str, Any]:
-        """Propose a rule for the user's review (seed 004); never active by itself.
+        """Propose a rule for the user's review; never active by itself.
 
         Example: {"rule_text": "Render the QMD document as the last step", "reason": "asked 3 times"}
         """

@@ -1,5 +1,5 @@
-"""Conversation memory as MCP tools: seed 003 (``reflect_on_past``, ``store_reflection``) and
-seed 004 (``get_related_conversations``, also in the ``reinforcement`` profile)."""
+"""Conversation memory as MCP tools: ``reflect_on_past`` and ``store_reflection`` (the
+``self-reflect`` profile) and ``get_related_conversations`` (also in ``reinforcement``)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from lore.mcp.tools import (
     StrList,
     tool,
 )
+from lore.normalize import clip_words
 
 if TYPE_CHECKING:
     pass
@@ -66,20 +67,20 @@ def register(server: MCPServer, t: LoreTools) -> None:
         "tags": ["architecture"]}
         """
         proj = await t.project(ctx, None)
-        title = content.strip().split("\n")[0][:80] or "Reflection"
+        title = clip_words(content.strip().split("\n")[0], 80) or "Reflection"
         lesson = await t.run(lambda lore: lore.add_lesson(
             title, content, kind="reflection", tags=tags or [], project=proj, source="conversation"))
         return {"stored": True, "id": lesson.id, "title": lesson.title}
 
 
 def register_related(server: MCPServer, t: LoreTools) -> None:
-    """``get_related_conversations`` (seed 004), in the self-reflect and reinforcement profiles."""
+    """``get_related_conversations``, in the self-reflect and reinforcement profiles."""
 
     @tool(server, "get_related_conversations", READ)
     async def get_related_conversations(
         query: str, limit: Annotated[int, Field(ge=1, le=50)] = 5, ctx: Context | None = None,
     ) -> dict[str, Any]:
-        """Past conversations related to a topic, across every project (seed 004).
+        """Past conversations related to a topic, across every project.
 
         Example: {"query": "database migration rollback", "limit": 5}
         """

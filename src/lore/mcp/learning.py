@@ -80,7 +80,7 @@ async def preferences(t: LoreTools, ctx: Context | None, project: str | None,
     proj = await t.project(ctx, project)
 
     def call(lore: Lore) -> dict[str, Any]:
-        found = lore.learner.preferences(proj or None, all_projects=proj is None,
+        found = lore.preferences(proj or None, all_projects=proj is None,
                                            file_type=file_type,
                                            statuses=tuple(statuses or ("active", "proposed")))
         return {"project": proj, "count": len(found), "preferences": [
@@ -108,9 +108,10 @@ async def review_list(t: LoreTools, ctx: Context | None, project: str | None,
 async def review_action(t: LoreTools, lesson_id: str, action: str, **kw: Any) -> dict[str, Any]:
     def call(lore: Lore) -> dict[str, Any]:
         from lore.api import require_id
+        from lore.core.review import review_meta
 
         lesson = lore.learner.review(require_id(lesson_id), action, via="mcp", **kw)
-        meta = lesson.metadata.get("learning") or {}
+        meta = (review_meta(lesson) or ("", {}))[1]
         return {"id": lesson.id, "title": lesson.title, "rule": lesson.content,
                 "status": lesson.status, "reviewed": bool(meta.get("reviewed")),
                 "review": meta.get("review")}

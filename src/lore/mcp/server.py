@@ -1,11 +1,18 @@
 """`lore mcp`: the core facade as MCP tools over stdio (official MCP SDK 2.x).
 
-A canonical tool set (``lore_*``, :mod:`lore.mcp.lessons` and :mod:`lore.mcp.learning`)
-covers everything the store can do. ``--profile`` adds the tool names and argument shapes
-of each design seed as thin aliases over the same functions (:mod:`lore.mcp.aliases`:
-``ai-lessons`` seed 001, ``self-learning`` seed 000, ``reinforcement`` seed 004;
-:mod:`lore.mcp.conversations`: ``self-reflect`` seed 003). :mod:`lore.mcp.tools` holds what
-every tool shares: one connection under a lock, project scope, error translation.
+Every tool's schema goes with every request the agent makes, so the default profile,
+``session`` (:mod:`lore.mcp.session`), holds only what an agent needs in a session: search
+lessons and past conversations, get one, the rules that apply here, record a correction,
+suggest a rule. ``admin`` adds the administration tools (:mod:`lore.mcp.lessons` and
+:mod:`lore.mcp.learning`: write, link, delete, reference lists, review decisions, the review
+folder, apply, analysis); ``canonical`` is that set without the conversation search, as earlier
+versions served it. Each design seed's tool names and argument shapes are a profile of thin
+aliases over the same functions (:mod:`lore.mcp.aliases`: ``ai-lessons`` seed 001,
+``self-learning`` seed 000, ``reinforcement`` seed 004; :mod:`lore.mcp.conversations`:
+``self-reflect`` seed 003). :mod:`lore.mcp.tools` holds what every tool shares: one
+connection under a lock, project scope, error translation. Only the modules of the chosen
+profile are imported, and the model loads after the client listed the tools, so
+``initialize`` and ``tools/list`` answer as soon as the SDK is loaded.
 
 A request holding a lone UTF-16 surrogate escape ("\\ud800", written by JavaScript
 clients that cut a string inside an emoji) is valid JSON to Python but not to the SDK's
@@ -20,6 +27,7 @@ import json
 import os
 import re
 import sys
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -27,48 +35,110 @@ from typing import TYPE_CHECKING, Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 
+from lore import __version__
 from lore.errors import LoreError
-from lore.mcp import aliases, conversations, learning, lessons
 from lore.mcp.tools import LoreTools
 from lore.normalize import storable_json
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from lore.api import Lore
     from lore.config import Settings
 
-PROFILES = ("canonical", "ai-lessons", "self-learning", "self-reflect", "reinforcement", "all")
+__all__ = ["DEFAULT_PROFILE", "PROFILES", "build_server", "schema_size", "serve"]
+
+from lore.mcp import DEFAULT_PROFILE, PROFILES
+
+# Clients that never list the tools still get a warm model this long after the handshake.
+WARM_AFTER_S = 3.0
 
 INSTRUCTIONS = """\
 Lore is the user's learning memory: corrections, preferences and lessons from earlier sessions.
-Search it (lore_search) before choosing an approach the user may have an opinion on, and save a
-lesson (lore_add) when the user corrects you, states a lasting preference, or when something took
-debugging to learn. Search results are short; fetch a whole lesson with lore_get."""
+Search it (lore_search) before choosing an approach the user may have an opinion on; when the
+user corrects you or states a lasting preference, record it (lore_record_correction). Search
+results are short; fetch a whole lesson with lore_get."""
 
 
-def build_server(settings: Settings, profile: str = "canonical",
+def serve(profile: str = DEFAULT_PROFILE,
+          settings: Settings | Callable[[], Settings] | None = None) -> None:
+    """Serve over stdio until the client closes the pipe. ``settings``: the loaded settings,
+    or a function that loads them when the first tool needs them (`lore mcp` answers the
+    handshake and the tool list before reading the config)."""
+    server, tools = build_server(settings or _load_settings, profile)
+    try:
+        server.run()  # stdio
+    finally:
+        tools.close()
+
+
+def _load_settings() -> Settings:
+    from lore.config import load_config
+
+    return load_config()
+
+
+def build_server(settings: Settings | Callable[[], Settings], profile: str = DEFAULT_PROFILE,
                  lore: Lore | None = None) -> tuple[MCPServer, LoreTools]:
+    """The server with the profile's tools. ``settings`` may be a function that loads them."""
     if profile not in PROFILES:
         raise LoreError(f"unknown profile '{profile}'; valid: {', '.join(PROFILES)}")
     tools = LoreTools(settings, lore)
-    server = LoreMCPServer("lore", instructions=INSTRUCTIONS)
+    server = LoreMCPServer("lore", version=__version__, instructions=INSTRUCTIONS)
+    server.tools = tools
     warm_after_handshake(server, tools)
-    if profile in ("canonical", "all"):
+    if profile == "session":
+        from lore.mcp import session
+
+        session.register(server, tools)
+        return server, tools
+    if profile in ("admin", "canonical", "all"):
+        from lore.mcp import learning, lessons
+
         lessons.register(server, tools)
+        learning.register(server, tools)
+    if profile in ("admin", "all"):
+        from lore.mcp import session
+
+        session.register_conversations(server, tools)
     if profile in ("ai-lessons", "all"):
+        from lore.mcp import aliases
+
         aliases.register_ai_lessons(server, tools)
     if profile in ("self-learning", "all"):
+        from lore.mcp import aliases
+
         aliases.register_self_learning(server, tools)
     if profile in ("self-reflect", "all"):
+        from lore.mcp import conversations
+
         conversations.register(server, tools)
-    if profile in ("canonical", "all"):
-        learning.register(server, tools)
     if profile in ("reinforcement", "all"):
+        from lore.mcp import aliases
+
         aliases.register_reinforcement(server, tools, with_conversations=profile != "all")
     return server, tools
 
 
+def schema_size(tools: list[Any]) -> int:
+    """The bytes the tools add to a model request: each tool's name, description and input
+    schema as compact JSON (what a client such as Claude Code sends to the model)."""
+    return sum(len(json.dumps({"name": t.name, "description": t.description or "",
+                               "input_schema": t.input_schema}, separators=(",", ":"),
+                              ensure_ascii=False).encode("utf-8")) for t in tools)
+
+
 class LoreMCPServer(MCPServer):
-    """The SDK's server, reading stdin through ``_storable_stdin``."""
+    """The SDK's server, reading stdin through ``_storable_stdin``; the model starts loading
+    once the tools were listed (``tools`` set by ``build_server``)."""
+
+    tools: LoreTools | None = None
+
+    async def list_tools(self) -> list[Any]:
+        listed = await super().list_tools()
+        if self.tools is not None:
+            self.tools.start_warm()
+        return listed
 
     async def run_stdio_async(self) -> None:
         async with _storable_stdin() as stdin, stdio_server(stdin=stdin) as (read, write):
@@ -129,18 +199,21 @@ async def _storable_stdin() -> AsyncIterator[Any]:
 
 
 def warm_after_handshake(server: MCPServer, tools: LoreTools) -> None:
-    """Start loading the model once the client sent `notifications/initialized`.
+    """Start loading the model ``WARM_AFTER_S`` after the client sent
+    `notifications/initialized`, unless listing the tools (or a first call) started it sooner.
 
-    Loading earlier would compete with the handshake for the CPU; clients that skip
-    the notification still get a warm-up from their first tool call.
+    Loading at once would compete with the handshake and ``tools/list`` for the CPU (and the
+    interpreter's lock): a client that waits for the tools before its first request would
+    wait for the model too.
     """
     from mcp.types import NotificationParams
 
     async def initialized(ctx: Any, params: Any) -> None:
-        tools.start_warm()
+        timer = threading.Timer(WARM_AFTER_S, tools.start_warm)
+        timer.daemon = True
+        timer.start()
 
     lowlevel = getattr(server, "_lowlevel_server", None)
     if lowlevel is not None and hasattr(lowlevel, "add_notification_handler"):
         lowlevel.add_notification_handler("notifications/initialized", NotificationParams,
                                           initialized)
-

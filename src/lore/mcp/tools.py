@@ -23,7 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from lore.errors import LoreError, StoreBusy, os_error_message
-from lore.normalize import storable_json
+from lore.normalize import project_root, storable_json
 
 if TYPE_CHECKING:
     from lore.api import Lore
@@ -51,13 +51,21 @@ StrList = list[str] | None
 class LoreTools:
     """The tool implementations: argument handling, project scope, error translation."""
 
-    def __init__(self, settings: Settings, lore: Lore | None = None) -> None:
-        self.settings = settings
+    def __init__(self, settings: Settings | Callable[[], Settings],
+                 lore: Lore | None = None) -> None:
+        self._settings = settings
         self._lore = lore
         self._lock = threading.Lock()
         self._roots: str | None = None
         self._roots_checked = False
         self._warm_started = False
+
+    @property
+    def settings(self) -> Settings:
+        """The settings, loaded by the first call that needs them when given as a function."""
+        if callable(self._settings):
+            self._settings = self._settings()
+        return self._settings
 
     @property
     def lore(self) -> Lore:
@@ -113,13 +121,16 @@ class LoreTools:
         except Exception as exc:
             from lore.api import storage_error
 
-            found = storage_error(exc, self.settings.db_location)  # read-only, full disk …
+            if callable(self._settings):  # the settings themselves did not load
+                raise
+            found = storage_error(exc, self._settings.db_location)  # read-only, full disk …
             if found is None:
                 raise
             raise ToolError(str(found)) from None
 
     async def project(self, ctx: Context | None, given: str | None) -> str | None:
-        """The project a call is about: the argument, else the client's root, else our cwd.
+        """The project a call is about: the argument, else the client's root, else our cwd,
+        each as its project (the git top level of the folder, as every face resolves it).
 
         Returns None for "every project" ('all' or '*'); '' for global lessons.
         """
@@ -129,11 +140,11 @@ class LoreTools:
                 return None
             if value.lower() in GLOBAL:
                 return ""
-            return str(Path(value).expanduser().resolve()) if os.path.isdir(value) else value
+            return project_root(value) if os.path.isdir(os.path.expanduser(value)) else value
         if not self._roots_checked and ctx is not None:
             self._roots_checked = True
-            self._roots = await first_root(ctx)
-        return self._roots or str(Path.cwd().resolve())
+            self._roots = project_root(await first_root(ctx))
+        return self._roots or project_root(str(Path.cwd()))
 
 
 async def first_root(ctx: Context) -> str | None:

@@ -11,14 +11,20 @@ path is an argument, nothing of it ships with Lore.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lore.capture.signals import benign, might_teach, strip_wrappers
 from lore.errors import InvalidInput
-from lore.extract.detect import Detection, detect, model
+from lore.extract.detect import FILTER_THRESHOLD, Detection, detect, model
+from lore.llm.base import CHARS_PER_TOKEN
+
+if TYPE_CHECKING:
+    from lore.llm.judge import Batch
 
 LABELS = ("correction", "preference", "none")
 DETECTORS = ("full", "prefilter")
@@ -128,4 +134,150 @@ def evaluate(paths: Path | list[Path], detector: str = "full",
         "messages_per_second": round(len(rows) / took) if took > 0 else None,
         "prefilter": prefilter,
         "errors": errors,
+    }
+
+
+# ---- the judge, measured on the product's own requests ----------------------------------
+
+def sessions(rows: list[dict[str, Any]]) -> list[tuple[str, list[int]]]:
+    """Rows grouped into sessions (one ``source`` repository and path), in file order."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, r in enumerate(rows):
+        src: dict[str, Any] = r["source"] if isinstance(r.get("source"), dict) else {}
+        key = (str(src.get("repo") or r.get("id") or i), str(src.get("path") or ""))
+        groups.setdefault(key, []).append(i)
+    return [(f"{repo} {path}".strip(), idx) for (repo, path), idx in groups.items()]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "session"
+
+
+@dataclass
+class JudgeRun:
+    rows: list[dict[str, Any]]
+    found: list[Detection]
+    requests: list[tuple[str, Batch]]   # (file name without extension, batch)
+    candidates: int
+
+
+def judge_requests(paths: list[Path], filter_threshold: float | None = None,
+                   max_input_tokens: int | None = None) -> JudgeRun:
+    """Every request the product would send for these labelled files: per session, the
+    messages the detector passes at the filter threshold, each with the agent turn before it."""
+    from lore.config import LLMConfig
+    from lore.llm.judge import Candidate, batches
+
+    rows = [row for path in paths for row in load(path)]
+    cut = FILTER_THRESHOLD if filter_threshold is None else filter_threshold
+    tokens = LLMConfig().max_input_tokens if max_input_tokens is None else max_input_tokens
+    found = [detect(r["text"], r.get("prev_agent")) for r in rows]
+    requests: list[tuple[str, Batch]] = []
+    candidates = 0
+    for name, idx in sessions(rows):
+        chosen = [Candidate(str(i), strip_wrappers(rows[i]["text"]), rows[i].get("prev_agent"))
+                  for i in idx if found[i].probability >= cut]
+        candidates += len(chosen)
+        parts = batches(chosen, max_input_tokens=tokens) if chosen else []
+        for k, batch in enumerate(parts, 1):
+            suffix = f"-part{k}" if len(parts) > 1 else ""
+            requests.append((f"{len(requests) + 1:03d}-{_slug(name)}{suffix}", batch))
+    return JudgeRun(rows, found, requests, candidates)
+
+
+def write_judge_prompts(paths: list[Path], folder: Path,
+                        filter_threshold: float | None = None) -> dict[str, Any]:
+    """Write each request to ``folder/<name>.md`` (system part, then user part). The folder
+    must be new or empty: stale requests would mix with the new ones."""
+    run = judge_requests(paths, filter_threshold)
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise InvalidInput(f"{folder} exists and is not an empty folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, batch in run.requests:
+        (folder / f"{name}.md").write_text(batch.text(), encoding="utf-8")
+    return {"folder": str(folder), "requests": len(run.requests), "messages": len(run.rows),
+            "messages_judged": run.candidates,
+            "input_tokens": sum(b.input_tokens for _, b in run.requests),
+            "reply_rule": "the reply to <folder>/NAME.md is read from <replies>/NAME.md"}
+
+
+def judge_figures(paths: list[Path], replies: Path, filter_threshold: float | None = None) -> dict[str, Any]:
+    """Detector alone against detector + judge, the judge's answers read from ``replies``
+    (one file per request, named as the request). A missing or unreadable reply leaves its
+    messages unjudged (counted as not lessons) and is reported."""
+    from lore.llm.base import estimate_tokens
+    from lore.llm.judge import parse
+
+    if not replies.is_dir():
+        raise InvalidInput(f"{replies} is not a folder of replies")
+    run = judge_requests(paths, filter_threshold)
+    judged: dict[int, tuple[bool, bool]] = {}
+    missing_files, unreadable, invented, unanswered, invalid = [], [], 0, 0, 0
+    tokens_in = tokens_out = read_messages = 0
+    verdicts: dict[int, Any] = {}
+    why: dict[int, str] = {}
+    for name, batch in run.requests:
+        file = replies / f"{name}.md"
+        if not file.is_file():
+            missing_files.append(name)
+            continue
+        text = file.read_text(encoding="utf-8", errors="replace")
+        tokens_in += batch.input_tokens
+        tokens_out += estimate_tokens(text)
+        read_messages += len(batch.keys)
+        try:
+            got = parse(text, batch)
+        except ValueError:
+            unreadable.append(name)
+            continue
+        invented += len(got.invented)
+        for key in got.invented:
+            why[int(key)] = "quote not in the message"
+        for key in got.missing:
+            why[int(key)] = "not answered"
+        unanswered += len(got.missing)
+        invalid += got.invalid
+        for v in got.verdicts:
+            judged[int(v.key)] = (v.positive, v.positive and v.durable)
+            verdicts[int(v.key)] = v
+    if run.requests and len(missing_files) == len(run.requests):
+        raise InvalidInput(f"{replies} holds no reply named after a request (e.g. "
+                           f"{run.requests[0][0]}.md)")
+    rows, found = run.rows, run.found
+    truth = [r["label"] != "none" for r in rows]
+    durable_truth = [t and bool(r.get("durable")) for t, r in zip(truth, rows, strict=True)]
+    pred = [judged.get(i, (False, False))[0] for i in range(len(rows))]
+    dpred = [judged.get(i, (False, False))[1] for i in range(len(rows))]
+    answered = len(run.requests) - len(missing_files) - len(unreadable)
+    cut = FILTER_THRESHOLD if filter_threshold is None else filter_threshold
+    judged_messages = run.candidates
+    return {
+        "messages": len(rows),
+        "detector": {**scores(truth, [d.positive for d in found]),
+                     "durable": scores(durable_truth, [d.positive and d.durable for d in found])},
+        "detector_and_judge": {**scores(truth, pred), "durable": scores(durable_truth, dpred)},
+        "filter_threshold": FILTER_THRESHOLD if filter_threshold is None else filter_threshold,
+        "messages_judged": judged_messages,
+        "positives_reaching_the_judge": round(
+            sum(t and d.probability >= (FILTER_THRESHOLD if filter_threshold is None else filter_threshold)
+                for t, d in zip(truth, found, strict=True)) / max(sum(truth), 1), 3),
+        "requests": len(run.requests),
+        "replies_read": answered,
+        "replies_missing": missing_files,
+        "replies_unreadable": unreadable,
+        "items_with_invented_quotes": invented,
+        "messages_unanswered": unanswered,
+        "items_invalid": invalid,
+        "errors": [{"id": r.get("id"), "label": r["label"], "durable": bool(r.get("durable")),
+                    "judged": verdicts[i].label if i in verdicts else why.get(i, (
+                        "below the filter" if found[i].probability < cut else "no reply")),
+                    "text": r["text"][:300]}
+                   for i, r in enumerate(rows) if pred[i] != truth[i]],
+        "rules": [{"id": rows[i].get("id"), "text": rows[i]["text"][:300], "rule": v.rule}
+                  for i, v in sorted(verdicts.items()) if v.positive and v.durable],
+        "tokens": {"approximation": f"{CHARS_PER_TOKEN} characters a token",
+                   "input_per_judged_message": round(tokens_in / max(read_messages, 1), 1),
+                   "output_per_judged_message": round(tokens_out / max(read_messages, 1), 1),
+                   "input_per_session": round(tokens_in / max(answered + len(unreadable), 1)),
+                   "input_total": tokens_in, "output_total": tokens_out},
     }

@@ -121,6 +121,8 @@ def _run(lore: Lore, samples: list[dict[str, Any]],
                     found = len(kept & set(dias[:k])) / len(kept)
                     recalls[mode]["all"][k].append(found)
                     recalls[mode].setdefault(category, defaultdict(list))[k].append(found)
+                    recalls[mode].setdefault(f"conversation:{sid}", defaultdict(list))[k].append(
+                        found)
             if progress:
                 progress(done, total)
     return _report(recalls, questions, dropped, lore)
@@ -144,6 +146,9 @@ def _report(recalls: dict[str, Any], questions: int, dropped: int, lore: Lore) -
             "categories": {c: {"recall@5": _pct(r[c][5]), "recall@10": _pct(r[c][10]),
                                "questions": len(r[c][5])}
                            for c in CATEGORIES.values() if r[c][5]},
+            "conversations": {key.removeprefix("conversation:"): {
+                "recall@5": _pct(v[5]), "recall@10": _pct(v[10]), "questions": len(v[5])}
+                for key, v in r.items() if key.startswith("conversation:")},
         }
 
     default = block("hybrid")
@@ -151,6 +156,7 @@ def _report(recalls: dict[str, Any], questions: int, dropped: int, lore: Lore) -
         "recall@5": default["recall@5"],
         "recall@10": default["recall@10"],
         "categories": default["categories"],
+        "conversations": default["conversations"],
         "baselines": {"keyword": block("keyword"), "vector": block("vector")},
         "questions": questions,
         "dropped_evidence": dropped,

@@ -1,5 +1,5 @@
 """Search of past conversations: BM25 over chunks and their context, cosine over chunk
-vectors, a bonus for the speaker a query names, and memory decay (seed 003).
+vectors, a bonus for the speaker a query names, and memory decay.
 docs/conversations.md has the formula."""
 
 from __future__ import annotations

@@ -9,6 +9,10 @@ multiplied by the anti-context factor when anti-contexts demote instead of exclu
 * confidence bonus = confidence_bonus × ordinal / highest ordinal.
 * usage bonus = usage_bonus × min(usage_count / usage_saturation, 1).
 * recency bonus (off by default) = weight × exp(−age / scale) (seed 003).
+* a lesson an active lesson supersedes (an edge ``supersedes`` to it) is multiplied by
+  ``SUPERSEDED_FACTOR`` and, when its successor is among the results, ranked right below it:
+  the graph's word on which one holds now outranks the wording's similarity to the query.
+  ``include_superseded=False`` leaves such lessons out instead.
 
 Filters are applied before ranking, inside both candidate queries. The vector stage
 is in :mod:`lore.recall.vectors`.
@@ -31,6 +35,7 @@ from lore.recall.snippet import snippet
 from lore.store import LessonStore, fts_terms
 
 Mode = Literal["hybrid", "keyword", "vector"]
+SUPERSEDED_FACTOR = 0.5
 
 
 def search(
@@ -42,6 +47,7 @@ def search(
     embed_query: Callable[[str], np.ndarray] | None,
     memory: vectors.MemoryIndex,
     mode: Mode = "hybrid",
+    include_superseded: bool = True,
 ) -> list[SearchResult]:
     where, params = store.filter_sql(filters, anti_contexts_exclude=cfg.anti_context == "exclude")
     depth = max(cfg.candidates, limit)
@@ -65,7 +71,26 @@ def search(
         )
         vector = [(s, sim) for s, sim in vector if sim >= cfg.min_similarity]
 
-    return fuse(store, query, keyword, vector, filters, limit, cfg, mode)
+    return fuse(store, query, keyword, vector, filters, limit, cfg, mode, include_superseded)
+
+
+def below_successors(scored: list[tuple[float, int, ScoreParts]],
+                     successors: dict[int, set[int]]) -> list[tuple[float, int, ScoreParts]]:
+    """Best score first (ties: the older lesson first), then every superseded lesson moved
+    right below the last of its successors in the list when it stood above it."""
+    order = sorted(scored, key=lambda t: (-t[0], t[1]))
+    for _ in range(len(order)):  # a chain A > B > C settles in at most len passes
+        moved = False
+        place = {seq: i for i, (_, seq, _) in enumerate(order)}
+        for i, item in enumerate(order):
+            after = [place[n] for n in successors.get(item[1], ()) if n in place]
+            if after and max(after) > i:
+                order.insert(max(after), order.pop(i))
+                moved = True
+                break
+        if not moved:
+            break
+    return order
 
 
 def fuse(
@@ -77,6 +102,7 @@ def fuse(
     limit: int,
     cfg: SearchConfig,
     mode: Mode,
+    include_superseded: bool = True,
 ) -> list[SearchResult]:
     wv = cfg.vector_weight if mode != "keyword" else 0.0
     wk = cfg.fts_weight if mode != "vector" else 0.0
@@ -97,6 +123,9 @@ def fuse(
         if cfg.anti_context == "demote" and filters.contexts
         else set()
     )
+    successors = store.successors(seqs)
+    if not include_superseded:
+        seqs = [s for s in seqs if s not in successors]
     now = datetime.now(UTC)
     scored: list[tuple[float, int, ScoreParts]] = []
     for seq in seqs:
@@ -114,11 +143,12 @@ def fuse(
             age_days = (now - parse_time(row["updated_at"])).total_seconds() / 86400
             recency = cfg.recency.weight * math.exp(-max(age_days, 0.0) / cfg.recency.scale_days)
         factor = cfg.anti_context_factor if seq in demoted else 1.0
+        if seq in successors:
+            factor *= SUPERSEDED_FACTOR
         total = (relevance + conf + usage + recency) * factor
         parts = ScoreParts(vr, sim, kr, bm, rrf, relevance, conf, usage, recency, factor, total)
         scored.append((total, seq, parts))
-    # Ties (same score) keep a stable order: the older lesson first.
-    scored.sort(key=lambda t: (-t[0], t[1]))
+    scored = below_successors(scored, successors)
     best_rows = scored[:limit]
     contents = store.contents([seq for _, seq, _ in best_rows])  # only for the snippets shown
     return [

@@ -5,11 +5,14 @@ from __future__ import annotations
 import re
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+_ESCAPED_BREAK = re.compile(r"\\[nrt]")  # a line break written as backslash-n (escaped JSON)
 WIDTH = 160
 
 
 def snippet(text: str, query: str, width: int = WIDTH) -> str:
     """About ``width`` characters of ``text`` on one line, starting near the first query word."""
+    if text.count("\\n") >= 2:  # quoted JSON or code; a single one is likely a path
+        text = _ESCAPED_BREAK.sub(" ", text)
     flat = " ".join(text.split())
     if len(flat) <= width:
         return flat

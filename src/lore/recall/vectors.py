@@ -170,6 +170,17 @@ class ChunkSource(VectorSource, Protocol):
     def chunk_projects(self, ids: Sequence[int]) -> dict[int, str | None]: ...
 
 
+SCALE_HINT = "pip install 'loreloop[scale]'"
+
+
+def faiss_available() -> bool:
+    """faiss-cpu (about 65 MB) comes with the ``scale`` extra: only a large conversation
+    memory needs it; without it every search scans the vectors exactly, in memory."""
+    from importlib.util import find_spec
+
+    return find_spec("faiss") is not None
+
+
 def faiss_module() -> Any:
     """faiss, imported when a large database is first searched or indexed (~60 ms), set to
     search on the calling thread: one query at a time gains nothing from a thread pool, and
@@ -293,7 +304,7 @@ class ChunkIndex:
                project: str | None) -> list[tuple[int, float]] | None:
         """(chunk id, exact cosine) best first, or None when the index cannot answer."""
         rec = self.usable(store)
-        if rec is None or rec["dims"] != qvec.shape[0]:
+        if rec is None or rec["dims"] != qvec.shape[0] or not faiss_available():
             return None
         try:
             index = self._open()
@@ -335,6 +346,9 @@ class ChunkIndex:
         total = store.vector_total()
         if total < self.MIN_SIZE and not force:
             return f"no index below {self.MIN_SIZE} vectors"
+        if not faiss_available():
+            return (f"no index: {total} vectors are searched exactly; {SCALE_HINT} makes "
+                    "searches of this many faster")
         rec = self.usable(store)
         version = store.vector_versions()[0]
         try:

@@ -144,7 +144,7 @@ def preferences(state: Read, project: str | None = None, file_type: str | None =
     none: the global ones only), active and proposed unless ``status`` says otherwise."""
     every = project is not None and project.lower() in EVERY_PROJECT
     scope = None if every else project or None
-    found = state.call(lambda lore: lore.learner.preferences(
+    found = state.call(lambda lore: lore.preferences(
         scope, all_projects=every, file_type=file_type or None,
         statuses=tuple(status) or ("active", "proposed"), limit=limit))
     return {"project": scope, "preferences": [p.to_dict() for p in found]}

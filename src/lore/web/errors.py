@@ -8,6 +8,7 @@ from typing import Any
 from lore.errors import (
     BackendUnavailable,
     EmbeddingMismatch,
+    Forbidden,
     InvalidInput,
     LoreError,
     NotFound,
@@ -21,6 +22,7 @@ STATUS: list[tuple[type[LoreError], int, str]] = [
     (NotFound, 404, "not_found"),
     (TooLarge, 413, "too_large"),
     (InvalidInput, 422, "invalid_input"),
+    (Forbidden, 403, "denied"),
     (EmbeddingMismatch, 409, "embedding_mismatch"),
     (StoreBusy, 503, "busy"),
     (StorageError, 503, "storage"),

@@ -12,6 +12,7 @@ from urllib.parse import quote, unquote, urlencode
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
 
 from lore import __version__
 from lore.models import Filters
@@ -23,6 +24,17 @@ router = APIRouter(include_in_schema=False)
 templates = Environment(loader=PackageLoader("lore.web", "templates"),
                         autoescape=select_autoescape(["html"]), trim_blocks=True,
                         lstrip_blocks=True)
+
+
+def markdown(text: str | None) -> Markup:
+    """An agent's turn as the agent wrote it, rendered: CommonMark with raw HTML escaped and
+    only safe link schemes (markdown-it's defaults), so nothing in it runs in the page."""
+    from markdown_it import MarkdownIt
+
+    return Markup(MarkdownIt("commonmark", {"html": False}).render(text or ""))
+
+
+templates.filters["markdown"] = markdown
 # Read once from the package: no request path ever names a file.
 STYLE = resources.files("lore.web").joinpath("static/style.css").read_bytes()
 PAGE_SIZE = 50
@@ -179,7 +191,7 @@ def rules_page(request: Request, project: str = "all", file_type: str = "") -> R
     scope = None if every or project == "global" else project
 
     def load(lore: Any) -> tuple[Any, list[str]]:
-        found = lore.learner.preferences(scope, all_projects=every, file_type=file_type or None,
+        found = lore.preferences(scope, all_projects=every, file_type=file_type or None,
                                          limit=500)
         projects = sorted(p for p in lore.stats()["by_project"] if p != "(global)")
         return found, projects

@@ -1,21 +1,24 @@
-"""Sync across devices (`lore sync`): /api/v1/sync/info, /push (write scope) and /pull (read
-scope). A pushed batch is validated whole, then stored in one transaction; the core dedups by
-device, record id and content, so a retried batch stores nothing twice (docs/server.md)."""
+"""Sync across devices (`lore sync`): /api/v1/sync/info, /state and /pull (read scope), /push
+(write scope). A pushed batch is validated whole, then stored in one transaction; the core
+checks the batch's content name, binds the device to the pushing token and dedups by device,
+record id and content, so a retried batch stores nothing twice (docs/server.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 
 from lore import __version__
-from lore.core.sync import MAX_BATCH, PROTOCOL, PULL_LIMIT
+from lore.core.sync import MAX_BATCH, MAX_CURSOR, PROTOCOL, PULL_LIMIT
 from lore.web import models as m
-from lore.web.api import Read, Write
+from lore.web.api import Read, state_of
+from lore.web.auth import authorize, bearer
 from lore.web.errors import HTTPProblem
+from lore.web.state import ServerState
 
 MAX_BODY = 32 * 1024 * 1024  # bytes in one pushed batch
 DEVICE = r"^[0-9A-HJKMNP-TV-Z]{26}$"  # a ULID, made once per home
@@ -151,12 +154,22 @@ SyncRecord = Annotated[SessionRecord | MessageRecord | EditRecord | CorrectionRe
                        | LessonRecordIn, Field(discriminator="kind")]
 
 
+Cursor = Annotated[int, Field(ge=0, le=MAX_CURSOR)]
+
+
 class PushIn(Strict):
-    """One batch of a device's records; applied whole or not at all."""
+    """One batch of a device's records; applied whole or not at all. ``stream``, ``after`` and
+    ``end`` are required since sync protocol 3 (optional here so that an older client is told
+    to upgrade rather than that its batch is malformed)."""
 
     protocol: int = Field(ge=1)
     device: str = Field(pattern=DEVICE)
-    batch_id: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9:._-]+$")
+    batch_id: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9:._-]+$",
+                          description="sha256-HEX of the canonical JSON of [stream, after, end, "
+                                      "records]; the server computes it again")
+    stream: Literal["lessons", "corrections", "messages", "edits"] | None = None
+    after: Cursor | None = Field(default=None, description="the device's cursor before")
+    end: Cursor | None = Field(default=None, description="its cursor once this is stored")
     records: list[SyncRecord] = Field(max_length=MAX_BATCH)
 
 
@@ -164,7 +177,15 @@ class PushOut(BaseModel):
     batch_id: str
     received: int
     stored: int = Field(description="records new to the server (0 for a repeated batch)")
-    repeated: bool = Field(description="this batch id was acknowledged before")
+    refused: int = Field(description="records of another device's session, not stored")
+    repeated: bool = Field(description="a batch of these very records was stored before")
+
+
+class StateOut(BaseModel):
+    device: str
+    acked: dict[str, int] = Field(description="stream -> the device's cursor after the last "
+                                              "batch of it the server stored")
+    records: int = Field(description="the device's records the server holds")
 
 
 class SyncInfo(BaseModel):
@@ -184,6 +205,10 @@ class PullRecord(BaseModel):
 
 class PullOut(BaseModel):
     cursor: int
+    check: str | None = Field(default=None, description="the lesson of the change at `cursor`; "
+                                                       "send it with the next pull")
+    rewound: bool = Field(default=False, description="the cursor was not this server's "
+                                                     "(`check` did not match): answered from 0")
     more: bool
     records: list[PullRecord]
 
@@ -196,25 +221,51 @@ def info(state: Read) -> dict[str, Any]:
             "max_batch": MAX_BATCH, "max_bytes": MAX_BODY}
 
 
+def pusher(request: Request) -> tuple[ServerState, str | None]:
+    """The server and the write token a push acts with (None on a loopback server without
+    tokens)."""
+    state = state_of(request)
+    info = authorize(state, bearer(request.headers.get("authorization")), write=True)
+    return state, (None if isinstance(info, str) else info.id)
+
+
+Pusher = Annotated[tuple[ServerState, str | None], Depends(pusher)]
+
+
+@router.get("/state", response_model=StateOut)
+def device_state(state: Read, device: Annotated[str, Query(pattern=DEVICE)]) -> dict[str, Any]:
+    """The server's view of ``device``: how far each of its streams was stored. A device whose
+    cursor is ahead of it sends those rows again (the server lost them)."""
+    return state.call(lambda lore: lore.sync.view(device))
+
+
 @router.post("/push", response_model=PushOut)
-def push(state: Write, body: PushIn) -> dict[str, Any]:
-    """Store a batch of a device's records in one transaction. A record this device sent
-    before (same id, same content) is skipped; a repeated batch id answers as before."""
+def push(who: Pusher, body: PushIn) -> dict[str, Any]:
+    """Store a batch of a device's records in one transaction. The batch id must name its
+    records; the device must be the pushing token's own; a record this device sent before
+    (same id, same content) is skipped; a batch of the same records answers as before."""
+    state, token = who
     if body.protocol != PROTOCOL:
+        side = "this device" if body.protocol < PROTOCOL else "the server"
         raise HTTPProblem(409, f"this server speaks sync protocol {PROTOCOL}, the client "
-                               f"{body.protocol}; upgrade the older side", code="protocol")
-    records = [r.model_dump() for r in body.records]
-    for r in records:
-        if r["kind"] == "session":
-            r["data"].pop("id", None)
-    return state.call(lambda lore: lore.sync.receive(body.device, body.batch_id, records))
+                               f"{body.protocol}: upgrade Lore on {side}", code="protocol")
+    if body.stream is None or body.after is None or body.end is None:
+        raise HTTPProblem(422, f"sync protocol {PROTOCOL} needs a batch's stream, after and "
+                               "end", code="invalid_input")
+    batch = {"batch_id": body.batch_id, "stream": body.stream, "after": body.after,
+             "end": body.end,  # as sent: the batch id is the hash of what the client sent
+             "records": [r.model_dump(exclude_unset=True) for r in body.records]}
+    return state.call(lambda lore: lore.sync.receive(body.device, batch, token))
 
 
 @router.get("/pull", response_model=PullOut)
 def pull(state: Read, device: Annotated[str, Query(pattern=DEVICE)],
-         cursor: Annotated[int, Query(ge=0)] = 0,
-         limit: Annotated[int, Query(ge=1, le=PULL_LIMIT)] = PULL_LIMIT) -> dict[str, Any]:
+         cursor: Annotated[int, Query(ge=0, le=MAX_CURSOR)] = 0,
+         limit: Annotated[int, Query(ge=1, le=PULL_LIMIT)] = PULL_LIMIT,
+         check: Annotated[str | None, Query(min_length=1, max_length=300)] = None,
+         ) -> dict[str, Any]:
     """Lessons a person decided on (approved or reviewed rules, active lessons) changed after
     ``cursor``, without the versions ``device`` wrote itself; ask again from the answer's
-    ``cursor`` while ``more``."""
-    return state.call(lambda lore: lore.sync.changes(device, cursor, limit))
+    ``cursor`` and ``check`` while ``more``. A cursor whose ``check`` does not match this
+    server's change log is answered from 0 (``rewound``)."""
+    return state.call(lambda lore: lore.sync.changes(device, cursor, limit, check))

@@ -2,7 +2,7 @@
 vectors (HNSW, cosine) and Postgres full-text search for keywords (docs/storage.md).
 
 Chosen by a ``postgresql://`` (or ``postgres://``) database location; psycopg and pgvector
-come with ``pip install 'lore-memory[postgres]'`` and are imported only when such a database opens.
+come with ``pip install 'loreloop[postgres]'`` and are imported only when such a database opens.
 Lore's tables live in one schema, ``lore`` unless the URL says ``?schema=NAME``.
 """
 

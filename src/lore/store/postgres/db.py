@@ -19,7 +19,7 @@ from typing import Any
 from lore.errors import BackendUnavailable, StorageError, StoreBusy
 from lore.home import mask_url as masked
 
-INSTALL = "pip install 'lore-memory[postgres]'"
+INSTALL = "pip install 'loreloop[postgres]'"
 
 
 def driver() -> Any:

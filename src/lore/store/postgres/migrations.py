@@ -417,6 +417,28 @@ def m017_chunk_vector_index(conn: Connection) -> None:
     conn.execute(CHUNK_VECTOR_INDEX)
 
 
+def m020_sync_identity(conn: Connection) -> None:
+    """Mirrors SQLite m020_sync_identity: the write token each device pushes with, and the
+    server's view of each device's push cursors (seeded from the batches received before)."""
+    from lore.store.sqlite.migrations import seed_sync_cursors
+
+    conn.execute("""
+        CREATE TABLE sync_devices (
+            device TEXT PRIMARY KEY, token_id TEXT NOT NULL UNIQUE, bound_at TEXT NOT NULL);
+        CREATE TABLE sync_cursors (
+            device TEXT NOT NULL, stream TEXT NOT NULL, acked BIGINT NOT NULL,
+            updated_at TEXT NOT NULL, PRIMARY KEY (device, stream));
+    """)
+    seed_sync_cursors(conn)
+
+
+def m023_project_roots(conn: Connection) -> None:
+    """Mirrors SQLite m023_project_roots: project keys as the projects they are in."""
+    from lore.store.sqlite.migrations import project_keys
+
+    project_keys(conn)
+
+
 # (number, migration): the numbers of the SQLite migrations they mirror. m005 and m006 have
 # no counterpart of their own (m003 holds m005's columns; m006 redacted text stored before).
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
@@ -424,7 +446,7 @@ MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (7, m007_analysis), (8, m008_server_tokens), (9, m009_context_loads),
     (11, m011_sync), (12, m012_schedule_runs), (13, m013_who_and_where),
     (15, m015_session_start_commit), (16, m016_lesson_deletions),
-    (17, m017_chunk_vector_index),
+    (17, m017_chunk_vector_index), (20, m020_sync_identity), (23, m023_project_roots),
 ]
 SCHEMA_VERSION = max(n for n, _ in MIGRATIONS)
 
@@ -459,7 +481,7 @@ def migrate(conn: Connection, schema: str) -> int:
         if newest > SCHEMA_VERSION:
             raise MigrationError(
                 f"{masked(conn.location)} was written by a newer Lore (schema {newest}; this Lore "
-                f"knows up to {SCHEMA_VERSION}); upgrade with `pip install -U lore-memory`")
+                f"knows up to {SCHEMA_VERSION}); upgrade with `pip install -U loreloop`")
         for number, migration in MIGRATIONS:
             if number in applied:
                 continue

@@ -61,7 +61,7 @@ class SQLiteStore(LessonTables, CopyTables):
             sqlite3 = driver()
             out.append(("sqlite driver", True, f"sqlean.py with SQLite {sqlite3.sqlite_version}", ""))
         except Exception as exc:  # noqa: BLE001 - report whatever broke
-            out.append(("sqlite driver", False, str(exc), "pip install --force-reinstall lore-memory"))
+            out.append(("sqlite driver", False, str(exc), "pip install --force-reinstall loreloop"))
         try:
             check_fts5()
             out.append(("fts5", True, "available", ""))

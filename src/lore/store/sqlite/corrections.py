@@ -46,6 +46,27 @@ class CorrectionTables(Tables):
             "SELECT * FROM corrections WHERE status = 'new' ORDER BY id LIMIT ?", (limit,))]
 
 
+    def judging(self, *, session_id: str | None = None, since: str | None = None,
+                limit: int = 2000) -> list[dict[str, Any]]:
+        """Captured messages waiting for the judge (status 'judging'), oldest first; of one
+        session, or captured at or after ``since``."""
+        where, params = ["status = 'judging'"], []
+        if session_id is not None:
+            where.append("session_id = ?")
+            params.append(session_id)
+        if since is not None:
+            where.append("at >= ?")
+            params.append(since)
+        return [dict(r) for r in self.conn.execute(
+            f"SELECT * FROM corrections WHERE {' AND '.join(where)} ORDER BY id LIMIT ?",
+            (*params, limit))]
+
+    def judging_count(self) -> tuple[int, int]:
+        """Messages waiting for the judge, and the sessions they belong to."""
+        row = self.conn.execute("SELECT count(*), count(DISTINCT coalesce(session_id, '')) FROM "
+                                "corrections WHERE status = 'judging'").fetchone()
+        return int(row[0]), int(row[1]) if row[0] else 0
+
     def set_verdict(self, correction_id: int, *, status: str, label: str | None,
                     correction_type: str | None, durable: bool | None, probability: float | None,
                     cues: Sequence[str], lesson_id: str | None, action: str | None) -> None:
@@ -81,6 +102,24 @@ class CorrectionTables(Tables):
             f"AND (project IS NULL OR project IS ?)",
             (*RULE_KINDS, *statuses, project))]
 
+
+    WORK_SOURCES = ("git", "conversation")  # lessons the analysis of the work proposes
+
+    def work_lesson_ids(self, project: str | None, *, all_projects: bool, limit: int) -> list[str]:
+        """Ids of proposed lessons from the analysis of the work (git changes, session
+        transcripts), newest first; another user's personal lessons are not among them."""
+        where = ["l.status = 'proposed'", f"l.source IN ({','.join('?' * len(self.WORK_SOURCES))})"]
+        params: list[Any] = [*self.WORK_SOURCES]
+        if not all_projects:
+            where.append("(l.project IS NULL OR l.project IS ?)")
+            params.append(project)
+        visible, who = self.visible()
+        if visible:
+            where.append(visible)
+            params += who
+        return [r[0] for r in self.conn.execute(
+            f"SELECT l.id FROM lessons l WHERE {' AND '.join(where)} ORDER BY l.updated_at DESC "
+            "LIMIT ?", (*params, limit))]
 
     def learned_rule_ids(self) -> list[str]:
         """Every lesson the learning pipeline scores (its metadata has a 'learning' entry)."""

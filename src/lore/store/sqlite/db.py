@@ -30,6 +30,8 @@ from lore.errors import (
 from lore.private import make_private, private_dir
 
 BUSY_TIMEOUT_MS = 5000
+WAL_CHECKPOINT_PAGES = 256  # pages (4 kB) the write-ahead log reaches before a checkpoint
+WAL_LIMIT_BYTES = 1024 * 1024  # the log is cut back to this after a checkpoint
 LOCK_RETRIES = 5
 CHUNK = 500  # bound parameters per IN (...) list
 
@@ -39,7 +41,7 @@ def driver() -> Any:
         import sqlean
     except ImportError:  # pragma: no cover - a dependency; only a broken install lands here
         raise BackendUnavailable(
-            "the SQLite driver sqlean.py is not installed; reinstall lore-memory"
+            "the SQLite driver sqlean.py is not installed; reinstall loreloop"
         ) from None
     return sqlean
 
@@ -80,6 +82,10 @@ def connect(path: Path | str, *, create: bool = True) -> Any:
     # Readers never block the writer and vice versa; one file plus -wal/-shm.
     if str(path) != ":memory:" and not read_only:
         conn.execute("PRAGMA journal_mode = WAL")
+        # A small write-ahead log: checkpointed every 256 pages (1 MB, not SQLite's 4 MB) and
+        # cut back to 1 MB after a checkpoint, so a small or nearly full disk holds it.
+        conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
+        conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT_BYTES}")
     # WAL + NORMAL: durable at checkpoints, no fsync per commit; a power cut can lose
     # the last commits but never corrupts the file.
     conn.execute("PRAGMA synchronous = NORMAL")
@@ -213,7 +219,7 @@ def _load_vec(conn: Any) -> None:
 
     spec = importlib.util.find_spec("sqlite_vec")
     if spec is None or not spec.submodule_search_locations:  # pragma: no cover
-        raise BackendUnavailable("sqlite-vec is not installed; reinstall lore-memory")
+        raise BackendUnavailable("sqlite-vec is not installed; reinstall loreloop")
     extension = os.path.join(list(spec.submodule_search_locations)[0], "vec0")
     try:
         conn.enable_load_extension(True)

@@ -726,12 +726,90 @@ def m016_lesson_deletions(conn: Any) -> None:
     )
 
 
+def m020_sync_identity(conn: Any) -> None:
+    """Sync that cannot lose or forge (docs/server.md): the write token each device pushes
+    with (bound on its first push), and the server's view of each device's push cursors, so a
+    device whose database was reset or restored, or a server restored from an older backup,
+    is noticed and the records the server lacks are sent again. The view is seeded from the
+    batches received before, whose ids named their cursors (``device:stream:after-end``)."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE sync_devices (
+            device TEXT PRIMARY KEY,
+            token_id TEXT NOT NULL UNIQUE,    -- the write token that pushes for it
+            bound_at TEXT NOT NULL
+        );
+        CREATE TABLE sync_cursors (
+            device TEXT NOT NULL,
+            stream TEXT NOT NULL,             -- lessons | corrections | messages | edits
+            acked INTEGER NOT NULL,           -- the device's cursor after its last stored batch
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (device, stream)
+        );
+        """,
+    )
+    seed_sync_cursors(conn)
+
+
+def seed_sync_cursors(conn: Any) -> None:
+    """The last cursor each device's batches reached, read from the ids batches had before
+    sync protocol 3 (both backends run this)."""
+    latest: dict[tuple[str, str], tuple[str, int]] = {}
+    for batch_id, device, at in conn.execute(
+            "SELECT batch_id, device, received_at FROM sync_batches ORDER BY received_at"):
+        m = re.fullmatch(r"([0-9A-Z]{26}):(lessons|corrections|messages|edits):(\d+)-(\d+)",
+                         str(batch_id))
+        if m and m.group(1) == device and len(m.group(4)) < 19:
+            latest[(device, m.group(2))] = (str(at), int(m.group(4)))
+    for (device, stream), (at, acked) in sorted(latest.items()):
+        conn.execute("INSERT INTO sync_cursors (device, stream, acked, updated_at) "
+                     "VALUES (?, ?, ?, ?)", (device, stream, acked, at))
+
+
+# The tables whose ``project`` names the project a row belongs to. Conversation sessions and
+# chunks keep theirs: the chunk index's keys carry the chunk's project (recall/vectors.py).
+PROJECT_TABLES = ("lessons", "corrections", "snapshots", "analysis_sessions", "analysis_runs",
+                  "context_loads")
+
+
+def project_keys(conn: Any) -> int:
+    """Every stored project key as its project: a folder inside a git repository becomes the
+    repository's top level (``normalize.project_root``, as every face resolves a folder now), a
+    folder outside one its real path. Keys that are not folders on this machine stay. Portable
+    SQL: the Postgres backend runs it too. Returns how many keys changed."""
+    from lore.normalize import project_root
+
+    moved: dict[str, str] = {}
+    for table in PROJECT_TABLES:
+        rows = conn.execute(f"SELECT DISTINCT project FROM {table} "  # noqa: S608 - fixed names
+                            "WHERE project IS NOT NULL").fetchall()
+        for (key,) in rows:
+            root = moved.get(key) or project_root(key)
+            if root and root != key:
+                moved[key] = root
+                conn.execute(f"UPDATE {table} SET project = ? WHERE project = ?",  # noqa: S608
+                             (root, key))
+    return len(moved)
+
+
+def m023_project_roots(conn: Any) -> None:
+    """Project keys recorded in a repository's subfolder (``repo/src``), or by a face that
+    resolved a folder its own way, become the repository's: one project for every command,
+    tool and hook."""
+    project_keys(conn)
+
+
 # Each migration keeps its number (the digits of its name): migrations are added on several
 # lines of work at once, and a database records which numbers it has run, not a count.
 MIGRATIONS: list[Callable[[Any], None]] = [
     m001_core, m002_conversations, m003_corrections, m004_filter_index, m005_learning,
     m006_redact_stored, m007_analysis, m008_server_tokens, m009_context_loads, m011_sync,
     m012_schedule_runs, m013_who_and_where, m015_session_start_commit, m016_lesson_deletions,
+    m020_sync_identity,
+
+
+    m023_project_roots,
 ]
 
 
@@ -765,7 +843,7 @@ def migrate(conn: Any, path: str = "") -> int:
     if current > SCHEMA_VERSION:
         raise MigrationError(
             f"{path or 'the database'} was written by a newer Lore (schema {current}; this "
-            f"Lore knows up to {SCHEMA_VERSION}); upgrade with `pip install -U lore-memory`"
+            f"Lore knows up to {SCHEMA_VERSION}); upgrade with `pip install -U loreloop`"
         )
     ran = 0
     for position, migration in enumerate(MIGRATIONS):

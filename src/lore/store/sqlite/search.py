@@ -99,6 +99,21 @@ class KeywordIndex(Tables):
             ).fetchall())
         return out
 
+    def successors(self, seqs: Sequence[int]) -> dict[int, set[int]]:
+        """For each of ``seqs`` that an active lesson supersedes (an edge ``supersedes`` from
+        it), the seqs of those successors."""
+        out: dict[int, set[int]] = {}
+        for chunk in chunks(list(seqs)):
+            marks = ",".join("?" * len(chunk))
+            for old, new in self.conn.execute(
+                "SELECT o.seq, n.seq FROM edges e JOIN lessons o ON o.id = e.to_id "
+                "JOIN lessons n ON n.id = e.from_id "
+                f"WHERE e.relation = 'supersedes' AND n.status = 'active' AND o.seq IN ({marks})",
+                chunk,
+            ):
+                out.setdefault(old, set()).add(new)
+        return out
+
     def anti_context_hits(self, seqs: Sequence[int], contexts: Sequence[str]) -> set[int]:
         if not seqs or not contexts:
             return set()

@@ -9,6 +9,9 @@ from lore.models import RULE_KINDS
 from lore.store.sqlite.db import Tables
 
 _RULE_KINDS = "(" + ", ".join(f"'{k}'" for k in RULE_KINDS) + ")"
+# A lesson an active lesson supersedes (an edge "supersedes" to it) is not told: its successor is.
+_NOT_SUPERSEDED = ("NOT EXISTS (SELECT 1 FROM edges e JOIN lessons s ON s.id = e.from_id "
+                   "WHERE e.to_id = l.id AND e.relation = 'supersedes' AND s.status = 'active')")
 
 
 class SessionTables(Tables):
@@ -26,6 +29,7 @@ class SessionTables(Tables):
             f"WHERE l.status = ? AND l.kind IN {_RULE_KINDS} "
             "AND (l.project IS NULL OR l.project = ?) "
             "AND coalesce(json_extract(l.metadata, '$.learning.occurrences'), 1) >= ? "
+            f"AND {_NOT_SUPERSEDED} "
             f"{vis}ORDER BY (l.project IS NOT NULL) DESC, coalesce(l.score, c.ordinal / 5.0) DESC, "
             "c.ordinal DESC, l.usage_count DESC, l.updated_at DESC "
             "LIMIT ?", (status, project, min_seen, *who, limit))]
@@ -39,6 +43,7 @@ class SessionTables(Tables):
             "JOIN confidence_levels c ON c.name = l.confidence "
             f"WHERE l.status = 'active' AND l.kind NOT IN {_RULE_KINDS} "
             "AND (l.project IS NULL OR l.project = ?) "
+            f"AND {_NOT_SUPERSEDED} "
             f"{vis}ORDER BY (l.project IS NOT NULL) DESC, c.ordinal DESC, "
             "l.usage_count DESC, l.updated_at DESC LIMIT ?", (project, *who, limit))]
 

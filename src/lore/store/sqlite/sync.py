@@ -35,7 +35,8 @@ def tombstone(conn: Any, lesson_id: str, deleted_at: str, device: str) -> None:
 
 class SyncTables(Tables):
     """The sync tables of one connection (``lesson_changes``, ``lesson_origins``,
-    ``lesson_history``, ``sync_records``, ``sync_batches``)."""
+    ``lesson_history``, ``sync_records``, ``sync_batches``, ``sync_devices``,
+    ``sync_cursors``)."""
 
     # ---- what a device has to push ---------------------------------------------------
     def pending_count(self, stream: str, after: int) -> int:
@@ -65,6 +66,12 @@ class SyncTables(Tables):
         return [(int(r[0]), str(r[1])) for r in self.conn.execute(
             "SELECT seq, lesson_id FROM lesson_changes WHERE seq > ? ORDER BY seq LIMIT ?",
             (after, limit))]
+
+    def change_at(self, seq: int) -> str | None:
+        """The lesson of the change log's row ``seq`` (None: no such row)."""
+        r = self.conn.execute("SELECT lesson_id FROM lesson_changes WHERE seq = ?",
+                              (seq,)).fetchone()
+        return str(r[0]) if r else None
 
     def corrections_after(self, after: int, limit: int) -> list[dict[str, Any]]:
         return [dict(r) for r in self.conn.execute(
@@ -142,6 +149,45 @@ class SyncTables(Tables):
             ":user_message, :assistant_proposal, :files, :at, :origin, :message_uuid, "
             ":proposal_uuid, :diff, :correction_type, 'synced', :device)", rows)
         return int(self.conn.total_changes - before)
+
+    def session_devices(self, ids: Sequence[str]) -> dict[str, str]:
+        """session id -> the device it belongs to, for the sessions among ``ids`` stored here."""
+        out: dict[str, str] = {}
+        for part in chunks(sorted(set(ids))):
+            marks = ",".join("?" * len(part))
+            out.update((str(r[0]), str(r[1])) for r in self.conn.execute(
+                f"SELECT id, device FROM sessions WHERE id IN ({marks})", part))
+        return out
+
+    # ---- who pushes for a device, and how far the server saw it ----------------------
+    def device_binding(self, device: str) -> str | None:
+        """The write token that pushes for ``device``."""
+        r = self.conn.execute("SELECT token_id FROM sync_devices WHERE device = ?",
+                              (device,)).fetchone()
+        return str(r[0]) if r else None
+
+    def token_binding(self, token_id: str) -> str | None:
+        """The device ``token_id`` pushes for."""
+        r = self.conn.execute("SELECT device FROM sync_devices WHERE token_id = ?",
+                              (token_id,)).fetchone()
+        return str(r[0]) if r else None
+
+    def bind_device(self, device: str, token_id: str, at: str) -> None:
+        self.conn.execute(
+            "INSERT INTO sync_devices (device, token_id, bound_at) VALUES (?, ?, ?) "
+            "ON CONFLICT(device) DO UPDATE SET token_id = excluded.token_id, "
+            "bound_at = excluded.bound_at", (device, token_id, at))
+
+    def acked(self, device: str) -> dict[str, int]:
+        """stream -> the device's cursor after the last batch of it the server stored."""
+        return {str(r[0]): int(r[1]) for r in self.conn.execute(
+            "SELECT stream, acked FROM sync_cursors WHERE device = ?", (device,))}
+
+    def set_acked(self, device: str, stream: str, acked: int, at: str) -> None:
+        self.conn.execute(
+            "INSERT INTO sync_cursors (device, stream, acked, updated_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(device, stream) DO UPDATE SET acked = excluded.acked, "
+            "updated_at = excluded.updated_at", (device, stream, acked, at))
 
     # ---- lessons from other devices --------------------------------------------------
     def origins(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:

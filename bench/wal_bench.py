@@ -1,0 +1,69 @@
+"""Transcript import with SQLite's default checkpointing against Lore's small write-ahead log.
+
+    python bench/wal_bench.py FOLDER [--runs 3]
+
+Each run imports every ``*.jsonl`` under FOLDER into a fresh home (no embeddings), once with
+``wal_autocheckpoint`` 1000 pages and no size limit (SQLite's defaults) and once with Lore's
+settings (``store/sqlite/db.py``), alternating; it prints the writer process's CPU time, the
+wall time and the largest write-ahead log seen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+import lore.store.sqlite.db as db  # noqa: E402
+from conftest import FakeEmbedder, make_settings  # noqa: E402
+from lore.api import Lore  # noqa: E402
+
+
+def run(files: list[Path], pages: int, limit: int) -> tuple[float, float, int]:
+    db.WAL_CHECKPOINT_PAGES, db.WAL_LIMIT_BYTES = pages, limit
+    with tempfile.TemporaryDirectory() as home:
+        wal = Path(home) / "lore.db-wal"
+        peak = [0]
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.is_set():
+                try:
+                    peak[0] = max(peak[0], wal.stat().st_size)
+                except OSError:
+                    pass
+                time.sleep(0.01)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+        with Lore.open(make_settings(Path(home)), embedder=FakeEmbedder()) as lore:
+            lore.conversations.ingest(files, embed=False)
+        wall = time.perf_counter() - t0
+        r1 = resource.getrusage(resource.RUSAGE_SELF)
+        done.set()
+        watcher.join()
+        return r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime, wall, peak[0]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("folder", type=Path)
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    files = sorted(args.folder.rglob("*.jsonl"))
+    lore_settings = (db.WAL_CHECKPOINT_PAGES, db.WAL_LIMIT_BYTES)
+    for i in range(args.runs):
+        for name, (pages, limit) in (("SQLite default", (1000, -1)), ("Lore", lore_settings)):
+            cpu, wall, peak = run(files, pages, limit)
+            print(f"run {i + 1}, {name}: CPU {cpu:.2f} s (the watcher thread included), wall "
+                  f"{wall:.2f} s, largest WAL {peak / 1e6:.1f} MB")
+
+
+if __name__ == "__main__":
+    main()

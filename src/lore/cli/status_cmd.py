@@ -1,0 +1,48 @@
+"""`lore status`: where the loop stands — what was learned, what waits for the user, what is
+written, and whether capture is running. Reads the store only; loads no model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from lore.cli.common import LoreCommand, emit_json, json_option, open_lore, settings
+
+
+@click.command("status", cls=LoreCommand)
+@json_option
+@click.pass_context
+def status(ctx: click.Context, json_: bool) -> None:
+    """Where the loop stands: lessons, rules waiting for review, approved rules, capture.
+
+    \b
+    Example:
+      lore status
+    """
+    from lore.doctor import claude_code_checks, worker_check
+
+    s = settings(ctx)
+    with open_lore(ctx) as lore:
+        lessons = lore.lesson_count()
+        waiting = len(lore.waiting(limit=10_000))
+        approved = len(lore.approved_lessons())
+    checks = {c.name: c for c in [*claude_code_checks(Path.home(), Path.cwd()), worker_check(s.home)]}
+    report: dict[str, Any] = {
+        "database": s.db_shown, "lessons": lessons, "waiting_for_review": waiting,
+        "approved_rules": approved,
+        **{name: {"ok": c.ok, "detail": c.detail} for name, c in checks.items()}}
+    if json_:
+        emit_json(report)
+        return
+    lines = [
+        f"Lessons        {lessons} in {s.db_shown}",
+        f"Review         {waiting} waiting" + ("  → lore review" if waiting else ""),
+        f"Rules          {approved} approved" + ("  → lore apply writes them for the agent"
+                                                   if approved else ""),
+    ]
+    for name, label in (("hooks", "Capture"), ("mcp server", "MCP server"), ("worker", "Worker")):
+        c = checks[name]
+        lines.append(f"{label:<15}{c.detail}" + (f"  → {c.fix}" if c.fix else ""))
+    click.echo("\n".join(lines))
