@@ -97,3 +97,33 @@ def test_parameters_that_gave_500s_answer_one_4xx_line(server, path, params):
 def test_no_query_parameter_makes_a_500(server, request):
     path, params = request
     check(server, path, params)
+
+
+FIELDS = ["title", "content", "kind", "status", "confidence", "score", "tags", "preference",
+          "examples", "evidence", "metadata", "project", "file_types", "trade_offs", "summary",
+          "contexts", "action", "reason", "unknown"]
+JSON = st.recursive(st.none() | st.booleans() | st.integers(-(2**70), 2**70)
+                    | st.floats(allow_nan=True) | st.text(max_size=30)
+                    | st.sampled_from(EDGES),
+                    lambda inner: st.lists(inner, max_size=4)
+                    | st.dictionaries(st.sampled_from(FIELDS), inner, max_size=5),
+                    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(route=st.sampled_from([("POST", "/api/v1/lessons"), ("PATCH", "/api/v1/lessons/{id}"),
+                              ("POST", "/api/v1/lessons/{id}/review"),
+                              ("PATCH", "/api/v1/lessons/01JD8X3Q5M0000000000000000")]),
+       body=st.one_of(st.dictionaries(st.sampled_from(FIELDS), JSON, max_size=6), JSON))
+def test_no_lesson_body_makes_a_500(lore, server, route, body):
+    import json
+
+    lesson_id = lore.list_lessons(None, 1, 0)[1][0]["id"]
+    method, path = route
+    r = server.request(method, path.replace("{id}", lesson_id),
+                       content=json.dumps(body, allow_nan=True),
+                       headers={"content-type": "application/json"})
+    assert r.status_code < 500, (route, body, r.text[:300])
+    if r.status_code >= 400:
+        assert "\n" not in r.json()["error"]["message"]
