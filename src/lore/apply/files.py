@@ -266,8 +266,9 @@ def _stamp(st: os.stat_result) -> tuple[int, int, int]:
 @contextlib.contextmanager
 def locked(paths: Sequence[Path]) -> Iterator[set[Path]]:
     """Hold Lore's lock (flock) on the folders ``paths`` are in (the nearest folder that
-    exists), taken in one order so concurrent runs cannot deadlock; yields the folders held.
-    Where there is no flock, nothing is held."""
+    exists), taken in one order so concurrent runs cannot deadlock; yields the folders covered.
+    Where there is no flock (Windows, some network file systems), nothing is held: the
+    comparisons right before each replacement still keep every line."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
@@ -278,9 +279,15 @@ def locked(paths: Sequence[Path]) -> Iterator[set[Path]]:
         held: list[int] = []
         try:
             for folder in folders:
-                fd = os.open(folder, os.O_RDONLY)
+                try:
+                    fd = os.open(folder, os.O_RDONLY)
+                except OSError:  # a folder that cannot be opened is not locked; the
+                    continue     # comparisons before each replacement still hold
                 held.append(fd)
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                except OSError:  # a file system without flock (some network mounts)
+                    pass
             # A folder made while waiting (by the run that held the lock) is locked instead.
             if folders == sorted({_nearest_folder(p.parent) for p in paths}):
                 yield set(folders)
