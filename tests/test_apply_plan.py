@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 from pathlib import Path
@@ -242,15 +243,27 @@ def test_non_utf8_and_folders_are_refused(where):
         plan([rule(1, "Use pnpm.")], where)
 
 
-def test_a_file_changed_after_planning_stops_the_write(where):
+def test_a_file_changed_after_planning_stops_a_plan_that_cannot_be_made_again(where):
     path = where.project / "CLAUDE.md"
     path.write_text("# Mine\n")
     p = plan([rule(1, "Use pnpm, not npm."), rule(2, "Reply tersely.", scope="global")], where)
     path.write_text("# Mine, edited meanwhile\n")
     with pytest.raises(ChangedSincePlanned, match="changed since the plan"):
-        p.write()
+        dataclasses.replace(p, replan=None).write()
     assert path.read_text() == "# Mine, edited meanwhile\n"
     assert not (where.home / ".claude" / "CLAUDE.md").exists()  # nothing written at all
+
+
+def test_a_file_changed_after_planning_is_planned_again_from_its_new_content(where):
+    path = where.project / "CLAUDE.md"
+    path.write_text("# Mine\n")
+    p = plan([rule(1, "Use pnpm, not npm."), rule(2, "Reply tersely.", scope="global")], where)
+    path.write_text("# Mine, edited meanwhile\n")
+    assert set(p.write()) == {path, where.home / ".claude" / "CLAUDE.md"}
+    text = path.read_text()
+    assert text.startswith("# Mine, edited meanwhile\n") and "Use pnpm, not npm." in text
+    assert plan([rule(1, "Use pnpm, not npm."), rule(2, "Reply tersely.", scope="global")],
+                where).changed == ()
 
 
 def test_stable_order_keeps_diffs_minimal(where):

@@ -507,3 +507,18 @@ def test_a_keyword_in_more_chunks_than_the_bound_ranks_the_newest(pg_url):
         assert [c for c, _ in found] == [ids[3]]
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("url", ["postgresql://[::1", "postgresql://me:pw@[::1/lore",
+                                 "postgresql://me:pw@[::1]:99999/lore",
+                                 "postgresql://me:pw@host:port/lore",
+                                 "postgres://me:pw@[fe80::1%eth0/lore",
+                                 "postgresql://me:pw@host/lore?schema=x&schema=Not-Valid"])
+def test_a_malformed_url_is_one_line_without_its_password(run, monkeypatch, url):
+    # No server needed: the URL is refused before anything connects.
+    monkeypatch.setenv("LORE_DATABASE_URL", url)
+    bad = run("recall", "search", "anything")
+    assert bad.exit_code == 1, bad.output
+    [line] = bad.stderr.strip().splitlines()
+    assert "Traceback" not in bad.output and "pw" not in line
+    assert "database URL" in line

@@ -352,6 +352,56 @@ def test_slugs_are_safe_file_names(text):
     assert len(s) <= 50 and os.sep not in s and s not in (".", "..")
 
 
+def test_an_export_through_a_linked_archive_writes_nothing_at_all(fake_lore, tmp_path):
+    ids = seed(fake_lore)
+    folder = tmp_path / "review"
+    fake_lore.review_export(folder)
+    # Something for every part of the next export: a decided rule (its archive file), a
+    # new waiting rule (its review file), the index; and archive/ now leads out.
+    fake_lore.learner.review(ids[0], "approve")
+    assert fake_lore.learner.suggest_rule("Always pin the Python version in CI",
+                                          project="/work/app").lesson is not None
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.md").write_text("mine", encoding="utf-8")
+    if (folder / "archive").exists():
+        (folder / "archive").rmdir()
+    (folder / "archive").symlink_to(outside, target_is_directory=True)
+    before = tree(folder)
+    stamps = {p: p.stat().st_mtime_ns for p in folder.rglob("*") if not p.is_symlink()}
+    with pytest.raises(Exception, match="leads outside the review folder"):
+        fake_lore.review_export(folder)
+    assert tree(folder) == before and tree(outside) == {"keep.md": b"mine"}
+    assert {p: p.stat().st_mtime_ns for p in folder.rglob("*") if not p.is_symlink()} == stamps
+    (folder / "archive").unlink()
+    done = fake_lore.review_export(folder)  # the link gone, the same export goes through
+    assert any(w.startswith("archive/") for w in done["written"])
+
+
+def test_two_files_claiming_one_rule_decide_nothing_and_are_both_named(fake_lore, tmp_path):
+    ids = seed(fake_lore)
+    folder = tmp_path / "review"
+    fake_lore.review_export(folder)
+    original = review_file(folder, ids[0])
+    copy = folder / "reviews" / "copy of the review.md"  # as a file sync names a conflict
+    copy.write_bytes(original.read_bytes())
+    tick(original, "approve")
+    tick(copy, "reject", "not ours")
+    report = fake_lore.review_import(folder)
+    assert ids[0] in {i["id"] for i in fake_lore.waiting()}  # still waiting
+    [warning] = [w for w in report["warnings"] if ids[0] in w]
+    assert original.name in warning and copy.name in warning and "no decision" in warning
+    assert report["approved"] == report["rejected"] == 0
+    # The export leaves both as the person left them and says so again.
+    texts = (original.read_bytes(), copy.read_bytes())
+    exported = fake_lore.review_export(folder)
+    assert (original.read_bytes(), copy.read_bytes()) == texts
+    assert any(original.name in n and copy.name in n for n in exported["notes"])
+    # One file deleted: the other decides, as any file would.
+    copy.unlink()
+    assert fake_lore.review_import(folder)["approved"] == 1
+
+
 def test_an_edited_rule_text_changes_the_line_agents_receive(fake_lore, tmp_path):
     """Only the rule text edited: the title (the line `lore apply` writes) follows it."""
     ids = seed(fake_lore)

@@ -746,7 +746,13 @@ class Lore:
         if include_global:
             return result
         home_md = home / ".claude" / "CLAUDE.md"
-        return _Plan(tuple(c for c in result.changes if c.path != home_md))
+
+        def without_home(made: _Plan) -> _Plan:
+            return _Plan(tuple(c for c in made.changes if c.path != home_md))
+
+        again = result.replan
+        return _Plan(without_home(result).changes,
+                     replan=None if again is None else lambda: without_home(again()))
 
     # ---- health -----------------------------------------------------------------------
     @property

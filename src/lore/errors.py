@@ -19,6 +19,10 @@ class InvalidInput(LoreError):
     """A value that breaks a rule of the data model (empty title, unknown confidence …)."""
 
 
+class TooLarge(InvalidInput):
+    """A value over its size bound: a lesson, a field, a request body."""
+
+
 class Forbidden(LoreError):
     """An act the caller's credentials do not allow (a token pushing for another device)."""
 

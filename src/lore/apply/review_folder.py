@@ -436,15 +436,20 @@ def title_of(rule: str) -> str:
 
 # ---- the folder ----------------------------------------------------------------------------
 class Folder:
-    """The review folder: every path it writes, reads or deletes stays inside it."""
+    """The review folder: every path it writes, reads or deletes stays inside it.
 
-    def __init__(self, root: Path, *, create: bool = True) -> None:
+    With ``check_only``, writes and deletes change nothing: each path is checked as it would
+    be (a link out of the folder refuses), so a caller can try a whole export first and write
+    only when every path is safe."""
+
+    def __init__(self, root: Path, *, create: bool = True, check_only: bool = False) -> None:
         root = root.expanduser()
         if root.exists() and not root.is_dir():
             raise InvalidInput(f"{root} is not a folder; give a folder for the review files")
         if not create and not root.is_dir():
             raise InvalidInput(f"no review folder at {root}; run `lore review export` first")
-        self.root = private_dir(root).resolve()
+        self.check_only = check_only
+        self.root = root.resolve() if check_only else private_dir(root).resolve()
 
     def path(self, relative: str) -> Path:
         """The folder's file ``relative`` (a/b.md); a path leaving the folder is refused."""
@@ -476,6 +481,8 @@ class Folder:
         old = self.read(relative)
         if old is not None and (old == text if same is None else same(old, text)):
             return False
+        if self.check_only:
+            return True
         private_dir(path.parent)
         if path.is_symlink():
             path.unlink()
@@ -484,6 +491,8 @@ class Folder:
 
     def delete(self, relative: str) -> None:
         path = self.path(relative)
+        if self.check_only:
+            return
         if path.is_symlink() or path.is_file():
             path.unlink()
         parent = path.parent

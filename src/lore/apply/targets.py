@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lore.apply import blocks, files
@@ -52,8 +52,13 @@ class _File:
 
 
 def plan(rules: Iterable[AppliedRule], targets: Targets) -> files.Plan:
-    """The changes that bring every target file in line with ``rules``. Reads, never writes."""
+    """The changes that bring every target file in line with ``rules``. Reads, never writes;
+    the plan can make itself again from the files as they are then (Plan.replan)."""
     rules = list({r.id: r for r in rules}.values())
+    return replace(_plan(rules, targets), replan=lambda: _plan(rules, targets))
+
+
+def _plan(rules: list[AppliedRule], targets: Targets) -> files.Plan:
     wanted: list[_File] = []
     home_md = targets.home / ".claude" / "CLAUDE.md"
     global_rules = tuple(r for r in rules if r.scope == "global")

@@ -30,17 +30,30 @@ if TYPE_CHECKING:
 DONE = {"approve": "approved", "edit": "edited", "reject": "rejected", "defer": "deferred"}
 
 
-def _scan(folder: fmt.Folder) -> dict[str, tuple[str, fmt.Parsed]]:
-    """The review files Lore wrote (by rule id), as they are now."""
+def _scan(folder: fmt.Folder) -> tuple[dict[str, tuple[str, fmt.Parsed]], dict[str, list[str]]]:
+    """The review files Lore wrote (by rule id), as they are now; and the ids two or more
+    files claim (a copy made by hand or by a file sync), with those files, which decide
+    nothing: neither can be told to be the person's word."""
     found: dict[str, tuple[str, fmt.Parsed]] = {}
+    claims: dict[str, list[str]] = {}
     for rel in folder.markdown("reviews"):
         text = folder.read(rel)
         if text is None:
             continue
         parsed = fmt.parse(text)
-        if parsed.ours and parsed.id and parsed.id.upper() not in found:
-            found[parsed.id.upper()] = (rel, parsed)
-    return found
+        if parsed.ours and parsed.id:
+            key = parsed.id.upper()
+            claims.setdefault(key, []).append(rel)
+            found.setdefault(key, (rel, parsed))
+    twice = {key: rels for key, rels in claims.items() if len(rels) > 1}
+    for key in twice:
+        del found[key]
+    return found, twice
+
+
+def _claimed_twice(key: str, rels: list[str]) -> str:
+    return (f"{' and '.join(rels)} both claim rule {key}; no decision taken and neither file "
+            "changed; delete one of them")
 
 
 def _newer(review: Any, parsed: fmt.Parsed) -> bool:
@@ -72,7 +85,11 @@ class ReviewSync:
         counts: Counter[str] = Counter()
         warnings: list[str] = []
         applied: list[dict[str, Any]] = []
-        for rel, parsed in _scan(folder).values():
+        found, twice = _scan(folder)
+        for key, rels in twice.items():
+            warnings.append(_claimed_twice(key, rels))
+            counts["warned"] += 1
+        for rel, parsed in found.values():
             outcome = self._import_one(rel, parsed, warnings)
             counts[outcome] += 1
             if outcome in DONE.values():
@@ -184,16 +201,26 @@ class ReviewSync:
     def export(self, root: Path, approved: Sequence[Lesson]) -> dict[str, Any]:
         """Write the folder: a file per waiting rule, the approved rules by project, the
         decided ones in the archive, and the index. Files Lore wrote that no longer belong are
-        removed; a person's own files in the folder are left alone."""
-        folder = fmt.Folder(root)
+        removed; a person's own files in the folder are left alone. Every path is checked
+        before the first is written: a link out of the folder refuses the whole export."""
         stamp = now()
+        self._export(fmt.Folder(root, check_only=True), approved, stamp)
+        return self._export(fmt.Folder(root), approved, stamp)
+
+    def _export(self, folder: fmt.Folder, approved: Sequence[Lesson], stamp: str
+                ) -> dict[str, Any]:
         notes: list[str] = []
         written: list[str] = []
-        existing = _scan(folder)
+        existing, twice = _scan(folder)
         waiting = self.learner.waiting(None, all_projects=True, limit=1_000_000)
         links: list[tuple[str, str]] = []
         kept: list[str] = []
+        for key, rels in twice.items():
+            notes.append(_claimed_twice(key, rels))
         for item in waiting:
+            if item["id"].upper() in twice:
+                links += [(rel, item["title"]) for rel in twice[item["id"].upper()]]
+                continue
             want = "reviews/" + fmt.review_name(item["id"], item["title"], _first_date(item))
             old = existing.pop(item["id"].upper(), None)
             if old is not None:

@@ -26,6 +26,9 @@ Kind = Literal["week", "month"]
 KINDS: tuple[Kind, ...] = ("week", "month")
 DECIDED = ("approve", "edit", "status")
 TREND_WEEKS = 12
+# The years a digest may be asked for: its trend reaches back TREND_WEEKS weeks and its page
+# links the next period, all inside the calendar Python can count (years 1 to 9999).
+FIRST_YEAR, LAST_YEAR = 1970, 9998
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,18 +84,19 @@ def parse_period(kind: str, label: str | None = None, today: date | None = None)
     if not label:
         return period_of(kind, today or datetime.now(UTC).date())
     label = label.strip()
+    example = "2026-W47" if kind == "week" else "2026-11"
+    pattern = r"(\d{4})-W(\d{1,2})" if kind == "week" else r"(\d{4})-(\d{1,2})"
+    m = re.fullmatch(pattern, label, re.IGNORECASE)
+    if m is not None and not FIRST_YEAR <= int(m[1]) <= LAST_YEAR:
+        raise InvalidInput(f"'{label}': digests cover the years {FIRST_YEAR} to {LAST_YEAR}; "
+                           f"write a {kind} like {example}")
     try:
-        if kind == "week":
-            m = re.fullmatch(r"(\d{4})-W(\d{1,2})", label, re.IGNORECASE)
-            if m is None:
-                raise ValueError(label)
-            return period_of("week", date.fromisocalendar(int(m[1]), int(m[2]), 1))
-        m = re.fullmatch(r"(\d{4})-(\d{1,2})", label)
         if m is None:
             raise ValueError(label)
+        if kind == "week":
+            return period_of("week", date.fromisocalendar(int(m[1]), int(m[2]), 1))
         return period_of("month", date(int(m[1]), int(m[2]), 1))
     except ValueError:
-        example = "2026-W47" if kind == "week" else "2026-11"
         raise InvalidInput(f"'{label}' is not a {kind}; write it like {example}") from None
 
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from lore import __version__
 from lore.models import Filters
 from lore.web import models as m
-from lore.web.auth import authorize, bearer
+from lore.web.auth import LOCAL, authorize, bearer
 from lore.web.state import ServerState
 
 router = APIRouter(prefix="/api/v1", responses=m.ERROR_RESPONSES)
@@ -164,9 +164,14 @@ def conversations(state: Read, q: Annotated[str, Query(min_length=1, max_length=
 
 
 @router.get("/stats", tags=["server"])
-def stats(state: Read) -> dict[str, Any]:
-    """The numbers of `lore admin stats --json`."""
-    return state.call(lambda lore: lore.stats())
+def stats(request: Request, state: Read) -> dict[str, Any]:
+    """The numbers of `lore admin stats --json`; where the database lies only to those who
+    may write (a read token learns no path of the server's machine)."""
+    numbers = state.call(lambda lore: lore.stats())
+    who = authorize(state, bearer(request.headers.get("authorization")), write=False)
+    if who != LOCAL and getattr(who, "scope", None) != "write":
+        numbers.pop("database", None)
+    return numbers
 
 
 # ---- review, the scheduled analysis, digests ---------------------------------------------

@@ -16,7 +16,15 @@ from lore import __version__
 from lore.errors import LoreError
 from lore.web import api, pages, sync
 from lore.web.auth import check_host
-from lore.web.errors import HTTP_CODES, HTTPProblem, body, translate, validation_message
+from lore.web.errors import (
+    HTTP_CODES,
+    HTTPProblem,
+    body,
+    one_line,
+    translate,
+    validation_message,
+)
+from lore.web.guard import Guard
 from lore.web.state import LOOPBACK_HOSTS, ServerState
 
 if TYPE_CHECKING:
@@ -43,6 +51,9 @@ def create_app(lore: Lore, *, require_token: bool = False, scheduler: Scheduler 
     app.include_router(api.router)
     app.include_router(sync.router)
     app.include_router(pages.router)
+    # Added first, so it runs inside the host check below and its answers get the headers.
+    app.add_middleware(Guard, respond=lambda scope, exc: problem(
+        Request(scope), exc.status, exc.code, exc.message))
 
     @app.middleware("http")
     async def guard(request: Request, call_next: Any) -> Response:
@@ -77,6 +88,14 @@ def create_app(lore: Lore, *, require_token: bool = False, scheduler: Scheduler 
         status, code, message = validation_message(list(exc.errors()))
         return problem(request, status, code, message)
 
+    @app.exception_handler(OverflowError)
+    @app.exception_handler(ValueError)
+    async def out_of_range(request: Request, exc: Exception) -> Response:
+        # A parameter that passed the route's types but not the code under it (a number past
+        # 64 bits, a date past year 9999): the client's mistake, said in one line.
+        reason = " ".join(str(exc).split())[:200] or "out of range"
+        return problem(request, 400, "bad_request", f"a parameter cannot be used: {reason}")
+
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         message = {404: "no such page or resource", 405: "this method is not allowed here"}.get(
@@ -91,7 +110,7 @@ def problem(request: Request, status: int, code: str, message: str) -> Response:
     """The API's one error shape; a page's error is a page."""
     if request.url.path.startswith(API_PREFIX):
         return JSONResponse(body(code, message), status_code=status)
-    return pages.error_page(request, status, message)
+    return pages.error_page(request, status, one_line(message))
 
 
 def is_loopback(host: str) -> bool:

@@ -14,11 +14,13 @@ from lore.errors import (
     NotFound,
     StorageError,
     StoreBusy,
+    TooLarge,
 )
 
 # Most specific first: the first class an error is an instance of decides.
 STATUS: list[tuple[type[LoreError], int, str]] = [
     (NotFound, 404, "not_found"),
+    (TooLarge, 413, "too_large"),
     (InvalidInput, 422, "invalid_input"),
     (Forbidden, 403, "denied"),
     (EmbeddingMismatch, 409, "embedding_mismatch"),
@@ -28,7 +30,7 @@ STATUS: list[tuple[type[LoreError], int, str]] = [
 ]
 
 HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
-              405: "method_not_allowed", 409: "conflict", 422: "invalid_input",
+              405: "method_not_allowed", 409: "conflict", 413: "too_large", 422: "invalid_input",
               503: "unavailable"}
 
 
@@ -51,7 +53,12 @@ def translate(exc: LoreError) -> tuple[int, str]:
 
 
 def body(code: str, message: str) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message}}
+    return {"error": {"code": code, "message": one_line(message)}}
+
+
+def one_line(message: str) -> str:
+    """An error is one line, even when it quotes a value that held line breaks."""
+    return message.replace("\r", "\\r").replace("\n", "\\n")
 
 
 def validation_message(errors: list[Any]) -> tuple[int, str, str]:
@@ -61,4 +68,7 @@ def validation_message(errors: list[Any]) -> tuple[int, str, str]:
         return 400, "bad_request", "the request body is not valid JSON"
     where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path"))
     msg = str(first.get("msg", "invalid request"))
-    return 422, "invalid_input", f"{where}: {msg}" if where else msg
+    text = f"{where}: {msg}" if where else msg
+    if first.get("type") in ("string_too_long", "too_long"):
+        return 413, "too_large", f"{text}; send less"
+    return 422, "invalid_input", text

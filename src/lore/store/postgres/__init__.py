@@ -49,8 +49,16 @@ _REFERENCE = ("meta", "confidence_levels", "source_types", "lesson_kinds", "less
 
 
 def split_url(location: str) -> tuple[str, str]:
-    """(the URL psycopg connects to, the schema): ``?schema=NAME`` is Lore's, not libpq's."""
-    parts = urlsplit(location)
+    """(the URL psycopg connects to, the schema): ``?schema=NAME`` is Lore's, not libpq's.
+    A URL that cannot be read (an unclosed ``[``, a port that is no number) is a ConfigError."""
+    try:
+        parts = urlsplit(location)
+        parts.port  # noqa: B018 - raises for a port that is not a number from 0 to 65535
+    except ValueError as exc:
+        shown = masked(re.sub(r"(://[^:/@\[\]]*:)[^@]*@", r"\1***@", location))
+        raise ConfigError(f"the database URL {shown} cannot be read ({exc}); write "
+                          "it as postgresql://user:password@host:5432/database (an IPv6 "
+                          "address in brackets: [::1])") from None
     query = parse_qsl(parts.query, keep_blank_values=True)
     schema = DEFAULT_SCHEMA
     kept = []

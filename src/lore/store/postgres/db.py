@@ -140,7 +140,8 @@ def connect(url: str, timeout: int = 10) -> Connection:
                            "check that the server runs and the URL (host, port, database, "
                            "user, password) is right") from None
     except psycopg.ProgrammingError as exc:
-        raise StorageError(f"the database URL {masked(url)} is not valid: {exc}",
+        reason = " ".join(str(exc).split())
+        raise StorageError(f"the database URL {masked(url)} is not valid: {reason}",
                            "write it as postgresql://user:password@host:5432/database") from None
     return Connection(raw, url)
 
