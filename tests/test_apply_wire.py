@@ -10,9 +10,9 @@ import anyio
 import pytest
 
 from conftest import make_settings
+from lore import hooks
 from lore.api import Lore
 from lore.apply.session_context import build_report
-from lore import hooks
 from lore.capture.queue import Queue
 
 

@@ -14,8 +14,8 @@ import pytest
 
 from conftest import make_settings
 from gitrepo import Repo, lines
-from lore.api import Lore
 from lore import hooks
+from lore.api import Lore
 from lore.capture.githead import read_head
 from lore.capture.queue import Queue
 from lore.worker import Worker

@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import FakeEmbedder
-from lore.api import Lore
 from lore import hooks
+from lore.api import Lore
 from lore.capture.queue import Queue
 from lore.cli import cli
 from lore.private import NOTICE_MARKER, home_notice

@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import FakeEmbedder, make_settings
-from lore.api import Lore
 from lore import hooks
+from lore.api import Lore
 from lore.capture.claude_code import ClaudeCodeReader
 from lore.capture.codex import CodexReader
 from lore.capture.queue import Queue

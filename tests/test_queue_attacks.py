@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import FakeEmbedder, make_settings, stop_workers
-from lore.api import Lore
 from lore import hooks
+from lore.api import Lore
 from lore.capture import queue as queue_module
 from lore.capture.queue import KEEP_ROTATED, Queue
 from lore.errors import ConfigError

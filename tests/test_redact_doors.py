@@ -20,8 +20,8 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import FakeEmbedder, make_settings
-from lore.api import Lore
 from lore import hooks
+from lore.api import Lore
 from lore.cli import cli
 from lore.worker import Worker
 from secret_corpus import STRUCTURED, secret_cases, structured_case
