@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -13,6 +14,14 @@ import pytest
 
 from lore.api import Lore
 from lore.config import Config, Settings
+
+# tests/ is arranged like the code (capture/, extract/, … faces/, e2e/). Some test modules reuse
+# another room's helpers by module name (a loopback model server, a fake `claude`), so every
+# room is importable whichever is collected first.
+for _room in sorted(Path(__file__).parent.iterdir()):
+    if _room.is_dir() and _room.name not in ("data", "fixtures") and not _room.name.startswith(
+            ("_", ".")) and str(_room) not in sys.path:
+        sys.path.insert(0, str(_room))
 
 # The default model must load from installed files only; a hub download would fail here.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

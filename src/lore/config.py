@@ -85,7 +85,7 @@ class SearchConfig(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _seed_names(cls, data: Any) -> Any:
-        # Seed 001 names the same two weights hybrid_weight_semantic/keyword.
+        # Other memory tools name the same two weights hybrid_weight_semantic/keyword.
         if not isinstance(data, dict):
             return data
         data = dict(data)
@@ -140,7 +140,7 @@ class ReviewConfig(_Strict):
 
 
 class LearningConfig(_Strict):
-    """Learning from corrections (seed 004's confidence scoring and thresholds)."""
+    """Learning from corrections (confidence scoring and thresholds)."""
 
     active_threshold: float = Field(default=0.85, ge=0, le=1)  # at or above: active
     review_threshold: float = Field(default=0.5, ge=0, le=1)   # at or above: proposed for review

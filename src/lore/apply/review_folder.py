@@ -1,4 +1,4 @@
-"""The markdown review folder (seed 004's layout, Obsidian-compatible): the file formats, the
+"""The markdown review folder (Obsidian-compatible): the file formats, the
 parser that reads a person's decisions back, and the writes, which never leave the folder.
 
     <folder>/

@@ -13,7 +13,7 @@ from lore.mcp import DEFAULT_PROFILE, PROFILES
               show_default=True, envvar="LORE_MCP_PROFILE",
               help="Tools to expose: session (what an agent needs in a session), admin (also "
                    "writing, links, review, apply), canonical (admin without the conversation "
-                   "search), a design seed's names, or all of them.")
+                   "search), a compatible tool set's names, or all of them.")
 @click.pass_context
 def mcp(ctx: click.Context, profile: str) -> None:
     """Serve Lore to MCP clients over stdio (Claude Code, Codex, Cursor, the MCP Inspector …).

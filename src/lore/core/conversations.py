@@ -113,7 +113,7 @@ class Conversations:
                min_score: float = 0.0, decay: bool | None = None, mode: str = "hybrid",
                now_: datetime | None = None) -> list[recall.ConversationHit]:
         """Chunks ranked by normalised BM25 + weighted cosine, a bonus for the speaker the
-        query names, and memory decay (seed 003). docs/conversations.md has the formula."""
+        query names, and memory decay. docs/conversations.md has the formula."""
         cfg = self.config.conversations
         embed = (self.embedding.query_function()
                  if mode in ("hybrid", "vector") and query.strip() else None)

@@ -19,7 +19,7 @@ model asked only when the detector is unsure), or recorded with ``force``. Anyth
 candidate, kept as evidence for review (:meth:`Learner.waiting`, :meth:`Learner.review`).
 
 The text work is in :mod:`lore.extract` (detector, rule shapes, redaction, silent fixes,
-merge rules, seed 004's score); this module stores what it finds through the store's
+merge rules, the confidence score); this module stores what it finds through the store's
 correction tables and the core's lesson writes. Rules a person decided on keep their status:
 reviewed ones (``lore review``), rejected, superseded or archived ones, lessons added by hand
 and ones whose status was set by hand. A correction that restates a rejected rule stays

@@ -1,6 +1,6 @@
 """Lesson writes: validated fields to a stored row, embedded before anything is written.
 
-The embedded text is ``"{title}\\n\\n{content}"`` (seed 001 §4); each vector row keeps the
+The embedded text is ``"{title}\\n\\n{content}"``; each vector row keeps the
 lesson's content hash, so an update that changes neither is not re-embedded.
 """
 

@@ -95,7 +95,7 @@ class PackagedModel:
     to the longest text of a batch; the mean of the token vectors over the attention mask, normalised) without
     importing fastembed, whose import (its image models' dependencies, the model hub
     client) was about half a second of every fresh process that embeds. Same vectors as
-    fastembed's to 1e-7 (tests/test_packaged_model.py)."""
+    fastembed's to 1e-7 (tests/recall/test_packaged_model.py)."""
 
     def __init__(self, onnx_file: Path, threads: int | None) -> None:
         import onnxruntime as ort

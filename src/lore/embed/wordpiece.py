@@ -5,7 +5,7 @@ transfer client) at install time, about 28 MB that a model shipped in a package 
 This module gives the same token ids for this one tokenizer configuration
 (``BertNormalizer`` with clean-up, CJK spacing, accent stripping and lower case;
 ``BertPreTokenizer``; ``WordPiece`` with ``##`` continuations; ``[CLS] … [SEP]``), checked
-against the library on real transcripts and generated text (tests/test_packaged_model.py).
+against the library on real transcripts and generated text (tests/recall/test_packaged_model.py).
 Anything else in a ``tokenizer.json`` is refused rather than tokenized differently.
 """
 
@@ -27,7 +27,7 @@ CJK = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F
        (0x2B740, 0x2B81F), (0x2B920, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
 # Characters the library's Unicode tables (older than Python 3.11's Unicode 14) do not know:
 # it keeps them as ordinary letters (neither removed, nor punctuation, nor accents). Found by
-# comparing every code point with the library (tests/test_packaged_model.py).
+# comparing every code point with the library (tests/recall/test_packaged_model.py).
 UNKNOWN_TO_LIBRARY = (
     (0x61D, 0x61D), (0x7FD, 0x7FD), (0x890, 0x891), (0x898, 0x89F), (0x8CA, 0x8E2),
     (0x9FD, 0x9FE), (0xA76, 0xA76), (0xAFA, 0xAFF), (0xB55, 0xB55), (0xC04, 0xC04),

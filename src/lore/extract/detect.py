@@ -72,7 +72,7 @@ NEGATIVE = ("report", "polite", "request", "question", "short_plain", "long", "n
 
 # Cues that make a positive message a standing rule rather than a one-off fix.
 DURABLE_CUES = frozenset(GROUPS["rule"]) | {"use_instead", "instead_of"}
-# Cues of an outright rejection (seed 004 "explicit"); others are refinements.
+# Cues of an outright rejection ("explicit"); others are refinements.
 EXPLICIT_CUES = frozenset({"opens_no", "not_right", "you_did", "you_are", "missed", "undo",
                            "regression", "i_said", "why_did_you", "dont_do", "handoff"})
 

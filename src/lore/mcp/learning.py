@@ -2,7 +2,7 @@
 review what was learned (list, approve, edit, reject, defer; the markdown review folder's
 export and import).
 
-The seed 004 names (``record_correction``, ``suggest_rule``, ``get_preferences`` …) in
+The reinforcement profile's names (``record_correction``, ``suggest_rule``, ``get_preferences`` …) in
 :mod:`lore.mcp.aliases` call the same functions.
 """
 

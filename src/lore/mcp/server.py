@@ -6,10 +6,10 @@ lessons and past conversations, get one, the rules that apply here, record a cor
 suggest a rule. ``admin`` adds the administration tools (:mod:`lore.mcp.lessons` and
 :mod:`lore.mcp.learning`: write, link, delete, reference lists, review decisions, the review
 folder, apply, analysis); ``canonical`` is that set without the conversation search, as earlier
-versions served it. Each design seed's tool names and argument shapes are a profile of thin
-aliases over the same functions (:mod:`lore.mcp.aliases`: ``ai-lessons`` seed 001,
-``self-learning`` seed 000, ``reinforcement`` seed 004; :mod:`lore.mcp.conversations`:
-``self-reflect`` seed 003). :mod:`lore.mcp.tools` holds what every tool shares: one
+versions served it. The tool names and argument shapes of compatible memory tools are profiles of thin
+aliases over the same functions (:mod:`lore.mcp.aliases`: ``ai-lessons``,
+``self-learning``, ``reinforcement``; :mod:`lore.mcp.conversations`:
+``self-reflect``). :mod:`lore.mcp.tools` holds what every tool shares: one
 connection under a lock, project scope, error translation. Only the modules of the chosen
 profile are imported, and the model loads after the client listed the tools, so
 ``initialize`` and ``tools/list`` answer as soon as the SDK is loaded.

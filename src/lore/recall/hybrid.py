@@ -3,12 +3,12 @@
 score = (rrf / best_possible_rrf) + confidence bonus + usage bonus + recency bonus,
 multiplied by the anti-context factor when anti-contexts demote instead of exclude.
 
-* rrf = w_vec / (k + vector rank) + w_kw / (k + keyword rank) (seed 001 §5). Dividing
-  by the best possible value puts relevance on 0..1, so the bonuses (seed 000 §3.2,
-  0.05 each by default) nudge the order without swamping it.
+* rrf = w_vec / (k + vector rank) + w_kw / (k + keyword rank). Dividing by the best
+  possible value puts relevance on 0..1, so the bonuses (0.05 each by default) nudge the
+  order without swamping it.
 * confidence bonus = confidence_bonus × ordinal / highest ordinal.
 * usage bonus = usage_bonus × min(usage_count / usage_saturation, 1).
-* recency bonus (off by default) = weight × exp(−age / scale) (seed 003).
+* recency bonus (off by default) = weight × exp(−age / scale).
 * a lesson an active lesson supersedes (an edge ``supersedes`` to it) is multiplied by
   ``SUPERSEDED_FACTOR`` and, when its successor is among the results, ranked right below it:
   the graph's word on which one holds now outranks the wording's similarity to the query.

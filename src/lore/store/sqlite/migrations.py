@@ -36,7 +36,7 @@ def m001_core(conn: Any) -> None:
         """
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 
-        -- Reference tables: adding a value is an INSERT, not a migration (seed 001 §3).
+        -- Reference tables: adding a value is an INSERT, not a migration.
         CREATE TABLE confidence_levels (
             name TEXT PRIMARY KEY,
             ordinal INTEGER NOT NULL UNIQUE,
@@ -142,7 +142,7 @@ def m001_core(conn: Any) -> None:
         CREATE INDEX idx_evidence_lesson ON evidence(lesson_id);
         CREATE INDEX idx_evidence_session ON evidence(session_id);
 
-        -- Free-form relations; relation_types lists the common ones (seed 001 §8).
+        -- Free-form relations; relation_types lists the common ones.
         CREATE TABLE edges (
             from_id TEXT NOT NULL REFERENCES lessons(id) ON DELETE CASCADE ON UPDATE CASCADE,
             to_id TEXT NOT NULL REFERENCES lessons(id) ON DELETE CASCADE ON UPDATE CASCADE,
@@ -329,7 +329,7 @@ def m002_conversations(conn: Any) -> None:
         );
         CREATE INDEX idx_chunk_vectors_version ON chunk_vectors(version);
 
-        -- What the agent wrote, for silent-fix detection later (seed 004).
+        -- What the agent wrote, for silent-fix detection later.
         CREATE TABLE file_edits (
             id INTEGER PRIMARY KEY,
             session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
@@ -382,7 +382,7 @@ def m003_corrections(conn: Any) -> None:
         );
         CREATE INDEX idx_corrections_project ON corrections(project, at);
 
-        -- What was in progress when a session was compacted (seed 002 PreCompact).
+        -- What was in progress when a session was compacted (PreCompact).
         CREATE TABLE snapshots (
             id INTEGER PRIMARY KEY,
             event_id TEXT NOT NULL UNIQUE,

@@ -21,7 +21,7 @@ from secret_corpus import LOOK_ALIKES, STRUCTURED, look_alike_cases, render, sec
 from secret_corpus import SECRETS as FORMATS
 
 CORPUS = [json.loads(line) for line in
-          (Path(__file__).parent / "data" / "secrets_corpus.jsonl").read_text().splitlines()]
+          (Path(__file__).parents[1] / "data" / "secrets_corpus.jsonl").read_text().splitlines()]
 SECRETS = [r for r in CORPUS if r["expect"] == "redacted"]
 ORDINARY = [r for r in CORPUS if r["expect"] == "kept"]
 

@@ -301,7 +301,7 @@ def test_stats_flag_a_rule_corrected_again_after_approval_and_draw_the_curve(run
                                                                              tmp_path):
     import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     import learning_curve
     from lore.measure.learning import learning_curve as curve
     from lore.measure.learning import replay, rule_follow

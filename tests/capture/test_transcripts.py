@@ -25,7 +25,7 @@ from lore.capture.transcripts import (
     session_id_for,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "transcripts"
 DAAAIN = FIXTURES / "daaain-claude-code-log"
 SPOTTER = FIXTURES / "marot-spotter"
 BLAME = FIXTURES / "ai4curation-ai-blame" / "-Users-cjm-repos-ai-blame.rs-tests-examples-simple"
@@ -46,7 +46,7 @@ MANIFEST = DAAAIN / "-src-deep-manifest" / "a7da6a22-facc-4fcd-8bab-f83c87862004
 IDEAS = DAAAIN / "-experiments-ideas" / "03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl"
 WRITES = BLAME / "2c965cfd-41e4-4e31-8339-2986ebced03c.jsonl"
 INLINE = VIEWER / "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "transcripts"
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "transcripts"
 
 CLAUDE = ClaudeCodeReader()
 CODEX = CodexReader()

@@ -19,7 +19,7 @@ from lore.errors import AlreadyRunning
 from lore.worker import Worker
 
 LORE = str(Path(sys.executable).parent / "lore")
-FIXTURE = (Path(__file__).parent / "fixtures" / "transcripts" / "d-kimuson-claude-code-viewer")
+FIXTURE = (Path(__file__).parents[1] / "fixtures" / "transcripts" / "d-kimuson-claude-code-viewer")
 
 
 def hook(event: str, stdin: str, home: Path, **env: str) -> subprocess.CompletedProcess:

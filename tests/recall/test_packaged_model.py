@@ -23,7 +23,7 @@ from lore.config import EmbeddingConfig
 from lore.embed import create_embedder
 from lore.errors import BackendUnavailable
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 
 from lore.cli import cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def all_commands(group: click.Group = cli, prefix: tuple[str, ...] = ()):

@@ -16,7 +16,7 @@ import yaml
 
 from lore.config import Config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def instructions() -> list[tuple[str, str]]:

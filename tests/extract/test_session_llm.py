@@ -34,7 +34,7 @@ from test_llm_http import (
     server,  # noqa: F401 - the loopback server fixture, used by name
 )
 
-TRANSCRIPT = (Path(__file__).parent / "fixtures" / "transcripts" / "daaain-claude-code-log"
+TRANSCRIPT = (Path(__file__).parents[1] / "fixtures" / "transcripts" / "daaain-claude-code-log"
               / "-Users-dain-workspace-claude-code-log-sample" / "0d3a8e6f-290f-4105-a327-a2496e5e2a83.jsonl")
 
 # What a model answers for that transcript: two learnings quoted from it, one whose quote is

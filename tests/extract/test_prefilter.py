@@ -12,7 +12,7 @@ from lore.capture.signals import benign, might_teach
 from lore.extract.detect import detect
 
 CASES = [json.loads(line) for line in
-         (Path(__file__).parent / "data" / "extraction_cases.jsonl").read_text().splitlines()
+         (Path(__file__).parents[1] / "data" / "extraction_cases.jsonl").read_text().splitlines()
          if line.strip()]
 DONE = "I've switched the session store to Redis and updated the config."
 

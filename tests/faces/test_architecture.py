@@ -13,7 +13,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "lore"
+SRC = Path(__file__).resolve().parents[2] / "src" / "lore"
 
 # Lower number = lower layer. A module may import its own layer and the layers below.
 LAYERS = [

@@ -18,7 +18,7 @@ from server_util import running
 
 pytest.importorskip("fastapi")
 
-FIXTURES = Path(__file__).parent / "fixtures" / "transcripts" / "ai4curation-ai-blame"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "transcripts" / "ai4curation-ai-blame"
 CORRECTION = "No, don't use requests here, use httpx instead"
 AGENT_TURN = "I'll add requests to fetch the page."
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from lore.config import Config, default_settings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 
 

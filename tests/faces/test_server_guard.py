@@ -275,7 +275,7 @@ def test_an_oversized_lesson_is_refused_by_mcp_in_one_line(lore_home):
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}
     env.update(LORE_HOME=str(lore_home), HF_HUB_OFFLINE="1",
-               PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1] / "src"),
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2] / "src"),
                                            env.get("PYTHONPATH", "")]))
     lore = shutil.which("lore", path=str(Path(sys.executable).parent)) or "lore"
 

@@ -19,7 +19,7 @@ from lore.extract.phrases import LINE_MAX
 from lore.extract.shapes import Extracted, extract
 
 CASES = [json.loads(line) for line in
-         (Path(__file__).parent / "data" / "extraction_cases.jsonl").read_text().splitlines()
+         (Path(__file__).parents[1] / "data" / "extraction_cases.jsonl").read_text().splitlines()
          if line.strip()]
 FIELDS = ("rejected", "preferred", "rule", "reasoning", "context", "scope", "globs")
 

@@ -17,7 +17,7 @@ from lore.extract.merge import may_restate, names
 from lore.extract.shapes import extract
 
 PAIRS = [json.loads(line) for line in
-         (Path(__file__).parent / "data" / "merge_pairs.jsonl").read_text().splitlines() if line.strip()]
+         (Path(__file__).parents[1] / "data" / "merge_pairs.jsonl").read_text().splitlines() if line.strip()]
 
 
 def test_the_pair_set_is_large_and_balanced():

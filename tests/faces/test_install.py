@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from lore.errors import InvalidInput
 from lore.install import HOOKS, apply, plan
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CMD = "/opt/venv/bin/lore"
 
 EXISTING = {

@@ -15,7 +15,7 @@ from lore.extract.detect import detect
 from lore.extract.worthy import refusal, specific, worthiness
 from test_llm_http import LoopbackServer, Reply, anthropic_body, server  # noqa: F401 - a fixture
 
-FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "transcripts"
 
 PASTED_RULES = (
     "# Agent configuration\n\n## RULES\n\n"

@@ -16,7 +16,7 @@ from conftest import make_settings
 from lore.api import Lore
 from lore.apply import files
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 RUNS = 10
 ROUNDS = 3
 

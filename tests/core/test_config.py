@@ -346,7 +346,7 @@ def test_every_tuning_constant_is_a_config_key_with_an_existing_benchmark():
 
     keys = set(_flatten(Config().model_dump()))
     assert set(TUNING) <= keys
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     assert all((root / bench).is_file() for bench in TUNING.values())
     assert len(keys - set(TUNING)) <= 50  # what a person sets stays a short list
 

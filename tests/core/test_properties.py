@@ -32,7 +32,7 @@ from lore.capture.queue import Queue
 from lore.capture.transcripts import ParseStats, Turn
 from lore.worker import Worker
 
-FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "transcripts"
 CLAUDE_FILES = sorted(p for p in FIXTURES.rglob("*.jsonl")
                       if not p.name.startswith("rollout-") and 0 < p.stat().st_size < 40_000)
 CODEX_FILES = sorted(FIXTURES.rglob("rollout-*.jsonl"))

@@ -23,7 +23,7 @@ from lore.worker import Worker
 from test_analysis import ENTRY, PATTERNS, WHAT, WHY, script
 from test_llm_http import LoopbackServer, server  # noqa: F401 - the loopback server fixture
 
-TRANSCRIPT = (Path(__file__).parent / "fixtures" / "transcripts" / "daaain-claude-code-log"
+TRANSCRIPT = (Path(__file__).parents[1] / "fixtures" / "transcripts" / "daaain-claude-code-log"
               / "-Users-dain-workspace-claude-code-log-sample" / "0d3a8e6f-290f-4105-a327-a2496e5e2a83.jsonl")
 
 

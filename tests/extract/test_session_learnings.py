@@ -18,10 +18,10 @@ from lore.extract.session_learnings import (
     session_learnings,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "transcripts"
 TIMELINE = (FIXTURES / "daaain-claude-code-log" / "-Users-dain-workspace-claude-code-log-sample"
             / "0d3a8e6f-290f-4105-a327-a2496e5e2a83.jsonl")
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "transcripts"
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "transcripts"
 
 
 def msgs(*pairs: tuple[str, str]) -> list[SessionMessage]:

@@ -21,7 +21,7 @@ from lore.capture.queue import MAX_RETRY_DELAY, Queue
 from lore.worker import Worker
 
 LORE = str(Path(sys.executable).parent / "lore")
-FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "transcripts"
 TRANSCRIPT = (FIXTURES / "daaain-claude-code-log" / "-Users-dain-workspace-claude-code-log-sample"
               / "0d3a8e6f-290f-4105-a327-a2496e5e2a83.jsonl")
 OTHER_TRANSCRIPT = TRANSCRIPT.with_name("fe869ecb-c176-478f-9734-7e4b8ef12cff.jsonl")

@@ -118,7 +118,7 @@ def test_the_built_in_table_is_what_pyproject_declares():
     Lore's own package metadata registers, so a checkout without that metadata finds the same."""
     import tomllib
 
-    pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
     declared = tomllib.loads(pyproject.read_text())["project"]["entry-points"]
     assert set(plugins.GROUPS) == set(declared) == set(plugins.BUILTIN)
     for group in plugins.GROUPS:
