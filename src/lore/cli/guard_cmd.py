@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from lore.cli.common import LoreGroup, emit_json, json_option, notice, open_lore, with_lore
+
+if TYPE_CHECKING:
+    from lore.api import Lore
 
 MODES = click.Choice(["remind", "block"])
 
@@ -87,7 +90,7 @@ def replay_lines(r: dict[str, Any], indent: str = "") -> list[str]:
                                               "is approved).")
 @json_option
 @with_lore
-def guard_add(lore: Any, rule_id: str, command_: str | None, path: str | None,
+def guard_add(lore: Lore, rule_id: str, command_: str | None, path: str | None,
               content: str | None, tool: str | None, mode: str, approve: bool,
               json_: bool) -> None:
     """Add a check to a rule (every condition given must hold).
@@ -116,7 +119,7 @@ def done(row: dict[str, Any], what: str, json_: bool) -> None:
 @click.argument("rule_id", required=False)
 @json_option
 @with_lore
-def guard_propose(lore: Any, rule_id: str | None, json_: bool) -> None:
+def guard_propose(lore: Lore, rule_id: str | None, json_: bool) -> None:
     """Propose checks for a rule, or for every approved rule, from the rule's words
     (package managers, force-pushing, generated or vendored paths, a banned import, a file
     type). Each waits for review; none is proposed twice.
@@ -142,7 +145,7 @@ def guard_propose(lore: Any, rule_id: str | None, json_: bool) -> None:
 @click.option("--mode", type=MODES, help="Approve it in this mode.")
 @json_option
 @with_lore
-def guard_approve(lore: Any, check_id: str, mode: str | None, json_: bool) -> None:
+def guard_approve(lore: Lore, check_id: str, mode: str | None, json_: bool) -> None:
     """Approve a check: it holds while its rule is approved.
 
     \b
@@ -156,7 +159,7 @@ def guard_approve(lore: Any, check_id: str, mode: str | None, json_: bool) -> No
 @click.argument("check_id")
 @json_option
 @with_lore
-def guard_reject(lore: Any, check_id: str, json_: bool) -> None:
+def guard_reject(lore: Lore, check_id: str, json_: bool) -> None:
     """Reject a check: it never holds and is not proposed again.
 
     \b
@@ -171,7 +174,7 @@ def guard_reject(lore: Any, check_id: str, json_: bool) -> None:
 @click.argument("mode", type=MODES)
 @json_option
 @with_lore
-def guard_mode(lore: Any, check_id: str, mode: str, json_: bool) -> None:
+def guard_mode(lore: Lore, check_id: str, mode: str, json_: bool) -> None:
     """Switch a check between remind and block.
 
     \b
@@ -187,7 +190,7 @@ def guard_mode(lore: Any, check_id: str, mode: str, json_: bool) -> None:
               help="How long its calls are let through (0: block again).")
 @json_option
 @with_lore
-def guard_allow(lore: Any, check_id: str, minutes: float, json_: bool) -> None:
+def guard_allow(lore: Lore, check_id: str, minutes: float, json_: bool) -> None:
     """Let a blocking check's calls through for a while: the agent is told the rule, the
     call runs, and it counts as allowed by the user.
 
@@ -203,7 +206,7 @@ def guard_allow(lore: Any, check_id: str, minutes: float, json_: bool) -> None:
 @click.argument("check_id")
 @json_option
 @with_lore
-def guard_remove(lore: Any, check_id: str, json_: bool) -> None:
+def guard_remove(lore: Lore, check_id: str, json_: bool) -> None:
     """Delete a check and its recorded matches.
 
     \b
@@ -255,7 +258,7 @@ def guard_test(ctx: click.Context, check_id: str | None, command_: str | None,
 @guard.command("compile")
 @json_option
 @with_lore
-def guard_compile(lore: Any, json_: bool) -> None:
+def guard_compile(lore: Lore, json_: bool) -> None:
     """Write the file the hooks read ($LORE_HOME/guards.json). Done by itself whenever a
     check or a checked rule changes, and at each session start; this is for a file removed by
     hand.

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from lore.cli.common import LoreCommand, emit_json, json_option, notice, progress_bar, with_lore
+
+if TYPE_CHECKING:
+    from lore.api import Lore
 
 FOREGROUND_CHUNKS = 1000  # about two minutes of the model on two cores: worth waiting for
 CHUNKS_PER_SECOND = 9.0  # the int8 model on 2 cores (docs/benchmarks.md), for the estimate
@@ -26,7 +29,7 @@ CHUNKS_PER_SECOND = 9.0  # the int8 model on 2 cores (docs/benchmarks.md), for t
                    "for `lore review` (a message seen before is skipped).")
 @json_option
 @with_lore
-def ingest(lore: Any, paths: tuple[str, ...], watch: bool, no_embed: bool, wait: bool,
+def ingest(lore: Lore, paths: tuple[str, ...], watch: bool, no_embed: bool, wait: bool,
            learn_: bool, json_: bool) -> None:
     """Import Claude Code transcripts (and Codex CLI rollouts) incrementally.
 
@@ -68,7 +71,7 @@ def ingest(lore: Any, paths: tuple[str, ...], watch: bool, no_embed: bool, wait:
         _watch(lore, [r for r in roots if r.exists()], no_embed)
 
 
-def _run(lore: Any, roots: list[Path], no_embed: bool, wait: bool, quiet: bool) -> Any:
+def _run(lore: Lore, roots: list[Path], no_embed: bool, wait: bool, quiet: bool) -> Any:
     bar, update = progress_bar("importing (KB)")
     with bar:
         report = lore.conversations.ingest(roots, embed=False, progress=update)
@@ -101,7 +104,7 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 60:.0f} min"
 
 
-def _learn(lore: Any, roots: list[Path]) -> dict[str, Any]:
+def _learn(lore: Lore, roots: list[Path]) -> dict[str, Any]:
     bar, update = progress_bar("learning")
     with bar:
         return dict(lore.learner.backfill(roots, update))
@@ -127,7 +130,7 @@ def _summary(report: Any) -> None:
            f"{report.unknown} unknown records")
 
 
-def _watch(lore: Any, roots: list[Path], no_embed: bool) -> None:
+def _watch(lore: Lore, roots: list[Path], no_embed: bool) -> None:
     """Import on file changes (inotify/FSEvents/ReadDirectoryChanges: idle costs nothing)."""
     import threading
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,6 +22,9 @@ from lore.cli.common import (
     with_lore,
     yes_option,
 )
+
+if TYPE_CHECKING:
+    from lore.api import Lore
 
 LIST_OPTIONS = {
     "tag": "tags", "context": "contexts", "anti_context": "anti_contexts",
@@ -160,7 +163,7 @@ def learn() -> None:
 @click.argument("content", required=False, callback=stdin_text)
 @lesson_options
 @with_lore
-def learn_add(lore: Any, title: str | None, content: str | None, json_: bool,
+def learn_add(lore: Lore, title: str | None, content: str | None, json_: bool,
               **opts: Any) -> None:
     """Add a lesson: a title and its content (argument, --content-file, or '-' for stdin).
 
@@ -202,7 +205,7 @@ def learn_add(lore: Any, title: str | None, content: str | None, json_: bool,
 @click.option("--remove-tag", multiple=True, help="Remove a tag.")
 @lesson_options
 @with_lore
-def learn_update(lore: Any, lesson_id: str, title: str | None, content_text: str | None,
+def learn_update(lore: Lore, lesson_id: str, title: str | None, content_text: str | None,
                  add_tag: tuple[str, ...], remove_tag: tuple[str, ...], json_: bool,
                  **opts: Any) -> None:
     """Change some fields of a lesson; list options replace the old list.
@@ -235,7 +238,7 @@ def learn_update(lore: Any, lesson_id: str, title: str | None, content_text: str
 @yes_option("delete the lesson")
 @json_option
 @with_lore
-def learn_delete(lore: Any, lesson_id: str, yes: bool, json_: bool) -> None:
+def learn_delete(lore: Lore, lesson_id: str, yes: bool, json_: bool) -> None:
     """Delete a lesson with its tags, evidence and links.
 
     Asks first on a terminal; in a script or pipe it refuses unless --yes is given.
@@ -260,7 +263,7 @@ def learn_delete(lore: Any, lesson_id: str, yes: bool, json_: bool) -> None:
               help="Free-form relation, e.g. supersedes, contradicts, example_of.")
 @json_option
 @with_lore
-def learn_link(lore: Any, from_id: str, to_id: str, relation: str, json_: bool) -> None:
+def learn_link(lore: Lore, from_id: str, to_id: str, relation: str, json_: bool) -> None:
     """Link two lessons with a relation (FROM --relation--> TO).
 
     \b
@@ -281,7 +284,7 @@ def learn_link(lore: Any, from_id: str, to_id: str, relation: str, json_: bool) 
 @yes_option("remove links")
 @json_option
 @with_lore
-def learn_unlink(lore: Any, from_id: str, to_id: str, relation: str | None, yes: bool,
+def learn_unlink(lore: Lore, from_id: str, to_id: str, relation: str | None, yes: bool,
                  json_: bool) -> None:
     """Remove the link(s) from one lesson to another.
 
@@ -306,7 +309,7 @@ def learn_unlink(lore: Any, from_id: str, to_id: str, relation: str | None, yes:
 @click.option("--global", "global_", is_flag=True, help="Every project.")
 @json_option
 @with_lore
-def learn_scope(lore: Any, lesson_id: str, project: str | None, global_: bool,
+def learn_scope(lore: Lore, lesson_id: str, project: str | None, global_: bool,
                 json_: bool) -> None:
     """Move a lesson or rule to another project, or make it global.
 
@@ -342,7 +345,7 @@ def learn_scope(lore: Any, lesson_id: str, project: str | None, global_: bool,
               help="Learn it even if it does not read as a rule (the user's explicit wish).")
 @json_option
 @with_lore
-def learn_correction(lore: Any, text: str, previous: str | None, project: str | None,
+def learn_correction(lore: Lore, text: str, previous: str | None, project: str | None,
                      global_: bool, session_id: str | None, files: tuple[str, ...], force: bool,
                      json_: bool) -> None:
     """Record a correction the user made (for agents without Lore's hooks).
@@ -406,7 +409,7 @@ def _since(ctx: click.Context, param: click.Parameter, value: str | None) -> str
               "and send nothing.")
 @json_option
 @with_lore
-def learn_judge(lore: Any, session_id: str | None, since: str | None, dry_run: bool,
+def learn_judge(lore: Lore, session_id: str | None, since: str | None, dry_run: bool,
                 json_: bool) -> None:
     """Have the language model judge the messages that wait for it.
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,6 +18,9 @@ from lore.cli.common import (
     table,
     with_lore,
 )
+
+if TYPE_CHECKING:
+    from lore.api import Lore
 
 
 @click.group(cls=LoreGroup)
@@ -51,7 +54,7 @@ def recall() -> None:
 @click.option("--no-track", is_flag=True, help="Do not count this search in usage stats.")
 @json_option
 @with_lore
-def recall_search(lore: Any, query: str, limit: int | None, tag: tuple[str, ...],
+def recall_search(lore: Lore, query: str, limit: int | None, tag: tuple[str, ...],
                   context: tuple[str, ...], min_confidence: str | None, source: tuple[str, ...],
                   kind: tuple[str, ...], status: tuple[str, ...], project: str | None,
                   file_type: tuple[str, ...], mode: str, explain: bool, no_track: bool,
@@ -88,6 +91,8 @@ def recall_search(lore: Any, query: str, limit: int | None, tag: tuple[str, ...]
         rows = []
         for r in results:
             p = r.parts
+            if p is None:  # explained searches carry their parts; nothing to show otherwise
+                continue
             rows.append([
                 r.id, r.title, f"{r.score:.3f}",
                 f"#{p.vector_rank} ({p.similarity:.2f})" if p.vector_rank else "-",
@@ -106,7 +111,7 @@ def recall_search(lore: Any, query: str, limit: int | None, tag: tuple[str, ...]
 @click.argument("lesson_id")
 @json_option
 @with_lore
-def recall_show(lore: Any, lesson_id: str, json_: bool) -> None:
+def recall_show(lore: Lore, lesson_id: str, json_: bool) -> None:
     """Show one lesson in full.
 
     \b
@@ -186,7 +191,7 @@ def print_lesson(lesson: Any, titles: dict[str, tuple[str, str]]) -> None:
               help="Print the subgraph (lessons and every edge among them) instead.")
 @json_option
 @with_lore
-def recall_related(lore: Any, lesson_id: str, depth: int, relation: tuple[str, ...],
+def recall_related(lore: Lore, lesson_id: str, depth: int, relation: tuple[str, ...],
                    direction: str, export_: str | None, json_: bool) -> None:
     """Lessons linked to one lesson, up to N hops away.
 
@@ -223,7 +228,7 @@ def recall_related(lore: Any, lesson_id: str, depth: int, relation: tuple[str, .
 @click.option("--directed", is_flag=True, help="Follow edges only in their direction.")
 @json_option
 @with_lore
-def recall_path(lore: Any, from_id: str, to_id: str, max_depth: int, relation: tuple[str, ...],
+def recall_path(lore: Lore, from_id: str, to_id: str, max_depth: int, relation: tuple[str, ...],
                 directed: bool, json_: bool) -> None:
     """The shortest chain of links between two lessons.
 
@@ -248,7 +253,7 @@ def recall_path(lore: Any, from_id: str, to_id: str, max_depth: int, relation: t
 @click.option("--counts", is_flag=True, help="Show how many lessons carry each tag.")
 @json_option
 @with_lore
-def recall_tags(lore: Any, counts: bool, json_: bool) -> None:
+def recall_tags(lore: Lore, counts: bool, json_: bool) -> None:
     """Every tag in use.
 
     \b
@@ -273,7 +278,7 @@ def recall_tags(lore: Any, counts: bool, json_: bool) -> None:
 @click.option("--limit", "-n", type=click.IntRange(1, 1000), default=100, show_default=True)
 @json_option
 @with_lore
-def recall_preferences(lore: Any, project: str | None, file_type: str | None,
+def recall_preferences(lore: Lore, project: str | None, file_type: str | None,
                        status: tuple[str, ...], limit: int, json_: bool) -> None:
     """Preferences and rules learned or written for this project, and the global ones.
 
@@ -321,7 +326,7 @@ def recall_preferences(lore: Any, project: str | None, file_type: str | None,
 @click.option("--explain", is_flag=True, help="Show the parts of each score.")
 @json_option
 @with_lore
-def recall_conversations(lore: Any, query: str, limit: int, project: str | None,
+def recall_conversations(lore: Lore, query: str, limit: int, project: str | None,
                          min_score: float, no_decay: bool, mode: str, explain: bool,
                          json_: bool) -> None:
     """Search past sessions: "have we seen this before?" (import them with `lore ingest`).
@@ -369,7 +374,7 @@ def recall_conversations(lore: Any, query: str, limit: int, project: str | None,
 @click.option("--after", default=3, show_default=True, help="Messages to show after it.")
 @json_option
 @with_lore
-def recall_turns(lore: Any, chunk_id: int, before: int, after: int, json_: bool) -> None:
+def recall_turns(lore: Lore, chunk_id: int, before: int, after: int, json_: bool) -> None:
     """Show a conversation hit with the turns around it.
 
     
@@ -396,7 +401,7 @@ def _reference_command(name: str, getter: str, doc: str) -> None:
     @recall.command(name, help=doc)
     @json_option
     @with_lore
-    def command(lore: Any, json_: bool) -> None:
+    def command(lore: Lore, json_: bool) -> None:
         items = getattr(lore, getter)()
         if json_:
             emit_json([i.to_dict() for i in items])

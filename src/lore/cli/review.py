@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from lore.cli.common import LoreGroup, emit_json, json_option, notice, open_lore, resolve_project, with_lore
 from lore.cli.learn import show_saved
 from lore.cli.review_tty import item_lines
+
+if TYPE_CHECKING:
+    from lore.api import Lore
 
 
 @click.group("review", cls=LoreGroup, invoke_without_command=True)
@@ -103,7 +106,7 @@ def _interactive(ctx: click.Context, project: str | None, limit: int, json_: boo
               show_default=True, help="The status it keeps.")
 @json_option
 @with_lore
-def review_approve(lore: Any, lesson_id: str, status: str, json_: bool) -> None:
+def review_approve(lore: Lore, lesson_id: str, status: str, json_: bool) -> None:
     """Approve a learned rule (it becomes active and stays so), or a check.
 
     \b
@@ -124,7 +127,7 @@ def review_approve(lore: Any, lesson_id: str, status: str, json_: bool) -> None:
 @click.option("--content", help="The rule's new text.")
 @json_option
 @with_lore
-def review_edit(lore: Any, lesson_id: str, title: str | None, content: str | None,
+def review_edit(lore: Lore, lesson_id: str, title: str | None, content: str | None,
                 json_: bool) -> None:
     """Reword a learned rule and approve it.
 
@@ -142,7 +145,7 @@ def review_edit(lore: Any, lesson_id: str, title: str | None, content: str | Non
 @click.option("--reason", help="Why it is not a rule (kept with it).")
 @json_option
 @with_lore
-def review_reject(lore: Any, lesson_id: str, reason: str | None, json_: bool) -> None:
+def review_reject(lore: Lore, lesson_id: str, reason: str | None, json_: bool) -> None:
     """Reject a learned rule (the same correction later stays rejected: a re-correction), or
     a check.
 
@@ -162,7 +165,7 @@ def review_reject(lore: Any, lesson_id: str, reason: str | None, json_: bool) ->
 @click.argument("lesson_id")
 @json_option
 @with_lore
-def review_defer(lore: Any, lesson_id: str, json_: bool) -> None:
+def review_defer(lore: Lore, lesson_id: str, json_: bool) -> None:
     """Not now: the rule leaves the list until it is seen again.
 
     \b
@@ -210,7 +213,7 @@ def _synced(report: dict[str, Any]) -> None:
 @FOLDER
 @json_option
 @with_lore
-def review_export(lore: Any, folder: Path | None, json_: bool) -> None:
+def review_export(lore: Lore, folder: Path | None, json_: bool) -> None:
     """Write the review folder: a markdown file per waiting rule, approved rules, an index.
 
     FOLDER defaults to review.folder in config.yaml, else review/ in the Lore home. Files
@@ -227,7 +230,7 @@ def review_export(lore: Any, folder: Path | None, json_: bool) -> None:
 @FOLDER
 @json_option
 @with_lore
-def review_import(lore: Any, folder: Path | None, json_: bool) -> None:
+def review_import(lore: Lore, folder: Path | None, json_: bool) -> None:
     """Apply the decisions ticked or written in the review folder's files.
 
     A ticked box decides (approve, reject, defer), an edited rule text is approved as edited,
@@ -245,7 +248,7 @@ def review_import(lore: Any, folder: Path | None, json_: bool) -> None:
 @FOLDER
 @json_option
 @with_lore
-def review_sync(lore: Any, folder: Path | None, json_: bool) -> None:
+def review_sync(lore: Lore, folder: Path | None, json_: bool) -> None:
     """Import the review folder's decisions, then export it afresh.
 
     \b

@@ -6,7 +6,7 @@ and the numbers. Forms that change something carry a CSRF token."""
 from __future__ import annotations
 
 from importlib import resources
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import quote, unquote, urlencode
 
 from fastapi import APIRouter, Form, Query, Request
@@ -19,6 +19,9 @@ from lore.models import Filters
 from lore.web import charts_svg, graph_svg
 from lore.web.auth import CSRF_COOKIE, TOKEN_COOKIE, authorize, check_csrf, new_csrf
 from lore.web.state import ServerState
+
+if TYPE_CHECKING:
+    from lore.api import Lore
 
 router = APIRouter(include_in_schema=False)
 templates = Environment(loader=PackageLoader("lore.web", "templates"),
@@ -129,7 +132,7 @@ def lessons_page(request: Request, kind: str = "", status: str = "active", tag: 
     f = Filters(kinds=(kind,) if kind else (), statuses=(status,) if status else ("active",),
                 tags=(tag,) if tag else (), project=project or None)
 
-    def load(lore: Any) -> tuple[int, list[dict[str, Any]], Any, Any]:
+    def load(lore: Lore) -> tuple[int, list[dict[str, Any]], Any, Any]:
         total, rows = lore.list_lessons(f, PAGE_SIZE, (page - 1) * PAGE_SIZE)
         return total, rows, lore.list_kinds(), lore.list_statuses()
 
@@ -159,7 +162,7 @@ def lesson_create(request: Request, title: Annotated[str, Form()],
 def lesson_page(request: Request, lesson_id: str) -> Response:
     state = access(request)
 
-    def load(lore: Any) -> tuple[Any, Any, Any]:
+    def load(lore: Lore) -> tuple[Any, Any, Any]:
         lesson = lore.get_lesson(lesson_id)
         return lesson, lore.subgraph(lesson.id, 2), lore.related(lesson.id, 2)
 
@@ -190,7 +193,7 @@ def rules_page(request: Request, project: str = "all", file_type: str = "") -> R
     every = project in ("all", "")
     scope = None if every or project == "global" else project
 
-    def load(lore: Any) -> tuple[Any, list[str]]:
+    def load(lore: Lore) -> tuple[Any, list[str]]:
         found = lore.preferences(scope, all_projects=every, file_type=file_type or None,
                                          limit=500)
         projects = sorted(p for p in lore.stats()["by_project"] if p != "(global)")
@@ -255,7 +258,7 @@ def trends_page(request: Request, period: str = "week", at: str = "") -> Respons
     if period not in digest.KINDS:
         period = "week"
 
-    def load(lore: Any) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    def load(lore: Lore) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
         from lore.measure.learning import rule_follow  # the figures `lore stats --rules` shows
 
         return (digest.build(lore, period, at or None), lore.schedule_runs(5),
