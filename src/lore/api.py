@@ -203,8 +203,42 @@ class Lore:
         if self._guards is None:
             from lore.core.guards import Guards
 
-            self._guards = Guards(self.store, self.settings.home)
+            proposer = self._model_checks()
+            self._guards = Guards(self.store, self.settings.home,
+                                  model_proposers=[proposer] if proposer is not None else [])
         return self._guards
+
+    def _model_checks(self) -> Any:
+        """With a language model configured (and the judge on), it proposes checks for an
+        approved rule beside the shapes; each waits for review. A provider error or a spent
+        budget proposes nothing: the rule's approval never fails for it."""
+        if not self.config.llm.provider or not self.config.learning.judge:
+            return None
+        from lore.apply.guard_shapes import Proposal
+        from lore.errors import LoreError
+        from lore.llm import open_provider
+        from lore.llm.checks import propose, rule_text
+
+        cfg, home = self.config.llm, self.settings.home
+        provider: Any = None
+
+        def proposer(rule: Lesson) -> list[Proposal]:
+            nonlocal provider
+            pref = rule.preference
+            text = rule_text(rule.title, content=rule.content, file_types=tuple(rule.file_types),
+                             reasoning=pref.reasoning if pref else "",
+                             preferred=pref.preferred if pref else "",
+                             rejected=pref.rejected if pref else "")
+            try:
+                if provider is None:
+                    provider = open_provider(cfg, home)
+                found = propose(provider, text)
+            except LoreError:
+                return []
+            return [Proposal(fields={k: v for k, v in c.items() if k != "why"}, origin="judge",
+                             note=c["why"] or "proposed by the language model") for c in found]
+
+        return proposer
 
     def _lesson_changed(self, lesson_id: str) -> None:
         # The hooks' file follows a checked rule's changes (approval, edits, archiving).

@@ -13,6 +13,8 @@ from typing import Any
 
 import anyio
 import pytest
+from test_analysis import ENTRY, PATTERNS, WHAT, WHY, script
+from test_llm_http import LoopbackServer, server  # noqa: F401 - the loopback server fixture
 
 from conftest import make_settings
 from gitrepo import Repo, lines
@@ -20,8 +22,6 @@ from lore.api import Lore
 from lore.capture.githead import read_head
 from lore.capture.queue import Queue
 from lore.worker import Worker
-from test_analysis import ENTRY, PATTERNS, WHAT, WHY, script
-from test_llm_http import LoopbackServer, server  # noqa: F401 - the loopback server fixture
 
 TRANSCRIPT = (Path(__file__).parents[1] / "fixtures" / "transcripts" / "daaain-claude-code-log"
               / "-Users-dain-workspace-claude-code-log-sample" / "0d3a8e6f-290f-4105-a327-a2496e5e2a83.jsonl")

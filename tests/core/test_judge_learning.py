@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
+from test_llm_http import LoopbackServer, Reply, openai_body, server  # noqa: F401 - fixture
 
 from conftest import FakeEmbedder, make_settings
 from lore.api import Lore
 from lore.capture.queue import Event
 from lore.cli import cli
 from lore.worker import Worker
-from test_llm_http import LoopbackServer, Reply, openai_body, server  # noqa: F401 - fixture
 
 SESSION = "s-judge-1"
 REDIS = "no, don't use Redis for this. Use local file sessions, we run one box"

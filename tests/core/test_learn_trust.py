@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from test_llm_http import LoopbackServer, Reply, anthropic_body, server  # noqa: F401 - a fixture
 
 from conftest import FakeEmbedder, make_settings
 from lore.api import Lore
 from lore.extract.detect import detect
 from lore.extract.worthy import refusal, specific, worthiness
-from test_llm_http import LoopbackServer, Reply, anthropic_body, server  # noqa: F401 - a fixture
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "transcripts"
 

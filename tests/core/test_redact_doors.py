@@ -18,6 +18,7 @@ import anyio
 import httpx
 import pytest
 from click.testing import CliRunner
+from test_private import leaked
 
 from conftest import FakeEmbedder, make_settings
 from lore import hooks
@@ -26,7 +27,6 @@ from lore.cli import cli
 from lore.worker import Worker
 from secret_corpus import STRUCTURED, secret_cases, structured_case
 from server_util import running
-from test_private import leaked
 
 CASES = secret_cases(1)  # one draw of every format (the unit tests draw three and more)
 SECRETS = [secret for _, _, secret in CASES]

@@ -11,15 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from gitrepo import Repo, lines
-from lore.capture.git import GitChanges, changes_in_commit
-from lore.errors import UnusableReply
-from lore.extract.analysis import analyze_changes, diff_for_budget, language_for
-from lore.extract.significance import Correction
-from lore.llm.anthropic import AnthropicProvider
-from lore.llm.base import ProviderSettings
-from lore.llm.openai_compat import OpenAICompatProvider
 from test_llm_http import (
     ANTHROPIC_SECRET,
     GITHUB_SECRET,
@@ -29,6 +20,15 @@ from test_llm_http import (
     openai_body,
     server,  # noqa: F401 - the loopback server fixture, used by name
 )
+
+from gitrepo import Repo, lines
+from lore.capture.git import GitChanges, changes_in_commit
+from lore.errors import UnusableReply
+from lore.extract.analysis import analyze_changes, diff_for_budget, language_for
+from lore.extract.significance import Correction
+from lore.llm.anthropic import AnthropicProvider
+from lore.llm.base import ProviderSettings
+from lore.llm.openai_compat import OpenAICompatProvider
 
 WHAT = {"summary": "Added retry with backoff to the HTTP client.", "change_type": "Feature",
         "files": [{"path": "src/client.py", "role": "HTTP client", "change_type": "modified"}]}

@@ -12,6 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_llm_claude import install_fake
+from test_llm_http import (
+    ANTHROPIC_SECRET,
+    LoopbackServer,
+    Reply,
+    anthropic_body,
+    server,  # noqa: F401 - the loopback server fixture, used by name
+)
 
 from conftest import make_settings
 from lore.api import Lore
@@ -25,14 +33,6 @@ from lore.extract.session_learnings import (
 )
 from lore.llm.anthropic import AnthropicProvider
 from lore.llm.base import ProviderSettings
-from test_llm_claude import install_fake
-from test_llm_http import (
-    ANTHROPIC_SECRET,
-    LoopbackServer,
-    Reply,
-    anthropic_body,
-    server,  # noqa: F401 - the loopback server fixture, used by name
-)
 
 TRANSCRIPT = (Path(__file__).parents[1] / "fixtures" / "transcripts" / "daaain-claude-code-log"
               / "-Users-dain-workspace-claude-code-log-sample" / "0d3a8e6f-290f-4105-a327-a2496e5e2a83.jsonl")
@@ -185,8 +185,9 @@ def test_analyze_session_with_claude_print(tmp_path: Path, run, lore_home: Path,
 def test_knowledge_entries_link_the_lessons_their_patterns_name(server: LoopbackServer, lore_home: Path,
                                                                 real_embedder: Any, tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from gitrepo import Repo, lines
     from test_analysis import ENTRY, PATTERNS, WHAT, WHY, script
+
+    from gitrepo import Repo, lines
 
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-1234")

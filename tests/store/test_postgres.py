@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_store_contract import fill, row
 
 from conftest import FakeEmbedder, make_settings
 from lore.api import Lore
@@ -19,7 +20,6 @@ from lore.models import Filters
 from lore.store import open_store
 from lore.store.postgres.migrations import SCHEMA_VERSION
 from lore.store.protocol import COPY_TABLES
-from test_store_contract import fill, row
 
 
 def with_password(url: str) -> str:

@@ -117,18 +117,22 @@ def done(row: dict[str, Any], what: str, json_: bool) -> None:
 
 @guard.command("propose")
 @click.argument("rule_id", required=False)
+@click.option("--no-model", is_flag=True,
+              help="Only the shapes read from the rule's words, even with a model configured.")
 @json_option
 @with_lore
-def guard_propose(lore: Lore, rule_id: str | None, json_: bool) -> None:
+def guard_propose(lore: Lore, rule_id: str | None, no_model: bool, json_: bool) -> None:
     """Propose checks for a rule, or for every approved rule, from the rule's words
     (package managers, force-pushing, generated or vendored paths, a banned import, a file
-    type). Each waits for review; none is proposed twice.
+    type) and, with a language model configured, from the model's reading of the rule. Each
+    waits for review; none is proposed twice.
 
     \b
-    Example:
+    Examples:
       lore guard propose
+      lore guard propose 01JD8X3Q5M4Z2Y7T6R1W0V9K8J --no-model
     """
-    made = lore.guards.propose(rule_id)
+    made = lore.guards.propose(rule_id, ask_model=not no_model)
     if json_:
         emit_json({"count": len(made), "checks": made})
         return

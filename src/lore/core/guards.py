@@ -64,10 +64,14 @@ class Replay:
 class Guards:
     """The checks of one store, and the compiled file beside it."""
 
-    def __init__(self, store: Store, home: Path, proposers: Iterable[Proposer] = ()) -> None:
+    def __init__(self, store: Store, home: Path, proposers: Iterable[Proposer] = (),
+                 model_proposers: Iterable[Proposer] = ()) -> None:
         self.store = store
         self.path = engine.compiled_path(str(home))
         self.proposers: list[Proposer] = [propose, *proposers]
+        # A language model's proposals cost a request: asked only when a person asks for
+        # proposals (``lore guard propose``), never on every change of a rule.
+        self.model_proposers: list[Proposer] = list(model_proposers)
 
     # ---- checks ----------------------------------------------------------------------
     def get(self, check_id: str) -> dict[str, Any]:
@@ -130,9 +134,11 @@ class Guards:
         self.compile()
         return self.view(row, lesson)
 
-    def propose(self, lesson_id: str | None = None) -> list[dict[str, Any]]:
+    def propose(self, lesson_id: str | None = None, *, ask_model: bool = False
+                ) -> list[dict[str, Any]]:
         """Checks proposed for one rule (any status) or for every approved rule, once each:
-        a check a rule already has (proposed, approved or rejected) is not proposed again."""
+        a check a rule already has (proposed, approved or rejected) is not proposed again.
+        ``ask_model``: the language model proposes too, when one is configured."""
         if lesson_id:
             rules = [self.store.get(lesson_id.strip())]
         else:
@@ -140,7 +146,7 @@ class Guards:
         made = []
         for rule in rules:
             have = {self._key(r) for r in self.store.guards.checks([rule.id])}
-            for proposer in self.proposers:
+            for proposer in [*self.proposers, *(self.model_proposers if ask_model else [])]:
                 for p in proposer(rule):
                     try:
                         clean = engine.validate(p.fields)
