@@ -389,7 +389,8 @@ def test_self_reflect_profile(lore_home, tmp_path):
 
 
 def test_corrections_through_mcp_become_scored_rules(lore_home, tmp_path):
-    """record_correction / suggest_rule (the reinforcement profile's names) and the canonical tools share one pipeline."""
+    """record_correction / suggest_rule (the reinforcement profile's names) and the canonical
+    tools share one pipeline."""
     project = tmp_path / "shop"
     project.mkdir()
 
