@@ -276,7 +276,7 @@ def test_ingest_leaves_a_large_backlog_to_the_worker_and_status_shows_it(run, tm
     backlog = json.loads(status.stdout)["embedding_backlog"]
     assert backlog["chunks"] == report["chunks"] and backlog["eta_seconds"] is None
     text = run("worker", "status").output
-    assert f"{report['chunks']} chunks" in text
+    assert f"{report['chunks']} passages" in text
     found = run("recall", "conversations", "websocket nginx", "--project", "all", "--explain")
     assert "not embedded yet" in found.output
     # --wait embeds here, however many.

@@ -84,13 +84,15 @@ def _run(lore: Lore, roots: list[Path], no_embed: bool, wait: bool, quiet: bool)
         started = start_background(lore.settings)
         report.background = left
         if not quiet:
-            notice(f"{left:,} chunks to embed (about {_duration(left / CHUNKS_PER_SECOND)}): "
-                   f"the background worker {'was started and ' if started else ''}embeds them. "
-                   "Keyword search works now; search by meaning covers what is embedded so "
-                   "far; `lore worker status` shows what is left")
+            notice(f"{left:,} passages to index for search by meaning (about "
+                   f"{_duration(left / CHUNKS_PER_SECOND)}): the background worker "
+                   f"{'was started and ' if started else ''}indexes them. Keyword search works "
+                   "now; search by meaning covers what is indexed so far; `lore worker status` "
+                   "shows what is left")
         return report
     if left and not quiet:
-        notice(f"embedding {left:,} chunks (about {_duration(left / CHUNKS_PER_SECOND)}); "
+        notice(f"indexing {left:,} passages for search by meaning (about "
+               f"{_duration(left / CHUNKS_PER_SECOND)}); "
                "Ctrl-C keeps what is done, `lore ingest` goes on later")
     bar, update = progress_bar("embedding")
     with bar:
@@ -125,9 +127,11 @@ def _summary(report: Any) -> None:
         notice(f"skipped {path}: {reason}")
     notice(f"{report.files} files read ({report.unchanged} unchanged, {report.rewritten} rewritten), "
            f"{report.messages} new messages in {len(report.sessions)} sessions "
-           f"({report.duplicates} already known), {report.chunks} chunks, {report.edits} edits, "
-           f"{report.embedded} embedded, {report.malformed} malformed lines, "
-           f"{report.unknown} unknown records")
+           f"({report.duplicates} already known), {report.edits} file edits; {report.chunks} new "
+           f"passages, {report.embedded} indexed for search by meaning"
+           + (f"; skipped {report.malformed} damaged lines" if report.malformed else "")
+           + (f" and {report.unknown} records of kinds Lore does not read" if report.unknown
+              else ""))
 
 
 def _watch(lore: Lore, roots: list[Path], no_embed: bool) -> None:

@@ -106,13 +106,13 @@ def worker_status(ctx: click.Context, json_: bool) -> None:
     last = st["last_processed"] or {}
     table(None, ["", ""], [
         ["running", f"yes (pid {st['pid']})" if st["running"] else "no"],
-        ["queue depth", st["queue_depth"]],
-        ["to embed", _backlog(st["embedding_backlog"], st["running"])],
+        ["events waiting", st["queue_depth"]],
+        ["to index for search", _backlog(st["embedding_backlog"], st["running"])],
         ["last event", f"{last.get('kind', '-')} {last.get('outcome', '')}".strip()],
         ["errors", st["errors"]["count"]],
         ["database failures", _database(st["errors"]["database"])],
         ["retrying", len(st["retrying"])],
-        ["quarantined", len(st["quarantined"])],
+        ["set aside (unreadable)", len(st["quarantined"])],
         ["waiting for the judge", _judge_line(st.get("waiting_for_judge"))],
         ["log", st["log"]],
     ])
@@ -143,7 +143,7 @@ def _backlog(b: dict, running: bool) -> str:
         return f"unknown ({b['error']})"
     if not b["chunks"]:
         return "nothing"
-    text = f"{b['chunks']:,} chunks"
+    text = f"{b['chunks']:,} passages"
     if b["eta_seconds"] is not None:
         minutes = b["eta_seconds"] / 60
         left = f"{minutes:.0f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
