@@ -99,8 +99,8 @@ def test_a_vague_record_is_a_candidate_until_it_recurs_in_another_session(fake_l
     first = learner.record("don't do that again", "I rewrote the whole module.", project="/p",
                            session_id="s1")
     assert first.lesson is not None and first.lesson.status == "candidate"
-    assert first.notice() == ("not learned: not specific enough to be a rule — kept as a "
-                              "candidate")
+    assert first.notice() == ("not learned yet: not specific enough to be a rule — kept; "
+                              "proposed if it comes up in another session")
     again = learner.record("don't do that again", "I rewrote the tests too.", project="/p",
                            session_id="s2")
     assert again.action == "reinforced" and again.lesson.id == first.lesson.id
@@ -368,7 +368,7 @@ def test_cli_learn_correction_says_why_and_force_overrides(run, lore_home):
     assert thanks.stderr.strip() == "not learned: reads as thanks or approval"
     vague = run("learn", "correction", "don't do that again", "--global")
     assert vague.exit_code == 0
-    assert "not learned: not specific enough to be a rule — kept as a candidate" in vague.stderr
+    assert "not learned yet: not specific enough to be a rule — kept; proposed if it comes up in another session" in vague.stderr
     as_json = run("learn", "correction", "What time is it?", "--global", "--json")
     payload = json.loads(as_json.stdout)
     assert payload["action"] == "not-learned" and payload["lesson"] is None

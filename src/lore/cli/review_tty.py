@@ -41,7 +41,7 @@ def item_lines(item: dict[str, Any], quotes: int = 3, rule: bool = False,
         flags.append(f"re-corrected {item['recorrections']}x")
     lines = [f"{item['id']}  {item['title']}", f"  [{', '.join(f for f in flags if f)}]"]
     if item["why_candidate"]:
-        lines.append(f"  candidate: {item['why_candidate']}")
+        lines.append(f"  needs more evidence: {item['why_candidate']}")
     if rule and item["rule"] and one_line(item["rule"]) != one_line(item["title"]):
         lines.append(f"  rule: {one_line(item['rule'], 400)}")
     for ev in item["evidence"][-quotes:]:

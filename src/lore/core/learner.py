@@ -111,7 +111,8 @@ class Outcome:
         if self.action == "not-learned":
             return f"not learned: {self.reason}"
         if self.lesson is not None and self.lesson.status == "candidate" and self.reason:
-            return f"not learned: {self.reason} — kept as a candidate"
+            return (f"not learned yet: {self.reason} — kept; proposed if it comes up in another "
+                    "session")
         if self.lesson is None:
             return f"not learned: {self.reason or self.detection.reason or self.action}"
         return ""
