@@ -319,8 +319,9 @@ TUNING: dict[str, str] = {
     "search.keyword_max_postings": "bench/scale_bench.py",
     **{f"conversations.{k}": LOCOMO_BENCH for k in (
         "candidates", "keyword_weight", "vector_weight", "text_weight", "date_weight",
-        "context_weight", "context_turns", "named_speaker_bonus", "session_weight", "decay_weight",
+        "context_weight", "context_turns", "named_speaker_bonus", "decay_weight",
         "decay_scale_days")},
+    "conversations.session_weight": "bench/locomo_loco.py",
     "conversations.keyword_max_postings": "bench/scale_bench.py",
     "learning.detector_threshold": "bench/train_detector.py",
     "learning.judge_threshold": "bench/judge_filter.py",
