@@ -12,7 +12,13 @@ configuration that never saw its conversation). "default" is WIN with no extra.
 Families (all use only what the default search already computed: no model call per query
 beyond the one question embedding):
 
-- session: + g x (best fused score among the candidates of the turn's session)
+- session: + g x (best fused score among the candidates of the turn's session); the product's
+  conversations.session_weight
+- session-top2: the same with the mean of the session's two best
+- session-keep: the session term, but the default's first k turns stay first
+- session-topn: the session term for the n best sessions only
+- session+diversify, session+spread: the session term with one of the two below
+- spread: a candidate loses d x (turns of its session ranked above it)
 - neighbour: + b x max(fused score of the previous turn, of the next turn), same session
 - session-count: + g x (number of the session's turns in the first-pass top 10) / 10
 - kw2: a second keyword query made of the rarest words of the first-pass top 3 turns
@@ -88,6 +94,29 @@ def fam_session_spread(x: ex.Ctx, q, s: np.ndarray, g: float, d: float) -> np.nd
     return fam_spread(x, q, fam_session(x, q, s, g), d)
 
 
+def fam_session_keep(x: ex.Ctx, q, s: np.ndarray, g: float, k: int) -> np.ndarray:
+    """The default's first k turns stay first; the session term orders the rest."""
+    out = fam_session(x, q, s, g)
+    keep = np.argsort(-s, kind="stable")[:k]
+    out[keep] = out.max() + 1 + s[keep]
+    return out
+
+
+def fam_session_topn(x: ex.Ctx, q, s: np.ndarray, g: float, n: int) -> np.ndarray:
+    """The session term for the n sessions with the best candidates only."""
+    c = candidates(s)
+    best: dict[int, float] = {}
+    for i in np.flatnonzero(c):
+        v = int(x.conv.session_of[i])
+        best[v] = max(best.get(v, 0.0), float(s[i]))
+    top = sorted(best, key=lambda v: -best[v])[:n]
+    out = s.copy()
+    for v in top:
+        m = (x.conv.session_of == v) & c
+        out[m] += g * best[v]
+    return out
+
+
 def fam_neighbour(x: ex.Ctx, q, s: np.ndarray, b: float) -> np.ndarray:
     c = candidates(s)
     z = np.where(c, s, 0.0)
@@ -159,6 +188,10 @@ FAMILIES = {
     "session-top2": (fam_session_top2, [(g,) for g in (0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0)]),
     "session+diversify": (fam_session_div, [(g, d) for g, d in product(
         (0.3, 0.5, 0.75, 1.0), (0.05, 0.1, 0.2))]),
+    "session-keep": (fam_session_keep, [(g, k) for g, k in product(
+        (0.3, 0.5, 0.75, 1.0), (1, 2, 3))]),
+    "session-topn": (fam_session_topn, [(g, n) for g, n in product(
+        (0.3, 0.5, 0.75, 1.0), (1, 2, 3))]),
     "spread": (fam_spread, [(d,) for d in (0.02, 0.05, 0.1, 0.2, 0.3)]),
     "session+spread": (fam_session_spread, [(g, d) for g, d in product(
         (0.2, 0.3, 0.5, 0.75), (0.02, 0.05, 0.1, 0.2))]),
