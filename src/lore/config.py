@@ -110,6 +110,9 @@ class ConversationsConfig(_Strict):
     context_weight: float = Field(default=0.3, ge=0)
     context_turns: int = Field(default=2, ge=0, le=10)  # neighbouring turns on each side
     named_speaker_bonus: float = Field(default=0.1, ge=0)
+    # + session_weight × the best relevance among the candidates of the chunk's session: the
+    # turns of the session that answers best come forward together (0: off)
+    session_weight: float = Field(default=0.5, ge=0)
     keyword_max_postings: int = Field(default=2000, ge=100)
     decay: bool = True
     decay_weight: float = Field(default=0.3, ge=0, le=1)
@@ -318,6 +321,7 @@ TUNING: dict[str, str] = {
         "candidates", "keyword_weight", "vector_weight", "text_weight", "date_weight",
         "context_weight", "context_turns", "named_speaker_bonus", "decay_weight",
         "decay_scale_days")},
+    "conversations.session_weight": "bench/locomo_loco.py",
     "conversations.keyword_max_postings": "bench/scale_bench.py",
     "learning.detector_threshold": "bench/train_detector.py",
     "learning.judge_threshold": "bench/judge_filter.py",

@@ -1,5 +1,6 @@
 """Search of past conversations: BM25 over chunks and their context, cosine over chunk
-vectors, a bonus for the speaker a query names, and memory decay.
+vectors, a bonus from the best candidate of the chunk's session, a bonus for the speaker a
+query names, and memory decay.
 docs/conversations.md has the formula."""
 
 from __future__ import annotations
@@ -90,12 +91,13 @@ def fuse(store: ConversationStore, cfg: ConversationsConfig, query: str,
     vw = cfg.vector_weight if mode != "keyword" else 0.0
     ids = list(dict.fromkeys([c for c, _ in keyword] + [c for c, _ in vector]))
     meta = store.chunk_meta(ids)  # what scoring needs; the text only for the results shown
+    relevances = {cid: kw * kscore.get(cid, 0.0) + vw * vscore.get(cid, 0.0)
+                  for cid in ids if cid in meta}
+    session_best = best_per_session(relevances, {cid: meta[cid][2] for cid in relevances})
     scored = []
-    for cid in ids:
-        if cid not in meta:
-            continue
-        ended_at, speakers = meta[cid]
-        relevance = kw * kscore.get(cid, 0.0) + vw * vscore.get(cid, 0.0)
+    for cid, relevance in relevances.items():
+        ended_at, speakers, session_id = meta[cid]
+        session_bonus = cfg.session_weight * session_best[session_id]
         speaker_bonus = (cfg.named_speaker_bonus
                          if named and mode == "hybrid" and named in speakers.split()
                          else 0.0)
@@ -103,13 +105,13 @@ def fuse(store: ConversationStore, cfg: ConversationsConfig, query: str,
         if decay and ended_at:
             age = max((at - parse_time(ended_at)).total_seconds() / 86400, 0.0)
             bonus = cfg.decay_weight * math.exp(-age / cfg.decay_scale_days)
-        total = relevance + speaker_bonus + bonus
+        total = relevance + session_bonus + speaker_bonus + bonus
         if total < min_score:
             continue
         parts: dict[str, Any] = {"keyword_rank": krank.get(cid), "bm25_normalised": kscore.get(cid),
                  "vector_rank": vrank.get(cid), "similarity": vscore.get(cid),
-                 "relevance": round(relevance, 6), "speaker_bonus": speaker_bonus,
-                 "decay_bonus": round(bonus, 6)}
+                 "relevance": round(relevance, 6), "session_bonus": round(session_bonus, 6),
+                 "speaker_bonus": speaker_bonus, "decay_bonus": round(bonus, 6)}
         scored.append((total, cid, parts))
     scored.sort(key=lambda t: (-t[0], t[1]))
     scored = scored[:limit]
@@ -128,6 +130,15 @@ def fuse(store: ConversationStore, cfg: ConversationsConfig, query: str,
                         snippet(rows[cid]["text"], query, 240), total, parts)
         for total, cid, parts in scored
     ]
+
+
+def best_per_session(relevance: dict[int, float], session_of: dict[int, str]) -> dict[str, float]:
+    """The best relevance among the candidates of each session (never below 0)."""
+    best: dict[str, float] = {}
+    for cid, value in relevance.items():
+        sid = session_of[cid]
+        best[sid] = max(best.get(sid, 0.0), value)
+    return best
 
 
 def turns(store: ConversationStore, chunk_id: int, before: int = 3,

@@ -276,12 +276,13 @@ class ConversationTables(Tables):
             out.append(hit[0])
         return out
 
-    def chunk_meta(self, ids: Sequence[int]) -> dict[int, tuple[str | None, str]]:
-        out: dict[int, tuple[str | None, str]] = {}
+    def chunk_meta(self, ids: Sequence[int]) -> dict[int, tuple[str | None, str, str]]:
+        out: dict[int, tuple[str | None, str, str]] = {}
         for chunk in chunks(list(ids)):
             marks = ",".join("?" * len(chunk))
-            out.update((r[0], (r[1], r[2])) for r in self.conn.execute(
-                f"SELECT id, ended_at, speakers FROM chunks WHERE id IN ({marks})", chunk))
+            out.update((r[0], (r[1], r[2], r[3])) for r in self.conn.execute(
+                f"SELECT id, ended_at, speakers, session_id FROM chunks WHERE id IN ({marks})",
+                chunk))
         return out
 
     def chunk_rows(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
