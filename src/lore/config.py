@@ -284,8 +284,13 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 def _sets_nothing(text: str) -> bool:
     """A file of comments and blank lines only (what `lore admin init` writes): read without
-    YAML. Anything else, a lone ``---`` included, goes to the YAML parser."""
-    return all(not line.strip() or line.lstrip().startswith("#") for line in text.splitlines())
+    YAML. Only plain lines count (spaces, then ``#`` and printable text): anything else, a
+    tab or a lone ``---`` included, goes to the YAML parser."""
+    for line in text.split("\n"):
+        line = line.removesuffix("\r").lstrip(" ")
+        if line and not (line.startswith("#") and line.isprintable()):
+            return False
+    return True
 
 
 def _interpolate(value: Any, path: Path) -> Any:
