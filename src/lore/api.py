@@ -663,7 +663,7 @@ class Lore:
         ids = self.store.corrections.preferences(normalize.project_root(project),
                                                  all_projects=all_projects, file_type=ft,
                                                  statuses=tuple(statuses), limit=limit)
-        return [self.lessons.get(i) for i in ids]
+        return [self.store.get(i) for i in ids]  # no config, no model: a read
 
     # ---- apply: approved rules into the files agents read ------------------------------
     def approved_rules(self, project: str | None) -> list[Lesson]:
