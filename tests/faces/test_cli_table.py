@@ -34,7 +34,7 @@ wide = st.one_of(text, text, text, odd)
 @settings(max_examples=300, deadline=None)
 @given(st.integers(1, 6).flatmap(lambda n: st.tuples(
     st.one_of(st.none(), text),
-    st.lists(text.filter(bool), min_size=n, max_size=n),
+    st.one_of(st.lists(text.filter(bool), min_size=n, max_size=n), st.just([""] * n)),
     st.lists(st.lists(wide, min_size=n, max_size=n), max_size=8))))
 def test_the_plain_table_is_what_rich_prints(case):
     title, columns, rows = case
@@ -52,3 +52,6 @@ def test_plain_rows_are_drawn_without_rich_and_the_rest_by_rich():
     assert plain_table(None, ["a"], [["x" * (CELL_MAX + 1)]]) is None  # folds
     assert plain_table(None, ["a"], [["café"]]) is None  # not ASCII
     assert plain_table(None, ["a"], []) is None
+    pairs = [["state", "running"], ["pid", "123"]]  # no header: a list of pairs
+    assert plain_table(None, ["", ""], pairs) == "┌───────┬─────────┐\n│ state │ running │\n" \
+                                                "│ pid   │ 123     │\n└───────┴─────────┘"

@@ -300,11 +300,13 @@ def _plain(text: str) -> bool:
 def plain_table(title: str | None, columns: list[str], rows: list[list[str]]) -> str | None:
     """The table rich prints to a pipe, drawn without rich (a hundred rows cost rich a tenth of
     a second): for plain text in columns that need no folding; None for anything else."""
-    if not columns or not all(columns) or not rows:
+    if not columns or not rows:
         return None
     texts = [*columns, *(c for row in rows for c in row)]
     if title is not None:
         texts.append(title)
+        if title != title.strip():  # rich centres a title's text, not its spaces
+            return None
     if any(not _plain(t) for t in texts) or any(len(row) != len(columns) for row in rows):
         return None
     widths = [max(len(col), *(len(row[i]) for row in rows)) for i, col in enumerate(columns)]
@@ -322,9 +324,10 @@ def plain_table(title: str | None, columns: list[str], rows: list[list[str]]) ->
     if title:
         left = (total - len(title)) // 2
         out.append(" " * left + title + " " * (total - len(title) - left))
-    out.append(line("┏", "━", "┳", "┓"))
-    out.append(row(columns, "┃"))
-    out.append(line("┡", "━", "╇", "┩"))
+    if any(columns):
+        out += [line("┏", "━", "┳", "┓"), row(columns, "┃"), line("┡", "━", "╇", "┩")]
+    else:  # no header
+        out.append(line("┌", "─", "┬", "┐"))
     out.extend(row(r, "│") for r in rows)
     out.append(line("└", "─", "┴", "┘"))
     return "\n".join(out)
