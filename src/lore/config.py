@@ -101,11 +101,12 @@ class Settings:
     of ``config``, and the paths and the user answer without it.
     """
 
-    __slots__ = ("_config", "home", "config_path", "sources")
+    __slots__ = ("_config", "_database", "home", "config_path", "sources")
 
     def __init__(self, config: Config | None = None, *, home: Path, config_path: Path,
                  sources: dict[str, str] | None = None) -> None:
         self._config = config
+        self._database: str | None = None  # use_database before the config is built
         self.home = home
         self.config_path = config_path
         self.sources: dict[str, str] = dict(sources or {})
@@ -120,17 +121,27 @@ class Settings:
             from lore.config_models import Config
 
             self._config = Config()
+            if self._database is not None:
+                self._config.database = self._database
         return self._config
 
     @config.setter
     def config(self, value: Config) -> None:
         self._config = value
 
+    def use_database(self, location: str, source: str) -> None:
+        """Point at another database (``--db``), without building the config if not built."""
+        if self._config is None:
+            self._database = location
+        else:
+            self._config.database = location
+        self.sources["database"] = source
+
     def _get(self, section: str, key: str | None = None) -> Any:
         """A setting's value without building the config when nothing was set (then None: the
-        default of every setting read this way)."""
+        default of every setting read this way, but a database given to ``use_database``)."""
         if self._config is None:
-            return None
+            return self._database if section == "database" else None
         value = getattr(self._config, section)
         return getattr(value, key) if key else value
 

@@ -513,3 +513,18 @@ def test_comment_only_files_are_read_as_yaml_reads_them(lines):
         assert yaml.safe_load(text) is None
     if _sets_nothing(text + "\r\n"):
         assert yaml.safe_load(text + "\r\n") is None
+
+
+def test_a_database_given_on_the_command_line_needs_no_config(lore_home, tmp_path):
+    s = load_config()
+    s.use_database(str(tmp_path / "other.db"), "--db")
+    assert s.db_path == tmp_path / "other.db" and s.sources["database"] == "--db"
+    assert s._config is None
+    assert s.config.database == str(tmp_path / "other.db")  # kept when the config is built
+    s.use_database(str(tmp_path / "third.db"), "--db")
+    assert s.config.database == str(tmp_path / "third.db") and s.db_path == tmp_path / "third.db"
+    imported, code, err = probe("--db", str(tmp_path / "cli.db"), "status")
+    assert code in ("0", "None"), err
+    assert imported == [] and (tmp_path / "cli.db").exists()
+    imported, code, err = probe("--db", str(tmp_path / "missing" / "x.db"), "status")
+    assert code == "1" and "does not exist" in err and len(err.strip().splitlines()) == 1

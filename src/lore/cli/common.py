@@ -117,8 +117,7 @@ def settings(ctx: click.Context) -> Settings:
         obj = ctx.find_root().obj = {}
     s = load_config()
     if obj.get("db_path"):
-        s.config.database = obj["db_path"]
-        s.sources["database"] = "--db"
+        s.use_database(obj["db_path"], "--db")
         check_database_path(s)
     obj["resolved_db"] = s.db_location
     if s.tuned and not obj.get("tuning_noticed"):
