@@ -1,4 +1,5 @@
-"""Configuration: ``$LORE_HOME/config.yaml`` with ``${ENV}`` interpolation, validated on load.
+"""Configuration: ``$LORE_HOME/config.yaml`` with ``${ENV}`` interpolation, validated on load
+when it sets something (else built, all defaults, on first read: see :class:`Settings`).
 
 Only entry points (CLI, MCP server, web app, worker) call :func:`load_config`;
 everything below receives the resulting :class:`Config`.
