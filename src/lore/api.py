@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
     from lore.apply.files import Plan
     from lore.capture.transcripts import FileEdit
+    from lore.config_models import Config
     from lore.core.analyzer import Analyzer
     from lore.core.conversations import Conversations
     from lore.core.guards import Guards
@@ -77,10 +78,10 @@ class Lore:
 
     def __init__(self, settings: Settings, store: Store, embedder: Embedder | None = None) -> None:
         self.settings = settings
-        self.config = settings.config
         self.store = store
-        self.embedding = Embedding(store, self.config.embedding, embedder)
-        self.lessons = Lessons(store, self.embedding, self.config)
+        self._embedder = embedder
+        self._embedding: Embedding | None = None
+        self._lessons: Lessons | None = None
         self._vectors: MemoryIndex | None = None
         self._conversations: Conversations | None = None
         self._learner: Learner | None = None
@@ -89,7 +90,6 @@ class Lore:
         self._sync: Sync | None = None
         self._device: str | None = None
         self._guards: Guards | None = None
-        self.lessons.on_change = self._lesson_changed
 
     @classmethod
     def open(cls, settings: Settings, *, embedder: Embedder | None = None,
@@ -133,6 +133,27 @@ class Lore:
         return self._device
 
     @property
+    def config(self) -> Config:
+        """The validated config (built on first access when nothing was configured: the
+        commands that read no setting never build it)."""
+        return self.settings.config
+
+    @property
+    def embedding(self) -> Embedding:
+        """The embedding model and the stored vectors' bookkeeping (the model loads lazily)."""
+        if self._embedding is None:
+            self._embedding = Embedding(self.store, self.config.embedding, self._embedder)
+        return self._embedding
+
+    @property
+    def lessons(self) -> Lessons:
+        """Lessons: add, edit, find, merge."""
+        if self._lessons is None:
+            self._lessons = Lessons(self.store, self.embedding, self.config)
+            self._lessons.on_change = self._lesson_changed
+        return self._lessons
+
+    @property
     def vectors(self) -> MemoryIndex:
         """The lesson vectors in memory: loaded on first use, refreshed incrementally (numpy
         is imported only by the commands that search)."""
@@ -163,7 +184,7 @@ class Lore:
 
     def _opinion(self) -> Any:
         """The second opinion on unsure messages, when a language model is configured."""
-        if not self.config.llm.provider:
+        if not self.settings.llm_provider:
             return None
         from lore.llm import open_provider, second_opinion
 
@@ -181,7 +202,7 @@ class Lore:
     def _judge(self) -> Any:
         """Opens the judge's provider (guarded: redacted, cut, budgeted, logged), when a
         language model is configured."""
-        if not self.config.llm.provider:
+        if not self.settings.llm_provider:
             return None
         from lore.llm import open_provider
 
@@ -212,7 +233,7 @@ class Lore:
         """With a language model configured (and the judge on), it proposes checks for an
         approved rule beside the shapes; each waits for review. A provider error or a spent
         budget proposes nothing: the rule's approval never fails for it."""
-        if not self.config.llm.provider or not self.config.learning.judge:
+        if not self.settings.llm_provider or not self.config.learning.judge:
             return None
         from lore.apply.guard_shapes import Proposal
         from lore.errors import LoreError
@@ -642,7 +663,7 @@ class Lore:
         ids = self.store.corrections.preferences(normalize.project_root(project),
                                                  all_projects=all_projects, file_type=ft,
                                                  statuses=tuple(statuses), limit=limit)
-        return [self.lessons.get(i) for i in ids]
+        return [self.store.get(i) for i in ids]  # no config, no model: a read
 
     # ---- apply: approved rules into the files agents read ------------------------------
     def approved_rules(self, project: str | None) -> list[Lesson]:

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from ulid import ULID
+# The ulid package is imported on first use (it reads its installed version on import): a
+# command that only reads makes no id.
 
 
 def new_id() -> str:
+    from ulid import ULID
+
     return str(ULID())
 
 
 def is_id(value: str) -> bool:
+    from ulid import ULID
+
     try:
         ULID.from_str(value)
     except (ValueError, TypeError):

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conftest import FakeEmbedder, make_settings
 from lore.api import Lore
@@ -380,3 +382,149 @@ def test_admin_init_writes_no_tuning_constant(lore_home):
     assert CliRunner().invoke(cli, ["admin", "init"]).exit_code == 0
     written = yaml.safe_load((lore_home / "config.yaml").read_text()) or {}
     assert not set(_flatten(written)) & set(TUNING)
+
+
+# ---- nothing set: no validation, no pydantic, no YAML ------------------------------------
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+# Runs one CLI command in a fresh interpreter and prints, last, which of the heavy imports it made.
+PROBE = """
+import runpy, sys
+sys.argv = ["lore", *sys.argv[1:]]
+try:
+    runpy.run_module("lore", run_name="__main__")
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+print("IMPORTED", sorted(m for m in ("pydantic", "yaml", "lore.config_models") if m in sys.modules))
+print("EXIT", code)
+"""
+
+
+def probe(*args: str) -> tuple[list[str], str, str]:
+    """(the heavy modules a `lore *args` process imported, its exit code, its stderr)."""
+    import ast
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(SRC), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    res = subprocess.run([sys.executable, "-c", PROBE, *args], env=env, capture_output=True,
+                         text=True, timeout=120, check=False)
+    lines = res.stdout.splitlines()
+    imported = ast.literal_eval(lines[-2].removeprefix("IMPORTED "))
+    return imported, lines[-1].removeprefix("EXIT "), res.stderr
+
+
+@pytest.mark.parametrize("command", [("review",), ("status",)])
+def test_commands_reading_no_setting_import_neither_pydantic_nor_yaml(lore_home, command):
+    imported, code, err = probe(*command)  # a fresh home: no file, no database yet
+    assert code in ("0", "None"), err
+    assert imported == []
+    assert (lore_home / "lore.db").exists()  # the command did its work
+
+
+def test_the_file_admin_init_writes_keeps_the_fast_path_and_loads_to_the_defaults(lore_home):
+    import yaml
+
+    imported, code, err = probe("admin", "init")
+    assert code in ("0", "None"), err
+    text = (lore_home / "config.yaml").read_text(encoding="utf-8")
+    assert all(not line.strip() or line.startswith("#") for line in text.splitlines())
+    assert yaml.safe_load(text) is None  # valid YAML: uncommenting keys gives a config
+    s = load_config()
+    assert s.sources == {} and s.config == Config()
+    for command in (("review",), ("status",), ("worker", "status")):
+        imported, code, err = probe(*command)
+        assert imported == [], command
+    # Uncommenting a key (and its section) sets it.
+    (lore_home / "config.yaml").write_text(
+        text.replace("# search:", "search:").replace("#   default_limit: 10", "  default_limit: 7"),
+        encoding="utf-8")
+    assert load_config().config.search.default_limit == 7
+
+
+@pytest.mark.parametrize("command", [("review",), ("status",), ("worker", "status")])
+def test_a_set_key_is_still_validated_eagerly_with_the_same_error_line(lore_home, command):
+    path = write_config(lore_home, 'search:\n  default_limit: "ten"\n')
+    imported, code, err = probe(*command)
+    assert code == "1"
+    line = err.strip()
+    assert len(line.splitlines()) == 1 and "Traceback" not in err
+    assert line == f"Error: config {path}: search.default_limit: Input should be a valid integer, " \
+                   "unable to parse string as an integer (got 'ten')"
+    assert not (lore_home / "lore.db").exists()
+
+
+def test_a_variable_naming_a_key_is_validated_eagerly(lore_home, monkeypatch):
+    monkeypatch.setenv("LORE_EMBEDDING_DIMENSIONS", "many")
+    with pytest.raises(ConfigError, match="embedding.dimensions"):
+        load_config()
+    monkeypatch.setenv("LORE_EMBEDDING_DIMENSIONS", "384")
+    assert load_config().config.embedding.dimensions == 384
+
+
+def test_settings_answer_without_building_the_config_when_nothing_is_set(lore_home):
+    write_config(lore_home, "# only a comment\n\n   # and an indented one\n")
+    s = load_config()
+    assert s.db_path == lore_home / "lore.db" and not s.db_is_url
+    assert s.db_location == s.db_shown == str(lore_home / "lore.db")
+    assert s.review_folder == lore_home / "review"
+    assert s.user and s.llm_provider is None and s.tuned == []
+    assert s._config is None  # nothing built so far
+    assert s.config == Config()  # built on first access, once
+    assert s.config is s.config
+
+
+def test_settings_read_the_validated_config_when_a_key_is_set(lore_home, tmp_path):
+    write_config(lore_home, f"database: {tmp_path / 'x.db'}\nuser: ada\n"
+                            "review:\n  folder: ~/vault\nllm:\n  provider: claude-cli\n")
+    s = load_config()
+    assert s._config is not None  # validated when loaded
+    assert s.db_path == tmp_path / "x.db" and s.user == "ada"
+    assert s.review_folder == Path("~/vault").expanduser() and s.llm_provider == "claude-cli"
+
+
+def test_every_model_is_importable_from_lore_config():
+    import lore.config
+    import lore.config_models
+
+    for name in lore.config._MODELS:
+        assert getattr(lore.config, name) is getattr(lore.config_models, name)
+    with pytest.raises(AttributeError):
+        lore.config.NoSuchConfig  # noqa: B018
+
+
+@given(st.lists(st.one_of(
+    st.just(""), st.text(" \t", max_size=3),
+    st.builds(lambda pad, body: pad + "#" + body, st.text(" \t", max_size=3),
+              st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=20)),
+    st.sampled_from(["search:", "  default_limit: 5", "---", "x: 1 # note", "[1, 2"]),
+), max_size=8))
+def test_comment_only_files_are_read_as_yaml_reads_them(lines):
+    import yaml
+
+    from lore.config import _sets_nothing
+
+    text = "\n".join(lines)
+    if _sets_nothing(text):
+        assert yaml.safe_load(text) is None
+    if _sets_nothing(text + "\r\n"):
+        assert yaml.safe_load(text + "\r\n") is None
+
+
+def test_a_database_given_on_the_command_line_needs_no_config(lore_home, tmp_path):
+    s = load_config()
+    s.use_database(str(tmp_path / "other.db"), "--db")
+    assert s.db_path == tmp_path / "other.db" and s.sources["database"] == "--db"
+    assert s._config is None
+    assert s.config.database == str(tmp_path / "other.db")  # kept when the config is built
+    s.use_database(str(tmp_path / "third.db"), "--db")
+    assert s.config.database == str(tmp_path / "third.db") and s.db_path == tmp_path / "third.db"
+    imported, code, err = probe("--db", str(tmp_path / "cli.db"), "status")
+    assert code in ("0", "None"), err
+    assert imported == [] and (tmp_path / "cli.db").exists()
+    imported, code, err = probe("--db", str(tmp_path / "missing" / "x.db"), "status")
+    assert code == "1" and "does not exist" in err and len(err.strip().splitlines()) == 1

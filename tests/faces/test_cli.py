@@ -175,7 +175,7 @@ def test_admin_commands(run, tmp_path):
     init = run("admin", "init", "--json")
     data = json.loads(init.stdout)
     assert data["created"] is True and Path(data["config"]).exists()
-    a = add(run, "Alpha", "one", "--tag", "js")  # the template config aliases js
+    a = add(run, "Alpha", "one", "--tag", "javascript")  # the template config sets nothing
     add(run, "Beta", "two", "--tag", "frontend")
     assert json.loads(run("recall", "show", a, "--json").stdout)["tags"] == ["javascript"]
     merged = run("admin", "merge-tags", "frontend", "javascript", "--yes", "--json")

@@ -30,28 +30,29 @@ if TYPE_CHECKING:
     from lore.api import Lore
 
 CONFIG_TEMPLATE = """\
-# Lore configuration. Every key is optional; `lore config show` prints the effective values.
-# ${VAR} and ${VAR:-default} are replaced by environment variables.
+# Lore configuration. Every key is optional and every one here is commented out, showing its
+# default: uncomment a key (and its section) to change it. `lore config show` prints the
+# effective values. ${VAR} and ${VAR:-default} are replaced by environment variables.
 
-embedding:
-  backend: fastembed          # fastembed | sentence-transformers | openai
-  model: all-MiniLM-L6-v2     # changing it needs `lore admin reembed`
-  # api_key: ${OPENAI_API_KEY}
+# embedding:
+#   backend: fastembed          # fastembed | sentence-transformers | openai
+#   model: all-MiniLM-L6-v2     # changing it needs `lore admin reembed`
+#   api_key: ${OPENAI_API_KEY}
 
-search:
-  default_limit: 10
-  anti_context: exclude       # exclude | demote
+# search:
+#   default_limit: 10
+#   anti_context: exclude       # exclude | demote
 
-# llm:                        # a language model judges what is a lesson (docs/llm.md)
-#   provider: claude-cli      # anthropic | openai | claude-cli
+# llm:                          # a language model judges what is a lesson (docs/llm.md)
+#   provider: claude-cli        # anthropic | openai | claude-cli
 
 # Search and ranking weights are tuning constants chosen by benchmarks, not settings:
 # `lore config show --all` lists them (docs/configuration.md#tuning-constants).
 
-tag_aliases:
-  js: javascript
+# tag_aliases:                  # default: none
+#   js: javascript
 
-known_tags: []
+# known_tags: []
 """
 
 

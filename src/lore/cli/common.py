@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -12,6 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+
+_EMOJI_CODE = re.compile(r":\S+:")  # rich replaces :name: by the emoji
 
 if TYPE_CHECKING:
     from lore.api import Lore
@@ -114,8 +117,7 @@ def settings(ctx: click.Context) -> Settings:
         obj = ctx.find_root().obj = {}
     s = load_config()
     if obj.get("db_path"):
-        s.config.database = obj["db_path"]
-        s.sources["database"] = "--db"
+        s.use_database(obj["db_path"], "--db")
         check_database_path(s)
     obj["resolved_db"] = s.db_location
     if s.tuned and not obj.get("tuning_noticed"):
@@ -267,15 +269,67 @@ def console() -> Any:
     return Console(soft_wrap=False, highlight=False, width=width)
 
 
+TABLE_WIDTH = 200  # a piped table's width (console())
+CELL_MAX = 80  # a column's widest text; longer text folds
+
+
 def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    cells = [["" if v is None else str(v) for v in row] for row in rows]
+    if not sys.stdout.isatty():
+        plain = plain_table(title, list(columns), cells)
+        if plain is not None:
+            click.echo(plain)
+            return
     from rich.table import Table
 
     t = Table(title=title, show_lines=False, header_style="bold", show_header=any(columns))
     for col in columns:
-        t.add_column(col, overflow="fold", max_width=80)
-    for row in rows:
-        t.add_row(*("" if v is None else str(v) for v in row))
+        t.add_column(col, overflow="fold", max_width=CELL_MAX)
+    for row in cells:
+        t.add_row(*row)
     console().print(t)
+
+
+def _plain(text: str) -> bool:
+    """Text rich prints as it is: printable ASCII without markup (``[``) or emoji codes."""
+    return text.isascii() and text.isprintable() and "[" not in text and not (
+        text.count(":") > 1 and _EMOJI_CODE.search(text))
+
+
+def plain_table(title: str | None, columns: list[str], rows: list[list[str]]) -> str | None:
+    """The table rich prints to a pipe, drawn without rich (a hundred rows cost rich a tenth of
+    a second): for plain text in columns that need no folding; None for anything else."""
+    if not columns or not rows:
+        return None
+    texts = [*columns, *(c for row in rows for c in row)]
+    if title is not None:
+        texts.append(title)
+        if title != title.strip():  # rich centres a title's text, not its spaces
+            return None
+    if any(not _plain(t) for t in texts) or any(len(row) != len(columns) for row in rows):
+        return None
+    widths = [max(len(col), *(len(row[i]) for row in rows)) for i, col in enumerate(columns)]
+    total = sum(widths) + 3 * len(widths) + 1
+    if max(widths) > CELL_MAX or total > TABLE_WIDTH or (title and len(title) > total):
+        return None
+
+    def line(left: str, fill: str, mid: str, right: str) -> str:
+        return left + mid.join(fill * (w + 2) for w in widths) + right
+
+    def row(values: list[str], bar: str) -> str:
+        return bar + bar.join(f" {v.ljust(w)} " for v, w in zip(values, widths, strict=True)) + bar
+
+    out = []
+    if title:
+        left = (total - len(title)) // 2
+        out.append(" " * left + title + " " * (total - len(title) - left))
+    if any(columns):
+        out += [line("┏", "━", "┳", "┓"), row(columns, "┃"), line("┡", "━", "╇", "┩")]
+    else:  # no header
+        out.append(line("┌", "─", "┬", "┐"))
+    out.extend(row(r, "│") for r in rows)
+    out.append(line("└", "─", "┴", "┘"))
+    return "\n".join(out)
 
 
 class LazyProgress:

@@ -7,12 +7,14 @@ model is an :class:`~lore.errors.EmbeddingMismatch` naming ``lore admin reembed`
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lore.config import EmbeddingConfig
 from lore.embed import Embedder, canonical_model, create_embedder
 from lore.errors import EmbeddingMismatch
 from lore.store import Store
+
+if TYPE_CHECKING:
+    from lore.config_models import EmbeddingConfig
 
 Progress = Callable[[int, int], None]  # (done, total)
 MODEL_KEYS = ("embedding_model", "embedding_dimensions", "embedding_backend")

@@ -33,12 +33,11 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from lore import normalize, plugins
-from lore.config import LearningConfig
 from lore.core.embedding import Embedding
 from lore.core.lessons import Lessons
 from lore.core.review import LIVE, decided, proposable, why_candidate
@@ -55,6 +54,9 @@ from lore.ids import new_id, now
 from lore.models import Evidence, Lesson
 from lore.redact import redact, redact_clipped
 from lore.store import Store
+
+if TYPE_CHECKING:
+    from lore.config_models import LearningConfig
 
 MAX_MESSAGE = 4000   # stored quotes are cut here (with an ellipsis); the detector reads as much
 MAX_EVIDENCE = 20    # quotes kept per rule: the oldest go first

@@ -11,7 +11,6 @@ import json
 from typing import TYPE_CHECKING, Any, cast
 
 from lore import normalize
-from lore.config import Config
 from lore.core.embedding import Embedding
 from lore.embed import document_text
 from lore.errors import InvalidInput, NotFound
@@ -23,6 +22,7 @@ from lore.store import PREFERENCE_COLUMNS, PREFERENCE_KEYS, TEXT_FIELDS, LessonR
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from lore.config_models import Config
     from lore.schema import LessonFields
 
 DEFAULTS = {"kind": "learning", "status": "active", "confidence": "medium"}

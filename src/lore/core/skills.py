@@ -13,16 +13,18 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from lore.apply.files import Plan
 from lore.apply.skills import Cluster, Skill, SkillLesson, build_skill, plan_skill, validate_skill
-from lore.config import ApplyConfig
 from lore.errors import InvalidInput, NotFound
 from lore.models import Lesson
 from lore.store import Store
+
+if TYPE_CHECKING:
+    from lore.config_models import ApplyConfig
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,8 +9,10 @@ another rule. At ``active_threshold`` or above a rule is active (injected, publi
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
-from lore.config import LearningConfig
+if TYPE_CHECKING:
+    from lore.config_models import LearningConfig
 
 
 def confidence(occurrences: int, explicit: bool, last_seen: str | None, conflicted: bool,

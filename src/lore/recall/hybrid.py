@@ -23,16 +23,18 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from lore.config import SearchConfig
 from lore.ids import parse_time
 from lore.models import Filters, ScoreParts, SearchResult
 from lore.recall import vectors
 from lore.recall.snippet import snippet
 from lore.store import LessonStore, fts_terms
+
+if TYPE_CHECKING:
+    from lore.config_models import SearchConfig
 
 Mode = Literal["hybrid", "keyword", "vector"]
 SUPERSEDED_FACTOR = 0.5
