@@ -368,7 +368,8 @@ def test_cli_learn_correction_says_why_and_force_overrides(run, lore_home):
     assert thanks.stderr.strip() == "not learned: reads as thanks or approval"
     vague = run("learn", "correction", "don't do that again", "--global")
     assert vague.exit_code == 0
-    assert "not learned yet: not specific enough to be a rule — kept; proposed if it comes up in another session" in vague.stderr
+    assert ("not learned yet: not specific enough to be a rule — kept; proposed if it comes up "
+            "in another session") in vague.stderr
     as_json = run("learn", "correction", "What time is it?", "--global", "--json")
     payload = json.loads(as_json.stdout)
     assert payload["action"] == "not-learned" and payload["lesson"] is None

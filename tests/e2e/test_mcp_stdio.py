@@ -457,7 +457,8 @@ def test_review_through_mcp(lore_home, tmp_path):
     assert thanks["notice"] == "not learned: reads as thanks or approval"
     vague = out["vague"][1]
     assert vague["rule"]["status"] == "candidate" and vague["learned"] is False
-    assert vague["notice"] == "not learned yet: not specific enough to be a rule — kept; proposed if it comes up in another session"
+    assert vague["notice"] == ("not learned yet: not specific enough to be a rule — kept; "
+                               "proposed if it comes up in another session")
     assert out["forced"][1]["rule"]["status"] == "proposed" and out["forced"][1]["learned"]
     waiting = out["list"][1]["waiting"]
     assert {w["id"] for w in waiting} == {vague["rule"]["id"], out["forced"][1]["rule"]["id"]}
