@@ -652,3 +652,17 @@ def test_each_session_start_compiles_the_checks_a_shared_database_holds(lore_hom
 
         assert Worker(settings_, lore).run(once=True) == 1
     assert [c["command"] for c in g.read_compiled(str(path))] == [NPM]
+
+
+def test_the_reason_given_to_the_agent_is_not_the_rule_said_again(fake_lore):
+    from lore.core.guards import _why
+
+    plain = fake_lore.add_lesson("Use pnpm, not npm", "Use pnpm instead of npm.", kind="preference")
+    assert _why(plain) == ""
+    reasoned = fake_lore.add_lesson("Use httpx, not requests", "Use httpx instead of requests.",
+                                    kind="preference",
+                                    preference={"reasoning": "the whole service is async"})
+    assert _why(reasoned) == "the whole service is async"
+    detailed = fake_lore.add_lesson("Never edit gen/", "gen/ is rebuilt by make codegen on every "
+                                    "build, so edits there vanish.", kind="project_rule")
+    assert "rebuilt by make codegen" in _why(detailed)

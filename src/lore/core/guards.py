@@ -361,12 +361,25 @@ class Guards:
         return refused, None
 
 
+_GLUE = frozenset({"instead", "of", "rather", "than", "not", "no", "use", "the", "a", "an", "and",
+                   "to", "in", "for", "with"})
+
+
+def _words(text: str) -> set[str]:
+    import re
+
+    return {w for w in re.findall(r"[\w.@/+-]+", text.lower()) if w not in _GLUE}
+
+
 def _why(rule: Lesson) -> str:
+    """Why the rule holds: its reasoning, else its text when that says more than its title."""
     pref = rule.preference
     if pref and pref.reasoning:
         return _clip(pref.reasoning, WHY_CHARS)
     content = (rule.content or "").strip()
-    return _clip(content, WHY_CHARS) if content and content != rule.title else ""
+    if not content or _words(content.rstrip(".")) <= _words(rule.title):
+        return ""  # the text only restates the rule ("Use pnpm instead of npm.")
+    return _clip(content, WHY_CHARS)
 
 
 def _clip(text: str, n: int) -> str:
