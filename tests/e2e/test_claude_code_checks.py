@@ -48,39 +48,14 @@ class Scripted(Loop):
             self._json({"input_tokens": 10})
             return
         call = self._next(req)
-        model = req.get("model", "claude")
-        message = {"id": "msg_1", "type": "message", "role": "assistant", "model": model,
-                   "content": [], "stop_reason": None, "stop_sequence": None,
-                   "usage": {"input_tokens": 10, "output_tokens": 1}}
         if call is None:
-            block, delta, stop = ({"type": "text", "text": ""},
-                                  {"type": "text_delta", "text": "Done."}, "end_turn")
-            whole = {"type": "text", "text": "Done."}
-        else:
-            tid, name, args = call
-            block = {"type": "tool_use", "id": tid, "name": name, "input": {}}
-            delta = {"type": "input_json_delta", "partial_json": json.dumps(args)}
-            stop = "tool_use"
-            whole = {"type": "tool_use", "id": tid, "name": name, "input": args}
-        if not req.get("stream"):
-            self._json({**message, "content": [whole], "stop_reason": stop})
+            self._reply(req, {"type": "text", "text": ""}, {"type": "text_delta", "text": "Done."},
+                        "end_turn", {"type": "text", "text": "Done."})
             return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.end_headers()
-        for name, data in [
-            ("message_start", {"type": "message_start", "message": message}),
-            ("content_block_start", {"type": "content_block_start", "index": 0,
-                                     "content_block": block}),
-            ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
-            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-            ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop,
-                                                                  "stop_sequence": None},
-                               "usage": {"output_tokens": 5}}),
-            ("message_stop", {"type": "message_stop"}),
-        ]:
-            self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
-        self.wfile.flush()
+        tid, name, args = call
+        self._reply(req, {"type": "tool_use", "id": tid, "name": name, "input": {}},
+                    {"type": "input_json_delta", "partial_json": json.dumps(args)}, "tool_use",
+                    {"type": "tool_use", "id": tid, "name": name, "input": args})
 
     def _next(self, req: dict) -> tuple[str, str, dict] | None:
         tools = {t.get("name") for t in req.get("tools") or [] if isinstance(t, dict)}

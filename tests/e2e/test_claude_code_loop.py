@@ -46,13 +46,17 @@ class Scripted(BaseHTTPRequestHandler):
             return
         said = json.dumps(req.get("messages", []))
         text = PROPOSAL if "Add authentication" in said and "Redis" not in said else "OK."
-        model = req.get("model", "claude")
-        message = {"id": "msg_1", "type": "message", "role": "assistant", "model": model,
-                   "content": [], "stop_reason": None, "stop_sequence": None,
-                   "usage": {"input_tokens": 10, "output_tokens": 1}}
+        self._reply(req, {"type": "text", "text": ""}, {"type": "text_delta", "text": text},
+                    "end_turn", {"type": "text", "text": text})
+
+    def _reply(self, req: dict, block: dict, delta: dict, stop: str, whole: dict) -> None:
+        """One content block as the Messages API sends it: streamed (server-sent events) when
+        the request asks to stream, else one JSON message."""
+        message = {"id": "msg_1", "type": "message", "role": "assistant",
+                   "model": req.get("model", "claude"), "content": [], "stop_reason": None,
+                   "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 1}}
         if not req.get("stream"):
-            self._json({**message, "content": [{"type": "text", "text": text}],
-                        "stop_reason": "end_turn"})
+            self._json({**message, "content": [whole], "stop_reason": stop})
             return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -60,11 +64,10 @@ class Scripted(BaseHTTPRequestHandler):
         for name, data in [
             ("message_start", {"type": "message_start", "message": message}),
             ("content_block_start", {"type": "content_block_start", "index": 0,
-                                     "content_block": {"type": "text", "text": ""}}),
-            ("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                     "delta": {"type": "text_delta", "text": text}}),
+                                     "content_block": block}),
+            ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
             ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-            ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn",
+            ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop,
                                                                   "stop_sequence": None},
                                "usage": {"output_tokens": 5}}),
             ("message_stop", {"type": "message_stop"}),
@@ -88,6 +91,7 @@ def api():
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
+    server.server_close()
 
 
 def test_a_correction_reaches_the_next_session(tmp_path, api):

@@ -9,28 +9,15 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
-import pytest
-from test_claude_code_loop import Scripted
+from test_claude_code_loop import Scripted, api  # noqa: F401 - the model server fixture
 
 from conftest import npm_tool as tool
 from gitrepo import Repo
 
 LORE = str(Path(sys.executable).parent / "lore")
 REJECTED_TURN = "I'll add lodash with `npm install lodash`."
-
-
-@pytest.fixture
-def api():
-    Scripted.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
 
 
 def model_requests() -> list[dict]:
@@ -51,7 +38,7 @@ def lore_tools(request: dict) -> list[dict]:
 
 
 def test_every_rule_arrives_once_in_its_project_with_the_tools_in_the_first_request(
-        tmp_path, api):
+        tmp_path, api):  # noqa: F811 - the fixture imported above
     claude = tool("claude")
     home = tmp_path / "home"
     home.mkdir()
