@@ -331,7 +331,7 @@ class Worker:
             if earlier.error:
                 report.error = earlier.error
         if report.error:
-            return f"judge unavailable, {learner.waiting_for_judge()['messages']} messages waiting"
+            return f"judge unavailable, {self.lore.waiting_for_judge()['messages']} messages waiting"
         return f"judged {report.messages} messages"
 
     def learn_from_work(self, event: Event) -> str:

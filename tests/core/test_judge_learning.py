@@ -75,7 +75,7 @@ def test_worker_judges_a_session_in_one_request(lore_home: Path, server: Loopbac
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         capture(lore, (REDIS, "I added a Redis-backed session store."), (THANKS, "Fixed the import."),
                 (DOCS, "Renamed the command to lore sync."))
-        waiting = lore.learner.waiting_for_judge()
+        waiting = lore.waiting_for_judge()
         assert waiting["messages"] >= 2 and waiting["sessions"] == 1
         assert not server.received  # nothing is sent before the session ends
         outcome = session_end(Worker(settings, lore))
@@ -83,7 +83,7 @@ def test_worker_judges_a_session_in_one_request(lore_home: Path, server: Loopbac
         assert len(server.received) == 1
         sent = server.received[0]["body"]["messages"][-1]["content"]
         assert "I added a Redis-backed session store." in sent and REDIS in sent
-        assert lore.learner.waiting_for_judge()["messages"] == 0
+        assert lore.waiting_for_judge()["messages"] == 0
         titles = {lesson.content.splitlines()[0] for lesson in lore.preferences("/p")}
         assert "Use local file sessions, not Redis: the service runs on one box." in " ".join(titles)
         assert any("README" in t for t in titles)
@@ -99,14 +99,14 @@ def test_a_provider_error_leaves_the_session_waiting(lore_home: Path, server: Lo
         worker = Worker(settings, lore)
         outcome = session_end(worker)
         assert "judge unavailable, 1 messages waiting" in outcome
-        waiting = lore.learner.waiting_for_judge()
+        waiting = lore.waiting_for_judge()
         assert waiting["messages"] == 1 and "500" in waiting["last_error"]
         assert lore.preferences("/p") == []  # never silently detector-only
         assert ("judging", "waiting") in statuses(lore)
         server.replies = [answer(JUDGED)]  # the provider is back: the next session end catches up
         capture(lore, (THANKS, "Done."), session="s-judge-2")
         assert "judged" in session_end(worker, "s-judge-2")
-        assert lore.learner.waiting_for_judge() == {"messages": 0, "sessions": 0, "last_error": None}
+        assert lore.waiting_for_judge() == {"messages": 0, "sessions": 0, "last_error": None}
         assert len(lore.preferences("/p")) == 1
 
 
@@ -118,7 +118,7 @@ def test_a_spent_budget_leaves_the_session_waiting(lore_home: Path, server: Loop
         report = lore.learner.judge_waiting()
         assert report.error and "budget" in report.error and report.waiting == 1
         assert not server.received
-        assert lore.learner.waiting_for_judge()["messages"] == 1
+        assert lore.waiting_for_judge()["messages"] == 1
 
 
 def test_invented_quotes_and_unanswered_messages(lore_home: Path, server: LoopbackServer) -> None:  # noqa: F811
@@ -135,7 +135,7 @@ def test_invented_quotes_and_unanswered_messages(lore_home: Path, server: Loopba
         report = lore.learner.judge_waiting()
         assert report.invented == 2  # the second request (for the unanswered one) got the same
         assert lore.preferences("/p") == []
-        assert lore.learner.waiting_for_judge()["messages"] == 0
+        assert lore.waiting_for_judge()["messages"] == 0
         reasons = [r[0] for r in lore.store.conn.execute("SELECT action FROM corrections")]
         assert reasons == ["none", "none"]
 
@@ -147,7 +147,7 @@ def test_malformed_replies_keep_the_messages_waiting(lore_home: Path, server: Lo
         capture(lore, (REDIS, "I added a Redis-backed session store."))
         report = lore.learner.judge_waiting()
         assert report.error and "could not be read" in report.error
-        assert lore.learner.waiting_for_judge()["messages"] == 1
+        assert lore.waiting_for_judge()["messages"] == 1
 
 
 def test_a_restatement_reinforces_the_known_rule(lore_home: Path, server: LoopbackServer) -> None:  # noqa: F811
@@ -200,7 +200,7 @@ def test_without_a_model_the_detector_decides(lore_home: Path) -> None:
     settings = make_settings(lore_home)
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         capture(lore, (REDIS, "I added a Redis-backed session store."))
-        assert lore.learner.waiting_for_judge()["messages"] == 0
+        assert lore.waiting_for_judge()["messages"] == 0
         assert "judging" not in [s for s, _ in statuses(lore)]
 
 
@@ -223,7 +223,7 @@ def test_ingest_learn_judges_each_past_session(lore_home: Path, server: Loopback
         report = lore.learner.backfill([tmp_path / "projects"])
         assert len(server.received) == 2  # one request per past session
         assert report["rules"] == 2 and "waiting" not in report["actions"]
-        assert lore.learner.waiting_for_judge()["messages"] == 0
+        assert lore.waiting_for_judge()["messages"] == 0
 
 
 def test_worker_status_shows_the_messages_waiting_for_the_judge(lore_home: Path,
@@ -308,4 +308,4 @@ def test_learn_judge_takes_one_session_or_the_messages_since_a_date(lore_home: P
     assert got["messages"] == 1 and got["sessions"] == 1 and len(server.received) == 1
     assert REDIS in server.received[0]["body"]["messages"][-1]["content"]
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
-        assert lore.learner.waiting_for_judge()["messages"] == 1  # the other session still waits
+        assert lore.waiting_for_judge()["messages"] == 1  # the other session still waits

@@ -271,12 +271,6 @@ class Learner:
         return Outcome("waiting", det, correction_id=row["id"],
                        reason="waits for the judge (at the end of its session)")
 
-    def waiting_for_judge(self) -> dict[str, Any]:
-        """How many messages wait for the judge, in how many sessions, and the last failure."""
-        messages, sessions = self.captured.judging_count()
-        return {"messages": messages, "sessions": sessions,
-                "last_error": self.store.meta("judge.last_error") if messages else None}
-
     def judge_waiting(self, *, session_id: str | None = None, since: str | None = None,
                       dry_run: bool = False) -> JudgeReport:
         """Judge the messages that wait, one request per session (more when they do not fit).
