@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from lore.capture.ingest import CHUNK_CHARS, Ingest
 from lore.core.embedding import Embedding
@@ -52,6 +52,7 @@ from lore.ids import now, parse_time
 from lore.models import Lesson
 from lore.redact import redact_value
 from lore.store import Store
+from lore.store.rows import NewEdit, NewMessage, SyncedCorrection
 
 if TYPE_CHECKING:
     import httpx
@@ -92,7 +93,7 @@ TEXT = {"correction": ("user_message", "assistant_proposal", "diff"),
 VERSIONED = ("lesson", "session")
 
 
-def redacted(kind: str, data: dict[str, Any]) -> dict[str, Any]:
+def redacted(kind: str, data: Mapping[str, Any]) -> dict[str, Any]:
     """``data`` with its free text redacted (a copy)."""
     if kind not in TEXT:
         return dict(redact_value(data))  # type: ignore[call-overload]
@@ -588,7 +589,7 @@ class Sync:
         fresh = self.tables.add_records(device, batch_id, at, [
             (r["kind"], r["id"], record_hash(r["kind"], d))
             for r, d in zip(ordered, datas, strict=True)])
-        corrections = []
+        corrections: list[SyncedCorrection] = []
         for rec, data, new in zip(ordered, datas, fresh, strict=True):
             if not new:
                 continue
@@ -606,20 +607,22 @@ class Sync:
                 self.receive_message(rid, data, touched)
             elif kind == "edit":
                 self.require_session(data["session_id"])
-                self.store.conversations.insert_edit(
-                    {"file_type": None, "old_text": None, "new_text": None, "timestamp": None,
-                     "succeeded": None, **data})
+                # A received record: its keys are the sender's, and the store's columns check
+                # them (a missing one is refused as by the store).
+                self.store.conversations.insert_edit(cast(NewEdit, {
+                    "file_type": None, "old_text": None, "new_text": None, "timestamp": None,
+                    "succeeded": None, **data}))
             else:
-                corrections.append({"session_id": None, "project": None,
+                corrections.append(cast(SyncedCorrection, {"session_id": None, "project": None,
                                     "assistant_proposal": None, "origin": "hook",
                                     "message_uuid": None, "proposal_uuid": None, "diff": None,
                                     "correction_type": None, **data,
                                     "event_id": f"{device}:{rid}", "device": device,
-                                    "files": json.dumps(data.get("files") or [])})
+                                    "files": json.dumps(data.get("files") or [])}))
         self.tables.add_synced_corrections(corrections)
         for sid, rows in touched.items():
-            project = projects.get(sid, (self.store.conversations.session(sid) or {})
-                                   .get("project"))
+            known = self.store.conversations.session(sid)
+            project = projects.get(sid, known["project"] if known else None)
             self.importer.chunk(sid, project, rows, CHUNK_CHARS)
             self.store.conversations.refresh_session(sid)
         if lessons:
@@ -645,9 +648,10 @@ class Sync:
                         touched: dict[str, list[tuple[int, str, str, str | None]]]) -> None:
         sid = data["session_id"]
         self.require_session(sid)
-        row = {"uuid": uuid, "parent_uuid": None, "speaker": None, "timestamp": None,
-               "is_sidechain": 0, "agent_id": None, "is_meta": 0, "injected": 0, **data,
-               "tool_calls": json.dumps(data.get("tool_calls") or [], ensure_ascii=False)}
+        row = cast(NewMessage, {  # a received record, checked by the store's columns
+            "uuid": uuid, "parent_uuid": None, "speaker": None, "timestamp": None,
+            "is_sidechain": 0, "agent_id": None, "is_meta": 0, "injected": 0, **data,
+            "tool_calls": json.dumps(data.get("tool_calls") or [], ensure_ascii=False)})
         seq = self.store.conversations.insert_message(row)
         if seq is not None and not row["is_meta"] and not row["injected"] and row["text"].strip():
             touched.setdefault(sid, []).append((seq, row["speaker"] or row["role"], row["text"],
