@@ -23,7 +23,7 @@ from lore.errors import InvalidInput, NotFound
 from lore.ids import new_id, now
 from lore.models import RULE_KINDS, Lesson
 from lore.store import Store
-from lore.store.rows import Check, CheckChanges, CheckEvent, LoadedSession
+from lore.store.rows import CheckChanges, CheckEvent, LoadedSession, NewCheck
 
 # A model (the judge) proposes more checks with the same answer as the shapes.
 Proposer = Callable[[Lesson], Sequence[Proposal]]
@@ -81,7 +81,7 @@ class Guards:
             raise NotFound(f"no check with id {check_id}; `lore guard list` shows them")
         return self.view(row)
 
-    def view(self, row: Check, lesson: Lesson | None = None) -> dict[str, Any]:
+    def view(self, row: NewCheck, lesson: Lesson | None = None) -> dict[str, Any]:
         """A check as shown: its fields, the rule's title and the check in words."""
         out: dict[str, Any] = dict(row)
         if lesson is None:
@@ -126,11 +126,11 @@ class Guards:
         if status not in engine.STATUSES:
             raise InvalidInput(f"unknown status {status!r}; valid: {', '.join(engine.STATUSES)}")
         at = now()
-        row: Check = {"id": new_id(), "lesson_id": lesson.id, "command": clean.get("command"),
-                      "path": clean.get("path"), "content": clean.get("content"),
-                      "tool": clean.get("tool"), "mode": clean["mode"], "status": status,
-                      "origin": origin, "note": note, "allowed_until": None, "created_at": at,
-                      "updated_at": at, "reviewed_at": at if status != "proposed" else None}
+        row: NewCheck = {"id": new_id(), "lesson_id": lesson.id, "command": clean.get("command"),
+                         "path": clean.get("path"), "content": clean.get("content"),
+                         "tool": clean.get("tool"), "mode": clean["mode"], "status": status,
+                         "origin": origin, "note": note, "created_at": at, "updated_at": at,
+                         "reviewed_at": at if status != "proposed" else None}
         with self.store.atomic():
             self.store.guards.insert_check(row)
         self.compile()

@@ -298,13 +298,18 @@ class Sync:
             records = [r for r in records if r["id"] not in skipped]
             count = len(records)
         else:
-            rows = {"corrections": self.tables.corrections_after,
-                    "messages": self.tables.messages_after,
-                    "edits": self.tables.edits_after}[stream](after, size)
+            rows: Sequence[Mapping[str, Any]]
+            if stream == "corrections":
+                rows = found = self.tables.corrections_after(after, size)
+                end = found[-1]["id"] if found else after
+            elif stream == "messages":
+                rows = read = self.tables.messages_after(after, size)
+                end = read[-1]["seq"] if read else after
+            else:
+                rows = edits = self.tables.edits_after(after, size)
+                end = edits[-1]["id"] if edits else after
             if not rows:
                 return None
-            key = "id" if stream != "messages" else "seq"
-            end = int(rows[-1][key])
             records = self.row_records(stream, rows)
             count = len(rows)
             skipped = []
@@ -343,12 +348,15 @@ class Sync:
                             "data": tombstone(lid, at)})
         return out
 
-    def row_records(self, stream: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def row_records(self, stream: str, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The rows a push read of ``stream``, as the records it sends (copies: each row's
+        own key leaves its data, JSON text is sent decoded)."""
         out: list[dict[str, Any]] = []
         if stream in ("messages", "edits"):  # their sessions first, so the server has them
             for s in self.tables.sessions_of([r["session_id"] for r in rows]):
                 out.append({"kind": "session", "id": s["id"], "data": redacted("session", s)})
-        for r in rows:
+        for row in rows:
+            r = dict(row)
             if stream == "corrections":
                 rid, kind = r.pop("event_id"), "correction"
                 r.pop("id")

@@ -1,21 +1,28 @@
 """The rows the store protocol passes: each shape named once, so that mypy checks every key
 the core reads or writes against what the store returns.
 
-The shapes are ``TypedDict``s, not dataclasses: a row is what the query returned, read by key
-in the core and handed on as a dict to the faces (JSON, templates) and to sync (records sent
-over the wire), so a mapping keeps every one of those uses as it is, at no cost per row.
-A key is required (``total``) where the store always returns it, with ``None`` in its type
-when the column may be NULL; ``NotRequired`` marks a key a caller may leave out of a row it
-hands to the store (the store fills the column's default). Text columns that hold JSON
-(``files``, ``cues``, ``tool_calls``, ``metadata``) are ``str`` as stored; a row whose JSON the
-store decodes says so in its type (``ContextLoad.shown``, ``ScheduleRun.summary``).
+Why ``TypedDict`` for every one, and no dataclass: a row is what a query returned, read by key
+in the core and handed on unchanged as a dict to the faces (``--json``, MCP results, the REST
+API, templates) and to sync (records sent over the wire, reshaped in place). A mapping keeps
+every one of those uses as it is, the JSON shapes of docs/json.md included, at no cost per row;
+a dataclass would need converting back at each face. The one row passed around a lot as a
+value, a lesson, is already a frozen dataclass (:class:`lore.models.Lesson`); so is
+:class:`~lore.store.protocol.FileState`.
 
-Integers that SQLite keeps for booleans (``is_meta``, ``injected``, ``succeeded`` …) are ``int``:
-0 or 1, as on Postgres, where the columns are integers too.
+A key is required where the store always returns it, with ``None`` in its type when the column
+may be NULL. A row a caller hands to the store names every column the insert writes
+(``NewMessage``, ``NewEdit``, ``NewRun``, ``NewScheduleRun``, ``NewToken``); ``total=False``
+marks the two partial shapes, the columns an update sets (``CheckChanges``) and what a
+SessionStart context reported (``ContextLoadData``, defaults filled by the store). Shapes
+that share columns share a base (``CapturedFields``, ``EditFields``). Text columns that hold
+JSON (``files``, ``cues``, ``tool_calls``, ``metadata``) are ``str`` as stored; a row whose
+JSON the store decodes says so in its type (``ContextLoad.shown``, ``ScheduleRun.summary``).
+Integers SQLite keeps for booleans (``is_meta``, ``injected``, ``succeeded`` …) are ``int``,
+0 or 1, as on Postgres.
 
-Rows still passed as ``dict[str, Any]`` are the lesson values of :class:`~lore.store.protocol.
-LessonRow` (validated by the core's models) and the free-form JSON a row carries (snapshot
-data, analysis-run summaries).
+Still ``dict[str, Any]``: the lesson values of :class:`~lore.store.protocol.LessonRow`
+(validated by the core's models) and free-form JSON a row carries (snapshot data, search
+filters, run summaries).
 """
 
 from __future__ import annotations
@@ -208,8 +215,8 @@ class SessionRow(TypedDict):
 # ---- checks on rules ---------------------------------------------------------------------
 
 
-class Check(TypedDict):
-    """A check on a rule (docs/apply.md)."""
+class NewCheck(TypedDict):
+    """A check on a rule to store (``insert_check``): not allowed through yet."""
 
     id: str
     lesson_id: str
@@ -221,10 +228,15 @@ class Check(TypedDict):
     status: str
     origin: str
     note: str
-    allowed_until: str | None
     created_at: str
     updated_at: str
     reviewed_at: str | None
+
+
+class Check(NewCheck):
+    """A check on a rule (docs/apply.md)."""
+
+    allowed_until: str | None  # until when a blocking check lets calls through
 
 
 class CheckChanges(TypedDict, total=False):
@@ -460,6 +472,24 @@ class Token(NewToken):
 
 
 # ---- sync --------------------------------------------------------------------------------
+
+
+class OwnCorrection(CapturedFields):
+    """A message captured on this device, as a push reads it (``corrections_after``)."""
+
+    id: int
+
+
+class PushedMessage(NewMessage):
+    """A transcript message as a push reads it (``messages_after``)."""
+
+    seq: int
+
+
+class PushedEdit(NewEdit):
+    """A file edit as a push reads it (``edits_after``)."""
+
+    id: int
 
 
 class SyncedCorrection(CapturedFields):

@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
-from lore.store.rows import Check, CheckChanges, CheckEvent, HookEdit, LaterTurn, LoadedSession, ToolCallTurn
+from lore.store.rows import (
+    Check,
+    CheckChanges,
+    CheckEvent,
+    HookEdit,
+    LaterTurn,
+    LoadedSession,
+    NewCheck,
+    ToolCallTurn,
+)
 from lore.store.sqlite.db import Tables
 
 CHECK_COLUMNS = ("id", "lesson_id", "command", "path", "content", "tool", "mode", "status",
@@ -18,7 +27,7 @@ class GuardTables(Tables):
     """``checks`` (one row per check on a rule) and ``check_events`` (one row per match the
     hooks reported: blocked, reminded, allowed, ran)."""
 
-    def insert_check(self, row: Check) -> None:
+    def insert_check(self, row: NewCheck) -> None:
         values: dict[str, object] = dict(row)
         cols = [c for c in CHECK_COLUMNS if c in values]
         self.conn.execute(f"INSERT INTO checks ({', '.join(cols)}) VALUES "

@@ -8,7 +8,15 @@ import json
 from collections.abc import Sequence
 from typing import Any, cast
 
-from lore.store.rows import Batch, HistoryEntry, SessionRecord, SyncedCorrection
+from lore.store.rows import (
+    Batch,
+    HistoryEntry,
+    OwnCorrection,
+    PushedEdit,
+    PushedMessage,
+    SessionRecord,
+    SyncedCorrection,
+)
 from lore.store.sqlite.db import Tables, chunks
 
 # What a device pushes, by stream: the table and its append-only integer key (the cursor).
@@ -74,20 +82,20 @@ class SyncTables(Tables):
                               (seq,)).fetchone()
         return str(r[0]) if r else None
 
-    def corrections_after(self, after: int, limit: int) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.conn.execute(
+    def corrections_after(self, after: int, limit: int) -> list[OwnCorrection]:
+        return [cast(OwnCorrection, dict(r)) for r in self.conn.execute(
             "SELECT id, event_id, session_id, project, user_message, assistant_proposal, files, "
             "at, origin, message_uuid, proposal_uuid, diff, correction_type FROM corrections "
             f"WHERE id > ? AND {_OWN_CORRECTIONS} ORDER BY id LIMIT ?", (after, limit))]
 
-    def messages_after(self, after: int, limit: int) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.conn.execute(
+    def messages_after(self, after: int, limit: int) -> list[PushedMessage]:
+        return [cast(PushedMessage, dict(r)) for r in self.conn.execute(
             "SELECT seq, uuid, session_id, parent_uuid, role, speaker, text, tool_calls, timestamp, "
             "is_sidechain, agent_id, is_meta, injected FROM messages WHERE seq > ? ORDER BY seq "
             "LIMIT ?", (after, limit))]
 
-    def edits_after(self, after: int, limit: int) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.conn.execute(
+    def edits_after(self, after: int, limit: int) -> list[PushedEdit]:
+        return [cast(PushedEdit, dict(r)) for r in self.conn.execute(
             "SELECT id, session_id, message_uuid, tool, file_path, file_type, old_text, new_text, "
             "timestamp, succeeded FROM file_edits WHERE id > ? ORDER BY id LIMIT ?",
             (after, limit))]
