@@ -57,7 +57,8 @@ def test_every_protocol_method_is_implemented(store):
                         (protocol.SessionStore, store.sessions),
                         (protocol.AnalysisStore, store.analysis),
                         (protocol.SyncStore, store.sync),
-                        (protocol.TokenStore, store.tokens)):
+                        (protocol.TokenStore, store.tokens),
+                        (protocol.GuardStore, store.guards)):
         for name, member in vars(proto).items():
             if name.startswith("_") or not callable(member):
                 continue
