@@ -11,7 +11,7 @@ value, a lesson, is already a frozen dataclass (:class:`lore.models.Lesson`); so
 
 A key is required where the store always returns it, with ``None`` in its type when the column
 may be NULL. A row a caller hands to the store names every column the insert writes
-(``NewMessage``, ``NewEdit``, ``NewRun``, ``NewScheduleRun``, ``NewToken``); ``total=False``
+(``NewMessage``, ``NewEdit``, ``NewCheck``, ``NewRun``, ``NewScheduleRun``, ``NewToken``); ``total=False``
 marks the two partial shapes, the columns an update sets (``CheckChanges``) and what a
 SessionStart context reported (``ContextLoadData``, defaults filled by the store). Shapes
 that share columns share a base (``CapturedFields``, ``EditFields``). Text columns that hold
@@ -19,6 +19,12 @@ JSON (``files``, ``cues``, ``tool_calls``, ``metadata``) are ``str`` as stored; 
 JSON the store decodes says so in its type (``ContextLoad.shown``, ``ScheduleRun.summary``).
 Integers SQLite keeps for booleans (``is_meta``, ``injected``, ``succeeded`` …) are ``int``,
 0 or 1, as on Postgres.
+
+A backend states a query's row type once, where it reads the row (``cast``): the driver's rows
+are untyped. ``tests/store/test_store_contract.py`` checks that statement on both backends,
+key by key and value by value, so the rest of the code can rely on it. Sync casts the records
+another device sent the same way: their keys are the sender's, and the store's columns check
+them.
 
 Still ``dict[str, Any]``: the lesson values of :class:`~lore.store.protocol.LessonRow`
 (validated by the core's models) and free-form JSON a row carries (snapshot data, search
