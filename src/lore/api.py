@@ -101,7 +101,8 @@ class ContextLoadView(TypedDict):
     dropped_chars: int
 
 
-__all__ = ["Lore", "approved", "Progress", "content_hash", "require_id", "storage_error"]
+__all__ = ["Lore", "approved", "Progress", "content_hash", "require_id", "storage_error",
+           "ContextLoadView", "ScheduleRun", "ToldLesson"]  # rows the facade returns
 
 
 class Lore:
