@@ -115,6 +115,8 @@ class Lore:
              create: bool = True) -> Lore:
         if os.environ.get("LORE_DEVICE"):  # refused before a database is made or opened
             check_device(os.environ["LORE_DEVICE"])
+        if settings.tuning:  # every override checked before anything is opened or made
+            tuning_constants(settings)
         # A home others can read is pointed out once, to a person: on a terminal only (not in
         # a pipe, a log or an MCP client), so the one time is not spent where nobody reads it.
         said = home_notice(settings.home) if _on_terminal(sys.stderr) else None

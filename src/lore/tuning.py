@@ -123,5 +123,5 @@ def described(default: Any, overrides: Mapping[str, Any], sources: Mapping[str, 
         rows.append({"key": key, "value": getattr(current, field),
                      "source": sources.get(key, "default") if key in overrides else "default",
                      "lives_in": f"{location(type(current))}.{field}",
-                     "chosen_by": by.script or None, "figures": by.figures})
+                     "bench": by.script or None, "figures": by.figures})
     return rows

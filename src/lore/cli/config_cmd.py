@@ -52,9 +52,9 @@ def config_show(ctx: click.Context, all_: bool, json_: bool) -> None:
                                              for k, v, src in rows])
     if tuning:
         table("tuning constants (docs/configuration.md#tuning-constants)",
-              ["key", "value", "source", "chosen by", "lives in"],
+              ["key", "value", "source", "benchmark", "lives in"],
               [[r["key"], repr(r["value"]) if isinstance(r["value"], str) else r["value"],
-                r["source"], r["chosen_by"] or "by hand", r["lives_in"]] for r in tuning])
+                r["source"], r["bench"] or "none (set by hand)", r["lives_in"]] for r in tuning])
 
 
 @config_group.command("path")
