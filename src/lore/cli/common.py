@@ -133,7 +133,7 @@ def tuning_notice(s: Settings) -> str:
     what = "is a tuning constant" if len(s.tuned) == 1 else "are tuning constants"
     where = ", ".join(f"{key} ({TUNING[key]})" for key in s.tuned)
     value = "value is" if len(s.tuned) == 1 else "values are"
-    return (f"config: {where} {what} chosen by benchmarks, kept in the code, not a setting "
+    return (f"config: {where} {what}, kept in the code, not a setting "
             f"(docs/configuration.md#tuning-constants); your {value} still used")
 
 

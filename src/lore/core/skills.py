@@ -80,8 +80,9 @@ def choose(proposals: list[Proposal], choice: str) -> Proposal:
         if value == str(p.number) or value == p.skill.name:
             return p
     if not proposals:
-        raise NotFound("no skill is proposed: fewer approved lessons share a tag and a meaning "
-                       "than apply.skill_min_size; `lore skills propose` shows the groups")
+        raise NotFound("no skill is proposed: too few approved lessons share a tag and a meaning "
+                       "(the tuning constant apply.skill_min_size); `lore skills propose` shows "
+                       "the groups")
     raise NotFound(f"no proposed skill is numbered or named '{choice}'; `lore skills propose` "
                    "lists them")
 
