@@ -45,8 +45,8 @@ ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 # Tuning constants: values chosen by measurement. They live in the code beside the code that
-# uses them, each field naming the benchmark (bench/...) and the docs/benchmarks.md section that
-# chose it (lore.tuning). They are not settings: `lore admin init` and `lore config show` leave
+# uses them, each field naming the benchmark (bench/...) that chose it and the page with its
+# figures (lore.tuning). They are not settings: `lore admin init` and `lore config show` leave
 # them out (`lore config show --all` lists them). Each is known by the config key it once had,
 # here with the place it lives now. A config file that still sets one keeps working: its value
 # goes to Settings.tuning, the one path by which a measurement varies a constant, and each

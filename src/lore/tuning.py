@@ -18,19 +18,26 @@ from __future__ import annotations
 import dataclasses
 import typing
 from collections.abc import Mapping
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from lore.errors import ConfigError
 
 T = TypeVar("T")
 
 
-class Bench(NamedTuple):
-    """What chose a constant: a benchmark script, and the page and heading where its figures
-    are (``docs/benchmarks.md#Results (2026-11-23)``: the heading's text after the ``#``)."""
+class Bench:
+    """What chose a constant: a benchmark script ("" when none did: set by hand), and the page
+    and heading where its figures are (``docs/benchmarks.md#Results (2026-11-23)``: the
+    heading's text after the ``#``). A plain class: the hooks import it (no NamedTuple cost)."""
 
-    script: str  # bench/….py
-    figures: str  # docs/….md#heading
+    __slots__ = ("script", "figures")
+
+    def __init__(self, script: str, figures: str) -> None:
+        self.script = script  # bench/….py
+        self.figures = figures  # docs/….md#heading
+
+    def __repr__(self) -> str:
+        return f"Bench({self.script!r}, {self.figures!r})"
 
 
 def constant(default: Any, *, by: Bench, ge: float | None = None, gt: float | None = None,
