@@ -19,7 +19,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, cast
 
 from lore import normalize
 from lore.config import Settings
@@ -42,6 +42,15 @@ from lore.models import (
 from lore.private import home_notice
 from lore.redact import redact, redact_value
 from lore.store import Store, open_store, storage_error
+from lore.store.rows import (
+    ContextLoadData,
+    LearnedCorrection,
+    LessonActivity,
+    LessonsAdded,
+    NewScheduleRun,
+    ScheduleRun,
+    SessionSpan,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -87,7 +96,30 @@ def approved(lesson: Lesson) -> bool:
     return not isinstance(meta, dict) or decided(meta)
 
 
-__all__ = ["Lore", "approved", "Progress", "content_hash", "require_id", "storage_error"]
+class ToldLesson(TypedDict):
+    """A lesson a SessionStart context showed or left out, by its title."""
+
+    id: str
+    title: str  # "(deleted)" for a lesson deleted since
+    kind: str
+
+
+class ContextLoadView(TypedDict):
+    """A recorded SessionStart context (:class:`~lore.store.rows.ContextLoad`) with the
+    titles of its lessons."""
+
+    event_id: str
+    session_id: str | None
+    project: str | None
+    at: str
+    shown: list[ToldLesson]
+    dropped: list[ToldLesson]
+    chars: int
+    dropped_chars: int
+
+
+__all__ = ["Lore", "approved", "Progress", "content_hash", "require_id", "storage_error",
+           "ContextLoadView", "ScheduleRun", "ToldLesson"]  # rows the facade returns
 
 T = TypeVar("T")
 
@@ -629,32 +661,38 @@ class Lore:
                             at: str, data: dict[str, Any]) -> bool:
         """What a SessionStart gave the session (ids shown and left out, sizes); False when
         this event was recorded before."""
-        return self.store.sessions.insert_context_load(event_id, session_id, project, at, data)
+        load: ContextLoadData = {
+            "shown": list(data.get("shown") or []), "dropped": list(data.get("dropped") or []),
+            "chars": int(data.get("chars") or 0), "dropped_chars": int(data.get("dropped_chars") or 0)}
+        return self.store.sessions.insert_context_load(event_id, session_id, project, at, load)
 
-    def context_loads(self, session_id: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+    def context_loads(self, session_id: str | None = None, limit: int = 20
+                      ) -> list[ContextLoadView]:
         """Recorded session starts, latest first, each with the titles of its lessons."""
         loads = self.store.sessions.context_loads(session_id, limit)
         titles = self.titles([i for load in loads for i in load["shown"] + load["dropped"]])
-        for load in loads:
-            for key in ("shown", "dropped"):
-                load[key] = [{"id": i, "title": titles.get(i, ("(deleted)", ""))[0],
-                              "kind": titles.get(i, ("", ""))[1]} for i in load[key]]
-        return loads
 
-    def lesson_activity(self, since: str) -> list[dict[str, Any]]:
+        def told(ids: list[str]) -> list[ToldLesson]:
+            return [{"id": i, "title": titles.get(i, ("(deleted)", ""))[0],
+                     "kind": titles.get(i, ("", ""))[1]} for i in ids]
+
+        return [{**load, "shown": told(load["shown"]), "dropped": told(load["dropped"])}
+                for load in loads]
+
+    def lesson_activity(self, since: str) -> list[LessonActivity]:
         """Learned rules created or reviewed at or after ``since`` (ISO text), oldest first."""
         return self.store.analysis.lesson_activity(since)
 
-    def lessons_added(self, since: str) -> list[dict[str, Any]]:
+    def lessons_added(self, since: str) -> list[LessonsAdded]:
         """Lessons created since ``since``: ``{"day", "project", "count"}`` rows."""
         return self.store.analysis.lessons_added(since)
 
-    def record_schedule_run(self, run: dict[str, Any]) -> int:
+    def record_schedule_run(self, run: NewScheduleRun) -> int:
         """Keep one scheduled analysis run (lore.schedule)."""
         with self.store.atomic():
             return self.store.analysis.record_schedule_run(run)
 
-    def schedule_runs(self, limit: int = 10) -> list[dict[str, Any]]:
+    def schedule_runs(self, limit: int = 10) -> list[ScheduleRun]:
         """The latest scheduled analysis runs, newest first."""
         return self.store.analysis.schedule_runs(limit)
 
@@ -755,11 +793,11 @@ class Lore:
             return str(review["at"])
         return lesson.created_at or ""
 
-    def learned_corrections(self) -> list[dict[str, Any]]:
+    def learned_corrections(self) -> list[LearnedCorrection]:
         """Messages the learner merged into a rule (action created, reinforced …), oldest first."""
         return self.store.corrections.learned_corrections()
 
-    def session_spans(self) -> list[dict[str, Any]]:
+    def session_spans(self) -> list[SessionSpan]:
         """Every session seen: id, project, first moment, file types edited; oldest first."""
         return self.store.corrections.session_spans()
 

@@ -23,6 +23,7 @@ from typing import Any
 from lore.capture.transcripts import LORE_CONTEXT_MARKER
 from lore.normalize import clip_words, project_root
 from lore.store import SessionStore
+from lore.store.rows import ContextRule
 from lore.tuning import Bench, constant
 
 CLOSE = LORE_CONTEXT_MARKER.replace("<", "</")
@@ -138,7 +139,7 @@ def build_report(queries: SessionStore, project: str | None, max_chars: int = 40
     return Built("".join(out), tuple(shown), tuple(dropped), dropped_chars, in_files)
 
 
-def _rule(r: dict[str, Any], unconfirmed: bool = False) -> str:
+def _rule(r: ContextRule, unconfirmed: bool = False) -> str:
     """The rule and why: never the agent turn it corrected (``pref_context``), which would
     read as an instruction."""
     mark = " (unconfirmed)" if unconfirmed else ""
@@ -153,7 +154,7 @@ def _rule(r: dict[str, Any], unconfirmed: bool = False) -> str:
     return f"- {r['title']}{mark}"
 
 
-def rule_line(r: dict[str, Any]) -> str:
+def rule_line(r: ContextRule) -> str:
     """A stored rule as ``lore apply`` writes its line, normalised for comparing."""
     from lore.apply.rules import AppliedRule, normalise, phrase
 

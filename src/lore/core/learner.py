@@ -54,6 +54,7 @@ from lore.ids import new_id, now
 from lore.models import Evidence, Lesson
 from lore.redact import redact, redact_clipped
 from lore.store import Store
+from lore.store.rows import Correction, ImportedMessage, RuleCandidate
 from lore.tuning import Bench, constant
 
 if TYPE_CHECKING:
@@ -228,7 +229,7 @@ class Learner:
         return [self.learn(row) for row in self.captured.pending(limit)]
 
     # ---- one message ---------------------------------------------------------------------
-    def learn(self, row: dict[str, Any], *, asserted: bool = False, raw_message: str | None = None,
+    def learn(self, row: Correction, *, asserted: bool = False, raw_message: str | None = None,
               raw_previous: str | None = None, force: bool = False) -> Outcome:
         message = raw_message if raw_message is not None else row["user_message"]
         previous = raw_previous if raw_previous is not None else row["assistant_proposal"]
@@ -253,7 +254,7 @@ class Learner:
                 det = Detection("none", False, None, det.probability, det.cues, why, det.text)
         return self._learn_rule(row, det, message, rule_text, confirmed=confirmed, force=force)
 
-    def _learn_rule(self, row: dict[str, Any], det: Detection, message: str, rule_text: str | None,
+    def _learn_rule(self, row: Correction, det: Detection, message: str, rule_text: str | None,
                     *, confirmed: bool, force: bool = False, judged: bool = False) -> Outcome:
         """Learn the rule of a message judged a durable correction or preference."""
         if not det.positive or not det.durable:
@@ -286,7 +287,7 @@ class Learner:
     def filter_threshold(self) -> float:
         return self.tuning.judge_threshold
 
-    def _await_judge(self, row: dict[str, Any], det: Detection) -> Outcome:
+    def _await_judge(self, row: Correction, det: Detection) -> Outcome:
         """A message the detector passes waits for the judge; the others teach nothing."""
         if (det.reason and det.probability == 0.0) or det.probability < self.filter_threshold:
             det = Detection("none", False, None, det.probability, det.cues,
@@ -310,7 +311,7 @@ class Learner:
 
         report = JudgeReport()
         rows = self.captured.judging(session_id=session_id, since=since)
-        sessions: dict[str, list[dict[str, Any]]] = {}
+        sessions: dict[str, list[Correction]] = {}
         for r in rows:
             sessions.setdefault(r["session_id"] or f"message {r['id']}", []).append(r)
         if not dry_run and rows and self.judge is None:
@@ -365,7 +366,7 @@ class Learner:
                 rules.append(cut(first[0], 200))
         return rules
 
-    def _apply_verdict(self, row: dict[str, Any], verdict: Any) -> Outcome:
+    def _apply_verdict(self, row: Correction, verdict: Any) -> Outcome:
         cues = tuple(json.loads(row["cues"] or "[]"))
         p = row["probability"] or 0.0
         if not verdict.positive:
@@ -402,7 +403,7 @@ class Learner:
         return Detection(verdict.label, bool(verdict.durable), kind, det.probability, det.cues,
                          "", det.text), bool(verdict.durable), verdict.rule
 
-    def _settle(self, row: dict[str, Any], outcome: Outcome) -> Outcome:
+    def _settle(self, row: Correction, outcome: Outcome) -> Outcome:
         """Write the detector's verdict and what came of it on the captured message."""
         det = outcome.detection
         status = {"none": "none", "one-off": "one-off", "not-learned": "none"}.get(
@@ -455,7 +456,7 @@ class Learner:
         lesson = self._create(ex, det, evidence, scope, file_types, explicit, gate)
         return Outcome("created", det, lesson=lesson, reason=why_candidate(lesson))
 
-    def _restated(self, ex: Extracted, candidates: list[dict[str, Any]]) -> str | None:
+    def _restated(self, ex: Extracted, candidates: list[RuleCandidate]) -> str | None:
         candidates = [c for c in candidates if may_restate(ex, c)]  # other names: another rule
         if not candidates:
             return None
@@ -593,10 +594,10 @@ class Learner:
 
     # ---- reading -------------------------------------------------------------------------
     def corrections(self, project: str | None = None, *, all_projects: bool = False,
-                    limit: int = 50) -> list[dict[str, Any]]:
+                    limit: int = 50) -> list[Correction]:
         return self.captured.list_corrections(project, limit, all_projects=all_projects)
 
-    def imported_message(self, uuid: str) -> dict[str, Any] | None:
+    def imported_message(self, uuid: str) -> ImportedMessage | None:
         """One imported transcript message by its uuid, with its session's project."""
         return self.captured.message(uuid)
 
@@ -657,7 +658,7 @@ class Learner:
             self.captured.mark_edits_checked(checked, now())
         return outcomes
 
-    def _learn_silent(self, row: dict[str, Any], fix: Any) -> Outcome:
+    def _learn_silent(self, row: Correction, fix: Any) -> Outcome:
         """A rewrite teaches 'prefer what the user wrote over what the agent wrote' for that
         file type; the lesson starts low (no words, one observation) and grows with repeats."""
         det = Detection("correction", True, "silent_fix", 1.0, (), "")

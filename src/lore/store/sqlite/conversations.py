@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from lore.store.protocol import FileState
+from lore.store.rows import ChunkRow, ChunkToContextualise, NeighbourTurn, NewEdit, NewMessage, SessionRow
 from lore.store.sqlite.db import Tables, atomic, chunks
 from lore.store.sqlite.search import prune_terms
 
@@ -61,7 +62,7 @@ class ConversationTables(Tables):
             (session_id, session_id, session_id, session_id, session_id),
         )
 
-    def insert_message(self, row: dict[str, Any]) -> int | None:
+    def insert_message(self, row: NewMessage) -> int | None:
         """Insert unless a message with this uuid exists; return its seq when inserted."""
         cur = self.conn.execute(
             "INSERT OR IGNORE INTO messages (uuid, session_id, parent_uuid, role, speaker, text, "
@@ -72,7 +73,7 @@ class ConversationTables(Tables):
         )
         return int(cur.lastrowid) if cur.rowcount else None
 
-    def insert_edit(self, row: dict[str, Any]) -> None:
+    def insert_edit(self, row: NewEdit) -> None:
         self.conn.execute(
             "INSERT OR IGNORE INTO file_edits (session_id, message_uuid, tool, file_path, file_type, "
             "old_text, new_text, timestamp, succeeded) VALUES (:session_id, :message_uuid, :tool, "
@@ -106,8 +107,8 @@ class ConversationTables(Tables):
             "INSERT INTO chunks_fts (rowid, text, speakers, date, context) VALUES (?, ?, ?, ?, ?)",
             (chunk_id, row[0], row[1], date_words, "\n".join([*before, *after])))
 
-    def chunks_to_contextualise(self, session_id: str, first_new: int, previous: int) -> list[
-            dict[str, Any]]:
+    def chunks_to_contextualise(self, session_id: str, first_new: int,
+                                previous: int) -> list[ChunkToContextualise]:
         """The new chunks of a session (id >= first_new) and the ``previous`` chunks before them,
         whose following context the new turns change."""
         rows = self.conn.execute(
@@ -116,7 +117,7 @@ class ConversationTables(Tables):
             "UNION ALL SELECT id, first_seq, last_seq, text, started_at FROM chunks "
             "WHERE session_id = ? AND id >= ? ORDER BY id",
             (session_id, first_new, previous, session_id, first_new)).fetchall()
-        return [dict(r) for r in rows]
+        return [cast(ChunkToContextualise, dict(r)) for r in rows]
 
     def turns_around(self, session_id: str, first_seq: int, last_seq: int,
                      n: int) -> tuple[list[str], list[str]]:
@@ -285,8 +286,8 @@ class ConversationTables(Tables):
                 chunk))
         return out
 
-    def chunk_rows(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
-        out: dict[int, dict[str, Any]] = {}
+    def chunk_rows(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
+        out: dict[int, ChunkRow] = {}
         for chunk in chunks(list(ids)):
             marks = ",".join("?" * len(chunk))
             for r in self.conn.execute(
@@ -295,7 +296,7 @@ class ConversationTables(Tables):
                 f"FROM chunks c JOIN sessions s ON s.id = c.session_id WHERE c.id IN ({marks})",
                 chunk,
             ):
-                out[r[0]] = dict(r)
+                out[r[0]] = cast(ChunkRow, dict(r))
         return out
 
     def chunk_first_uuids(self, ids: Sequence[int]) -> dict[int, str]:
@@ -308,7 +309,7 @@ class ConversationTables(Tables):
                 f"WHERE c.id IN ({marks})", chunk).fetchall())
         return out
 
-    def neighbours(self, chunk_id: int, before: int, after: int) -> list[dict[str, Any]]:
+    def neighbours(self, chunk_id: int, before: int, after: int) -> list[NeighbourTurn]:
         """The messages of a chunk with ``before``/``after`` messages of the same session around it."""
         row = self.conn.execute(
             "SELECT session_id, first_seq, last_seq FROM chunks WHERE id = ?", (chunk_id,)
@@ -326,11 +327,12 @@ class ConversationTables(Tables):
             "ORDER BY seq",
             (sid, first, before, sid, first, last, sid, last, after),
         ).fetchall()
-        return [dict(r) | {"in_chunk": first <= r["seq"] <= last} for r in rows]
+        return [cast(NeighbourTurn, dict(r) | {"in_chunk": first <= r["seq"] <= last})
+                for r in rows]
 
-    def session(self, session_id: str) -> dict[str, Any] | None:
+    def session(self, session_id: str) -> SessionRow | None:
         r = self.conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
-        return dict(r) if r else None
+        return cast(SessionRow, dict(r)) if r else None
 
     def stats(self) -> dict[str, int]:
         q = self.conn.execute
