@@ -110,11 +110,10 @@ def read(home: Path, wanted: str) -> Cached | None:
 
 def write(home: Path, cache_key: str, config: Config, sources: dict[str, str]) -> None:
     """Store ``config`` (just validated) under ``cache_key``, replacing the entry atomically.
-    Never raises: a home that cannot take the file (read-only, full) only loses the speed."""
+    Never raises: a home that cannot take the file (read-only, full, not created yet: reading
+    the config never creates it) only loses the speed."""
     tmp: str | None = None
     try:
-        if not home.is_dir():  # reading the config never creates the home
-            return
         payload = json.dumps({"values": config.model_dump(), "tree": _fields_tree(config),
                               "sources": sources}).encode("utf-8")  # order kept
         digest = hashlib.sha256(payload).hexdigest()
