@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -274,18 +277,62 @@ def test_an_entry_that_is_a_folder_is_ignored(lore_home, run):
         [config_cache.CACHE_FILE, "config.yaml"])  # no temporary file left behind
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
-                    reason="needs a user the file modes apply to")
-def test_a_read_only_home_loses_only_the_speed(lore_home, run):
-    write_config(lore_home, "user: ada\n")
-    lore_home.chmod(0o500)
+SRC = Path(__file__).resolve().parents[2] / "src"
+ROOT = os.geteuid() == 0
+
+
+def lore(home: Path, *args: str, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """`lore *args` as its own process, on this source tree."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}
+    env.update(LORE_HOME=str(home), HF_HUB_OFFLINE="1", LORE_WORKER_AUTOSTART="0",
+               PYTHONPATH=os.pathsep.join([str(SRC), *filter(None, [env.get("PYTHONPATH")])]))
+    return subprocess.run([*prefix, sys.executable, "-m", "lore", *args], capture_output=True,
+                          text=True, env=env, timeout=120, check=False)
+
+
+def without_root_powers() -> tuple[str, ...]:
+    """File modes bind root only once it drops the capability to override them."""
+    if not ROOT:
+        return ()
+    if not shutil.which("setpriv"):
+        pytest.skip("root without setpriv ignores file modes")
+    return ("setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner")
+
+
+def read_only_mount(home: Path) -> tuple[str, ...]:
+    """Run inside a private mount namespace where ``home`` is a read-only bind mount."""
+    if not ROOT or not shutil.which("unshare"):
+        pytest.skip("needs root and mount namespaces for a read-only file system")
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=1m t /mnt"],
+                           capture_output=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip("mount namespaces are not available")
+    return ("unshare", "-m", "sh", "-c",
+            f'mount --bind "{home}" "{home}" && mount -o remount,bind,ro "{home}" && exec "$@"',
+            "sh")
+
+
+@pytest.mark.parametrize("how", ["mode 0500", "read-only mount"])
+def test_a_home_that_cannot_be_written_loses_only_the_speed(lore_home, how):
+    write_config(lore_home, "user: ada\nsearch:\n  rrf_k: 30\n")
+    assert lore(lore_home, "status").returncode == 0  # the database exists: reading needs no write
+    entry(lore_home).unlink()
+    before = sorted(p.name for p in lore_home.iterdir())
+    prefix = without_root_powers() if how == "mode 0500" else read_only_mount(lore_home)
+    lore_home.chmod(0o500 if how == "mode 0500" else 0o700)
     try:
-        assert load_miss().user == "ada"
-        assert load_miss().user == "ada"
-        res = run("config", "show", "--json")
-        assert res.exit_code == 0, res.output
+        for _ in range(2):
+            shown = lore(lore_home, "config", "show", "--json", prefix=prefix)
+            assert shown.returncode == 0, shown.stderr
+            rows = {r["key"]: (r["value"], r["source"]) for r in json.loads(shown.stdout)["settings"]}
+            assert rows["user"] == ("ada", str(lore_home / "config.yaml"))
+            assert "search.rrf_k is a tuning constant" in shown.stderr
+            assert "Traceback" not in shown.stderr
+            review = lore(lore_home, "review", prefix=prefix)
+            assert review.returncode == 0, review.stderr
     finally:
         lore_home.chmod(0o700)
+    assert sorted(p.name for p in lore_home.iterdir()) == before  # no entry, no temporary file
     assert not entry(lore_home).exists()
 
 
