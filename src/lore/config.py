@@ -238,8 +238,9 @@ def load_config(path: Path | None = None) -> Settings:
 
     With nothing set (no file, a file of comments only, no ``LORE_*`` variable naming a key)
     nothing is validated now: ``Settings.config`` builds the defaults on first access.
-    The user's file (``path`` not given) validated once is read back from the validated
-    cache until it or what else decides the result changes (:mod:`lore.config_cache`)."""
+    The user's config (``path`` not given: the file and the ``LORE_*`` variables), validated
+    once, is read back from the validated cache until the file or a variable changes
+    (:mod:`lore.config_cache`)."""
     home = lore_home()
     cache_key = None
     if path is None:
@@ -254,18 +255,19 @@ def load_config(path: Path | None = None) -> Settings:
         raise ConfigError(f"cannot read config {path}: {exc.strerror}; check the permissions "
                           f"of {path.parent} (ls -ld)") from None
     text = _read_text(path) if exists else ""
-    if not _sets_nothing(text):
-        if cache:
-            from lore import config_cache
+    file_sets = not _sets_nothing(text)
+    env = {var: os.environ.get(var) or None for var in ENV_KEYS}
+    if cache and (file_sets or any(env.values())):
+        from lore import config_cache
 
-            env = {var: os.environ.get(var) or None for var in ENV_KEYS}
-            if config_cache.cacheable(text, env, ENV_PATTERN):
-                cache_key = config_cache.key(path, text, env)
-            hit = config_cache.read(home, cache_key) if cache_key else None
-            if hit is not None:
-                settings = Settings(home=home, config_path=path, sources=hit.sources, cached=hit)
-                check_database_path(settings)
-                return settings
+        if config_cache.cacheable(text, env, ENV_PATTERN):
+            cache_key = config_cache.key(path, text, env)
+        hit = config_cache.read(home, cache_key) if cache_key else None
+        if hit is not None:
+            settings = Settings(home=home, config_path=path, sources=hit.sources, cached=hit)
+            check_database_path(settings)
+            return settings
+    if file_sets:
         raw = _parse_yaml(text, path)
     raw = _interpolate(raw, path)
     merged, sources = _merge(raw, path)

@@ -1,10 +1,12 @@
 """The validated config, remembered between commands.
 
-:func:`lore.config.load_config` validates ``config.yaml`` with pydantic once for each change of
-what decides the result, stores the validated values in ``$LORE_HOME/.config-cache.json``, and
-afterwards reads them back without parsing YAML, importing pydantic or validating: a command
-that reads a setting or two (``lore review``, ``lore status``) never builds the models, and one
-that needs them gets them from ``model_construct`` (sections included), not from validation.
+:func:`lore.config.load_config` validates ``config.yaml`` and the ``LORE_*`` variables that
+override it with pydantic once for each change of what decides the result, stores the
+validated values in ``$LORE_HOME/.config-cache.json``, and afterwards reads them back without
+parsing YAML, importing pydantic or validating: a command that reads a setting or two (``lore
+review``, ``lore status``) or shows them (``lore config show``) never builds the models, and
+one that needs them gets them from ``model_construct`` (sections included), not validation.
+Nothing set (no file, or comments only, and no variable) is neither validated nor cached.
 
 The entry is keyed by a SHA-256 of everything that decides the result: the file's path and
 text, the ``LORE_*`` variables that override keys, Lore's version, the source of the loader and

@@ -189,6 +189,22 @@ def test_a_changed_variable_is_validated_again(lore_home, monkeypatch):
     assert s.user == "ada" and s.sources["user"] == str(lore_home / "config.yaml")
 
 
+def test_variables_alone_are_cached_too(lore_home, monkeypatch, tmp_path):
+    lore_home.mkdir()
+    monkeypatch.setenv("LORE_USER", "bob")
+    monkeypatch.setenv("LORE_DB", str(tmp_path / "x.db"))
+    fresh = load_miss()
+    hit = load_hit()
+    assert_same(hit, fresh)
+    assert hit.sources == {"user": "$LORE_USER", "database": "$LORE_DB"}
+    write_config(lore_home, "# a comment only\n")  # sets nothing: the same result, another text
+    assert_same(load_miss(), fresh)
+    monkeypatch.delenv("LORE_USER")
+    monkeypatch.delenv("LORE_DB")
+    nothing = load_config()  # nothing set: nothing validated, nothing read from the entry
+    assert nothing._config is None and nothing._cached is None and nothing.sources == {}
+
+
 def test_another_config_file_is_validated_again(lore_home, tmp_path, monkeypatch):
     write_config(lore_home, "user: ada\n")
     load_miss()
