@@ -160,9 +160,12 @@ class Settings:
 
     def dump(self) -> dict[str, Any]:
         """The effective config as plain values (``Config.model_dump()``), from the cached
-        values when the config was not built."""
-        if self._config is None and self._cached is not None:
-            values: dict[str, Any] = json.loads(json.dumps(self._cached.values))
+        values when the config was not built (with nothing set: the defaults' cache entry)."""
+        if self._config is None:
+            from lore import config_cache
+
+            cached = self._cached or config_cache.defaults(self.home)
+            values: dict[str, Any] = json.loads(json.dumps(cached.values))
             if self._database is not None:
                 values["database"] = self._database
             return values

@@ -6,7 +6,8 @@ validated values in ``$LORE_HOME/.config-cache.json``, and afterwards reads them
 parsing YAML, importing pydantic or validating: a command that reads a setting or two (``lore
 review``, ``lore status``) or shows them (``lore config show``) never builds the models, and
 one that needs them gets them from ``model_construct`` (sections included), not validation.
-Nothing set (no file, or comments only, and no variable) is neither validated nor cached.
+Nothing set (no file, or comments only, and no variable) is not validated on load; only
+``lore config show``, which lists the defaults, stores them (:func:`defaults`).
 
 The entry is keyed by a SHA-256 of everything that decides the result: the file's path and
 text, the ``LORE_*`` variables that override keys, Lore's version, the source of the loader and
@@ -108,6 +109,24 @@ def read(home: Path, wanted: str) -> Cached | None:
         return cached if _plugins_known(cached.values) else None
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+DEFAULTS = Path("(nothing set)")  # the path of the defaults' entry in its key
+
+
+def defaults(home: Path) -> Cached:
+    """The defaults (nothing set), for ``lore config show``: read from the home's entry, else
+    built (pydantic) and stored there under their own key."""
+    cache_key = key(DEFAULTS, "", {})
+    hit = read(home, cache_key) if cache_key else None
+    if hit is not None:
+        return hit
+    from lore.config_models import Config
+
+    config = Config()
+    if cache_key:
+        write(home, cache_key, config, {})
+    return Cached(config.model_dump(), _fields_tree(config), {})
 
 
 def write(home: Path, cache_key: str, config: Config, sources: dict[str, str]) -> None:

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from lore import config_cache
-from lore.config import ENV_PATTERN, Settings, effective, load_config
+from lore.config import ENV_PATTERN, Config, Settings, effective, load_config
 from lore.errors import ConfigError
 
 FULL = """\
@@ -440,10 +440,33 @@ def test_a_key_written_in_the_file_stays_with_the_owner(lore_home):
     assert rows["embedding.api_key"] == "***file"  # masked, as validated
 
 
-def test_a_comment_only_file_writes_no_entry(lore_home):
+def test_a_comment_only_file_writes_no_entry_on_load(lore_home):
     write_config(lore_home, "# nothing set\n")
-    assert load_config()._config is None
+    s = load_config()
+    assert s._config is None and s.user and s.db_path == lore_home / "lore.db"
     assert not entry(lore_home).exists()
+
+
+def test_config_show_with_nothing_set_reads_the_defaults_back(lore_home, tmp_path):
+    write_config(lore_home, "# nothing set\n")
+    built = Settings(Config(), home=lore_home, config_path=lore_home / "config.yaml")
+    s = load_config()
+    assert not entry(lore_home).exists()
+    assert effective(s, tuning=True) == effective(built, tuning=True)  # built, and stored
+    assert s._config is None
+    defaults_key = config_cache.key(config_cache.DEFAULTS, "", {})
+    assert defaults_key and config_cache.read(lore_home, defaults_key) is not None
+    again = load_config()
+    for tuning in (False, True):
+        assert effective(again, tuning=tuning) == effective(built, tuning=tuning)
+    assert again._config is None and again.sources == {}
+    again.use_database(str(tmp_path / "other.db"), "--db")
+    rows = {k: (v, src) for k, v, src in effective(again)}
+    assert rows["database"] == (str(tmp_path / "other.db"), "--db")
+    # A config set afterwards is validated, not mistaken for the defaults.
+    write_config(lore_home, "user: ada\n")
+    assert load_miss().user == "ada"
+    assert load_hit().user == "ada"
 
 
 def test_an_explicit_path_is_validated_and_not_cached(lore_home, tmp_path):
