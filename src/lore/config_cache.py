@@ -11,7 +11,8 @@ Nothing set (no file, or comments only, and no variable) is not validated on loa
 
 The entry is keyed by a SHA-256 of everything that decides the result: the file's path and
 text, the ``LORE_*`` variables that override keys, Lore's version, the source of the loader and
-of the models (``config.py``, ``config_models.py``) and pydantic's version. A miss or any doubt
+of the models (``config.py``, ``config_models.py``), pydantic's version and where cronsim
+(which checks ``schedule.analysis``) is installed, if it is. A miss or any doubt
 (no entry, unreadable, another key, a payload whose digest does not match, a plugin name no
 longer installed) validates as before and writes the entry again (a temporary file moved into
 place, mode 0600); an entry that cannot be written (a read-only home) costs time, nothing else.
@@ -186,8 +187,8 @@ _FINGERPRINT: dict[str, str | None] = {}
 
 def _code_fingerprint() -> str | None:
     """What changes the validated result besides the file: the loader's and the models'
-    source and pydantic's version (its version.py, read without importing pydantic). None
-    when one of them cannot be read."""
+    source, pydantic's version (its version.py, read without importing pydantic) and whether
+    cronsim is installed. None when one of them cannot be read."""
     if "code" not in _FINGERPRINT:
         from importlib.util import find_spec
 
@@ -200,6 +201,9 @@ def _code_fingerprint() -> str | None:
             for source in (here / "config.py", here / "config_models.py",
                            here / "config_cache.py", Path(spec.origin).with_name("version.py")):
                 h.update(source.read_bytes())
+            # Without cronsim a schedule is checked for its five fields only.
+            cronsim = find_spec("cronsim")
+            h.update(str(cronsim.origin if cronsim else None).encode())
             _FINGERPRINT["code"] = h.hexdigest()
         except (OSError, ImportError, ValueError):
             _FINGERPRINT["code"] = None
