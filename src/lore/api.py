@@ -19,7 +19,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from lore import normalize
 from lore.config import Settings
@@ -58,6 +58,23 @@ if TYPE_CHECKING:
     from lore.recall import MemoryIndex, hybrid
     from lore.recall import graph as graph_ops
 
+def tuning_constants(settings: Settings) -> list[dict[str, Any]]:
+    """Every tuning constant (:mod:`lore.tuning`) with the value in use, its source (default,
+    or the config file that overrides it), where it lives and the benchmark that chose it.
+    ConfigError (one line) when an override does not fit."""
+    from lore.apply.session_context import CONTEXT
+    from lore.apply.skills import SKILLS
+    from lore.core.analyzer import ANALYSIS
+    from lore.core.learner import LEARNING
+    from lore.recall.conversations import CONVERSATIONS
+    from lore.recall.hybrid import SEARCH
+    from lore.tuning import described
+
+    where = f"config {settings.config_path}"
+    return [row for default in (SEARCH, CONVERSATIONS, LEARNING, CONTEXT, SKILLS, ANALYSIS)
+            for row in described(default, settings.tuning, settings.sources, where)]
+
+
 def approved(lesson: Lesson) -> bool:
     """Active, and a person's decision: a learned rule only once reviewed (or set active by
     hand) — a rule that scored its way to active is not written where the agent obeys —, any
@@ -71,6 +88,8 @@ def approved(lesson: Lesson) -> bool:
 
 
 __all__ = ["Lore", "approved", "Progress", "content_hash", "require_id", "storage_error"]
+
+T = TypeVar("T")
 
 
 class Lore:
@@ -96,6 +115,8 @@ class Lore:
              create: bool = True) -> Lore:
         if os.environ.get("LORE_DEVICE"):  # refused before a database is made or opened
             check_device(os.environ["LORE_DEVICE"])
+        if settings.tuning:  # every override checked before anything is opened or made
+            tuning_constants(settings)
         # A home others can read is pointed out once, to a person: on a terminal only (not in
         # a pipe, a log or an MCP client), so the one time is not spent where nobody reads it.
         said = home_notice(settings.home) if _on_terminal(sys.stderr) else None
@@ -138,6 +159,19 @@ class Lore:
         commands that read no setting never build it)."""
         return self.settings.config
 
+    def tuned(self, default: T) -> T:
+        """A room's tuning constants (:mod:`lore.tuning`): ``default``, the code's, with the
+        overrides in ``settings.tuning`` that name its fields (an older config file's keys, or
+        a measurement's). ConfigError, one line, when one does not fit."""
+        from lore.tuning import tuned
+
+        overrides = self.settings.tuning
+        if not overrides:
+            return default
+        from_file = any(key in self.settings.sources for key in overrides)
+        return tuned(default, overrides,
+                     f"config {self.settings.config_path}" if from_file else "tuning")
+
     @property
     def embedding(self) -> Embedding:
         """The embedding model and the stored vectors' bookkeeping (the model loads lazily)."""
@@ -168,18 +202,21 @@ class Lore:
         """Conversation memory: imported transcripts and their search."""
         if self._conversations is None:
             from lore.core.conversations import Conversations
+            from lore.recall.conversations import CONVERSATIONS
 
-            self._conversations = Conversations(self.store, self.embedding, self.config)
+            self._conversations = Conversations(self.store, self.embedding, self.config,
+                                                self.tuned(CONVERSATIONS))
         return self._conversations
 
     @property
     def learner(self) -> Learner:
         """Learning from corrections: captured messages to scored rules."""
         if self._learner is None:
-            from lore.core.learner import Learner
+            from lore.core.learner import LEARNING, Learner
 
             self._learner = Learner(self.store, self.lessons, self.embedding, self.config.learning,
-                                    self._opinion(), self._judge(), self.config.llm.max_input_tokens)
+                                    self._opinion(), self._judge(), self.config.llm.max_input_tokens,
+                                    self.tuned(LEARNING))
         return self._learner
 
     def _opinion(self) -> Any:
@@ -213,9 +250,11 @@ class Lore:
     def analyzer(self) -> Analyzer:
         """Learning from the work itself: git changes and session transcripts to proposed lessons."""
         if self._analyzer is None:
-            from lore.core.analyzer import Analyzer
+            from lore.core.analyzer import ANALYSIS, Analyzer
+            from lore.core.learner import LEARNING
 
-            self._analyzer = Analyzer(self.store, self.lessons, self.embedding, self.settings)
+            self._analyzer = Analyzer(self.store, self.lessons, self.embedding, self.settings,
+                                      self.tuned(ANALYSIS), self.tuned(LEARNING))
         return self._analyzer
 
     @property
@@ -280,9 +319,10 @@ class Lore:
         pulls, and the server's side of both (docs/server.md)."""
         if self._sync is None:
             from lore.core.sync import Sync
+            from lore.recall.conversations import CONVERSATIONS
 
             self._sync = Sync(self.store, self.lessons, self.embedding,
-                              self.config.conversations.context_turns, self.device)
+                              self.tuned(CONVERSATIONS).context_turns, self.device)
         return self._sync
 
     # ---- embeddings -------------------------------------------------------------------
@@ -391,7 +431,7 @@ class Lore:
 
             embed = prefetch(embed, query)  # embedded while the keyword stage runs
         results = hybrid.search(self.store, query, filters, limit, self.config.search, embed,
-                                self.vectors, mode, include_superseded)
+                                self.vectors, mode, include_superseded, self.tuned(hybrid.SEARCH))
         if track:
             took = (time.perf_counter() - started) * 1000
             ids = [r.id for r in results]
@@ -624,13 +664,13 @@ class Lore:
         rules the project's instruction files already state are not repeated."""
         from pathlib import Path as _Path
 
-        from lore.apply.session_context import build, carried_lines
+        from lore.apply.session_context import CONTEXT, build, carried_lines
         from lore.normalize import project_root
 
         ctx = self.config.context
         project = project_root(project)
         return build(self.store.sessions, project, max_chars or ctx.max_chars,
-                     max_items or ctx.max_items, self.config.learning.inject_proposed_min_seen,
+                     max_items or ctx.max_items, self.tuned(CONTEXT).inject_proposed_min_seen,
                      carried_lines(project, _Path.home()))
 
     def import_claude_memory(self, claude_home: Path, *, dry_run: bool = False) -> Any:
@@ -766,9 +806,10 @@ class Lore:
 
     def skill_proposals(self) -> list[Any]:
         """Groups of approved lessons worth a skill (``core.skills.Proposal``), largest first."""
+        from lore.apply.skills import SKILLS
         from lore.core.skills import propose
 
-        return propose(self.store, self.approved_lessons(), self.config.apply)
+        return propose(self.store, self.approved_lessons(), self.tuned(SKILLS))
 
     def skill_plan(self, choice: str, home: Path, *, to_global: bool = False) -> tuple[Any, Plan]:
         """The proposal numbered or named ``choice``: (skill, plan of its files). Reads only."""

@@ -46,39 +46,36 @@ def __getattr__(name: str) -> Any:
 ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-# Tuning constants: values chosen by measurement, each by the benchmark named beside it (the
-# figures are in docs/benchmarks.md), not settings a person is expected to set. They stay
-# readable from config.yaml so a measurement can vary them, and an existing file that sets one
-# keeps working (with a one-line notice), but `lore admin init` and `lore config show` leave
-# them out (`lore config show --all` lists them).
-SEARCH_BENCH = "bench/search_bench.py"
-LOCOMO_BENCH = "bench/locomo_explore.py"
+# Tuning constants: values chosen by measurement. They live in the code beside the code that
+# uses them, each field naming the benchmark (bench/...) that chose it and the page with its
+# figures (lore.tuning). They are not settings: `lore admin init` and `lore config show` leave
+# them out (`lore config show --all` lists them). Each is known by the config key it once had,
+# here with the place it lives now. A config file that still sets one keeps working: its value
+# goes to Settings.tuning, the one path by which a measurement varies a constant, and each
+# command says so in one line.
+_SEARCH = "lore.recall.hybrid.SearchTuning"
+_CONVERSATIONS = "lore.recall.conversations.ConversationTuning"
+_LEARNING = "lore.core.learner.LearningTuning"
 TUNING: dict[str, str] = {
-    **{f"search.{k}": SEARCH_BENCH for k in (
+    **{f"search.{k}": f"{_SEARCH}.{k}" for k in (
         "vector_weight", "fts_weight", "rrf_k", "candidates", "min_similarity",
         "confidence_bonus", "usage_bonus", "usage_saturation", "title_weight", "tags_weight",
-        "content_weight", "anti_context_factor", "recency.weight", "recency.scale_days")},
-    "search.vector_index": "bench/scale_bench.py",
-    "search.memory_below": "bench/scale_bench.py",
-    "search.exact_below": "bench/scale_bench.py",
-    "search.keyword_max_postings": "bench/scale_bench.py",
-    **{f"conversations.{k}": LOCOMO_BENCH for k in (
+        "content_weight", "anti_context_factor", "vector_index", "memory_below", "exact_below",
+        "keyword_max_postings")},
+    "search.recency.weight": f"{_SEARCH}.recency_weight",
+    "search.recency.scale_days": f"{_SEARCH}.recency_scale_days",
+    **{f"conversations.{k}": f"{_CONVERSATIONS}.{k}" for k in (
         "candidates", "keyword_weight", "vector_weight", "text_weight", "date_weight",
-        "context_weight", "context_turns", "named_speaker_bonus", "decay_weight",
-        "decay_scale_days")},
-    "conversations.session_weight": "bench/locomo_loco.py",
-    "conversations.keyword_max_postings": "bench/scale_bench.py",
-    "learning.detector_threshold": "bench/train_detector.py",
-    "learning.judge_threshold": "bench/judge_filter.py",
-    "learning.same_rule_similarity": "bench/detector_bench.py",
-    "learning.recent_days": "bench/learning_curve.py",
-    "learning.inject_proposed_min_seen": "bench/learning_curve.py",
-    "learning.second_opinion_band": "bench/detector_bench.py",
-    "apply.skill_similarity": "bench/apply_bench.py",
-    "apply.skill_min_size": "bench/apply_bench.py",
-    "analysis.related_similarity": "bench/significance_bench.py",
-    "embedding.batch_size": "bench/conversation_bench.py",
-    "sync.batch_size": "bench/sync_bench.py",
+        "context_weight", "context_turns", "named_speaker_bonus", "session_weight",
+        "keyword_max_postings", "decay_weight", "decay_scale_days")},
+    **{f"learning.{k}": f"{_LEARNING}.{k}" for k in (
+        "detector_threshold", "judge_threshold", "same_rule_similarity", "recent_days",
+        "second_opinion_band")},
+    "learning.inject_proposed_min_seen":
+        "lore.apply.session_context.ContextTuning.inject_proposed_min_seen",
+    "apply.skill_similarity": "lore.apply.skills.SkillTuning.skill_similarity",
+    "apply.skill_min_size": "lore.apply.skills.SkillTuning.skill_min_size",
+    "analysis.related_similarity": "lore.core.analyzer.AnalysisTuning.related_similarity",
 }
 
 
@@ -107,16 +104,20 @@ class Settings:
     read below answer from the cached values.
     """
 
-    __slots__ = ("_config", "_cached", "_database", "home", "config_path", "sources")
+    __slots__ = ("_config", "_cached", "_database", "home", "config_path", "sources", "tuning")
 
     def __init__(self, config: Config | None = None, *, home: Path, config_path: Path,
-                 sources: dict[str, str] | None = None, cached: Cached | None = None) -> None:
+                 sources: dict[str, str] | None = None,
+                 tuning: dict[str, Any] | None = None, cached: Cached | None = None) -> None:
         self._config = config
         self._cached = None if config is not None else cached
         self._database: str | None = None  # use_database before the config is built
         self.home = home
         self.config_path = config_path
         self.sources: dict[str, str] = dict(sources or {})
+        # Overrides of tuning constants by name (a key of TUNING): what an older config file
+        # sets, or what a measurement varies; lore.tuning.tuned applies and checks them.
+        self.tuning: dict[str, Any] = dict(tuning or {})
 
     def __repr__(self) -> str:
         return f"Settings(home={self.home!r}, config_path={self.config_path!r})"
@@ -267,24 +268,26 @@ def load_config(path: Path | None = None) -> Settings:
             cache_key = config_cache.key(path, text, env)
         hit = config_cache.read(home, cache_key) if cache_key else None
         if hit is not None:
-            settings = Settings(home=home, config_path=path, sources=hit.sources, cached=hit)
+            settings = Settings(home=home, config_path=path, sources=hit.sources,
+                                tuning=hit.tuning, cached=hit)
             check_database_path(settings)
             return settings
     if file_sets:
         raw = _parse_yaml(text, path)
     raw = _interpolate(raw, path)
     merged, sources = _merge(raw, path)
+    tuning = _moved(merged, path)
     config = None
     if merged:
         from lore.config_models import validate
 
         config = validate(merged, path)
-    settings = Settings(config, home=home, config_path=path, sources=sources)
+    settings = Settings(config, home=home, config_path=path, sources=sources, tuning=tuning)
     check_database_path(settings)
     if cache_key and config is not None:
         from lore import config_cache
 
-        config_cache.write(home, cache_key, config, sources)
+        config_cache.write(home, cache_key, config, sources, tuning)
     return settings
 
 
@@ -310,16 +313,11 @@ def default_settings(home: Path | None = None) -> Settings:
     return Settings(home=home, config_path=home / "config.yaml")
 
 
-def effective(settings: Settings, *, tuning: bool = False) -> list[tuple[str, Any, str]]:
+def effective(settings: Settings) -> list[tuple[str, Any, str]]:
     """(dotted key, value, where it came from) for every leaf of the effective config: the
-    settings a person sets, and with ``tuning`` the tuning constants too (those the config sets
-    are always listed)."""
-    rows: list[tuple[str, Any, str]] = []
-    for key, value in _flatten(settings.dump()).items():
-        if key in TUNING and not tuning and key not in settings.sources:
-            continue
-        rows.append((key, _mask(key, value), settings.sources.get(key, "default")))
-    return rows
+    settings a person sets (the tuning constants are in the code: lore.tuning)."""
+    return [(key, _mask(key, value), settings.sources.get(key, "default"))
+            for key, value in _flatten(settings.dump()).items()]
 
 
 def _read_text(path: Path) -> str:
@@ -396,6 +394,25 @@ def _merge(raw: dict[str, Any], path: Path) -> tuple[dict[str, Any], dict[str, s
             merged[section] = value
         sources[dotted] = f"${var}"
     return merged, sources
+
+
+def _moved(merged: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Take the tuning constants (TUNING, or a seed name of one) out of the merged config:
+    {name: value}, for Settings.tuning."""
+    moved: dict[str, Any] = {}
+    for key in (*TUNING, *SEED_NAMES):
+        *sections, leaf = key.split(".")
+        node: Any = merged
+        for section in sections:
+            node = node.get(section) if isinstance(node, dict) else None
+        if not isinstance(node, dict) or leaf not in node:
+            continue
+        value = node.pop(leaf)
+        name = SEED_NAMES.get(key, key)
+        if name in moved and moved[name] != value:
+            raise ConfigError(f"config {path}: {key} and {name} are the same constant; give one")
+        moved[name] = value
+    return moved
 
 
 def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -54,15 +54,17 @@ REGISTERED = (("embedding", "backend", "lore.embedders"),
 
 class Cached:
     """The validated values of a config (``Config.model_dump()``), the fields each model was
-    given (``model_fields_set``) and the origin of every value (``Settings.sources``)."""
+    given (``model_fields_set``), the origin of every value (``Settings.sources``) and the
+    tuning constants the file sets (``Settings.tuning``)."""
 
-    __slots__ = ("values", "tree", "sources")
+    __slots__ = ("values", "tree", "sources", "tuning")
 
     def __init__(self, values: dict[str, Any], tree: dict[str, Any],
-                 sources: dict[str, str]) -> None:
+                 sources: dict[str, str], tuning: dict[str, Any]) -> None:
         self.values = values
         self.tree = tree
         self.sources = sources
+        self.tuning = tuning
 
     def build(self) -> Config:
         """The :class:`Config` these values were validated into, built without validating."""
@@ -103,9 +105,9 @@ def read(home: Path, wanted: str) -> Cached | None:
         if stored.decode() != wanted or hashlib.sha256(payload).hexdigest() != digest.decode():
             return None
         data = json.loads(payload)
-        cached = Cached(data["values"], data["tree"], data["sources"])
+        cached = Cached(data["values"], data["tree"], data["sources"], data["tuning"])
         if not (isinstance(cached.values, dict) and isinstance(cached.tree, dict)
-                and isinstance(cached.sources, dict)):
+                and isinstance(cached.sources, dict) and isinstance(cached.tuning, dict)):
             return None
         return cached if _plugins_known(cached.values) else None
     except (OSError, ValueError, KeyError, TypeError):
@@ -126,18 +128,23 @@ def defaults(home: Path) -> Cached:
 
     config = Config()
     if cache_key:
-        write(home, cache_key, config, {})
-    return Cached(config.model_dump(), _fields_tree(config), {})
+        write(home, cache_key, config, {}, {})
+    return Cached(config.model_dump(), _fields_tree(config), {}, {})
 
 
-def write(home: Path, cache_key: str, config: Config, sources: dict[str, str]) -> None:
-    """Store ``config`` (just validated) under ``cache_key``, replacing the entry atomically.
+def write(home: Path, cache_key: str, config: Config, sources: dict[str, str],
+          tuning: dict[str, Any]) -> None:
+    """Store ``config`` (just validated) under ``cache_key``, replacing the entry atomically;
+    not when JSON would not give the same values back (a YAML date, a number as a key).
     Never raises: a home that cannot take the file (read-only, full, not created yet: reading
     the config never creates it) only loses the speed."""
     tmp: str | None = None
     try:
-        payload = json.dumps({"values": config.model_dump(), "tree": _fields_tree(config),
-                              "sources": sources}).encode("utf-8")  # order kept
+        data = {"values": config.model_dump(), "tree": _fields_tree(config), "sources": sources,
+                "tuning": tuning}
+        payload = json.dumps(data).encode("utf-8")  # order kept
+        if json.loads(payload) != data:
+            return
         digest = hashlib.sha256(payload).hexdigest()
         fd, tmp = tempfile.mkstemp(dir=home, prefix=CACHE_FILE + ".", suffix=".tmp")  # 0600
         with os.fdopen(fd, "wb") as f:

@@ -71,14 +71,14 @@ def assert_same(hit: Settings, fresh: Settings) -> None:
     """What a cache hit answers is what validation answered, before and after building."""
     assert hit.sources == fresh.sources
     assert hit.tuned == fresh.tuned
+    assert hit.tuning == fresh.tuning
     assert (hit.user, hit.database, hit.llm_provider, hit.review_folder, hit.db_path) == \
            (fresh.user, fresh.database, fresh.llm_provider, fresh.review_folder, fresh.db_path)
-    for tuning in (False, True):
-        assert effective(hit, tuning=tuning) == effective(fresh, tuning=tuning)
+    assert effective(hit) == effective(fresh)
     assert hit.config == fresh.config
     assert tree(hit.config) == tree(fresh.config)
     assert hit.config.model_dump() == fresh.config.model_dump()
-    assert effective(hit, tuning=True) == effective(fresh, tuning=True)  # built now
+    assert effective(hit) == effective(fresh)  # built now
 
 
 def load_hit() -> Settings:
@@ -102,7 +102,7 @@ def test_a_hit_equals_the_validated_config_sources_included(lore_home):
     assert entry(lore_home).is_file()
     hit = load_hit()
     assert_same(hit, fresh)
-    assert hit.config.search.vector_weight == 0.6  # the seed name, as validated
+    assert hit.tuning == {"search.vector_weight": 0.6}  # the seed name of a tuning constant
     assert hit.sources["search.vector_weight"] == str(lore_home / "config.yaml")
     assert hit.config.llm.cost_per_mtok is not None and hit.config.llm.cost_per_mtok.output == 15
     assert hit.config.schedule.analysis == "0 3 * * *"
@@ -147,14 +147,49 @@ def test_the_entry_is_private_and_holds_no_temporary_files(lore_home):
 
 
 def test_a_tuning_notice_is_given_on_a_hit_too(run, lore_home):
-    write_config(lore_home, "search:\n  rrf_k: 30\n")
+    write_config(lore_home, "search:\n  rrf_k: 30\nconversations:\n  session_weight: 0.4\n")
+    outputs = []
     for _ in range(2):
         res = run("config", "show", "--json")
         assert res.exit_code == 0, res.output
-        assert "search.rrf_k is a tuning constant" in res.stderr
-        shown = {r["key"]: (r["value"], r["source"]) for r in json.loads(res.stdout)["settings"]}
+        lines = [line for line in res.stderr.splitlines() if "tuning constant" in line]
+        assert len(lines) == 1 and "search.rrf_k (lore.recall.hybrid.SearchTuning.rrf_k)" in lines[0]
+        shown = {r["key"]: (r["value"], r["source"]) for r in json.loads(res.stdout)["tuning"]}
         assert shown["search.rrf_k"] == (30, str(lore_home / "config.yaml"))
-    assert load_config()._cached is not None
+        assert shown["conversations.session_weight"] == (0.4, str(lore_home / "config.yaml"))
+        outputs.append((res.stdout, res.stderr))
+    assert outputs[0] == outputs[1]
+    s = load_hit()
+    assert s.tuning == {"search.rrf_k": 30, "conversations.session_weight": 0.4}
+
+
+def test_a_tuning_override_from_a_hit_reaches_the_code(lore_home):
+    from conftest import FakeEmbedder
+    from lore.api import Lore
+    from lore.recall.hybrid import SEARCH
+
+    write_config(lore_home, "search:\n  rrf_k: 30\n  recency:\n    weight: 0.2\n")
+    load_miss()
+    s = load_hit()
+    with Lore.open(s, embedder=FakeEmbedder()) as lore:
+        search = lore.tuned(SEARCH)
+        assert (search.rrf_k, search.recency_weight) == (30, 0.2)
+
+
+def test_a_bad_tuning_override_is_never_cached(lore_home):
+    write_config(lore_home, "search:\n  hybrid_weight_semantic: 0.5\n  vector_weight: 0.6\n")
+    for _ in range(2):
+        with pytest.raises(ConfigError, match="same constant"):
+            load_config()
+    assert not entry(lore_home).exists()
+
+
+def test_values_json_would_change_are_not_cached(lore_home):
+    write_config(lore_home, "search:\n  rrf_k: {1: 2}\n")  # refused later, by lore.tuning
+    s = load_miss()
+    assert s.tuning == {"search.rrf_k": {1: 2}}
+    assert not entry(lore_home).exists()
+    assert load_miss().tuning == {"search.rrf_k": {1: 2}}
 
 
 # ---- what changes the result validates again -----------------------------------------------
@@ -342,7 +377,8 @@ def test_a_home_that_cannot_be_written_loses_only_the_speed(lore_home, how):
             assert shown.returncode == 0, shown.stderr
             rows = {r["key"]: (r["value"], r["source"]) for r in json.loads(shown.stdout)["settings"]}
             assert rows["user"] == ("ada", str(lore_home / "config.yaml"))
-            assert "search.rrf_k is a tuning constant" in shown.stderr
+            assert "search.rrf_k (lore.recall.hybrid.SearchTuning.rrf_k) is a tuning constant" \
+                in shown.stderr
             assert "Traceback" not in shown.stderr
             review = lore(lore_home, "review", prefix=prefix)
             assert review.returncode == 0, review.stderr
@@ -452,13 +488,12 @@ def test_config_show_with_nothing_set_reads_the_defaults_back(lore_home, tmp_pat
     built = Settings(Config(), home=lore_home, config_path=lore_home / "config.yaml")
     s = load_config()
     assert not entry(lore_home).exists()
-    assert effective(s, tuning=True) == effective(built, tuning=True)  # built, and stored
+    assert effective(s) == effective(built)  # built, and stored
     assert s._config is None
     defaults_key = config_cache.key(config_cache.DEFAULTS, "", {})
     assert defaults_key and config_cache.read(lore_home, defaults_key) is not None
     again = load_config()
-    for tuning in (False, True):
-        assert effective(again, tuning=tuning) == effective(built, tuning=tuning)
+    assert effective(again) == effective(built)
     assert again._config is None and again.sources == {}
     again.use_database(str(tmp_path / "other.db"), "--db")
     rows = {k: (v, src) for k, v, src in effective(again)}

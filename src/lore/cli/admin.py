@@ -46,8 +46,9 @@ CONFIG_TEMPLATE = """\
 # llm:                          # a language model judges what is a lesson (docs/llm.md)
 #   provider: claude-cli        # anthropic | openai | claude-cli
 
-# Search and ranking weights are tuning constants chosen by benchmarks, not settings:
-# `lore config show --all` lists them (docs/configuration.md#tuning-constants).
+# Search and ranking weights and the like are tuning constants, kept in the code beside what
+# uses them, not settings: `lore config show --all` lists them
+# (docs/configuration.md#tuning-constants).
 
 # tag_aliases:                  # default: none
 #   js: javascript

@@ -32,6 +32,7 @@ from lore.capture.git import (
 )
 from lore.config import Settings
 from lore.core.embedding import Embedding
+from lore.core.learner import LEARNING, LearningTuning
 from lore.core.lessons import Lessons
 from lore.embed import document_text
 from lore.errors import BudgetExceeded, ConfigError, InvalidInput, MissingRef, NotFound, ProviderError
@@ -47,6 +48,7 @@ from lore.extract.significance import Correction, ProposedLesson, Significance, 
 from lore.ids import now
 from lore.models import Evidence, Filters
 from lore.store import Store
+from lore.tuning import Bench, constant
 
 TRIGGERS = ("command", "session_end", "mcp")
 SOURCES = ("git", "conversation")  # what analysis and the session pass write as a lesson's source
@@ -126,15 +128,32 @@ class Report:
         }
 
 
+@dataclass(frozen=True)
+class AnalysisTuning:
+    """The analysis's constants (lore.tuning), by their former config keys."""
+
+    # A learned lesson's related patterns become graph edges to lessons at least this close
+    # (cosine of the pattern's name as a query with the lesson), besides those whose title names
+    # it. Not chosen by a benchmark: set between the cosines measured on that page.
+    related_similarity: float = constant(0.45, ge=0, le=1,
+                                         by=Bench("", "docs/analysis.md#What is stored"))
+
+
+ANALYSIS = AnalysisTuning()
+
+
 class Analyzer:
     """Runs analyses for the facade's faces and the worker, and keeps their bookkeeping."""
 
-    def __init__(self, store: Store, lessons: Lessons, embedding: Embedding, settings: Settings) -> None:
+    def __init__(self, store: Store, lessons: Lessons, embedding: Embedding, settings: Settings,
+                 tuning: AnalysisTuning = ANALYSIS, learning: LearningTuning = LEARNING) -> None:
         self.store = store
         self.lessons = lessons
         self.embedding = embedding
         self.settings = settings
         self.cfg = settings.config.analysis
+        self.tuning = tuning
+        self.same_rule_similarity = learning.same_rule_similarity  # the learner's restatement test
 
     # ---- runs ------------------------------------------------------------------------------
     def analyze(self, path: str | Path, *, since: str | None = None, range_: str | None = None,
@@ -365,7 +384,7 @@ class Analyzer:
         matrix = np.stack([np.frombuffer(b, dtype=np.float32) for _, b in rows])
         sims = matrix @ np.asarray(vec, dtype=np.float32)
         best = int(np.argmax(sims))
-        if float(sims[best]) >= self.settings.config.learning.same_rule_similarity:
+        if float(sims[best]) >= self.same_rule_similarity:
             return str(brief[rows[best][0]]["id"])
         return None
 
@@ -394,7 +413,7 @@ class Analyzer:
             for name in names:
                 sims = matrix @ np.asarray(self.embedding.embedder.embed_query(name), dtype=np.float32)
                 for (seq, _), sim in sorted(zip(rows, sims, strict=True), key=lambda x: -float(x[1])):
-                    if float(sim) < self.cfg.related_similarity:
+                    if float(sim) < self.tuning.related_similarity:
                         break
                     found.setdefault(others[seq], name)
         linked = list(found)[:MAX_EDGES]
