@@ -110,7 +110,7 @@ def read(home: Path, wanted: str) -> Cached | None:
                 and isinstance(cached.sources, dict) and isinstance(cached.tuning, dict)):
             return None
         return cached if _plugins_known(cached.values) else None
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
