@@ -246,12 +246,9 @@ def load_config(path: Path | None = None) -> Settings:
     once, is read back from the validated cache until the file or a variable changes
     (:mod:`lore.config_cache`)."""
     home = lore_home()
+    cache = path is None  # a file given by path (a probe of a change) is only validated
+    path = path or config_file()
     cache_key = None
-    if path is None:
-        path = config_file()
-        cache = True
-    else:
-        cache = False
     raw: dict[str, Any] = {}
     try:
         exists = path.exists()
