@@ -363,6 +363,20 @@ def read_only_mount(home: Path) -> tuple[str, ...]:
             "sh")
 
 
+@pytest.mark.parametrize("args", [("config", "show"), ("config", "show", "--json"),
+                                  ("config", "show", "--all", "--json")])
+def test_config_show_prints_the_same_from_the_cache_as_after_validating(lore_home, args):
+    write_config(lore_home, FULL)
+    first = lore(lore_home, *args)  # validates, writes the entry
+    assert first.returncode == 0, first.stderr
+    assert entry(lore_home).is_file()
+    second = lore(lore_home, *args)  # reads it back
+    assert (second.returncode, second.stdout, second.stderr) == (0, first.stdout, first.stderr)
+    entry(lore_home).unlink()
+    third = lore(lore_home, *args)
+    assert (third.stdout, third.stderr) == (first.stdout, first.stderr)
+
+
 @pytest.mark.parametrize("how", ["mode 0500", "read-only mount"])
 def test_a_home_that_cannot_be_written_loses_only_the_speed(lore_home, how):
     write_config(lore_home, "user: ada\nsearch:\n  rrf_k: 30\n")
