@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
@@ -570,13 +570,16 @@ def configs(draw: st.DrawFn) -> dict[str, Any]:
     return {name: draw(sections[name]) for name in names}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=configs(), user=st.none() | st.sampled_from(["env-user", "x"]))
-def test_a_hit_equals_a_fresh_validation_for_any_valid_config(lore_home, monkeypatch, data, user):
-    if user is None:
-        monkeypatch.delenv("LORE_USER", raising=False)
-    else:
-        monkeypatch.setenv("LORE_USER", user)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=configs(), user=st.none() | st.sampled_from(["env-user", "x"]),
+       dimensions=st.none() | st.integers(0, 9000).map(str) | st.just("many"))
+def test_a_hit_equals_a_fresh_validation_for_any_valid_config(lore_home, monkeypatch, data, user,
+                                                               dimensions):
+    for var, value in (("LORE_USER", user), ("LORE_EMBEDDING_DIMENSIONS", dimensions)):
+        if value is None:
+            monkeypatch.delenv(var, raising=False)
+        else:
+            monkeypatch.setenv(var, value)
     text = yaml.safe_dump(data, allow_unicode=True)
     write_config(lore_home, text)
     entry(lore_home).unlink(missing_ok=True)
@@ -584,11 +587,14 @@ def test_a_hit_equals_a_fresh_validation_for_any_valid_config(lore_home, monkeyp
         fresh = load_config()
     except ConfigError:
         assert not entry(lore_home).exists()  # a combination the models refuse: not cached
+        event("refused")
         return
     assert fresh._cached is None
     again = load_config()
     if ENV_PATTERN.search(text):  # interpolated: validated every time
         assert again._cached is None
+        event("interpolated")
         return
+    event("hit")
     assert again._cached is not None
     assert_same(again, fresh)
