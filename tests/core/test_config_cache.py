@@ -377,6 +377,25 @@ def test_config_show_prints_the_same_from_the_cache_as_after_validating(lore_hom
     assert (third.stdout, third.stderr) == (first.stdout, first.stderr)
 
 
+def test_processes_starting_together_all_read_a_whole_entry(lore_home):
+    write_config(lore_home, FULL)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}
+    env.update(LORE_HOME=str(lore_home), HF_HUB_OFFLINE="1", LORE_WORKER_AUTOSTART="0",
+               PYTHONPATH=os.pathsep.join([str(SRC), *filter(None, [env.get("PYTHONPATH")])]))
+    outputs = set()
+    for _ in range(2):  # the first wave races to write the entry, the second reads it
+        procs = [subprocess.Popen([sys.executable, "-m", "lore", "config", "show", "--json"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                 for _ in range(6)]
+        for proc in procs:
+            out, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err
+            outputs.add(out)
+    assert len(outputs) == 1
+    assert load_hit().user == "ada"
+    assert sorted(p.name for p in lore_home.iterdir()) == [config_cache.CACHE_FILE, "config.yaml"]
+
+
 @pytest.mark.parametrize("how", ["mode 0500", "read-only mount"])
 def test_a_home_that_cannot_be_written_loses_only_the_speed(lore_home, how):
     write_config(lore_home, "user: ada\nsearch:\n  rrf_k: 30\n")
