@@ -11,6 +11,7 @@ Precedence, lowest first: built-in defaults, the YAML file, ``LORE_*`` variables
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -20,6 +21,7 @@ from lore.errors import ConfigError
 from lore.home import is_url, lore_home, mask_url
 
 if TYPE_CHECKING:
+    from lore.config_cache import Cached
     from lore.config_models import (
         Config,
     )
@@ -97,15 +99,18 @@ class Settings:
 
     The :class:`Config` is validated when ``load_config`` finds something set (a key in the
     file, a ``LORE_*`` variable); with nothing set it is built (all defaults) on first access
-    of ``config``, and the paths and the user answer without it.
+    of ``config``, and the paths and the user answer without it. From the validated cache
+    (``cached``, :mod:`lore.config_cache`) it is built on first access too, and the settings
+    read below answer from the cached values.
     """
 
-    __slots__ = ("_config", "_database", "home", "config_path", "sources", "tuning")
+    __slots__ = ("_config", "_cached", "_database", "home", "config_path", "sources", "tuning")
 
     def __init__(self, config: Config | None = None, *, home: Path, config_path: Path,
                  sources: dict[str, str] | None = None,
-                 tuning: dict[str, Any] | None = None) -> None:
+                 tuning: dict[str, Any] | None = None, cached: Cached | None = None) -> None:
         self._config = config
+        self._cached = None if config is not None else cached
         self._database: str | None = None  # use_database before the config is built
         self.home = home
         self.config_path = config_path
@@ -121,9 +126,12 @@ class Settings:
     def config(self) -> Config:
         """The validated config (defaults only, built now, when nothing was set)."""
         if self._config is None:
-            from lore.config_models import Config
+            if self._cached is not None:
+                self._config = self._cached.build()
+            else:
+                from lore.config_models import Config
 
-            self._config = Config()
+                self._config = Config()
             if self._database is not None:
                 self._config.database = self._database
         return self._config
@@ -144,9 +152,25 @@ class Settings:
         """A setting's value without building the config when nothing was set (then None: the
         default of every setting read this way, but a database given to ``use_database``)."""
         if self._config is None:
-            return self._database if section == "database" else None
+            if self._cached is None or (section == "database" and self._database is not None):
+                return self._database if section == "database" else None
+            value = self._cached.values[section]
+            return value[key] if key else value
         value = getattr(self._config, section)
         return getattr(value, key) if key else value
+
+    def dump(self) -> dict[str, Any]:
+        """The effective config as plain values (``Config.model_dump()``), from the cached
+        values when the config was not built (with nothing set: the defaults' cache entry)."""
+        if self._config is None:
+            from lore import config_cache
+
+            cached = self._cached or config_cache.defaults(self.home)
+            values: dict[str, Any] = json.loads(json.dumps(cached.values))
+            if self._database is not None:
+                values["database"] = self._database
+            return values
+        return self.config.model_dump()
 
     @property
     def tuned(self) -> list[str]:
@@ -217,17 +241,36 @@ def load_config(path: Path | None = None) -> Settings:
     """Read, interpolate and validate the config; raise ConfigError naming the bad key.
 
     With nothing set (no file, a file of comments only, no ``LORE_*`` variable naming a key)
-    nothing is validated now: ``Settings.config`` builds the defaults on first access."""
+    nothing is validated now: ``Settings.config`` builds the defaults on first access.
+    The user's config (``path`` not given: the file and the ``LORE_*`` variables), validated
+    once, is read back from the validated cache until the file or a variable changes
+    (:mod:`lore.config_cache`)."""
     home = lore_home()
+    cache = path is None  # a file given by path (a probe of a change) is only validated
     path = path or config_file()
+    cache_key = None
     raw: dict[str, Any] = {}
     try:
         exists = path.exists()
     except OSError as exc:  # a home without read permission
         raise ConfigError(f"cannot read config {path}: {exc.strerror}; check the permissions "
                           f"of {path.parent} (ls -ld)") from None
-    if exists:
-        raw = _read_yaml(path)
+    text = _read_text(path) if exists else ""
+    file_sets = not _sets_nothing(text)
+    env = {var: os.environ.get(var) or None for var in ENV_KEYS}
+    if cache and (file_sets or any(env.values())):
+        from lore import config_cache
+
+        if config_cache.cacheable(text, env, ENV_PATTERN):
+            cache_key = config_cache.key(path, text, env)
+        hit = config_cache.read(home, cache_key) if cache_key else None
+        if hit is not None:
+            settings = Settings(home=home, config_path=path, sources=hit.sources,
+                                tuning=hit.tuning, cached=hit)
+            check_database_path(settings)
+            return settings
+    if file_sets:
+        raw = _parse_yaml(text, path)
     raw = _interpolate(raw, path)
     merged, sources = _merge(raw, path)
     tuning = _moved(merged, path)
@@ -238,6 +281,10 @@ def load_config(path: Path | None = None) -> Settings:
         config = validate(merged, path)
     settings = Settings(config, home=home, config_path=path, sources=sources, tuning=tuning)
     check_database_path(settings)
+    if cache_key and config is not None:
+        from lore import config_cache
+
+        config_cache.write(home, cache_key, config, sources, tuning)
     return settings
 
 
@@ -267,16 +314,17 @@ def effective(settings: Settings) -> list[tuple[str, Any, str]]:
     """(dotted key, value, where it came from) for every leaf of the effective config: the
     settings a person sets (the tuning constants are in the code: lore.tuning)."""
     return [(key, _mask(key, value), settings.sources.get(key, "default"))
-            for key, value in _flatten(settings.config.model_dump()).items()]
+            for key, value in _flatten(settings.dump()).items()]
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def _read_text(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read config {path}: {exc.strerror or exc}") from None
-    if _sets_nothing(text):
-        return {}
+
+
+def _parse_yaml(text: str, path: Path) -> dict[str, Any]:
     import yaml
 
     try:

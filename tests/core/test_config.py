@@ -598,6 +598,28 @@ def test_the_file_admin_init_writes_keeps_the_fast_path_and_loads_to_the_default
     assert load_config().config.search.default_limit == 7
 
 
+@pytest.mark.parametrize("command", [("review",), ("status",), ("config", "show")])
+def test_an_unchanged_config_is_read_back_without_pydantic_or_yaml(lore_home, command):
+    write_config(lore_home, "user: bob\nsearch:\n  default_limit: 7\n")
+    imported, code, err = probe(*command)  # validates, and keeps the result
+    assert code in ("0", "None"), err
+    assert imported == ["lore.config_models", "pydantic", "yaml"]
+    imported, code, err_again = probe(*command)
+    assert code in ("0", "None"), err_again
+    assert imported == []  # answered from the validated cache
+    assert err_again == err
+
+
+def test_config_show_with_nothing_set_reads_the_defaults_back(lore_home):
+    lore_home.mkdir()
+    imported, code, err = probe("config", "show")  # builds the defaults, and keeps them
+    assert code in ("0", "None"), err
+    assert imported == ["lore.config_models", "pydantic"]
+    imported, code, err = probe("config", "show")
+    assert code in ("0", "None"), err
+    assert imported == []
+
+
 @pytest.mark.parametrize("command", [("review",), ("status",), ("worker", "status")])
 def test_a_set_key_is_still_validated_eagerly_with_the_same_error_line(lore_home, command):
     path = write_config(lore_home, 'search:\n  default_limit: "ten"\n')

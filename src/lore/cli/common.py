@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 _EMOJI_CODE = re.compile(r":\S+:")  # rich replaces :name: by the emoji
+_MARKUP_TAG = re.compile(r"\[[a-z#/@][^[]*?]")  # what rich reads as a markup tag
 
 if TYPE_CHECKING:
     from lore.api import Lore
@@ -300,8 +301,11 @@ def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any
 
 
 def _plain(text: str) -> bool:
-    """Text rich prints as it is: printable ASCII without markup (``[``) or emoji codes."""
-    return text.isascii() and text.isprintable() and "[" not in text and not (
+    """Text rich prints as it is: printable ASCII without markup tags (``[bold]``; a ``[``
+    that opens none, as in ``[]`` or ``['a']``, is printed, unless a backslash escapes it) or
+    emoji codes."""
+    return text.isascii() and text.isprintable() and not (
+        "[" in text and ("\\" in text or _MARKUP_TAG.search(text))) and not (
         text.count(":") > 1 and _EMOJI_CODE.search(text))
 
 
