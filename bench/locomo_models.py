@@ -45,7 +45,7 @@ import locomo_loco as loco  # noqa: E402
 SESSION = 0.5  # conversations.session_weight
 A_GRID = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 15.0)
 BOTH_A = (1.5, 2.0, 2.5)  # both models: the default model's weight
-BOTH_B = (2.0, 4.0, 6.0, 8.0, 10.0)  # … and the second model's
+BOTH_B = (2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 15.0)  # … and the second model's
 VEC = ex.P(kw=False, kinds=("c11",), vq="qn")
 
 Scorer = Callable[[ex.Ctx, int, ex.Question], np.ndarray]
@@ -204,6 +204,10 @@ def main() -> int:
             by_conv = {c: summary(v).split("   ")[0].strip() for c, v in grid[a].items()}
             print(f"    per conversation (a={a}): {by_conv}", flush=True)
     for m in [] if args.no_both else args.model:
+        same = [Both(one, two, 1.0) for one, two in zip(ctxs[None], ctxs[m], strict=True)]
+        vec = run(same, lambda x, qi, q: ex.score(x, qi, q, VEC))
+        print(f"both models, vector alone (the mean of the two cosines)  "
+              f"{summary([r for v in vec.values() for r in v])}")
         grid2: dict = {}
         for a, b in product(BOTH_A, BOTH_B):
             both = [Both(one, two, b / a) for one, two in zip(ctxs[None], ctxs[m], strict=True)]
