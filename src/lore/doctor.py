@@ -129,8 +129,8 @@ def _model(settings: Any) -> Check:
                          "pip install 'loreloop[fastembed]'")
         return Check("embedding model", True,
                      f"{cfg.model} via fastembed (downloaded on first use, needs network once)")
-    if find_spec("onnxruntime") is None or find_spec("tokenizers") is None:
-        return Check("embedding model", False, "onnxruntime or tokenizers is not installed",
+    if find_spec("onnxruntime") is None:  # the tokenizer is Lore's own (lore.embed.wordpiece)
+        return Check("embedding model", False, "onnxruntime is not installed",
                      "pip install --force-reinstall loreloop")
     try:
         path = packaged_model_file()
