@@ -1,7 +1,7 @@
 """Commands that embed, as whole processes: time to the first result, the model's load, and how
 many times a process loads it, against `lore --version` in the same run.
 
-    python bench/embed_cli_bench.py [--runs 10] [--lessons 100] [--variants cached,uncached]
+    python bench/embed_cli_bench.py [--runs 10] [--lessons 100] [--before-src DIR]
 
 A temporary home gets ``--lessons`` lessons and the conversations of
 tests/fixtures/transcripts (imported and embedded by the real model). Then each command runs as
@@ -14,7 +14,10 @@ a user has it. Two variants of the model's load run interleaved in the same roun
 - ``uncached``: ``$XDG_CACHE_HOME`` names a file, so nothing can be cached and every process
   optimises the graph while it loads (the behaviour before the cache).
 
-Neither sets a ``LORE_*`` variable: a home with nothing configured starts as a user's does.
+- ``before`` (with ``--before-src DIR``, the ``src`` folder of an earlier version, e.g.
+  ``git archive main src | tar -x -C /tmp/before``): that version's code, same home.
+
+None sets a ``LORE_*`` variable: a home with nothing configured starts as a user's does.
 
 Reported per command and variant: the time to the first byte on stdout (the first result) and
 the whole process (median and p90), its CPU time (user + system, median), which a busy machine
@@ -39,6 +42,9 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from cli_bench import p90  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERY = "why did the build fail with a timeout"
@@ -136,28 +142,26 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, float]:
     return first * 1000, wall * 1000, cpu * 1000
 
 
-def p90(values: list[float]) -> float:
-    return statistics.quantiles(values, n=10)[-1] if len(values) > 1 else values[0]
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--lessons", type=int, default=100)
-    ap.add_argument("--variants", default="cached,uncached")
+    ap.add_argument("--before-src", help="the src folder of the version to compare with")
     ap.add_argument("--probe", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.probe:
         probe(args.probe[0], args.probe[1:])
         return
     lore = str(Path(sys.executable).parent / "lore")
-    variants = args.variants.split(",")
+    variants = ["cached", "uncached"] + (["before"] if args.before_src else [])
     with tempfile.TemporaryDirectory(prefix="lore-embed-bench-") as tmp:
         home = Path(tmp) / "home"
         no_cache = Path(tmp) / "not-a-folder"
         no_cache.write_text("")
         envs = {"cached": {"XDG_CACHE_HOME": str(Path(tmp) / "cache")},
-                "uncached": {"XDG_CACHE_HOME": str(no_cache)}}
+                "uncached": {"XDG_CACHE_HOME": str(no_cache)},
+                "before": {"XDG_CACHE_HOME": str(no_cache),
+                           "PYTHONPATH": str(Path(args.before_src or ".").resolve())}}
         base = {k: v for k, v in os.environ.items()
                 if k not in ("PYTHONDONTWRITEBYTECODE", "LORE_MODEL_CACHE")}
         base |= {"LORE_HOME": str(home), "LORE_WORKER_AUTOSTART": "0"}

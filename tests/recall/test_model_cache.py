@@ -124,3 +124,19 @@ def test_a_command_that_embeds_creates_one_session(lore_home, tmp_path, args):
         assert len(made) == 1, made
     assert "-ort" in made[0]  # the second run loaded the cached graph
     assert len(list((tmp_path / "cache" / "lore" / "models").glob("*.onnx"))) == 1
+
+
+def test_a_command_that_loaded_the_model_ends_with_its_whole_output_and_status(lore_home,
+                                                                                tmp_path):
+    """It skips the interpreter's teardown (lore.entry.quick_exit), not its output (a status
+    other than 0 after the model loaded: tests/core/test_reembed.py, SIGTERM exits 130)."""
+    with Lore.open(make_settings(lore_home), embedder=FakeEmbedder("all-MiniLM-L6-v2", 384)) as lore:
+        for i in range(60):
+            lore.add_lesson(f"Build timeout rule {i}", "raise the timeout " * 30)
+    env = {**os.environ, "LORE_HOME": str(lore_home), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    ok = subprocess.run([sys.executable, "-m", "lore", "recall", "search", "build timeout",
+                         "--limit", "60", "--json"], env=env, capture_output=True, text=True,
+                        timeout=300)
+    assert ok.returncode == 0, ok.stderr
+    assert len(json.loads(ok.stdout)["results"]) == 60  # every byte was flushed before the exit
