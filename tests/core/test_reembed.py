@@ -311,3 +311,23 @@ def test_killed_process_resumes_to_the_state_of_one_run(tmp_path, how):
         np.testing.assert_allclose(a, b, atol=1e-5)  # batches pad differently, nothing more
     for key in ("embedding_model", "embedding_dimensions", "embedding_backend", STARTED):
         assert meta(homes["once"] / "lore.db", key) == meta(db, key)
+
+
+def test_an_interrupted_reembed_on_postgres_resumes_to_one_model(pg_url, lore_home):
+    """The same rules on a server's database: the old vectors go in one transaction, the
+    batches stay, the next run ends the work."""
+    s = make_settings(lore_home, database=pg_url)
+    with Lore.open(s, embedder=FakeEmbedder("model-a", 64)) as lore:
+        fill(lore, 4, 10)
+    with Lore.open(s, embedder=FakeEmbedder("model-b", 32)) as lore:
+        with pytest.raises(KeyboardInterrupt):
+            reembed(lore.store, lore.embedding, lore.conversations, batch=3,
+                    progress=Interrupt(4 + 3))
+        state = lore.embedding_state()
+        assert state["state"] == "half done" and state["missing"] == {"lessons": 0, "chunks": 7}
+        hits = lore.conversations.search("turn redis", mode="vector", project=None, limit=20)
+        assert len(hits) == 3  # only the re-embedded chunks are searched by meaning
+        report = lore.reembed()
+        assert (report.chunks, report.resumed, report.complete) == (7, True, True)
+        assert lore.embedding_state()["state"] == "ok" and lore.stored_model() == ("model-b", 32)
+        assert len(lore.conversations.search("turn", mode="vector", project=None, limit=20)) == 10
