@@ -24,7 +24,7 @@ from conftest import FakeEmbedder, make_settings
 from lore.api import Lore
 from lore.cli import cli
 from lore.core.reembed import STARTED, reembed
-from lore.errors import BackendUnavailable
+from lore.errors import BackendUnavailable, EmbeddingMismatch
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 WORDS = ("redis postgres queue deploy cache retry timeout pool socket schema index worker "
@@ -331,3 +331,30 @@ def test_an_interrupted_reembed_on_postgres_resumes_to_one_model(pg_url, lore_ho
         assert (report.chunks, report.resumed, report.complete) == (7, True, True)
         assert lore.embedding_state()["state"] == "ok" and lore.stored_model() == ("model-b", 32)
         assert len(lore.conversations.search("turn", mode="vector", project=None, limit=20)) == 10
+
+
+def test_a_process_still_on_the_old_model_cannot_write_after_a_reembed_started(settings):
+    """A worker that checked the model before the re-embed began stops at its next batch
+    instead of storing old-model vectors beside the new ones."""
+    with Lore.open(settings, embedder=FakeEmbedder("model-a", 64)) as lore:
+        fill(lore, 2, 0)
+        lore.conversations.add_turns("s1", "test", "/p", [
+            (f"u{i}", "user", f"turn {i} about the queue", "2026-10-01T10:00:00Z")
+            for i in range(9)], per_turn=True)
+    old = Lore.open(settings, embedder=FakeEmbedder("model-a", 64))
+    try:
+        def switch(done: int, total: int) -> None:
+            if done == 3:  # between two batches of the old process: the new model takes over
+                with Lore.open(settings, embedder=FakeEmbedder("model-b", 32)) as new:
+                    with pytest.raises(KeyboardInterrupt):
+                        reembed(new.store, new.embedding, new.conversations, batch=2,
+                                progress=Interrupt(2 + 2))
+        with pytest.raises(EmbeddingMismatch, match="model-b now"):
+            old.conversations.embed_pending(switch, batch=3)
+        with pytest.raises(EmbeddingMismatch):
+            old.add_lesson("Another lesson", "by the old process")
+    finally:
+        old.close()
+    stored = vectors(settings.db_path)
+    assert {len(b) for part in stored.values() for b in part.values()} == {32 * 4}
+    assert meta(settings.db_path, "embedding_model") == "model-b"
