@@ -25,7 +25,7 @@ from lore import normalize
 from lore.config import Settings
 from lore.core.embedding import Embedding, Progress
 from lore.core.lessons import Lessons, content_hash, require_id
-from lore.embed import Embedder, document_text
+from lore.embed import Embedder
 from lore.errors import InvalidInput, NotFound, StoreBusy
 from lore.home import check_device
 from lore.ids import now
@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from lore.core.conversations import Conversations
     from lore.core.guards import Guards
     from lore.core.learner import Learner
+    from lore.core.reembed import ReembedReport
     from lore.core.sync import Sync
     from lore.core.tokens import Tokens
     from lore.recall import MemoryIndex, hybrid
@@ -621,23 +622,35 @@ class Lore:
             self.store.analyze()  # fresh statistics: the planner picks selective indexes
         return report
 
-    def reembed(self, *, force: bool = False, progress: Progress | None = None) -> int:
-        """Embed every lesson whose vector is missing or stale; everything if the model changed."""
-        stored, _ = self.stored_model()
-        changed = stored is not None and stored != self.configured_model()
-        if changed or force:
-            todo = self.store.lesson_texts()
+    def reembed(self, *, force: bool = False, progress: Progress | None = None) -> ReembedReport:
+        """Embed every lesson and conversation chunk whose vector is missing or stale, a batch
+        a transaction; after a model change (or with ``force``) all of them, the old vectors
+        dropped first. An interrupted run is continued by the next (lore.core.reembed)."""
+        from lore.core.reembed import reembed
+
+        return reembed(self.store, self.embedding, self.conversations, force=force,
+                       progress=progress)
+
+    def embedding_state(self) -> dict[str, Any]:
+        """Whether the vectors match the configured model, without loading it: ``state`` is
+        "ok", "missing" (some rows wait for a vector), "half done" (an interrupted re-embed)
+        or "needed" (the database was embedded with another model)."""
+        from lore.core import reembed
+
+        stored, dims = self.stored_model()
+        left = reembed.backlog(self.store)
+        under_way = reembed.started(self.store)
+        if reembed.model_changed(self.embedding):
+            state = "needed"
+        elif under_way is not None:
+            state = "half done"
+        elif left["lessons"]:
+            state = "missing"
         else:
-            todo = self.store.lessons_needing_vectors()
-        vectors = self.embedding.embed([document_text(t, c) for _, t, c, _ in todo], progress)
-        with self.store.atomic():
-            if changed or force:
-                self.store.drop_vectors()
-                self.embedding.forget_model()
-            rows = [(seq, h, v) for (seq, _, _, h), v in zip(todo, vectors, strict=True)]
-            if rows:
-                self.embedding.store_vectors(rows)
-        return len(todo)
+            state = "ok"
+        return {"state": state, "model": stored, "dimensions": dims,
+                "configured_model": self.configured_model(), "missing": left,
+                "started": under_way}
 
     # ---- sessions (the hooks' events, through the worker) ------------------------------
     def session_files(self, session_id: str | None, limit: int = 20) -> list[str]:

@@ -317,6 +317,13 @@ def test_chunk_vectors_backlog_pages_and_projects(store):
     assert conv.vectors_page(ids[0], 10) == [(ids[1], b"\x01" * 8)]
     assert conv.in_project(ids, "/a") == set(ids[:2]) and conv.in_project(ids, "/c") == set()
 
+    # Dropping every vector (a model change) is a reset: caches and index files start again.
+    version = conv.vector_versions()[0]
+    conv.drop_vectors()
+    assert conv.vector_total() == 0 and conv.vector_backlog() == 3
+    assert conv.vector_versions() == (version + 1, version + 1)
+    assert conv.vectors_since(-1) == []
+
     # The backend's own nearest-neighbour search: pgvector on Postgres; none on SQLite, where
     # the index file beside the database (or an exact scan) answers instead.
     unit = [np.array(v, dtype=np.float32).tobytes() for v in ([1, 0], [0.6, 0.8], [0, 1])]

@@ -346,13 +346,16 @@ def plain_table(title: str | None, columns: list[str], rows: list[list[str]]) ->
 
 
 class LazyProgress:
-    """A rich progress bar on stderr that appears only once there is progress to show,
-    so a command refused before any work prints its one error line and nothing else."""
+    """A rich progress bar on stderr (done/total, items a second, time left) that appears only
+    once there is progress to show, so a command refused before any work prints its one error
+    line and nothing else, and only on a terminal: a pipe, a log or a script stays quiet."""
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: str, unit: str = "") -> None:
         self.label = label
+        self.unit = unit
         self.bar: Any = None
         self.task: Any = None
+        self.shown = _on_terminal(sys.stderr)
 
     def __enter__(self) -> LazyProgress:
         return self
@@ -362,21 +365,39 @@ class LazyProgress:
             self.bar.stop()
 
     def __call__(self, done: int, total: int) -> None:
+        if not self.shown:
+            return
         if self.bar is None:
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
 
             self.bar = Progress("[progress.description]{task.description}", BarColumn(),
-                                MofNCompleteColumn(), TimeRemainingColumn(),
+                                MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
+                                TimeRemainingColumn(),
                                 console=Console(stderr=True))
-            self.task = self.bar.add_task(self.label, total=total)
+            self.task = self.bar.add_task(self.label, total=total, rate="")
             self.bar.start()
-        self.bar.update(self.task, completed=done, total=total)
+        speed = self.bar.tasks[0].speed if self.bar.tasks else None
+        self.bar.update(self.task, completed=done, total=total,
+                        rate=f"{speed:,.0f}{self.unit}/s" if speed else "")
 
 
-def progress_bar(label: str) -> tuple[LazyProgress, LazyProgress]:
-    """(context manager, callback(done, total)) for bulk work."""
-    bar = LazyProgress(label)
+def _on_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (AttributeError, ValueError, OSError):  # a replaced or closed stream
+        return False
+
+
+def progress_bar(label: str, unit: str = "") -> tuple[LazyProgress, LazyProgress]:
+    """(context manager, callback(done, total)) for bulk work; ``unit`` names the rate's."""
+    bar = LazyProgress(label, unit)
     return bar, bar
 
 

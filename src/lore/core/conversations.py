@@ -72,14 +72,13 @@ class Conversations:
                 if done == 0:
                     self.embedding.check_model()
                 vectors = self.embedding.embed([text for _, text, _ in todo])
-                self.store.put_vectors([(cid, h, v)
-                                        for (cid, _, h), v in zip(todo, vectors, strict=True)])
+                self.embedding.store_chunk_vectors(
+                    [(cid, h, v) for (cid, _, h), v in zip(todo, vectors, strict=True)])
                 done += len(todo)
                 if progress:
                     progress(done, total)
         finally:
             if done:
-                self.embedding.record_model()
                 self.refresh_index()
         return done
 

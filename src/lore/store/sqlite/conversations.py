@@ -177,6 +177,17 @@ class ConversationTables(Tables):
                 [(cid, h, version, blob) for cid, h, blob in rows],
             )
 
+    def drop_vectors(self) -> None:
+        """Delete every chunk vector (a model change): the next version is a reset, so
+        in-memory copies and the index file beside the database start again."""
+        with atomic(self.conn):
+            version = str(self.vector_versions()[0] + 1)
+            self.conn.execute("DELETE FROM chunk_vectors")
+            self.conn.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [("chunk_vectors_version", version), ("chunk_vectors_reset", version)])
+
     def vectors_since(self, version: int) -> list[tuple[int, bytes]]:
         return [(r[0], r[1]) for r in self.conn.execute(
             "SELECT chunk_id, embedding FROM chunk_vectors WHERE version > ? ORDER BY chunk_id",
