@@ -38,7 +38,7 @@ class EmbeddingConfig(_Strict):
     base_url: str | None = None
     batch_size: int = Field(default=64, ge=1, le=2048)
     threads: int | None = Field(default=None, ge=1)
-    cache_dir: str | None = None  # where downloaded models go (backends that download)
+    cache_dir: str | None = None  # downloaded models, and the packaged model's optimised graph
 
     @field_validator("backend")
     @classmethod
