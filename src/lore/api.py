@@ -636,11 +636,13 @@ class Lore:
         "ok", "missing" (some rows wait for a vector), "half done" (an interrupted re-embed)
         or "needed" (the database was embedded with another model)."""
         from lore.core import reembed
+        from lore.core.embedding import stored_model
 
-        stored, dims = self.stored_model()
+        stored, dims = stored_model(self.store)
+        wanted, wanted_dims = self._wanted_model()
         left = reembed.backlog(self.store)
         under_way = reembed.started(self.store)
-        if reembed.model_changed(self.embedding):
+        if reembed.differs((stored, dims), wanted, wanted_dims):
             state = "needed"
         elif under_way is not None:
             state = "half done"
@@ -649,8 +651,20 @@ class Lore:
         else:
             state = "ok"
         return {"state": state, "model": stored, "dimensions": dims,
-                "configured_model": self.configured_model(), "missing": left,
-                "started": under_way}
+                "configured_model": wanted, "missing": left, "started": under_way}
+
+    def _wanted_model(self) -> tuple[str, int | None]:
+        """The configured model and dimensions; read from the plain settings when the config
+        was not built (``lore status`` then imports no pydantic)."""
+        if self._embedding is not None or self._embedder is not None or self.settings.built:
+            return self.embedding.configured_model(), self.embedding.config.dimensions
+        from lore.core.embedding import configured_name
+        from lore.embed import DEFAULT_MODEL
+
+        section = self.settings.section("embedding")  # None: nothing set, the defaults
+        if section is None:
+            return configured_name("fastembed", DEFAULT_MODEL), None
+        return configured_name(section["backend"], section["model"]), section["dimensions"]
 
     # ---- sessions (the hooks' events, through the worker) ------------------------------
     def session_files(self, session_id: str | None, limit: int = 20) -> list[str]:

@@ -140,6 +140,11 @@ class Settings:
     def config(self, value: Config) -> None:
         self._config = value
 
+    @property
+    def built(self) -> bool:
+        """The config models were built (or given): reading ``config`` costs nothing more."""
+        return self._config is not None
+
     def use_database(self, location: str, source: str) -> None:
         """Point at another database (``--db``), without building the config if not built."""
         if self._config is None:
@@ -158,6 +163,11 @@ class Settings:
             return value[key] if key else value
         value = getattr(self._config, section)
         return getattr(value, key) if key else value
+
+    def section(self, name: str) -> Any:
+        """A section's plain values (a dict) from the cache, or the built model, without
+        building the config; None when nothing was set (the section's defaults apply)."""
+        return self._get(name)
 
     def dump(self) -> dict[str, Any]:
         """The effective config as plain values (``Config.model_dump()``), from the cached

@@ -702,3 +702,14 @@ def test_a_database_given_on_the_command_line_needs_no_config(lore_home, tmp_pat
     assert imported == [] and (tmp_path / "cli.db").exists()
     imported, code, err = probe("--db", str(tmp_path / "missing" / "x.db"), "status")
     assert code == "1" and "does not exist" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_embedding_defaults_status_assumes_without_the_models_are_the_models_defaults():
+    # `lore status` with nothing configured names the configured model without building the
+    # config: it must name the same model the built config would.
+    from lore.config_models import EmbeddingConfig
+    from lore.embed import DEFAULT_MODEL
+
+    defaults = EmbeddingConfig()
+    assert (defaults.backend, defaults.model, defaults.dimensions) == ("fastembed", DEFAULT_MODEL,
+                                                                        None)

@@ -20,6 +20,19 @@ Progress = Callable[[int, int], None]  # (done, total)
 MODEL_KEYS = ("embedding_model", "embedding_dimensions", "embedding_backend")
 
 
+
+def configured_name(backend: str, model: str) -> str:
+    """The model name a backend and a configured ``embedding.model`` stand for."""
+    if backend == "openai" and model == "all-MiniLM-L6-v2":
+        return "text-embedding-3-small"
+    return canonical_model(model)
+
+
+def stored_model(store: Store) -> tuple[str | None, int | None]:
+    """The model (and its dimensions) the database's vectors were made with; None: none yet."""
+    dims = store.meta("embedding_dimensions")
+    return store.meta("embedding_model"), int(dims) if dims else None
+
 class Embedding:
     """The configured model, loaded on first use, and the model the database was built with."""
 
@@ -42,14 +55,10 @@ class Embedding:
     def configured_model(self) -> str:
         if self._embedder is not None:
             return self._embedder.name
-        cfg = self.config
-        if cfg.backend == "openai" and cfg.model == "all-MiniLM-L6-v2":
-            return "text-embedding-3-small"
-        return canonical_model(cfg.model)
+        return configured_name(self.config.backend, self.config.model)
 
     def stored_model(self) -> tuple[str | None, int | None]:
-        dims = self.store.meta("embedding_dimensions")
-        return self.store.meta("embedding_model"), int(dims) if dims else None
+        return stored_model(self.store)
 
     def in_use(self) -> bool:
         """Something was embedded already (else searches rank by keywords alone)."""

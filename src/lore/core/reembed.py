@@ -49,12 +49,17 @@ class ReembedReport:
 
 def model_changed(embedding: Embedding) -> bool:
     """The database holds vectors of a model other than the configured one."""
-    stored, dims = embedding.stored_model()
-    if stored is None:
+    return differs(embedding.stored_model(), embedding.configured_model(),
+                   embedding.config.dimensions)
+
+
+def differs(stored: tuple[str | None, int | None], wanted: str, wanted_dims: int | None) -> bool:
+    """The stored (model, dimensions) are not those of the configured model (nothing stored:
+    nothing differs)."""
+    model, dims = stored
+    if model is None:
         return False
-    wanted = embedding.config.dimensions
-    return stored != embedding.configured_model() or (
-        wanted is not None and dims is not None and dims != wanted)
+    return model != wanted or (wanted_dims is not None and dims is not None and dims != wanted_dims)
 
 
 def started(store: Store) -> dict[str, Any] | None:
