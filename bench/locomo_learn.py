@@ -1,0 +1,440 @@
+"""Held-out tests of recall ideas for multi-hop and open-domain questions (LoCoMo).
+
+    python bench/locomo_learn.py /path/to/locomo-dev.json            # every idea
+    python bench/locomo_learn.py DATA --only prf --only mmr           # some
+
+Builds on bench/locomo_explore.py (data, FTS5 tables, cached embeddings) and follows
+bench/locomo_loco.py: for every idea and every fold, its constants are chosen on four
+conversations (best mean of recall@5 and @10; "off" when nothing beats the default there)
+and scored on the fifth; the five held-out folds are pooled. The default here is the
+product's search: WIN of locomo_explore plus the session term (0.5 × the best relevance
+among the candidates of the turn's session), scored over the union of both candidate lists
+(the 100 best of each side).
+
+Ideas (each uses only the candidates the default already has, and their stored vectors):
+
+- learned: a linear model over per-candidate features, fitted on the four training
+  conversations (pairwise logistic loss, numpy), its weights used on the fifth
+- learned-ca: the same features, weights by coordinate ascent on the training recall
+- sess-centroid: + h × cos(question, mean vector of the session's candidates)
+- sess-centroid-all: the same with the mean of all the session's turns (needs a stored
+  session vector; harness only)
+- prf: the question vector + a × mean of the top-k fused candidates' vectors, a second
+  cosine over the candidates, fused again
+- mmr: greedy top 10, a candidate loses m × its best cosine to the turns picked before it
+- reserve: the best turn of the 2nd..(n+1)th best session takes one of the last n places
+- route:<idea>: the idea's constants chosen per question type (from the question's words:
+  temporal, multi-hop, open-domain, other), each type on its own training questions
+
+Also printed: the median extra time per question of each idea (ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import product
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+import locomo_explore as ex  # noqa: E402
+
+WIN = ex.WIN
+SESSION = 0.5  # the product's conversations.session_weight
+DEPTH = 100
+
+
+@dataclass
+class QD:
+    """One question's candidates and what scoring them needs."""
+
+    ctx: ex.Ctx
+    q: ex.Question
+    cand: np.ndarray  # unit indices of the candidates
+    bmn: np.ndarray  # BM25 / best BM25
+    cos: np.ndarray  # cosine of the question (names removed) and the turn+neighbours vector
+    named: np.ndarray  # 1 where the candidate's speaker is the one the question names
+    sess: np.ndarray  # session number of each candidate
+    qv: np.ndarray
+    krank: np.ndarray
+    vrank: np.ndarray
+    kind: str  # question type from its words
+
+
+def qtype(text: str) -> str:
+    """The question's type from its words alone (never the benchmark's label)."""
+    t = text.lower()
+    w = set(ex.words(t))
+    if w & {"when", "date", "year", "month", "week", "long", "how"} and (
+            "when" in w or "how long" in t or "what year" in t or "what date" in t
+            or "which month" in t or "which year" in t):
+        return "temporal"
+    if w & {"would", "likely", "might", "could", "probably", "considered", "if"}:
+        return "open"
+    if (w & {"both", "common", "share", "all", "activities", "things", "ways", "kinds",
+             "types", "events"} or " and " in t or re.search(r"\bwhat (are|were) \w+'s\b", t)):
+        return "multi"
+    return "other"
+
+
+def prepare(x: ex.Ctx) -> list[QD]:
+    D = x.dvec("c11")
+    out = []
+    for qi, q in enumerate(x.conv.questions):
+        bm = x.bm25(q.text, WIN.qp(), WIN.layout(), WIN.weights())
+        qv = x.qvec("qn", qi)
+        cos = D @ qv
+        kr, vr = ex.ranks(bm), ex.ranks(cos)
+        keep = ((kr <= DEPTH) & (bm > 0)) | (vr <= DEPTH)
+        c = np.flatnonzero(keep)
+        out.append(QD(x, q, c, ex.bm_norm(bm)[c], cos[c].astype(np.float64),
+                      x.named_mask(q.text)[c].astype(np.float64), x.conv.session_of[c],
+                      qv, kr[c], vr[c], qtype(q.text)))
+    return out
+
+
+def session_best(sess: np.ndarray, rel: np.ndarray) -> np.ndarray:
+    """For each candidate, the best relevance among its session's candidates (>= 0)."""
+    best: dict[int, float] = {}
+    for v, r in zip(sess.tolist(), rel.tolist(), strict=True):
+        if r > best.get(v, 0.0):
+            best[v] = r
+    return np.array([best.get(v, 0.0) for v in sess.tolist()])
+
+
+def default_scores(d: QD, g: float = SESSION, cos: np.ndarray | None = None) -> np.ndarray:
+    rel = d.bmn + WIN.a * (d.cos if cos is None else cos)
+    return rel + g * session_best(d.sess, rel) + WIN.named * d.named
+
+
+def recall_of(d: QD, s: np.ndarray) -> tuple[float, float]:
+    top = d.cand[np.argsort(-s, kind="stable")[:10]].tolist()
+    e = set(d.q.evidence)
+    return len(e & set(top[:5])) / len(e), len(e & set(top)) / len(e)
+
+
+# ---------------------------------------------------------------------------------------
+# ideas: f(d, *params) -> scores over d.cand
+
+
+def fam_session(d: QD, g: float) -> np.ndarray:
+    return default_scores(d, g)
+
+
+def centroid_cos(d: QD, D: np.ndarray, members: dict[int, np.ndarray]) -> np.ndarray:
+    sims = {}
+    for v, idx in members.items():
+        m = D[idx].mean(0)
+        sims[v] = float(m @ d.qv / (np.linalg.norm(m) or 1.0))
+    return np.array([sims[v] for v in d.sess.tolist()])
+
+
+def fam_centroid(d: QD, h: float) -> np.ndarray:
+    D = d.ctx.dvec("c11")
+    members = {int(v): d.cand[d.sess == v] for v in np.unique(d.sess)}
+    return default_scores(d) + h * centroid_cos(d, D, members)
+
+
+_ALL: dict[int, dict[int, np.ndarray]] = {}
+
+
+def fam_centroid_all(d: QD, h: float) -> np.ndarray:
+    conv = d.ctx.conv
+    members = _ALL.setdefault(id(conv), {int(v): np.flatnonzero(conv.session_of == v)
+                                         for v in np.unique(conv.session_of)})
+    return default_scores(d) + h * centroid_cos(d, d.ctx.dvec("c11"), members)
+
+
+def prf_cos(d: QD, a: float, k: int) -> np.ndarray:
+    """Cosine of the candidates with the question vector + a × mean of the top k's vectors."""
+    D = d.ctx.dvec("c11")
+    s = default_scores(d)
+    top = d.cand[np.argsort(-s, kind="stable")[:k]]
+    qv2 = d.qv + a * D[top].mean(0)
+    qv2 = qv2 / np.linalg.norm(qv2)
+    return (D[d.cand] @ qv2).astype(np.float64)
+
+
+def fam_prf(d: QD, a: float, k: int) -> np.ndarray:
+    return default_scores(d, cos=prf_cos(d, a, k))
+
+
+def fam_mmr(d: QD, m: float, n: int = 30) -> np.ndarray:
+    D = d.ctx.dvec("c11")
+    s = default_scores(d)
+    order = np.argsort(-s, kind="stable")[:n]
+    V = D[d.cand[order]]
+    sim = V @ V.T
+    left = list(range(len(order)))
+    picked: list[int] = []
+    while left and len(picked) < 10:
+        if picked:
+            pen = sim[np.ix_(left, picked)].max(1)
+        else:
+            pen = np.zeros(len(left))
+        j = int(np.argmax(s[order[left]] - m * pen))
+        picked.append(left.pop(j))
+    out = s.copy()
+    hi = s.max() + 10
+    for r, j in enumerate(picked):
+        out[order[j]] = hi - r
+    return out
+
+
+def fam_reserve(d: QD, n: int) -> np.ndarray:
+    s = default_scores(d)
+    order = np.argsort(-s, kind="stable")
+    first_sess = int(d.sess[order[0]])
+    seen = {first_sess}
+    extra = []
+    for i in order[1:]:
+        v = int(d.sess[i])
+        if v not in seen:
+            seen.add(v)
+            extra.append(int(i))
+            if len(extra) == n:
+                break
+    top = [int(i) for i in order[:10]]
+    need = [i for i in extra if i not in top]
+    out = s.copy()
+    if not need:
+        return out
+    keep = [i for i in top if i not in extra][: 10 - len(extra)]
+    final = sorted(keep + extra, key=lambda i: -s[i])
+    hi = s.max() + 10
+    for r, i in enumerate(final):
+        out[i] = hi - r
+    return out
+
+
+# ---- learned fusion ------------------------------------------------------------------
+
+FEATURES = ("bm25/best", "cos", "named", "session best", "session centroid", "neighbour best",
+            "1/keyword rank", "1/vector rank", "log length", "cos after feedback")
+
+
+def features(d: QD) -> np.ndarray:
+    conv = d.ctx.conv
+    rel = d.bmn + WIN.a * d.cos
+    D = d.ctx.dvec("c11")
+    members = {int(v): d.cand[d.sess == v] for v in np.unique(d.sess)}
+    pos = {int(c): j for j, c in enumerate(d.cand.tolist())}
+    nb = np.zeros(len(d.cand))
+    for j, c in enumerate(d.cand.tolist()):
+        for o in (conv.prev[c], conv.next[c]):
+            if o >= 0 and int(o) in pos:
+                nb[j] = max(nb[j], rel[pos[int(o)]])
+    length = np.log1p([len(conv.units[c].text.split()) for c in d.cand.tolist()])
+    kr = np.where(d.bmn > 0, 1.0 / (10 + d.krank), 0.0)
+    return np.column_stack([
+        d.bmn, d.cos, d.named, session_best(d.sess, rel), centroid_cos(d, D, members), nb,
+        kr, 1.0 / (10 + d.vrank), length, prf_cos(d, 0.35, 5)])
+
+
+_FEATS: dict[int, np.ndarray] = {}
+
+
+def feats(d: QD) -> np.ndarray:
+    if id(d) not in _FEATS:
+        _FEATS[id(d)] = features(d)
+    return _FEATS[id(d)]
+
+
+def fit_pairwise(train: list[QD], l2: float = 1e-3, steps: int = 300,
+                 hard: int = 30) -> np.ndarray:
+    """Weights minimising the logistic loss of (evidence turn − other candidate) pairs, the
+    other candidates being the default's top ``hard`` plus every 5th of the rest."""
+    diffs = []
+    for d in train:
+        f = feats(d)
+        ev = set(d.q.evidence)
+        pos = [j for j, c in enumerate(d.cand.tolist()) if c in ev]
+        if not pos:
+            continue
+        order = np.argsort(-default_scores(d), kind="stable")
+        neg = [int(j) for j in order[:hard] if int(d.cand[j]) not in ev]
+        neg += [int(j) for j in order[hard::5] if int(d.cand[j]) not in ev]
+        w_q = 1.0 / (len(pos) * len(neg))  # every question weighs the same
+        for p in pos:
+            for n in neg:
+                diffs.append((f[p] - f[n], w_q))
+    X = np.array([a for a, _ in diffs])
+    wt = np.array([b for _, b in diffs])
+    wt = wt / wt.sum()
+    w = np.zeros(X.shape[1])
+    w[0], w[1], w[3] = 1.0, 2.0, 0.5  # start from the default
+    # plain gradient descent with a step size from the Lipschitz bound
+    lr = 4.0 / (np.max(np.sum(X * X, 1)) + l2)
+    for _ in range(steps):
+        z = X @ w
+        g = -(wt * (1 / (1 + np.exp(z)))) @ X + l2 * w
+        w -= lr * g
+    return w
+
+
+def goal_of(ds: list[QD], score: Callable[[QD], np.ndarray]) -> float:
+    return float(np.mean([sum(recall_of(d, score(d))) for d in ds]))
+
+
+def fit_ca(train: list[QD], rounds: int = 2) -> np.ndarray:
+    """Coordinate ascent on the training recall (mean of @5 and @10) from the default."""
+    F = [feats(d) for d in train]
+    w = np.zeros(len(FEATURES))
+    w[0], w[1], w[2], w[3] = 1.0, 2.0, WIN.named, SESSION
+
+    def goal(w: np.ndarray) -> float:
+        return float(np.mean([sum(recall_of(d, f @ w)) for d, f in zip(train, F, strict=True)]))
+
+    best = goal(w)
+    for _ in range(rounds):
+        for k in range(1, len(FEATURES)):
+            for delta in (-1.0, -0.5, -0.25, -0.1, 0.1, 0.25, 0.5, 1.0):
+                w2 = w.copy()
+                w2[k] += delta
+                v = goal(w2)
+                if v > best + 1e-9:
+                    best, w = v, w2
+    return w
+
+
+# ---------------------------------------------------------------------------------------
+
+GRIDS: dict[str, tuple[Callable[..., np.ndarray], list[tuple]]] = {
+    "session": (fam_session, [(g,) for g in (0.0, 0.25, 0.5, 0.75, 1.0)]),
+    "sess-centroid": (fam_centroid, [(h,) for h in (0.1, 0.25, 0.5, 1.0, 1.5)]),
+    "sess-centroid-all": (fam_centroid_all, [(h,) for h in (0.1, 0.25, 0.5, 1.0, 1.5)]),
+    "prf": (fam_prf, [(a, k) for a, k in product((0.1, 0.2, 0.35, 0.5, 1.0), (3, 5, 10))]),
+    "mmr": (fam_mmr, [(m,) for m in (0.05, 0.1, 0.2, 0.3, 0.5, 0.8)]),
+    "reserve": (fam_reserve, [(n,) for n in (1, 2, 3)]),
+}
+TYPES = ("temporal", "multi", "open", "other")
+
+
+def table_row(rows: list[tuple[int, float, float]]) -> dict:
+    out = {"n": len(rows), "r5": 100 * np.mean([a for _, a, _ in rows]),
+           "r10": 100 * np.mean([b for _, _, b in rows])}
+    for c in ex.CATEGORIES:
+        vs = [(a, b) for cat, a, b in rows if cat == c]
+        out[c] = (100 * np.mean([a for a, _ in vs]), 100 * np.mean([b for _, b in vs]))
+    return out
+
+
+def fmt(name: str, r: dict) -> str:
+    per = "  ".join(f"{r[c][0]:5.1f}/{r[c][1]:5.1f}" for c in ex.CATEGORIES)
+    return f"  {name[:30]:30s} {r['r5']:5.1f} {r['r10']:5.1f}  {per}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("data")
+    ap.add_argument("--cache-dir", type=Path, default=ex.CACHE)
+    ap.add_argument("--only", action="append", default=[], help="only these ideas")
+    ap.add_argument("--types", action="store_true", help="print the question-type counts")
+    args = ap.parse_args()
+    t0 = time.time()
+    convs, _ = ex.load(args.data, None)
+    embeds = ex.Embeds(args.cache_dir)
+    folds: list[list[QD]] = []
+    for conv in convs:
+        x = ex.Ctx(conv, embeds)
+        qtexts = [q.text for q in conv.questions]
+        x.set_queries({"q": embeds.docs(qtexts, "q"),
+                       "qn": embeds.docs([ex.strip_names(t, conv.speakers) for t in qtexts], "q")})
+        folds.append(prepare(x))
+    every = [d for f in folds for d in f]
+    if args.types:
+        for t in TYPES:
+            cats = [d.q.category for d in every if d.kind == t]
+            print(t, len(cats), {ex.CATEGORIES[c]: cats.count(c) for c in ex.CATEGORIES})
+
+    def rows_of(ds: list[QD], score: Callable[[QD], np.ndarray]) -> list:
+        return [(d.q.category, *recall_of(d, score(d))) for d in ds]
+
+    def goal(rows: list) -> float:
+        return float(np.mean([a + b for _, a, b in rows]))
+
+    default = [rows_of(f, default_scores) for f in folds]
+    print(f"{'held-out folds pooled':32s} R@5  R@10    multi-hop     temporal     "
+          f"open-dom   single-hop     adversar")
+    print(fmt("default (WIN + session 0.5)", table_row([r for f in default for r in f])))
+    sel = [k for k in GRIDS if not args.only or k in args.only]
+    # results[idea][params][fold] = rows; cost[idea] = median ms
+    results: dict[str, dict[tuple, list[list]]] = {}
+    for name in sel:
+        fn, grid = GRIDS[name]
+        results[name] = {}
+        times = []
+        for params in grid:
+            per = []
+            for f in folds:
+                rows = []
+                for d in f:
+                    t = time.perf_counter()
+                    s = fn(d, *params)
+                    times.append(time.perf_counter() - t)
+                    rows.append((d.q.category, *recall_of(d, s)))
+                per.append(rows)
+            results[name][params] = per
+        held, chosen = [], []
+        for k in range(len(folds)):
+            train = {p: [r for ci, rows in enumerate(pc) if ci != k for r in rows]
+                     for p, pc in results[name].items()}
+            base = [r for ci, rows in enumerate(default) if ci != k for r in rows]
+            best = max(train, key=lambda p: goal(train[p]))
+            if goal(train[best]) <= goal(base):
+                chosen.append("off")
+                held += default[k]
+            else:
+                chosen.append(",".join(str(v) for v in best))
+                held += results[name][best][k]
+        print(fmt(name, table_row(held)) + f"   {' | '.join(chosen)}"
+              f"   +{1000 * float(np.median(times)):.2f} ms/q", flush=True)
+        # routed: the same grid (plus off) chosen per question type
+        held, chosen = [], []
+        for k in range(len(folds)):
+            pick = {}
+            for t in TYPES:
+                idx = {ci: [i for i, d in enumerate(folds[ci]) if d.kind == t]
+                       for ci in range(len(folds))}
+                options = {p: [pc[ci][i] for ci in range(len(folds)) if ci != k for i in idx[ci]]
+                           for p, pc in results[name].items()}
+                options[None] = [default[ci][i] for ci in range(len(folds)) if ci != k
+                                 for i in idx[ci]]
+                pick[t] = max(options, key=lambda p: (goal(options[p]), p is None))
+            chosen.append("/".join("off" if pick[t] is None else ",".join(map(str, pick[t]))
+                                   for t in TYPES))
+            for i, d in enumerate(folds[k]):
+                p = pick[d.kind]
+                held.append(default[k][i] if p is None else results[name][p][k][i])
+        print(fmt("route:" + name, table_row(held)) + f"   {' | '.join(chosen)}", flush=True)
+
+    for name, fit in (("learned", fit_pairwise), ("learned-ca", fit_ca)):
+        if args.only and name not in args.only:
+            continue
+        held, ws, times = [], [], []
+        for k in range(len(folds)):
+            train = [d for ci, f in enumerate(folds) if ci != k for d in f]
+            w = fit(train)
+            ws.append(w)
+            for d in folds[k]:
+                t = time.perf_counter()
+                s = features(d) @ w
+                times.append(time.perf_counter() - t)
+                held.append((d.q.category, *recall_of(d, s)))
+        print(fmt(name, table_row(held)) + f"   +{1000 * float(np.median(times)):.2f} ms/q "
+              "(features from scratch)", flush=True)
+        for w in ws:
+            print("      " + "  ".join(f"{n} {v:+.2f}" for n, v in zip(FEATURES, w, strict=True)))
+    print(f"({time.time() - t0:.0f}s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
