@@ -108,9 +108,15 @@ def session_best(sess: np.ndarray, rel: np.ndarray) -> np.ndarray:
     return np.array([best.get(v, 0.0) for v in sess.tolist()])
 
 
+BASE_LENGTH = 0.0  # --length: the turn-length prior in the default these ideas build on
+
+
 def default_scores(d: QD, g: float = SESSION, cos: np.ndarray | None = None) -> np.ndarray:
     rel = d.bmn + WIN.a * (d.cos if cos is None else cos)
-    return rel + g * session_best(d.sess, rel) + WIN.named * d.named
+    out = rel + g * session_best(d.sess, rel) + WIN.named * d.named
+    if BASE_LENGTH:
+        out = out + BASE_LENGTH * word_count(d, 80)
+    return out
 
 
 def recall_of(d: QD, s: np.ndarray) -> tuple[float, float]:
@@ -230,7 +236,7 @@ def features(d: QD) -> np.ndarray:
         for o in (conv.prev[c], conv.next[c]):
             if o >= 0 and int(o) in pos:
                 nb[j] = max(nb[j], rel[pos[int(o)]])
-    length = np.log1p([len(conv.units[c].text.split()) for c in d.cand.tolist()])
+    length = turn_length(d)
     kr = np.where(d.bmn > 0, 1.0 / (10 + d.krank), 0.0)
     return np.column_stack([
         d.bmn, d.cos, d.named, session_best(d.sess, rel), centroid_cos(d, D, members), nb,
@@ -246,11 +252,11 @@ def feats(d: QD) -> np.ndarray:
     return _FEATS[id(d)]
 
 
-def fit_pairwise(train: list[QD], l2: float = 1e-3, steps: int = 300,
-                 hard: int = 30) -> np.ndarray:
-    """Weights minimising the logistic loss of (evidence turn − other candidate) pairs, the
-    other candidates being the default's top ``hard`` plus every 5th of the rest."""
-    diffs = []
+def pair_diffs(train: list[QD], hard: int = 30) -> tuple[np.ndarray, np.ndarray]:
+    """Feature differences of (evidence turn, other candidate) pairs and their weights (every
+    question weighs the same); the other candidates are the default's top ``hard`` plus every
+    5th of the rest."""
+    diffs, wts = [], []
     for d in train:
         f = feats(d)
         ev = set(d.q.evidence)
@@ -260,21 +266,34 @@ def fit_pairwise(train: list[QD], l2: float = 1e-3, steps: int = 300,
         order = np.argsort(-default_scores(d), kind="stable")
         neg = [int(j) for j in order[:hard] if int(d.cand[j]) not in ev]
         neg += [int(j) for j in order[hard::5] if int(d.cand[j]) not in ev]
-        w_q = 1.0 / (len(pos) * len(neg))  # every question weighs the same
-        for p in pos:
-            for n in neg:
-                diffs.append((f[p] - f[n], w_q))
-    X = np.array([a for a, _ in diffs])
-    wt = np.array([b for _, b in diffs])
-    wt = wt / wt.sum()
-    w = np.zeros(X.shape[1])
-    w[0], w[1], w[3] = 1.0, 2.0, 0.5  # start from the default
-    # plain gradient descent with a step size from the Lipschitz bound
-    lr = 4.0 / (np.max(np.sum(X * X, 1)) + l2)
+        if not neg:
+            continue
+        P, N = f[pos], f[neg]
+        diffs.append((P[:, None, :] - N[None, :, :]).reshape(-1, f.shape[1]))
+        wts.append(np.full(len(pos) * len(neg), 1.0 / (len(pos) * len(neg))))
+    X, wt = np.vstack(diffs), np.concatenate(wts)
+    return X, wt / wt.sum()
+
+
+def fit_pairwise(train: list[QD], learn: tuple[int, ...] = tuple(range(len(FEATURES))),
+                 fixed: dict[int, float] | None = None, l2: float = 1e-3,
+                 steps: int = 400) -> np.ndarray:
+    """Weights minimising the pairwise logistic loss (numpy gradient descent). ``fixed``
+    features keep the weight given (an offset); ``learn`` are fitted; the rest are 0."""
+    fixed = fixed or {}
+    X, wt = pair_diffs(train)
+    off = sum((v * X[:, k] for k, v in fixed.items()), np.zeros(len(X)))
+    L = X[:, list(learn)]
+    v = np.zeros(len(learn))
+    lr = 4.0 / (np.max(np.sum(L * L, 1)) + l2)
     for _ in range(steps):
-        z = X @ w
-        g = -(wt * (1 / (1 + np.exp(z)))) @ X + l2 * w
-        w -= lr * g
+        z = off + L @ v
+        g = -(wt * (1 / (1 + np.exp(z)))) @ L + l2 * v
+        v -= lr * g
+    w = np.zeros(len(FEATURES))
+    for k, val in fixed.items():
+        w[k] = val
+    w[list(learn)] = v
     return w
 
 
@@ -305,7 +324,69 @@ def fit_ca(train: list[QD], rounds: int = 2) -> np.ndarray:
 
 # ---------------------------------------------------------------------------------------
 
+def turn_length(d: QD) -> np.ndarray:
+    units = d.ctx.conv.units
+    return np.log1p([len(units[c].text.split()) for c in d.cand.tolist()])
+
+
+def fam_length(d: QD, b: float) -> np.ndarray:
+    return default_scores(d) + b * turn_length(d)
+
+
+def char_length(d: QD, cap: float) -> np.ndarray:
+    """log(1 + characters of the turn), the characters capped (what the product can read
+    from the chunk row: a chunk of grouped messages can be thousands of characters long)."""
+    units = d.ctx.conv.units
+    return np.log1p(np.minimum([len(units[c].text) for c in d.cand.tolist()], cap))
+
+
+def word_count(d: QD, cap: float) -> np.ndarray:
+    """log(1 + words of the turn), the words counted as the product does (spaces and line
+    breaks + 1) and capped."""
+    units = d.ctx.conv.units
+    return np.log1p(np.minimum([words_of(units[c].text) for c in d.cand.tolist()], cap))
+
+
+def words_of(text: str) -> int:
+    return text.count(" ") + text.count("\n") + 1
+
+
+def fam_words(d: QD, b: float, cap: float) -> np.ndarray:
+    return default_scores(d) + b * word_count(d, cap)
+
+
+def fam_words_session(d: QD, b: float, g: float, cap: float = 80) -> np.ndarray:
+    return default_scores(d, g) + b * word_count(d, cap)
+
+
+def fam_chars(d: QD, b: float, cap: float) -> np.ndarray:
+    return default_scores(d) + b * char_length(d, cap)
+
+
+def fam_chars_session(d: QD, b: float, g: float, cap: float = 400) -> np.ndarray:
+    return default_scores(d, g) + b * char_length(d, cap)
+
+
+def fam_chars_vector(d: QD, b: float, a: float, cap: float = 400) -> np.ndarray:
+    rel = d.bmn + a * d.cos
+    return (rel + SESSION * session_best(d.sess, rel) + WIN.named * d.named
+            + b * char_length(d, cap))
+
+
 GRIDS: dict[str, tuple[Callable[..., np.ndarray], list[tuple]]] = {
+    "words": (fam_words, [(b, cap) for b, cap in product(
+        (0.1, 0.2, 0.3, 0.4, 0.5), (40, 60, 80, 120, 1e9))]),
+    "words-80": (fam_words, [(b, 80) for b in (0.1, 0.2, 0.3, 0.4, 0.5)]),
+    "words+session": (fam_words_session, [(b, g) for b, g in product(
+        (0.2, 0.3, 0.4, 0.5), (0.25, 0.5, 0.75, 1.0))]),
+    "chars": (fam_chars, [(b, cap) for b, cap in product(
+        (0.1, 0.2, 0.3, 0.4, 0.5), (200, 300, 400, 600, 1e9))]),
+    "chars-400": (fam_chars, [(b, 400) for b in (0.1, 0.2, 0.3, 0.4, 0.5)]),
+    "chars+session": (fam_chars_session, [(b, g) for b, g in product(
+        (0.2, 0.3, 0.4, 0.5), (0.25, 0.5, 0.75, 1.0))]),
+    "chars+vector": (fam_chars_vector, [(b, a) for b, a in product(
+        (0.2, 0.3, 0.4, 0.5), (1.5, 2.0, 2.5, 3.0))]),
+    "length": (fam_length, [(b,) for b in (0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5)]),
     "session": (fam_session, [(g,) for g in (0.0, 0.25, 0.5, 0.75, 1.0)]),
     "sess-centroid": (fam_centroid, [(h,) for h in (0.1, 0.25, 0.5, 1.0, 1.5)]),
     "sess-centroid-all": (fam_centroid_all, [(h,) for h in (0.1, 0.25, 0.5, 1.0, 1.5)]),
@@ -330,6 +411,57 @@ def fmt(name: str, r: dict) -> str:
     return f"  {name[:30]:30s} {r['r5']:5.1f} {r['r10']:5.1f}  {per}"
 
 
+def product_compare(data: str, weight: float, rounds: int = 1) -> None:
+    """The product's search (``lore eval locomo``'s indexing, hybrid mode, query embedding
+    included) with the length prior off and at ``weight``, interleaved question by question in
+    one process: recall per category and the time of each search."""
+    import json
+    import tempfile
+
+    from lore.api import Lore
+    from lore.config import Config, Settings
+    from lore.measure import locomo
+    from lore.recall import conversations as recall
+
+    samples = json.loads(Path(data).read_text())
+    weights = (0.0, weight)
+    rows: dict[float, list[tuple[int, float, float]]] = {w: [] for w in weights}
+    times: dict[float, list[float]] = {w: [] for w in weights}
+    keep = recall.LENGTH_WEIGHT
+    with tempfile.TemporaryDirectory(prefix="lore-learn-") as tmp:
+        settings = Settings(config=Config(), home=Path(tmp), config_path=Path(tmp) / "c.yaml")
+        settings.config.database = str(Path(tmp) / "lore.db")
+        with Lore.open(settings) as lore:
+            for sample in samples:
+                turn_ids, _ = locomo.index(lore, sample)
+                lore.conversations.embed_pending()
+                sid = str(sample.get("sample_id", "conv"))
+                for qa in sample["qa"][:10]:  # warm-up
+                    lore.conversations.search(str(qa["question"]), project=sid, limit=10)
+                for r in range(rounds):
+                    for qa in sample["qa"]:
+                        ev = {f"D{a}:{b}" for e in qa.get("evidence", [])
+                              for a, b in locomo.EVIDENCE.findall(str(e))} & turn_ids
+                        if not ev:
+                            continue
+                        for w in weights:
+                            recall.LENGTH_WEIGHT = w
+                            t = time.perf_counter()
+                            hits = lore.conversations.search(str(qa["question"]), project=sid,
+                                                             limit=10)
+                            times[w].append(1000 * (time.perf_counter() - t))
+                            if r == 0:
+                                dias = locomo._dia_ids(lore, [h.chunk_id for h in hits], sid)
+                                rows[w].append((int(qa["category"]),
+                                                len(ev & set(dias[:5])) / len(ev),
+                                                len(ev & set(dias)) / len(ev)))
+    recall.LENGTH_WEIGHT = keep
+    for w in weights:
+        xs = sorted(times[w])
+        print(fmt(f"product, length {w}", table_row(rows[w]))
+              + f"   median {np.median(xs):.2f} ms  p90 {xs[int(0.9 * (len(xs) - 1))]:.2f} ms")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -337,7 +469,14 @@ def main() -> int:
     ap.add_argument("--cache-dir", type=Path, default=ex.CACHE)
     ap.add_argument("--only", action="append", default=[], help="only these ideas")
     ap.add_argument("--types", action="store_true", help="print the question-type counts")
+    ap.add_argument("--length", type=float, default=0.0, metavar="B",
+                    help="the default these ideas build on gets + B x log(1 + words, up to 80)")
+    ap.add_argument("--product", type=float, default=None, metavar="B",
+                    help="also run the product's search with the length prior at 0 and B")
+    ap.add_argument("--rounds", type=int, default=1, help="timing rounds with --product")
     args = ap.parse_args()
+    global BASE_LENGTH
+    BASE_LENGTH = args.length
     t0 = time.time()
     convs, _ = ex.load(args.data, None)
     embeds = ex.Embeds(args.cache_dir)
@@ -363,7 +502,7 @@ def main() -> int:
     default = [rows_of(f, default_scores) for f in folds]
     print(f"{'held-out folds pooled':32s} R@5  R@10    multi-hop     temporal     "
           f"open-dom   single-hop     adversar")
-    print(fmt("default (WIN + session 0.5)", table_row([r for f in default for r in f])))
+    print(fmt(f"default (session 0.5, length {BASE_LENGTH})", table_row([r for f in default for r in f])))
     sel = [k for k in GRIDS if not args.only or k in args.only]
     # results[idea][params][fold] = rows; cost[idea] = median ms
     results: dict[str, dict[tuple, list[list]]] = {}
@@ -415,8 +554,22 @@ def main() -> int:
                 held.append(default[k][i] if p is None else results[name][p][k][i])
         print(fmt("route:" + name, table_row(held)) + f"   {' | '.join(chosen)}", flush=True)
 
-    for name, fit in (("learned", fit_pairwise), ("learned-ca", fit_ca)):
-        if args.only and name not in args.only:
+    named_fixed = {0: 1.0, 2: WIN.named}  # BM25 pins the scale; the speaker bonus as today
+    learners: dict[str, Callable[[list[QD]], np.ndarray]] = {
+        "learned": fit_pairwise,
+        "learned-ca": fit_ca,
+        "learned, named fixed": lambda t: fit_pairwise(t, (1, 3, 4, 5, 6, 7, 8, 9), named_fixed),
+        "learned: cos session length": lambda t: fit_pairwise(t, (1, 3, 8), named_fixed),
+        "learned: + neighbour": lambda t: fit_pairwise(t, (1, 3, 5, 8), named_fixed),
+        "learned: + feedback cos": lambda t: fit_pairwise(t, (1, 3, 8, 9), named_fixed),
+        "learned: + neighbour, feedback": lambda t: fit_pairwise(t, (1, 3, 5, 8, 9), named_fixed),
+        "learned: + centroid": lambda t: fit_pairwise(t, (1, 3, 4, 8), named_fixed),
+        "learned: + ranks": lambda t: fit_pairwise(t, (1, 3, 6, 7, 8), named_fixed),
+        "learned: no length": lambda t: fit_pairwise(t, (1, 3, 4, 5, 6, 7, 9), named_fixed),
+    }
+    for name, fit in learners.items():
+        if args.only and name not in args.only and not any(
+                o.startswith("learned") and name.startswith(o) for o in args.only):
             continue
         held, ws, times = [], [], []
         for k in range(len(folds)):
@@ -431,7 +584,11 @@ def main() -> int:
         print(fmt(name, table_row(held)) + f"   +{1000 * float(np.median(times)):.2f} ms/q "
               "(features from scratch)", flush=True)
         for w in ws:
-            print("      " + "  ".join(f"{n} {v:+.2f}" for n, v in zip(FEATURES, w, strict=True)))
+            w = w / (w[0] or 1.0)
+            print("      " + "  ".join(f"{n} {v:+.2f}" for n, v in zip(FEATURES, w, strict=True)
+                                       if v))
+    if args.product is not None:
+        product_compare(args.data, args.product, args.rounds)
     print(f"({time.time() - t0:.0f}s)")
     return 0
 

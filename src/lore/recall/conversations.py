@@ -1,6 +1,6 @@
 """Search of past conversations: BM25 over chunks and their context, cosine over chunk
 vectors, a bonus from the best candidate of the chunk's session, a bonus for the speaker a
-query names, and memory decay.
+query names, a prior for the chunk's length, and memory decay.
 docs/conversations.md has the formula."""
 
 from __future__ import annotations
@@ -21,6 +21,19 @@ from lore.ids import parse_time
 from lore.recall.snippet import snippet
 from lore.recall.vectors import ChunkIndex, MemoryIndex
 from lore.store import ConversationStore
+
+# Tuning constants of the hybrid ranking (bench/locomo_learn.py, "words-80": chosen on four
+# LoCoMo conversations and scored on the fifth, the same in every fold; docs/benchmarks.md,
+# "A prior for longer turns"). A chunk gains LENGTH_WEIGHT × ln(1 + its words, at most
+# LENGTH_CAP_WORDS): a turn of a few words ("Thanks!", "Wow, cool") rarely holds what a
+# question asks, and past the cap a longer chunk (a pasted log) gains nothing more.
+LENGTH_WEIGHT = 0.3
+LENGTH_CAP_WORDS = 80
+
+
+def length_prior(words: int) -> float:
+    """What a chunk of ``words`` words adds to its hybrid score."""
+    return LENGTH_WEIGHT * math.log1p(min(max(words, 0), LENGTH_CAP_WORDS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,22 +109,24 @@ def fuse(store: ConversationStore, cfg: ConversationsConfig, query: str,
     session_best = best_per_session(relevances, {cid: meta[cid][2] for cid in relevances})
     scored = []
     for cid, relevance in relevances.items():
-        ended_at, speakers, session_id = meta[cid]
+        ended_at, speakers, session_id, words = meta[cid]
         session_bonus = cfg.session_weight * session_best[session_id]
         speaker_bonus = (cfg.named_speaker_bonus
                          if named and mode == "hybrid" and named in speakers.split()
                          else 0.0)
+        length_bonus = length_prior(words) if mode == "hybrid" else 0.0
         bonus = 0.0
         if decay and ended_at:
             age = max((at - parse_time(ended_at)).total_seconds() / 86400, 0.0)
             bonus = cfg.decay_weight * math.exp(-age / cfg.decay_scale_days)
-        total = relevance + session_bonus + speaker_bonus + bonus
+        total = relevance + session_bonus + speaker_bonus + length_bonus + bonus
         if total < min_score:
             continue
         parts: dict[str, Any] = {"keyword_rank": krank.get(cid), "bm25_normalised": kscore.get(cid),
                  "vector_rank": vrank.get(cid), "similarity": vscore.get(cid),
                  "relevance": round(relevance, 6), "session_bonus": round(session_bonus, 6),
-                 "speaker_bonus": speaker_bonus, "decay_bonus": round(bonus, 6)}
+                 "speaker_bonus": speaker_bonus, "length_bonus": round(length_bonus, 6),
+                 "decay_bonus": round(bonus, 6)}
         scored.append((total, cid, parts))
     scored.sort(key=lambda t: (-t[0], t[1]))
     scored = scored[:limit]

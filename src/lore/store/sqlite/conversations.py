@@ -10,6 +10,10 @@ from lore.store.protocol import FileState
 from lore.store.sqlite.db import Tables, atomic, chunks
 from lore.store.sqlite.search import prune_terms
 
+# A chunk's words for ranking, counted in SQL: spaces and line breaks + 1 (a line break written
+# as itself in the literal, which SQLite and Postgres both read).
+WORDS = "length(text) - length(replace(replace(text, ' ', ''), '\n', '')) + 1"
+
 
 class ConversationTables(Tables):
     """Imported transcripts: sessions, messages, chunks and their indexes, the agent's edits."""
@@ -276,13 +280,13 @@ class ConversationTables(Tables):
             out.append(hit[0])
         return out
 
-    def chunk_meta(self, ids: Sequence[int]) -> dict[int, tuple[str | None, str, str]]:
-        out: dict[int, tuple[str | None, str, str]] = {}
+    def chunk_meta(self, ids: Sequence[int]) -> dict[int, tuple[str | None, str, str, int]]:
+        out: dict[int, tuple[str | None, str, str, int]] = {}
         for chunk in chunks(list(ids)):
             marks = ",".join("?" * len(chunk))
-            out.update((r[0], (r[1], r[2], r[3])) for r in self.conn.execute(
-                f"SELECT id, ended_at, speakers, session_id FROM chunks WHERE id IN ({marks})",
-                chunk))
+            out.update((r[0], (r[1], r[2], r[3], r[4])) for r in self.conn.execute(
+                f"SELECT id, ended_at, speakers, session_id, {WORDS} FROM chunks "
+                f"WHERE id IN ({marks})", chunk))
         return out
 
     def chunk_rows(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:

@@ -1,0 +1,102 @@
+"""The length prior of conversation search: a chunk of a few words ("Thanks!") gains less than
+one that says something, and past the cap a longer chunk gains nothing more."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lore.recall import conversations as recall
+
+AT = datetime(2026, 11, 2, tzinfo=UTC)
+TS = "2026-11-01T10:00:00Z"
+SHORT = "pizza, yes!"
+LONG = ("we ordered pizza for the whole team after the release went out on friday night and "
+        "everyone stayed to watch the dashboards")
+PASTED = " ".join(["pizza"] + [f"line{i}" for i in range(400)])
+
+
+def store_turns(lore) -> dict[str, int]:
+    """Three sessions of one turn each; the short turn is stored first, so it wins ties."""
+    conv = lore.conversations
+    for name, text in (("short", SHORT), ("long", LONG), ("pasted", PASTED)):
+        conv.add_turns(name, "test", "/p", [(name, "user", text, TS)], per_turn=True)
+    return {uuid: cid for cid, uuid in conv.first_uuids(list(range(1, 10))).items()}
+
+
+def fused(lore, keyword: list[tuple[int, float]], mode: str = "hybrid",
+          vector: list[tuple[int, float]] | None = None) -> list[recall.ConversationHit]:
+    cfg = lore.config.conversations.model_copy(update={"session_weight": 0.0})
+    return recall.fuse(lore.conversations.store, cfg, "pizza", keyword, vector or [], None,
+                       limit=10, min_score=0.0, decay=False, mode=mode, at=AT)
+
+
+def test_the_prior_grows_with_the_words_up_to_the_cap():
+    assert recall.length_prior(0) == 0.0
+    assert recall.length_prior(3) == pytest.approx(recall.LENGTH_WEIGHT * math.log(4))
+    cap = recall.LENGTH_CAP_WORDS
+    assert recall.length_prior(cap) == recall.length_prior(cap + 1) == recall.length_prior(10**6)
+    assert recall.length_prior(-5) == 0.0  # never negative, whatever the store says
+
+
+@given(st.integers(min_value=-10, max_value=10**5), st.integers(min_value=-10, max_value=10**5))
+def test_the_prior_is_bounded_and_never_favours_the_shorter(a: int, b: int):
+    lo, hi = sorted((a, b))
+    assert 0.0 <= recall.length_prior(lo) <= recall.length_prior(hi)
+    assert recall.length_prior(hi) <= recall.LENGTH_WEIGHT * math.log1p(recall.LENGTH_CAP_WORDS)
+
+
+def test_the_store_counts_words_as_the_prior_reads_them(lore):
+    ids = store_turns(lore)
+    meta = lore.conversations.store.chunk_meta(list(ids.values()))
+    words = {uuid: meta[cid][3] for uuid, cid in ids.items()}
+    assert words == {"short": 2, "long": len(LONG.split()), "pasted": 401}
+
+
+def test_an_equal_match_in_a_longer_turn_ranks_first_and_says_why(lore):
+    ids = store_turns(lore)
+    keyword = [(ids["short"], -4.0), (ids["long"], -4.0)]
+    hits = fused(lore, keyword)
+    assert [h.chunk_id for h in hits] == [ids["long"], ids["short"]]
+    bonus = {h.chunk_id: h.parts["length_bonus"] for h in hits}
+    assert bonus[ids["long"]] == pytest.approx(recall.length_prior(len(LONG.split())), abs=1e-6)
+    assert bonus[ids["short"]] == pytest.approx(recall.length_prior(2), abs=1e-6)
+    for h in hits:
+        assert h.score == pytest.approx(h.parts["relevance"] + h.parts["length_bonus"], abs=1e-6)
+
+
+def test_a_pasted_log_gains_no_more_than_a_turn_at_the_cap(lore):
+    ids = store_turns(lore)
+    long_words = len(LONG.split())
+    assert long_words < recall.LENGTH_CAP_WORDS < 401
+    hits = fused(lore, [(ids["long"], -4.0), (ids["pasted"], -4.0)])
+    bonus = {h.chunk_id: h.parts["length_bonus"] for h in hits}
+    assert bonus[ids["pasted"]] == pytest.approx(
+        recall.length_prior(recall.LENGTH_CAP_WORDS), abs=1e-6)
+    # a match better by more than the difference of their priors still wins over a longer one
+    gap = recall.length_prior(recall.LENGTH_CAP_WORDS) - recall.length_prior(long_words)
+    hits = fused(lore, [(ids["long"], -8.0), (ids["pasted"], -2.0)])  # relevance 1 and 0.25
+    assert 0.75 > gap and hits[0].chunk_id == ids["long"]
+
+
+@pytest.mark.parametrize("mode", ["keyword", "vector"])
+def test_a_single_retriever_ranks_by_its_own_score_alone(lore, mode):
+    ids = store_turns(lore)
+    keyword = [(ids["short"], -4.0), (ids["long"], -4.0)] if mode == "keyword" else []
+    vector = [(ids["short"], 0.5), (ids["long"], 0.5)] if mode == "vector" else []
+    hits = fused(lore, keyword, mode, vector)
+    assert [h.chunk_id for h in hits] == [ids["short"], ids["long"]]  # the tie: stored first
+    assert all(h.parts["length_bonus"] == 0 for h in hits)
+
+
+def test_the_search_explains_the_prior(lore):
+    store_turns(lore)
+    lore.conversations.embed_pending()
+    hits = lore.conversations.search("pizza", project="/p", now_=AT, limit=3)
+    assert {h.session_id for h in hits} == {"short", "long", "pasted"}
+    assert all(h.parts["length_bonus"] > 0 for h in hits)
+    assert all(h.score >= h.parts["relevance"] + h.parts["length_bonus"] - 1e-6 for h in hits)
