@@ -2,6 +2,8 @@
 
     python bench/locomo_learn.py /path/to/locomo-dev.json            # every idea
     python bench/locomo_learn.py DATA --only prf --only mmr           # some
+    python bench/locomo_learn.py DATA --length 0.3                    # on top of the length prior
+    python bench/locomo_learn.py DATA --only none --product 0.3       # the product, prior off / on
 
 Builds on bench/locomo_explore.py (data, FTS5 tables, cached embeddings) and follows
 bench/locomo_loco.py: for every idea and every fold, its constants are chosen on four
@@ -13,6 +15,10 @@ among the candidates of the turn's session), scored over the union of both candi
 
 Ideas (each uses only the candidates the default already has, and their stored vectors):
 
+- words, words-80, length, chars, chars-400: + b × ln(1 + the turn's words or characters,
+  capped); "words-80" is the product's length prior (LENGTH_WEIGHT, LENGTH_CAP_WORDS in
+  lore/recall/conversations.py); "+session", "+vector": chosen with the session or vector weight
+- named: the speaker bonus chosen
 - learned: a linear model over per-candidate features, fitted on the four training
   conversations (pairwise logistic loss, numpy), its weights used on the fifth
 - learned-ca: the same features, weights by coordinate ascent on the training recall
@@ -236,7 +242,7 @@ def features(d: QD) -> np.ndarray:
         for o in (conv.prev[c], conv.next[c]):
             if o >= 0 and int(o) in pos:
                 nb[j] = max(nb[j], rel[pos[int(o)]])
-    length = turn_length(d)
+    length = word_count(d, 80)
     kr = np.where(d.bmn > 0, 1.0 / (10 + d.krank), 0.0)
     return np.column_stack([
         d.bmn, d.cos, d.named, session_best(d.sess, rel), centroid_cos(d, D, members), nb,
@@ -301,18 +307,21 @@ def goal_of(ds: list[QD], score: Callable[[QD], np.ndarray]) -> float:
     return float(np.mean([sum(recall_of(d, score(d))) for d in ds]))
 
 
-def fit_ca(train: list[QD], rounds: int = 2) -> np.ndarray:
-    """Coordinate ascent on the training recall (mean of @5 and @10) from the default."""
+def fit_ca(train: list[QD], rounds: int = 2, frozen: tuple[int, ...] = (0,)) -> np.ndarray:
+    """Coordinate ascent on the training recall (mean of @5 and @10) from the default (with
+    the length prior at BASE_LENGTH); ``frozen`` features keep their starting weight."""
     F = [feats(d) for d in train]
     w = np.zeros(len(FEATURES))
-    w[0], w[1], w[2], w[3] = 1.0, 2.0, WIN.named, SESSION
+    w[0], w[1], w[2], w[3], w[8] = 1.0, 2.0, WIN.named, SESSION, BASE_LENGTH
 
     def goal(w: np.ndarray) -> float:
         return float(np.mean([sum(recall_of(d, f @ w)) for d, f in zip(train, F, strict=True)]))
 
     best = goal(w)
     for _ in range(rounds):
-        for k in range(1, len(FEATURES)):
+        for k in range(len(FEATURES)):
+            if k in frozen:
+                continue
             for delta in (-1.0, -0.5, -0.25, -0.1, 0.1, 0.25, 0.5, 1.0):
                 w2 = w.copy()
                 w2[k] += delta
@@ -373,7 +382,12 @@ def fam_chars_vector(d: QD, b: float, a: float, cap: float = 400) -> np.ndarray:
             + b * char_length(d, cap))
 
 
+def fam_named(d: QD, nb: float) -> np.ndarray:
+    return default_scores(d) + (nb - WIN.named) * d.named
+
+
 GRIDS: dict[str, tuple[Callable[..., np.ndarray], list[tuple]]] = {
+    "named": (fam_named, [(nb,) for nb in (0.05, 0.15, 0.2, 0.3, 0.45, 0.6)]),
     "words": (fam_words, [(b, cap) for b, cap in product(
         (0.1, 0.2, 0.3, 0.4, 0.5), (40, 60, 80, 120, 1e9))]),
     "words-80": (fam_words, [(b, 80) for b in (0.1, 0.2, 0.3, 0.4, 0.5)]),
@@ -558,6 +572,8 @@ def main() -> int:
     learners: dict[str, Callable[[list[QD]], np.ndarray]] = {
         "learned": fit_pairwise,
         "learned-ca": fit_ca,
+        "learned-ca, named fixed": lambda t: fit_ca(t, frozen=(0, 2)),
+        "learned-ca: cos session length": lambda t: fit_ca(t, frozen=(0, 2, 4, 5, 6, 7, 9)),
         "learned, named fixed": lambda t: fit_pairwise(t, (1, 3, 4, 5, 6, 7, 8, 9), named_fixed),
         "learned: cos session length": lambda t: fit_pairwise(t, (1, 3, 8), named_fixed),
         "learned: + neighbour": lambda t: fit_pairwise(t, (1, 3, 5, 8), named_fixed),

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lore.recall import conversations as recall
+from lore.store.sqlite import conversations as sqlconv
 
 AT = datetime(2026, 11, 2, tzinfo=UTC)
 TS = "2026-11-01T10:00:00Z"
@@ -51,10 +52,18 @@ def test_the_prior_is_bounded_and_never_favours_the_shorter(a: int, b: int):
 
 
 def test_the_store_counts_words_as_the_prior_reads_them(lore):
+    """Spaces and line breaks + 1; a text of LONG_BYTES or more counts as LONG_WORDS unread."""
+    conv = lore.conversations
     ids = store_turns(lore)
-    meta = lore.conversations.store.chunk_meta(list(ids.values()))
+    lines = "first line of output\nsecond line\n third"
+    conv.add_turns("lines", "test", "/p", [("lines", "assistant", lines, TS)], per_turn=True)
+    ids.update({uuid: cid for cid, uuid in conv.first_uuids(list(range(1, 10))).items()})
+    meta = conv.store.chunk_meta(list(ids.values()))
     words = {uuid: meta[cid][3] for uuid, cid in ids.items()}
-    assert words == {"short": 2, "long": len(LONG.split()), "pasted": 401}
+    assert len(PASTED.encode()) >= sqlconv.LONG_BYTES > len(LONG.encode())
+    assert words == {"short": 2, "long": len(LONG.split()), "pasted": sqlconv.LONG_WORDS,
+                     "lines": 8}
+    assert sqlconv.LONG_WORDS >= recall.LENGTH_CAP_WORDS  # a long text gets the full prior
 
 
 def test_an_equal_match_in_a_longer_turn_ranks_first_and_says_why(lore):

@@ -11,8 +11,13 @@ from lore.store.sqlite.db import Tables, atomic, chunks
 from lore.store.sqlite.search import prune_terms
 
 # A chunk's words for ranking, counted in SQL: spaces and line breaks + 1 (a line break written
-# as itself in the literal, which SQLite and Postgres both read).
-WORDS = "length(text) - length(replace(replace(text, ' ', ''), '\n', '')) + 1"
+# as itself in the literal, which SQLite and Postgres both read). A text of LONG_BYTES or more
+# counts as LONG_WORDS, far past the ranking's cap, without reading it: octet_length takes the
+# size from the record header, where the words would read the text and its overflow pages
+# (bench/length_cost_bench.py).
+LONG_BYTES, LONG_WORDS = 1600, 1000
+WORDS = (f"CASE WHEN octet_length(text) >= {LONG_BYTES} THEN {LONG_WORDS} "
+         "ELSE length(text) - length(replace(replace(text, ' ', ''), '\n', '')) + 1 END")
 
 
 class ConversationTables(Tables):
