@@ -382,11 +382,35 @@ def fam_chars_vector(d: QD, b: float, a: float, cap: float = 400) -> np.ndarray:
             + b * char_length(d, cap))
 
 
+def fam_question(d: QD, qp: float) -> np.ndarray:
+    """− qp for a turn that asks (has a question mark)."""
+    units = d.ctx.conv.units
+    asks = np.array([("?" in units[c].text) for c in d.cand.tolist()], dtype=np.float64)
+    return default_scores(d) - qp * asks
+
+
+def fam_question_end(d: QD, qp: float) -> np.ndarray:
+    """− qp for a turn whose text ends with a question mark (it asks and does not go on)."""
+    units = d.ctx.conv.units
+    asks = np.array([units[c].text.rstrip(" \t\n)\"'").endswith("?") for c in d.cand.tolist()],
+                    dtype=np.float64)
+    return default_scores(d) - qp * asks
+
+
+def fam_words_question(d: QD, b: float, qp: float) -> np.ndarray:
+    """The length prior and the question penalty, chosen together."""
+    return fam_question_end(d, qp) + b * word_count(d, 80)
+
+
 def fam_named(d: QD, nb: float) -> np.ndarray:
     return default_scores(d) + (nb - WIN.named) * d.named
 
 
 GRIDS: dict[str, tuple[Callable[..., np.ndarray], list[tuple]]] = {
+    "question-mark": (fam_question, [(q,) for q in (0.1, 0.2, 0.3, 0.5, 0.75, 1.0)]),
+    "question-end": (fam_question_end, [(q,) for q in (0.1, 0.2, 0.3, 0.5, 0.75, 1.0)]),
+    "words-80+question-end": (fam_words_question, [(b, q) for b, q in product(
+        (0.2, 0.3, 0.4), (0.2, 0.3, 0.5, 0.75))]),
     "named": (fam_named, [(nb,) for nb in (0.05, 0.15, 0.2, 0.3, 0.45, 0.6)]),
     "words": (fam_words, [(b, cap) for b, cap in product(
         (0.1, 0.2, 0.3, 0.4, 0.5), (40, 60, 80, 120, 1e9))]),
@@ -427,8 +451,9 @@ def fmt(name: str, r: dict) -> str:
 
 def product_compare(data: str, weight: float, rounds: int = 1) -> None:
     """The product's search (``lore eval locomo``'s indexing, hybrid mode, query embedding
-    included) with the length prior off and at ``weight``, interleaved question by question in
-    one process: recall per category and the time of each search."""
+    included) with neither the length prior nor the question penalty, and with the prior at
+    ``weight`` and the penalty at the product's, interleaved question by question in one
+    process: recall per category and the time of each search."""
     import json
     import tempfile
 
@@ -441,7 +466,7 @@ def product_compare(data: str, weight: float, rounds: int = 1) -> None:
     weights = (0.0, weight)
     rows: dict[float, list[tuple[int, float, float]]] = {w: [] for w in weights}
     times: dict[float, list[float]] = {w: [] for w in weights}
-    keep = recall.LENGTH_WEIGHT
+    keep = recall.LENGTH_WEIGHT, recall.QUESTION_PENALTY
     with tempfile.TemporaryDirectory(prefix="lore-learn-") as tmp:
         settings = Settings(config=Config(), home=Path(tmp), config_path=Path(tmp) / "c.yaml")
         settings.config.database = str(Path(tmp) / "lore.db")
@@ -458,8 +483,9 @@ def product_compare(data: str, weight: float, rounds: int = 1) -> None:
                               for a, b in locomo.EVIDENCE.findall(str(e))} & turn_ids
                         if not ev:
                             continue
-                        for w in weights:
+                        for w in weights:  # 0: neither the prior nor the penalty
                             recall.LENGTH_WEIGHT = w
+                            recall.QUESTION_PENALTY = keep[1] if w else 0.0
                             t = time.perf_counter()
                             hits = lore.conversations.search(str(qa["question"]), project=sid,
                                                              limit=10)
@@ -469,10 +495,10 @@ def product_compare(data: str, weight: float, rounds: int = 1) -> None:
                                 rows[w].append((int(qa["category"]),
                                                 len(ev & set(dias[:5])) / len(ev),
                                                 len(ev & set(dias)) / len(ev)))
-    recall.LENGTH_WEIGHT = keep
+    recall.LENGTH_WEIGHT, recall.QUESTION_PENALTY = keep
     for w in weights:
         xs = sorted(times[w])
-        print(fmt(f"product, length {w}", table_row(rows[w]))
+        print(fmt(f"product, length {w}, question {keep[1] if w else 0.0}", table_row(rows[w]))
               + f"   median {np.median(xs):.2f} ms  p90 {xs[int(0.9 * (len(xs) - 1))]:.2f} ms")
 
 
@@ -488,9 +514,11 @@ def main() -> int:
     ap.add_argument("--product", type=float, default=None, metavar="B",
                     help="also run the product's search with the length prior at 0 and B")
     ap.add_argument("--rounds", type=int, default=1, help="timing rounds with --product")
+    ap.add_argument("--depth", type=int, default=100,
+                    help="candidates per list (the product's conversations.candidates)")
     args = ap.parse_args()
-    global BASE_LENGTH
-    BASE_LENGTH = args.length
+    global BASE_LENGTH, DEPTH
+    BASE_LENGTH, DEPTH = args.length, args.depth
     t0 = time.time()
     convs, _ = ex.load(args.data, None)
     embeds = ex.Embeds(args.cache_dir)

@@ -1,6 +1,7 @@
 """Search of past conversations: BM25 over chunks and their context, cosine over chunk
 vectors, a bonus from the best candidate of the chunk's session, a bonus for the speaker a
-query names, a prior for the chunk's length, and memory decay.
+query names, a prior for the chunk's length, a penalty for a chunk that ends by asking, and
+memory decay.
 docs/conversations.md has the formula."""
 
 from __future__ import annotations
@@ -29,11 +30,23 @@ from lore.store import ConversationStore
 # question asks, and past the cap a longer chunk (a pasted log) gains nothing more.
 LENGTH_WEIGHT = 0.3
 LENGTH_CAP_WORDS = 80
+# A chunk whose text ends by asking ("How was the trip?") loses QUESTION_PENALTY: it shares the
+# question's words without holding the answer (bench/locomo_learn.py, "words-80+question-end",
+# chosen with the length prior: 0.5 in four folds of five). A long chunk (the store gives no
+# tail past 1,600 bytes) is not judged.
+QUESTION_PENALTY = 0.5
+_CLOSING = " \t\n)\"'"
 
 
 def length_prior(words: int) -> float:
     """What a chunk of ``words`` words adds to its hybrid score."""
     return LENGTH_WEIGHT * math.log1p(min(max(words, 0), LENGTH_CAP_WORDS))
+
+
+def asks(tail: str) -> bool:
+    """Whether a chunk's text (its last characters) ends with a question mark, past closing
+    quotes, brackets and white space."""
+    return tail.rstrip(_CLOSING).endswith("?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,23 +122,25 @@ def fuse(store: ConversationStore, cfg: ConversationsConfig, query: str,
     session_best = best_per_session(relevances, {cid: meta[cid][2] for cid in relevances})
     scored = []
     for cid, relevance in relevances.items():
-        ended_at, speakers, session_id, words = meta[cid]
+        ended_at, speakers, session_id, words, tail = meta[cid]
         session_bonus = cfg.session_weight * session_best[session_id]
         speaker_bonus = (cfg.named_speaker_bonus
                          if named and mode == "hybrid" and named in speakers.split()
                          else 0.0)
         length_bonus = length_prior(words) if mode == "hybrid" else 0.0
+        question_penalty = QUESTION_PENALTY if mode == "hybrid" and asks(tail) else 0.0
         bonus = 0.0
         if decay and ended_at:
             age = max((at - parse_time(ended_at)).total_seconds() / 86400, 0.0)
             bonus = cfg.decay_weight * math.exp(-age / cfg.decay_scale_days)
-        total = relevance + session_bonus + speaker_bonus + length_bonus + bonus
+        total = relevance + session_bonus + speaker_bonus + length_bonus - question_penalty + bonus
         if total < min_score:
             continue
         parts: dict[str, Any] = {"keyword_rank": krank.get(cid), "bm25_normalised": kscore.get(cid),
                  "vector_rank": vrank.get(cid), "similarity": vscore.get(cid),
                  "relevance": round(relevance, 6), "session_bonus": round(session_bonus, 6),
                  "speaker_bonus": speaker_bonus, "length_bonus": round(length_bonus, 6),
+                 "question_penalty": question_penalty,
                  "decay_bonus": round(bonus, 6)}
         scored.append((total, cid, parts))
     scored.sort(key=lambda t: (-t[0], t[1]))

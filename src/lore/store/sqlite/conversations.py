@@ -18,6 +18,11 @@ from lore.store.sqlite.search import prune_terms
 LONG_BYTES, LONG_WORDS = 1600, 1000
 WORDS = (f"CASE WHEN octet_length(text) >= {LONG_BYTES} THEN {LONG_WORDS} "
          "ELSE length(text) - length(replace(replace(text, ' ', ''), '\n', '')) + 1 END")
+# Its last 16 characters (trailing spaces dropped; '' for a long text), for whether it ends by
+# asking.
+TAIL = (f"CASE WHEN octet_length(text) >= {LONG_BYTES} THEN '' "
+        "WHEN length(rtrim(text)) > 16 THEN substr(rtrim(text), length(rtrim(text)) - 15) "
+        "ELSE rtrim(text) END")
 
 
 class ConversationTables(Tables):
@@ -285,12 +290,12 @@ class ConversationTables(Tables):
             out.append(hit[0])
         return out
 
-    def chunk_meta(self, ids: Sequence[int]) -> dict[int, tuple[str | None, str, str, int]]:
-        out: dict[int, tuple[str | None, str, str, int]] = {}
+    def chunk_meta(self, ids: Sequence[int]) -> dict[int, tuple[str | None, str, str, int, str]]:
+        out: dict[int, tuple[str | None, str, str, int, str]] = {}
         for chunk in chunks(list(ids)):
             marks = ",".join("?" * len(chunk))
-            out.update((r[0], (r[1], r[2], r[3], r[4])) for r in self.conn.execute(
-                f"SELECT id, ended_at, speakers, session_id, {WORDS} FROM chunks "
+            out.update((r[0], (r[1], r[2], r[3], r[4], r[5])) for r in self.conn.execute(
+                f"SELECT id, ended_at, speakers, session_id, {WORDS}, {TAIL} FROM chunks "
                 f"WHERE id IN ({marks})", chunk))
         return out
 

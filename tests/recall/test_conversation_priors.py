@@ -1,5 +1,6 @@
-"""The length prior of conversation search: a chunk of a few words ("Thanks!") gains less than
-one that says something, and past the cap a longer chunk gains nothing more."""
+"""The length prior and the question penalty of conversation search: a chunk of a few words
+("Thanks!") gains less than one that says something, past the cap a longer chunk gains nothing
+more, and a chunk that ends by asking ranks below one that answers."""
 
 from __future__ import annotations
 
@@ -109,3 +110,49 @@ def test_the_search_explains_the_prior(lore):
     assert {h.session_id for h in hits} == {"short", "long", "pasted"}
     assert all(h.parts["length_bonus"] > 0 for h in hits)
     assert all(h.score >= h.parts["relevance"] + h.parts["length_bonus"] - 1e-6 for h in hits)
+
+
+@pytest.mark.parametrize(("tail", "expected"), [
+    ("How was the trip?", True), ('did you say "why?"', True), ("(really?)\n\n", True),
+    ("It was great, thanks.", False), ("what? no, it was fine", False), ("", False),
+])
+def test_a_chunk_asks_when_its_text_ends_with_a_question_mark(tail: str, expected: bool):
+    assert recall.asks(tail) is expected
+
+
+def test_a_turn_that_only_asks_ranks_below_the_one_that_answers(lore):
+    conv = lore.conversations
+    conv.add_turns("q", "test", "/p", [
+        ("ask", "user", "Which database did we pick for the queue in the end?", TS),
+        ("answer", "assistant", "We picked the database Postgres for the queue in the end.", TS),
+    ], per_turn=True)
+    ids = {uuid: cid for cid, uuid in conv.first_uuids(list(range(1, 10))).items()}
+    meta = conv.store.chunk_meta([ids["ask"], ids["answer"]])
+    assert recall.asks(meta[ids["ask"]][4]) and not recall.asks(meta[ids["answer"]][4])
+    keyword = [(ids["ask"], -5.0), (ids["answer"], -4.5)]  # the question matches better
+    hits = fused(lore, keyword)
+    assert [h.chunk_id for h in hits] == [ids["answer"], ids["ask"]]
+    penalty = {h.chunk_id: h.parts["question_penalty"] for h in hits}
+    assert penalty == {ids["ask"]: recall.QUESTION_PENALTY, ids["answer"]: 0.0}
+    for mode in ("keyword", "vector"):  # one retriever alone ranks by its own score
+        single = fused(lore, keyword if mode == "keyword" else [], mode,
+                       [(ids["ask"], 0.6), (ids["answer"], 0.5)] if mode == "vector" else None)
+        assert single[0].chunk_id == ids["ask"]
+        assert all(h.parts["question_penalty"] == 0 for h in single)
+
+
+def test_a_long_chunk_is_not_judged_by_its_end(lore):
+    conv = lore.conversations
+    text = PASTED + " so shall we ship it?"
+    conv.add_turns("big", "test", "/p", [("big", "assistant", text, TS)], per_turn=True)
+    cid = next(c for c, u in conv.first_uuids(list(range(1, 10))).items() if u == "big")
+    words, tail = conv.store.chunk_meta([cid])[cid][3:]
+    assert (words, tail) == (sqlconv.LONG_WORDS, "")
+    hits = fused(lore, [(cid, -1.0)])
+    assert hits[0].parts["question_penalty"] == 0.0
+
+
+@given(st.text(max_size=40), st.text(alphabet=" \t\n)\"'", max_size=5))
+def test_asking_is_read_past_closing_characters_only(text: str, closing: str):
+    assert recall.asks(text + "?" + closing)
+    assert not recall.asks(text + "?." + closing)
