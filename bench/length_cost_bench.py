@@ -1,4 +1,5 @@
-"""What counting a chunk's words costs conversation search (the length prior's only new work).
+"""What the length prior and the question penalty cost conversation search: reading each
+candidate's word count and last characters (their only new work).
 
     python bench/length_cost_bench.py [--chunks 100000] [--candidates 200] [--runs 300]
 
@@ -6,7 +7,7 @@ Builds a database of N chunks through the product (`add_turns`, one chunk a turn
 1,000 turns, texts of 5 to 4,000 characters drawn from a vocabulary), then times the ranking
 metadata read of `conversations.search` (`chunk_meta` of the fused candidates: up to twice
 `conversations.candidates`, random ids, their rows read once before, as the search stages
-before it have) with the word count and without it, interleaved, each first in turn.
+before it have) with the word count and tail and without them, interleaved, each first in turn.
 Median and p90 in ms, wall and CPU (the thread's): on a loaded machine a longer step is more
 often cut by another process's time slice, which the wall p90 shows and the CPU time does not.
 The database is built in a temporary folder and removed.
@@ -31,6 +32,8 @@ WORDS = ("cache deploy build kafka redis nginx timeout retry schema migration in
 
 
 WHOLE = "length(text) - length(replace(replace(text, ' ', ''), '\n', '')) + 1"
+WHOLE_TAIL = ("CASE WHEN length(rtrim(text)) > 16 THEN substr(rtrim(text), length(rtrim(text)) - 15) "
+              "ELSE rtrim(text) END")
 
 
 def text(rng: random.Random) -> str:
@@ -71,21 +74,21 @@ def main() -> int:
             print(f"{args.chunks} chunks stored in {time.time() - t0:.0f} s")
             store = conv.store
             top = store.count()
-            words_sql = sqlconv.WORDS
-            both = [("without words", "0"), ("with words", words_sql),
-                    ("words of whole text", WHOLE)]
+            saved = sqlconv.WORDS, sqlconv.TAIL
+            both = [("before (neither)", ("0", "''")), ("words and tail", saved),
+                    ("... of every text, however long", (WHOLE, WHOLE_TAIL))]
             times: dict[str, list[float]] = {name: [] for name, _ in both}
             cpu: dict[str, list[float]] = {name: [] for name, _ in both}
             for run in range(args.runs):
                 ids = rng.sample(range(1, top + 1), args.candidates)
                 store.chunk_meta(ids)  # the rows in the page cache, as after the search stages
                 for name, sql in both[run % 3:] + both[:run % 3]:  # each goes first in turn
-                    sqlconv.WORDS = sql
+                    sqlconv.WORDS, sqlconv.TAIL = sql
                     t, c = time.perf_counter(), time.thread_time()
                     store.chunk_meta(ids)
                     times[name].append(1000 * (time.perf_counter() - t))
                     cpu[name].append(1000 * (time.thread_time() - c))
-            sqlconv.WORDS = words_sql
+            sqlconv.WORDS, sqlconv.TAIL = saved
     for name, xs in times.items():
         ys = cpu[name]
         print(f"chunk_meta of {args.candidates} candidates, {name}: wall median "

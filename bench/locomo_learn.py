@@ -19,6 +19,9 @@ Ideas (each uses only the candidates the default already has, and their stored v
   capped); "words-80" is the product's length prior (LENGTH_WEIGHT, LENGTH_CAP_WORDS in
   lore/recall/conversations.py); "+session", "+vector": chosen with the session or vector weight
 - named: the speaker bonus chosen
+- question-end: − q for a turn whose text ends with a question mark (the product's
+  QUESTION_PENALTY); question-mark: − q for one with a question mark anywhere;
+  "words-80+question-end": both terms chosen together
 - learned: a linear model over per-candidate features, fitted on the four training
   conversations (pairwise logistic loss, numpy), its weights used on the fifth
 - learned-ca: the same features, weights by coordinate ascent on the training recall
@@ -115,6 +118,7 @@ def session_best(sess: np.ndarray, rel: np.ndarray) -> np.ndarray:
 
 
 BASE_LENGTH = 0.0  # --length: the turn-length prior in the default these ideas build on
+BASE_QUESTION = 0.0  # --question: the penalty for a turn that ends by asking, likewise
 
 
 def default_scores(d: QD, g: float = SESSION, cos: np.ndarray | None = None) -> np.ndarray:
@@ -122,6 +126,8 @@ def default_scores(d: QD, g: float = SESSION, cos: np.ndarray | None = None) -> 
     out = rel + g * session_best(d.sess, rel) + WIN.named * d.named
     if BASE_LENGTH:
         out = out + BASE_LENGTH * word_count(d, 80)
+    if BASE_QUESTION:
+        out = out - BASE_QUESTION * ends_asking(d)
     return out
 
 
@@ -389,12 +395,15 @@ def fam_question(d: QD, qp: float) -> np.ndarray:
     return default_scores(d) - qp * asks
 
 
-def fam_question_end(d: QD, qp: float) -> np.ndarray:
-    """− qp for a turn whose text ends with a question mark (it asks and does not go on)."""
+def ends_asking(d: QD) -> np.ndarray:
+    """1 for a turn whose text ends with a question mark (it asks and does not go on)."""
     units = d.ctx.conv.units
-    asks = np.array([units[c].text.rstrip(" \t\n)\"'").endswith("?") for c in d.cand.tolist()],
+    return np.array([units[c].text.rstrip(" \t\n)\"'").endswith("?") for c in d.cand.tolist()],
                     dtype=np.float64)
-    return default_scores(d) - qp * asks
+
+
+def fam_question_end(d: QD, qp: float) -> np.ndarray:
+    return default_scores(d) - qp * ends_asking(d)
 
 
 def fam_words_question(d: QD, b: float, qp: float) -> np.ndarray:
@@ -516,9 +525,11 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=1, help="timing rounds with --product")
     ap.add_argument("--depth", type=int, default=100,
                     help="candidates per list (the product's conversations.candidates)")
+    ap.add_argument("--question", type=float, default=0.0, metavar="Q",
+                    help="the default these ideas build on loses Q for a turn that ends asking")
     args = ap.parse_args()
-    global BASE_LENGTH, DEPTH
-    BASE_LENGTH, DEPTH = args.length, args.depth
+    global BASE_LENGTH, BASE_QUESTION, DEPTH
+    BASE_LENGTH, BASE_QUESTION, DEPTH = args.length, args.question, args.depth
     t0 = time.time()
     convs, _ = ex.load(args.data, None)
     embeds = ex.Embeds(args.cache_dir)
@@ -544,7 +555,8 @@ def main() -> int:
     default = [rows_of(f, default_scores) for f in folds]
     print(f"{'held-out folds pooled':32s} R@5  R@10    multi-hop     temporal     "
           f"open-dom   single-hop     adversar")
-    print(fmt(f"default (session 0.5, length {BASE_LENGTH})", table_row([r for f in default for r in f])))
+    print(fmt(f"default (length {BASE_LENGTH}, question {BASE_QUESTION})",
+              table_row([r for f in default for r in f])))
     sel = [k for k in GRIDS if not args.only or k in args.only]
     # results[idea][params][fold] = rows; cost[idea] = median ms
     results: dict[str, dict[tuple, list[list]]] = {}
