@@ -23,11 +23,11 @@ from lore.recall.snippet import snippet
 from lore.recall.vectors import ChunkIndex, MemoryIndex
 from lore.store import ConversationStore
 
-# Tuning constants of the hybrid ranking (bench/locomo_learn.py, "words-80": chosen on four
-# LoCoMo conversations and scored on the fifth, the same in every fold; docs/benchmarks.md,
-# "A prior for longer turns"). A chunk gains LENGTH_WEIGHT × ln(1 + its words, at most
-# LENGTH_CAP_WORDS): a turn of a few words ("Thanks!", "Wow, cool") rarely holds what a
-# question asks, and past the cap a longer chunk (a pasted log) gains nothing more.
+# Tuning constants of the hybrid ranking (bench/locomo_learn.py, "words-80" and
+# "words-80+question-end": chosen on four LoCoMo conversations and scored on the fifth, 0.3 in
+# every fold; docs/benchmarks.md, "Priors on the turn"). A chunk gains LENGTH_WEIGHT × ln(1 +
+# its words, at most LENGTH_CAP_WORDS): a turn of a few words ("Thanks!", "Wow, cool") rarely
+# holds what a question asks, and past the cap a longer chunk (a pasted log) gains no more.
 LENGTH_WEIGHT = 0.3
 LENGTH_CAP_WORDS = 80
 # A chunk whose text ends by asking ("How was the trip?") loses QUESTION_PENALTY: it shares the
