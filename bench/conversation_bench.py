@@ -8,6 +8,11 @@
    imported without embeddings in a child process: time and peak memory (VmHWM).
 3. Conversation search in a warm process at --chunks chunks (bench corpus texts as turns,
    vectors from the bench cache; query embedding live): median and p90 over 200 queries.
+
+``--compare-model NAME`` (an ``embedding.model``, repeatable) times step 3 for the default
+model and each NAME on one index, the models taking turns query by query, each query embedded
+live by its model. The chunk vectors are then random unit vectors (the search does the same
+work whatever they hold; embedding 100,000 chunks with every model would take an hour).
 """
 
 from __future__ import annotations
@@ -103,10 +108,32 @@ class CaseEmbedder(CachedEmbedder):
         return np.vstack([self.vecs[int(re.search(r"\(case (\d+)\)", t).group(1))] for t in texts])
 
 
-def search_speed(chunks: int, queries: int) -> None:
+class Switch:
+    """Query embeddings from one of several models, chosen before each search, under the name
+    the index was built with (the models compared all have 384 dimensions)."""
+
+    def __init__(self, name: str, models: dict) -> None:
+        self.name, self.models, self.current = name, models, None
+
+    @property
+    def dimensions(self) -> int:
+        return 384
+
+    def embed_query(self, text):
+        return self.models[self.current].embed_query(text)
+
+
+def search_speed(chunks: int, queries: int, compare: list[str] | None = None) -> None:
     real = create_embedder(EmbeddingConfig())
     docs = make_corpus(chunks)
-    vecs = corpus_vectors(docs, real, "minilm-int8")
+    if compare:
+        import numpy as np
+
+        rng = np.random.default_rng(7)
+        vecs = rng.standard_normal((chunks, 384)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    else:
+        vecs = corpus_vectors(docs, real, "minilm-int8")
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["LORE_HOME"] = tmp
         with Lore.open(load_config(), embedder=CaseEmbedder(real, vecs)) as lore:
@@ -120,8 +147,11 @@ def search_speed(chunks: int, queries: int) -> None:
                 conv.add_turns(f"session-{s}", "bench", f"/work/p{s % 7}", turns, per_turn=True)
             conv.embed_pending()
             built = time.perf_counter() - t0
-            lore.embedding.use(real)
             qs = make_queries(queries)
+            if compare:
+                compare_models(lore, real, compare, qs, chunks, built)
+                return
+            lore.embedding.use(real)
             t0 = time.perf_counter()
             conv.search(qs[0], project=None)
             warm = (time.perf_counter() - t0) * 1000
@@ -141,6 +171,36 @@ def search_speed(chunks: int, queries: int) -> None:
                   f"{summary(every)}; one project (1/7 of the chunks) {summary(scoped)}")
 
 
+def compare_models(lore, real, names: list[str], qs: list[str], chunks: int, built: float) -> None:
+    from e5_embedder import embedder
+
+    models = {real.name: real, **{n: embedder(n) for n in names}}
+    switch = Switch(real.name, models)
+    lore.embedding.use(switch)
+    conv = lore.conversations
+    for name in models:  # warm-up: sessions, the vectors, page cache
+        switch.current = name
+        for q in qs[:5]:
+            conv.search(q, project=None)
+    times: dict[str, list[float]] = {n: [] for n in models}
+    cpu: dict[str, list[float]] = {n: [] for n in models}
+    embed: dict[str, list[float]] = {n: [] for n in models}
+    for q in qs:
+        for name, model in models.items():
+            switch.current = name
+            t0, c0 = time.perf_counter(), time.process_time()
+            conv.search(q, project=None, limit=5)
+            times[name].append((time.perf_counter() - t0) * 1000)
+            cpu[name].append((time.process_time() - c0) * 1000)
+            t0 = time.perf_counter()
+            model.embed_query(q)
+            embed[name].append((time.perf_counter() - t0) * 1000)
+    for name in models:
+        print(f"- conversation search at {chunks:,} chunks (built in {built:.0f} s), warm, every "
+              f"project, query embedded by {name}: {summary(times[name])} (CPU {summary(cpu[name])}); "
+              f"the query embedding alone {summary(embed[name])}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--transcripts", type=Path,
@@ -148,7 +208,11 @@ def main() -> None:
     ap.add_argument("--chunks", type=int, default=100_000)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--big-mb", type=int, default=200)
+    ap.add_argument("--compare-model", action="append", default=[], metavar="NAME")
     args = ap.parse_args()
+    if args.compare_model:
+        search_speed(args.chunks, args.queries, args.compare_model)
+        return
     if args.transcripts.exists():
         import_speed(args.transcripts)
         if args.big_mb:

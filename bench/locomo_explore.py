@@ -36,6 +36,7 @@ import argparse
 import hashlib
 import json
 import re
+import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
@@ -43,6 +44,8 @@ from pathlib import Path
 
 import numpy as np
 import sqlean as sqlite3
+
+sys.path.insert(0, str(Path(__file__).parent))
 
 CACHE = Path(__file__).parent / ".cache"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-dom", 4: "single-hop", 5: "adversar"}
@@ -274,25 +277,28 @@ def fts_scores(db, n: int, match: str, weights: tuple[float, ...]) -> np.ndarray
 
 
 class Embeds:
-    """The product's default embedder, with document/query vectors cached on disk."""
+    """The product's embedder (``model``: an ``embedding.model`` name, default the default
+    model; or bench/e5_embedder.py's), with document/query vectors cached on disk; another
+    model's files carry its name."""
 
-    def __init__(self, cache: Path) -> None:
+    def __init__(self, cache: Path, model: str | None = None) -> None:
         self._emb = None
         self.cache = cache
+        self.model = model
         cache.mkdir(parents=True, exist_ok=True)
 
     @property
     def emb(self):
         if self._emb is None:
-            from lore.config import EmbeddingConfig
-            from lore.embed import create_embedder
+            from e5_embedder import embedder
 
-            self._emb = create_embedder(EmbeddingConfig())
+            self._emb = embedder(self.model)
         return self._emb
 
     def docs(self, texts: list[str], tag: str = "d") -> np.ndarray:
         h = hashlib.sha1(("\x1e".join([tag, *texts])).encode()).hexdigest()[:20]
-        path = self.cache / f"locomo-{tag}-{h}.npy"
+        path = self.cache / (f"locomo-{tag}-{h}.npy" if not self.model
+                             else f"locomo-{self.model}-{tag}-{h}.npy")
         if path.exists():
             return np.load(path)
         if tag == "q":

@@ -16,11 +16,12 @@ among the candidates of the turn's session), scored over the union of both candi
 Ideas (each uses only the candidates the default already has, and their stored vectors):
 
 - words, words-80, length, chars, chars-400: + b × ln(1 + the turn's words or characters,
-  capped); "words-80" is the product's length prior (LENGTH_WEIGHT, LENGTH_CAP_WORDS in
-  lore/recall/conversations.py); "+session", "+vector": chosen with the session or vector weight
+  capped); "words-80" is the product's length prior (length_weight, length_cap_words of
+  ConversationTuning in lore/recall/conversations.py); "+session", "+vector": chosen with
+  the session or vector weight
 - named: the speaker bonus chosen
 - question-end: − q for a turn whose text ends with a question mark (the product's
-  QUESTION_PENALTY); question-mark: − q for one with a question mark anywhere;
+  question_penalty); question-mark: − q for one with a question mark anywhere;
   "words-80+question-end": both terms chosen together
 - learned: a linear model over per-candidate features, fitted on the four training
   conversations (pairwise logistic loss, numpy), its weights used on the fifth
@@ -466,6 +467,7 @@ def product_compare(data: str, weight: float, rounds: int = 1) -> None:
     import json
     import tempfile
 
+    from lore import tuning
     from lore.api import Lore
     from lore.config import Config, Settings
     from lore.measure import locomo
@@ -475,7 +477,9 @@ def product_compare(data: str, weight: float, rounds: int = 1) -> None:
     weights = (0.0, weight)
     rows: dict[float, list[tuple[int, float, float]]] = {w: [] for w in weights}
     times: dict[float, list[float]] = {w: [] for w in weights}
-    keep = recall.LENGTH_WEIGHT, recall.QUESTION_PENALTY
+    penalty = recall.CONVERSATIONS.question_penalty
+    variants = {w: tuning.replace(recall.CONVERSATIONS, {
+        "length_weight": w, "question_penalty": penalty if w else 0.0}) for w in weights}
     with tempfile.TemporaryDirectory(prefix="lore-learn-") as tmp:
         settings = Settings(config=Config(), home=Path(tmp), config_path=Path(tmp) / "c.yaml")
         settings.config.database = str(Path(tmp) / "lore.db")
@@ -493,8 +497,7 @@ def product_compare(data: str, weight: float, rounds: int = 1) -> None:
                         if not ev:
                             continue
                         for w in weights:  # 0: neither the prior nor the penalty
-                            recall.LENGTH_WEIGHT = w
-                            recall.QUESTION_PENALTY = keep[1] if w else 0.0
+                            lore.conversations.tuning = variants[w]
                             t = time.perf_counter()
                             hits = lore.conversations.search(str(qa["question"]), project=sid,
                                                              limit=10)
@@ -504,10 +507,9 @@ def product_compare(data: str, weight: float, rounds: int = 1) -> None:
                                 rows[w].append((int(qa["category"]),
                                                 len(ev & set(dias[:5])) / len(ev),
                                                 len(ev & set(dias)) / len(ev)))
-    recall.LENGTH_WEIGHT, recall.QUESTION_PENALTY = keep
     for w in weights:
         xs = sorted(times[w])
-        print(fmt(f"product, length {w}, question {keep[1] if w else 0.0}", table_row(rows[w]))
+        print(fmt(f"product, length {w}, question {penalty if w else 0.0}", table_row(rows[w]))
               + f"   median {np.median(xs):.2f} ms  p90 {xs[int(0.9 * (len(xs) - 1))]:.2f} ms")
 
 

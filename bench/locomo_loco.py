@@ -232,6 +232,7 @@ def product_timing(data: str, weight: float, rounds: int = 3) -> dict[str, float
     from lore.api import Lore
     from lore.config import Config, Settings
     from lore.measure.locomo import index
+    from lore.tuning import replace
 
     sample = json.loads(Path(data).read_text())[0]
     questions = [str(q["question"]) for q in sample["qa"]]
@@ -242,19 +243,19 @@ def product_timing(data: str, weight: float, rounds: int = 3) -> dict[str, float
         with Lore.open(settings) as lore:
             index(lore, sample)
             lore.conversations.embed_pending()
-            cfg = lore.conversations.config
-            base = cfg.conversations
+            conv = lore.conversations
+            base = conv.tuning
             sid = str(sample.get("sample_id", "conv"))
             for q in questions[:20]:  # warm-up: model, page cache
                 lore.conversations.search(q, project=sid, limit=10)
             for _ in range(rounds):
                 for q in questions:
                     for w in times:
-                        cfg.conversations = base.model_copy(update={"session_weight": w})
+                        conv.tuning = replace(base, {"session_weight": w})
                         t = time.perf_counter()
                         lore.conversations.search(q, project=sid, limit=10)
                         times[w].append(1000 * (time.perf_counter() - t))
-            cfg.conversations = base
+            conv.tuning = base
 
     def stats(xs: list[float]) -> dict[str, float]:
         xs = sorted(xs)

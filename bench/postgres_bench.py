@@ -32,6 +32,7 @@ from lore.config import Config, EmbeddingConfig, Settings  # noqa: E402
 from lore.embed import create_embedder  # noqa: E402
 from lore.ids import new_id  # noqa: E402
 from lore.models import Filters  # noqa: E402
+from lore.recall.hybrid import SEARCH  # noqa: E402
 from lore.recall.vectors import MemoryIndex, candidates  # noqa: E402
 from lore.store import fts_terms, open_store  # noqa: E402
 
@@ -91,7 +92,7 @@ def measure(url: str, home: Path, real, queries: list[str]) -> dict:
     settings = Settings(config=Config.model_validate({"database": url}), home=home,
                         config_path=home / "config.yaml")
     for index in ("auto", "sqlite-vec"):
-        settings.config.search.vector_index = index  # type: ignore[assignment]
+        settings.tuning["search.vector_index"] = index  # a tuning constant, varied
         with Lore.open(settings, embedder=real) as lore:
             if index == "auto":
                 t0 = time.perf_counter()
@@ -109,7 +110,7 @@ def measure(url: str, home: Path, real, queries: list[str]) -> dict:
                 total.append((time.perf_counter() - t0) * 1000)
             out[f"hybrid_{index}"], out[f"embed_{index}"] = total, embed
     with Lore.open(settings, embedder=real) as lore:
-        store, cfg = lore.store, settings.config.search
+        store, cfg = lore.store, lore.tuned(SEARCH)
         memory = MemoryIndex()
         memory.sync(store)
         recalls, t_mem, t_hnsw, t_kw = [], [], [], []

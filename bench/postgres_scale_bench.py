@@ -206,7 +206,7 @@ def measure(url: str, home: Path, data: Path, n: int, queries: list[str]) -> dic
     with Lore.open(settings) as lore:
         lore.embedding.record_model()
         conv = lore.conversations
-        store, cfg = conv.store, lore.config.conversations
+        store, cfg = conv.store, conv.tuning
         embed = lore.embedding.query_function()
         embed("warm up")
         for q in queries[:5]:

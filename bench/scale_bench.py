@@ -158,7 +158,7 @@ n, nq = int(sys.argv[2]), int(sys.argv[3])
 out = {}
 with Lore.open(load_config()) as lore:
     conv = lore.conversations
-    store, cfg = conv.store, lore.config.conversations
+    store, cfg = conv.store, conv.tuning
     qs = make_queries(nq)
     embed = lore.embedding.query_function()
     embed("warm up")

@@ -32,6 +32,7 @@ from lore.config import EmbeddingConfig, Settings, load_config  # noqa: E402
 from lore.embed import create_embedder, document_text  # noqa: E402
 from lore.ids import new_id  # noqa: E402
 from lore.models import Filters  # noqa: E402
+from lore.recall.hybrid import SEARCH  # noqa: E402
 from lore.recall.vectors import MemoryIndex, candidates  # noqa: E402
 
 
@@ -79,7 +80,7 @@ def build(home: Path, n: int, real) -> tuple[Settings, float]:
 
 def warm_search(settings: Settings, real, queries: list[str], vector_index: str) -> dict:
     """A long-running process (MCP server, worker): model and vectors loaded up front."""
-    settings.config.search.vector_index = vector_index  # type: ignore[assignment]
+    settings.tuning["search.vector_index"] = vector_index  # a tuning constant, varied
     out: dict = {}
     with Lore.open(settings, embedder=real) as lore:
         t0 = time.perf_counter()
@@ -103,13 +104,13 @@ def warm_search(settings: Settings, real, queries: list[str], vector_index: str)
             lore.recall(q, Filters(tags=("postgres", "redis", "docker")))
             filtered.append((time.perf_counter() - t0) * 1000)
         out["filtered"] = filtered
-    settings.config.search.vector_index = "auto"
+    settings.tuning.pop("search.vector_index", None)
     return out
 
 
 def vector_stage(settings: Settings, real, queries: list[str]) -> dict:
     """The vector stage alone: exact in-memory scan vs sqlite-vec int8 KNN + exact re-scoring."""
-    cfg = settings.config.search
+    cfg = SEARCH
     with Lore.open(settings, embedder=real) as lore:
         store = lore.store
         qvecs = [real.embed_query(q) for q in queries]
@@ -199,7 +200,7 @@ def main() -> None:
                       f"with a tag filter {summary(r['filtered'])}; query embedding alone "
                       f"{summary(r['embed'])} (warm-up {r['warm_up']:.0f} ms)")
             v = vector_stage(settings, real, queries)
-            print(f"- vector stage, top {settings.config.search.candidates}: exact scan of the "
+            print(f"- vector stage, top {SEARCH.candidates}: exact scan of the "
                   f"in-memory matrix {summary(v['memory'])} (loading it: {v['load_ms']:.0f} ms); "
                   f"sqlite-vec int8 KNN + exact re-scoring {summary(v['sqlite'])}, recall@10 vs "
                   f"exact {v['recall']:.3f}")

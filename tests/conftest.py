@@ -194,9 +194,12 @@ def real_embedder():
     return emb
 
 
-def make_settings(home: Path, **config: object) -> Settings:
+def make_settings(home: Path, tuning: dict[str, object] | None = None,
+                  **config: object) -> Settings:
+    """Settings from ``config`` (config.yaml's sections), and ``tuning``: overrides of tuning
+    constants by name (``{"search.rrf_k": 30}``), as a measurement gives them."""
     return Settings(config=Config.model_validate(config), home=home,
-                    config_path=home / "config.yaml")
+                    config_path=home / "config.yaml", tuning=tuning)
 
 
 @pytest.fixture

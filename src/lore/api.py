@@ -19,13 +19,13 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, cast
 
 from lore import normalize
 from lore.config import Settings
 from lore.core.embedding import Embedding, Progress
 from lore.core.lessons import Lessons, content_hash, require_id
-from lore.embed import Embedder, document_text
+from lore.embed import Embedder
 from lore.errors import InvalidInput, NotFound, StoreBusy
 from lore.home import check_device
 from lore.ids import now
@@ -42,6 +42,15 @@ from lore.models import (
 from lore.private import home_notice
 from lore.redact import redact, redact_value
 from lore.store import Store, open_store, storage_error
+from lore.store.rows import (
+    ContextLoadData,
+    LearnedCorrection,
+    LessonActivity,
+    LessonsAdded,
+    NewScheduleRun,
+    ScheduleRun,
+    SessionSpan,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -53,10 +62,28 @@ if TYPE_CHECKING:
     from lore.core.conversations import Conversations
     from lore.core.guards import Guards
     from lore.core.learner import Learner
+    from lore.core.reembed import ReembedReport
     from lore.core.sync import Sync
     from lore.core.tokens import Tokens
     from lore.recall import MemoryIndex, hybrid
     from lore.recall import graph as graph_ops
+
+def tuning_constants(settings: Settings) -> list[dict[str, Any]]:
+    """Every tuning constant (:mod:`lore.tuning`) with the value in use, its source (default,
+    or the config file that overrides it), where it lives and the benchmark that chose it.
+    ConfigError (one line) when an override does not fit."""
+    from lore.apply.session_context import CONTEXT
+    from lore.apply.skills import SKILLS
+    from lore.core.analyzer import ANALYSIS
+    from lore.core.learner import LEARNING
+    from lore.recall.conversations import CONVERSATIONS
+    from lore.recall.hybrid import SEARCH
+    from lore.tuning import described
+
+    where = f"config {settings.config_path}"
+    return [row for default in (SEARCH, CONVERSATIONS, LEARNING, CONTEXT, SKILLS, ANALYSIS)
+            for row in described(default, settings.tuning, settings.sources, where)]
+
 
 def approved(lesson: Lesson) -> bool:
     """Active, and a person's decision: a learned rule only once reviewed (or set active by
@@ -70,7 +97,32 @@ def approved(lesson: Lesson) -> bool:
     return not isinstance(meta, dict) or decided(meta)
 
 
-__all__ = ["Lore", "approved", "Progress", "content_hash", "require_id", "storage_error"]
+class ToldLesson(TypedDict):
+    """A lesson a SessionStart context showed or left out, by its title."""
+
+    id: str
+    title: str  # "(deleted)" for a lesson deleted since
+    kind: str
+
+
+class ContextLoadView(TypedDict):
+    """A recorded SessionStart context (:class:`~lore.store.rows.ContextLoad`) with the
+    titles of its lessons."""
+
+    event_id: str
+    session_id: str | None
+    project: str | None
+    at: str
+    shown: list[ToldLesson]
+    dropped: list[ToldLesson]
+    chars: int
+    dropped_chars: int
+
+
+__all__ = ["Lore", "approved", "Progress", "content_hash", "require_id", "storage_error",
+           "ContextLoadView", "ScheduleRun", "ToldLesson"]  # rows the facade returns
+
+T = TypeVar("T")
 
 
 class Lore:
@@ -96,6 +148,8 @@ class Lore:
              create: bool = True) -> Lore:
         if os.environ.get("LORE_DEVICE"):  # refused before a database is made or opened
             check_device(os.environ["LORE_DEVICE"])
+        if settings.tuning:  # every override checked before anything is opened or made
+            tuning_constants(settings)
         # A home others can read is pointed out once, to a person: on a terminal only (not in
         # a pipe, a log or an MCP client), so the one time is not spent where nobody reads it.
         said = home_notice(settings.home) if _on_terminal(sys.stderr) else None
@@ -138,6 +192,19 @@ class Lore:
         commands that read no setting never build it)."""
         return self.settings.config
 
+    def tuned(self, default: T) -> T:
+        """A room's tuning constants (:mod:`lore.tuning`): ``default``, the code's, with the
+        overrides in ``settings.tuning`` that name its fields (an older config file's keys, or
+        a measurement's). ConfigError, one line, when one does not fit."""
+        from lore.tuning import tuned
+
+        overrides = self.settings.tuning
+        if not overrides:
+            return default
+        from_file = any(key in self.settings.sources for key in overrides)
+        return tuned(default, overrides,
+                     f"config {self.settings.config_path}" if from_file else "tuning")
+
     @property
     def embedding(self) -> Embedding:
         """The embedding model and the stored vectors' bookkeeping (the model loads lazily)."""
@@ -168,18 +235,21 @@ class Lore:
         """Conversation memory: imported transcripts and their search."""
         if self._conversations is None:
             from lore.core.conversations import Conversations
+            from lore.recall.conversations import CONVERSATIONS
 
-            self._conversations = Conversations(self.store, self.embedding, self.config)
+            self._conversations = Conversations(self.store, self.embedding, self.config,
+                                                self.tuned(CONVERSATIONS))
         return self._conversations
 
     @property
     def learner(self) -> Learner:
         """Learning from corrections: captured messages to scored rules."""
         if self._learner is None:
-            from lore.core.learner import Learner
+            from lore.core.learner import LEARNING, Learner
 
             self._learner = Learner(self.store, self.lessons, self.embedding, self.config.learning,
-                                    self._opinion(), self._judge(), self.config.llm.max_input_tokens)
+                                    self._opinion(), self._judge(), self.config.llm.max_input_tokens,
+                                    self.tuned(LEARNING))
         return self._learner
 
     def _opinion(self) -> Any:
@@ -213,9 +283,11 @@ class Lore:
     def analyzer(self) -> Analyzer:
         """Learning from the work itself: git changes and session transcripts to proposed lessons."""
         if self._analyzer is None:
-            from lore.core.analyzer import Analyzer
+            from lore.core.analyzer import ANALYSIS, Analyzer
+            from lore.core.learner import LEARNING
 
-            self._analyzer = Analyzer(self.store, self.lessons, self.embedding, self.settings)
+            self._analyzer = Analyzer(self.store, self.lessons, self.embedding, self.settings,
+                                      self.tuned(ANALYSIS), self.tuned(LEARNING))
         return self._analyzer
 
     @property
@@ -280,9 +352,10 @@ class Lore:
         pulls, and the server's side of both (docs/server.md)."""
         if self._sync is None:
             from lore.core.sync import Sync
+            from lore.recall.conversations import CONVERSATIONS
 
             self._sync = Sync(self.store, self.lessons, self.embedding,
-                              self.config.conversations.context_turns, self.device)
+                              self.tuned(CONVERSATIONS).context_turns, self.device)
         return self._sync
 
     # ---- embeddings -------------------------------------------------------------------
@@ -391,7 +464,7 @@ class Lore:
 
             embed = prefetch(embed, query)  # embedded while the keyword stage runs
         results = hybrid.search(self.store, query, filters, limit, self.config.search, embed,
-                                self.vectors, mode, include_superseded)
+                                self.vectors, mode, include_superseded, self.tuned(hybrid.SEARCH))
         if track:
             took = (time.perf_counter() - started) * 1000
             ids = [r.id for r in results]
@@ -549,23 +622,35 @@ class Lore:
             self.store.analyze()  # fresh statistics: the planner picks selective indexes
         return report
 
-    def reembed(self, *, force: bool = False, progress: Progress | None = None) -> int:
-        """Embed every lesson whose vector is missing or stale; everything if the model changed."""
-        stored, _ = self.stored_model()
-        changed = stored is not None and stored != self.configured_model()
-        if changed or force:
-            todo = self.store.lesson_texts()
+    def reembed(self, *, force: bool = False, progress: Progress | None = None) -> ReembedReport:
+        """Embed every lesson and conversation chunk whose vector is missing or stale, a batch
+        a transaction; after a model change (or with ``force``) all of them, the old vectors
+        dropped first. An interrupted run is continued by the next (lore.core.reembed)."""
+        from lore.core.reembed import reembed
+
+        return reembed(self.store, self.embedding, self.conversations, force=force,
+                       progress=progress)
+
+    def embedding_state(self) -> dict[str, Any]:
+        """Whether the vectors match the configured model, without loading it: ``state`` is
+        "ok", "missing" (some rows wait for a vector), "half done" (an interrupted re-embed)
+        or "needed" (the database was embedded with another model)."""
+        from lore.core import reembed
+
+        stored, dims = self.stored_model()
+        left = reembed.backlog(self.store)
+        under_way = reembed.started(self.store)
+        if reembed.model_changed(self.embedding):
+            state = "needed"
+        elif under_way is not None:
+            state = "half done"
+        elif left["lessons"]:
+            state = "missing"
         else:
-            todo = self.store.lessons_needing_vectors()
-        vectors = self.embedding.embed([document_text(t, c) for _, t, c, _ in todo], progress)
-        with self.store.atomic():
-            if changed or force:
-                self.store.drop_vectors()
-                self.embedding.forget_model()
-            rows = [(seq, h, v) for (seq, _, _, h), v in zip(todo, vectors, strict=True)]
-            if rows:
-                self.embedding.store_vectors(rows)
-        return len(todo)
+            state = "ok"
+        return {"state": state, "model": stored, "dimensions": dims,
+                "configured_model": self.configured_model(), "missing": left,
+                "started": under_way}
 
     # ---- sessions (the hooks' events, through the worker) ------------------------------
     def session_files(self, session_id: str | None, limit: int = 20) -> list[str]:
@@ -589,32 +674,38 @@ class Lore:
                             at: str, data: dict[str, Any]) -> bool:
         """What a SessionStart gave the session (ids shown and left out, sizes); False when
         this event was recorded before."""
-        return self.store.sessions.insert_context_load(event_id, session_id, project, at, data)
+        load: ContextLoadData = {
+            "shown": list(data.get("shown") or []), "dropped": list(data.get("dropped") or []),
+            "chars": int(data.get("chars") or 0), "dropped_chars": int(data.get("dropped_chars") or 0)}
+        return self.store.sessions.insert_context_load(event_id, session_id, project, at, load)
 
-    def context_loads(self, session_id: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+    def context_loads(self, session_id: str | None = None, limit: int = 20
+                      ) -> list[ContextLoadView]:
         """Recorded session starts, latest first, each with the titles of its lessons."""
         loads = self.store.sessions.context_loads(session_id, limit)
         titles = self.titles([i for load in loads for i in load["shown"] + load["dropped"]])
-        for load in loads:
-            for key in ("shown", "dropped"):
-                load[key] = [{"id": i, "title": titles.get(i, ("(deleted)", ""))[0],
-                              "kind": titles.get(i, ("", ""))[1]} for i in load[key]]
-        return loads
 
-    def lesson_activity(self, since: str) -> list[dict[str, Any]]:
+        def told(ids: list[str]) -> list[ToldLesson]:
+            return [{"id": i, "title": titles.get(i, ("(deleted)", ""))[0],
+                     "kind": titles.get(i, ("", ""))[1]} for i in ids]
+
+        return [{**load, "shown": told(load["shown"]), "dropped": told(load["dropped"])}
+                for load in loads]
+
+    def lesson_activity(self, since: str) -> list[LessonActivity]:
         """Learned rules created or reviewed at or after ``since`` (ISO text), oldest first."""
         return self.store.analysis.lesson_activity(since)
 
-    def lessons_added(self, since: str) -> list[dict[str, Any]]:
+    def lessons_added(self, since: str) -> list[LessonsAdded]:
         """Lessons created since ``since``: ``{"day", "project", "count"}`` rows."""
         return self.store.analysis.lessons_added(since)
 
-    def record_schedule_run(self, run: dict[str, Any]) -> int:
+    def record_schedule_run(self, run: NewScheduleRun) -> int:
         """Keep one scheduled analysis run (lore.schedule)."""
         with self.store.atomic():
             return self.store.analysis.record_schedule_run(run)
 
-    def schedule_runs(self, limit: int = 10) -> list[dict[str, Any]]:
+    def schedule_runs(self, limit: int = 10) -> list[ScheduleRun]:
         """The latest scheduled analysis runs, newest first."""
         return self.store.analysis.schedule_runs(limit)
 
@@ -624,13 +715,13 @@ class Lore:
         rules the project's instruction files already state are not repeated."""
         from pathlib import Path as _Path
 
-        from lore.apply.session_context import build, carried_lines
+        from lore.apply.session_context import CONTEXT, build, carried_lines
         from lore.normalize import project_root
 
         ctx = self.config.context
         project = project_root(project)
         return build(self.store.sessions, project, max_chars or ctx.max_chars,
-                     max_items or ctx.max_items, self.config.learning.inject_proposed_min_seen,
+                     max_items or ctx.max_items, self.tuned(CONTEXT).inject_proposed_min_seen,
                      carried_lines(project, _Path.home()))
 
     def import_claude_memory(self, claude_home: Path, *, dry_run: bool = False) -> Any:
@@ -715,11 +806,11 @@ class Lore:
             return str(review["at"])
         return lesson.created_at or ""
 
-    def learned_corrections(self) -> list[dict[str, Any]]:
+    def learned_corrections(self) -> list[LearnedCorrection]:
         """Messages the learner merged into a rule (action created, reinforced …), oldest first."""
         return self.store.corrections.learned_corrections()
 
-    def session_spans(self) -> list[dict[str, Any]]:
+    def session_spans(self) -> list[SessionSpan]:
         """Every session seen: id, project, first moment, file types edited; oldest first."""
         return self.store.corrections.session_spans()
 
@@ -766,9 +857,10 @@ class Lore:
 
     def skill_proposals(self) -> list[Any]:
         """Groups of approved lessons worth a skill (``core.skills.Proposal``), largest first."""
+        from lore.apply.skills import SKILLS
         from lore.core.skills import propose
 
-        return propose(self.store, self.approved_lessons(), self.config.apply)
+        return propose(self.store, self.approved_lessons(), self.tuned(SKILLS))
 
     def skill_plan(self, choice: str, home: Path, *, to_global: bool = False) -> tuple[Any, Plan]:
         """The proposal numbered or named ``choice``: (skill, plan of its files). Reads only."""

@@ -11,6 +11,7 @@ Precedence, lowest first: built-in defaults, the YAML file, ``LORE_*`` variables
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -20,6 +21,7 @@ from lore.errors import ConfigError
 from lore.home import is_url, lore_home, mask_url
 
 if TYPE_CHECKING:
+    from lore.config_cache import Cached
     from lore.config_models import (
         Config,
     )
@@ -44,39 +46,37 @@ def __getattr__(name: str) -> Any:
 ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-# Tuning constants: values chosen by measurement, each by the benchmark named beside it (the
-# figures are in docs/benchmarks.md), not settings a person is expected to set. They stay
-# readable from config.yaml so a measurement can vary them, and an existing file that sets one
-# keeps working (with a one-line notice), but `lore admin init` and `lore config show` leave
-# them out (`lore config show --all` lists them).
-SEARCH_BENCH = "bench/search_bench.py"
-LOCOMO_BENCH = "bench/locomo_explore.py"
+# Tuning constants: values chosen by measurement. They live in the code beside the code that
+# uses them, each field naming the benchmark (bench/...) that chose it and the page with its
+# figures (lore.tuning). They are not settings: `lore admin init` and `lore config show` leave
+# them out (`lore config show --all` lists them). Each is known by the config key it once had,
+# here with the place it lives now. A config file that still sets one keeps working: its value
+# goes to Settings.tuning, the one path by which a measurement varies a constant, and each
+# command says so in one line.
+_SEARCH = "lore.recall.hybrid.SearchTuning"
+_CONVERSATIONS = "lore.recall.conversations.ConversationTuning"
+_LEARNING = "lore.core.learner.LearningTuning"
 TUNING: dict[str, str] = {
-    **{f"search.{k}": SEARCH_BENCH for k in (
+    **{f"search.{k}": f"{_SEARCH}.{k}" for k in (
         "vector_weight", "fts_weight", "rrf_k", "candidates", "min_similarity",
         "confidence_bonus", "usage_bonus", "usage_saturation", "title_weight", "tags_weight",
-        "content_weight", "anti_context_factor", "recency.weight", "recency.scale_days")},
-    "search.vector_index": "bench/scale_bench.py",
-    "search.memory_below": "bench/scale_bench.py",
-    "search.exact_below": "bench/scale_bench.py",
-    "search.keyword_max_postings": "bench/scale_bench.py",
-    **{f"conversations.{k}": LOCOMO_BENCH for k in (
+        "content_weight", "anti_context_factor", "vector_index", "memory_below", "exact_below",
+        "keyword_max_postings")},
+    "search.recency.weight": f"{_SEARCH}.recency_weight",
+    "search.recency.scale_days": f"{_SEARCH}.recency_scale_days",
+    **{f"conversations.{k}": f"{_CONVERSATIONS}.{k}" for k in (
         "candidates", "keyword_weight", "vector_weight", "text_weight", "date_weight",
-        "context_weight", "context_turns", "named_speaker_bonus", "decay_weight",
-        "decay_scale_days")},
-    "conversations.session_weight": "bench/locomo_loco.py",
-    "conversations.keyword_max_postings": "bench/scale_bench.py",
-    "learning.detector_threshold": "bench/train_detector.py",
-    "learning.judge_threshold": "bench/judge_filter.py",
-    "learning.same_rule_similarity": "bench/detector_bench.py",
-    "learning.recent_days": "bench/learning_curve.py",
-    "learning.inject_proposed_min_seen": "bench/learning_curve.py",
-    "learning.second_opinion_band": "bench/detector_bench.py",
-    "apply.skill_similarity": "bench/apply_bench.py",
-    "apply.skill_min_size": "bench/apply_bench.py",
-    "analysis.related_similarity": "bench/significance_bench.py",
-    "embedding.batch_size": "bench/conversation_bench.py",
-    "sync.batch_size": "bench/sync_bench.py",
+        "context_weight", "context_turns", "named_speaker_bonus", "session_weight",
+        "keyword_max_postings", "length_weight", "length_cap_words", "question_penalty",
+        "decay_weight", "decay_scale_days")},
+    **{f"learning.{k}": f"{_LEARNING}.{k}" for k in (
+        "detector_threshold", "judge_threshold", "same_rule_similarity", "recent_days",
+        "second_opinion_band")},
+    "learning.inject_proposed_min_seen":
+        "lore.apply.session_context.ContextTuning.inject_proposed_min_seen",
+    "apply.skill_similarity": "lore.apply.skills.SkillTuning.skill_similarity",
+    "apply.skill_min_size": "lore.apply.skills.SkillTuning.skill_min_size",
+    "analysis.related_similarity": "lore.core.analyzer.AnalysisTuning.related_similarity",
 }
 
 
@@ -100,18 +100,25 @@ class Settings:
 
     The :class:`Config` is validated when ``load_config`` finds something set (a key in the
     file, a ``LORE_*`` variable); with nothing set it is built (all defaults) on first access
-    of ``config``, and the paths and the user answer without it.
+    of ``config``, and the paths and the user answer without it. From the validated cache
+    (``cached``, :mod:`lore.config_cache`) it is built on first access too, and the settings
+    read below answer from the cached values.
     """
 
-    __slots__ = ("_config", "_database", "home", "config_path", "sources")
+    __slots__ = ("_config", "_cached", "_database", "home", "config_path", "sources", "tuning")
 
     def __init__(self, config: Config | None = None, *, home: Path, config_path: Path,
-                 sources: dict[str, str] | None = None) -> None:
+                 sources: dict[str, str] | None = None,
+                 tuning: dict[str, Any] | None = None, cached: Cached | None = None) -> None:
         self._config = config
+        self._cached = None if config is not None else cached
         self._database: str | None = None  # use_database before the config is built
         self.home = home
         self.config_path = config_path
         self.sources: dict[str, str] = dict(sources or {})
+        # Overrides of tuning constants by name (a key of TUNING): what an older config file
+        # sets, or what a measurement varies; lore.tuning.tuned applies and checks them.
+        self.tuning: dict[str, Any] = dict(tuning or {})
 
     def __repr__(self) -> str:
         return f"Settings(home={self.home!r}, config_path={self.config_path!r})"
@@ -120,9 +127,12 @@ class Settings:
     def config(self) -> Config:
         """The validated config (defaults only, built now, when nothing was set)."""
         if self._config is None:
-            from lore.config_models import Config
+            if self._cached is not None:
+                self._config = self._cached.build()
+            else:
+                from lore.config_models import Config
 
-            self._config = Config()
+                self._config = Config()
             if self._database is not None:
                 self._config.database = self._database
         return self._config
@@ -143,9 +153,25 @@ class Settings:
         """A setting's value without building the config when nothing was set (then None: the
         default of every setting read this way, but a database given to ``use_database``)."""
         if self._config is None:
-            return self._database if section == "database" else None
+            if self._cached is None or (section == "database" and self._database is not None):
+                return self._database if section == "database" else None
+            value = self._cached.values[section]
+            return value[key] if key else value
         value = getattr(self._config, section)
         return getattr(value, key) if key else value
+
+    def dump(self) -> dict[str, Any]:
+        """The effective config as plain values (``Config.model_dump()``), from the cached
+        values when the config was not built (with nothing set: the defaults' cache entry)."""
+        if self._config is None:
+            from lore import config_cache
+
+            cached = self._cached or config_cache.defaults(self.home)
+            values: dict[str, Any] = json.loads(json.dumps(cached.values))
+            if self._database is not None:
+                values["database"] = self._database
+            return values
+        return self.config.model_dump()
 
     @property
     def tuned(self) -> list[str]:
@@ -216,26 +242,50 @@ def load_config(path: Path | None = None) -> Settings:
     """Read, interpolate and validate the config; raise ConfigError naming the bad key.
 
     With nothing set (no file, a file of comments only, no ``LORE_*`` variable naming a key)
-    nothing is validated now: ``Settings.config`` builds the defaults on first access."""
+    nothing is validated now: ``Settings.config`` builds the defaults on first access.
+    The user's config (``path`` not given: the file and the ``LORE_*`` variables), validated
+    once, is read back from the validated cache until the file or a variable changes
+    (:mod:`lore.config_cache`)."""
     home = lore_home()
+    cache = path is None  # a file given by path (a probe of a change) is only validated
     path = path or config_file()
+    cache_key = None
     raw: dict[str, Any] = {}
     try:
         exists = path.exists()
     except OSError as exc:  # a home without read permission
         raise ConfigError(f"cannot read config {path}: {exc.strerror}; check the permissions "
                           f"of {path.parent} (ls -ld)") from None
-    if exists:
-        raw = _read_yaml(path)
+    text = _read_text(path) if exists else ""
+    file_sets = not _sets_nothing(text)
+    env = {var: os.environ.get(var) or None for var in ENV_KEYS}
+    if cache and (file_sets or any(env.values())):
+        from lore import config_cache
+
+        if config_cache.cacheable(text, env, ENV_PATTERN):
+            cache_key = config_cache.key(path, text, env)
+        hit = config_cache.read(home, cache_key) if cache_key else None
+        if hit is not None:
+            settings = Settings(home=home, config_path=path, sources=hit.sources,
+                                tuning=hit.tuning, cached=hit)
+            check_database_path(settings)
+            return settings
+    if file_sets:
+        raw = _parse_yaml(text, path)
     raw = _interpolate(raw, path)
     merged, sources = _merge(raw, path)
+    tuning = _moved(merged, path)
     config = None
     if merged:
         from lore.config_models import validate
 
         config = validate(merged, path)
-    settings = Settings(config, home=home, config_path=path, sources=sources)
+    settings = Settings(config, home=home, config_path=path, sources=sources, tuning=tuning)
     check_database_path(settings)
+    if cache_key and config is not None:
+        from lore import config_cache
+
+        config_cache.write(home, cache_key, config, sources, tuning)
     return settings
 
 
@@ -261,25 +311,21 @@ def default_settings(home: Path | None = None) -> Settings:
     return Settings(home=home, config_path=home / "config.yaml")
 
 
-def effective(settings: Settings, *, tuning: bool = False) -> list[tuple[str, Any, str]]:
+def effective(settings: Settings) -> list[tuple[str, Any, str]]:
     """(dotted key, value, where it came from) for every leaf of the effective config: the
-    settings a person sets, and with ``tuning`` the tuning constants too (those the config sets
-    are always listed)."""
-    rows: list[tuple[str, Any, str]] = []
-    for key, value in _flatten(settings.config.model_dump()).items():
-        if key in TUNING and not tuning and key not in settings.sources:
-            continue
-        rows.append((key, _mask(key, value), settings.sources.get(key, "default")))
-    return rows
+    settings a person sets (the tuning constants are in the code: lore.tuning)."""
+    return [(key, _mask(key, value), settings.sources.get(key, "default"))
+            for key, value in _flatten(settings.dump()).items()]
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def _read_text(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read config {path}: {exc.strerror or exc}") from None
-    if _sets_nothing(text):
-        return {}
+
+
+def _parse_yaml(text: str, path: Path) -> dict[str, Any]:
     import yaml
 
     try:
@@ -346,6 +392,25 @@ def _merge(raw: dict[str, Any], path: Path) -> tuple[dict[str, Any], dict[str, s
             merged[section] = value
         sources[dotted] = f"${var}"
     return merged, sources
+
+
+def _moved(merged: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Take the tuning constants (TUNING, or a seed name of one) out of the merged config:
+    {name: value}, for Settings.tuning."""
+    moved: dict[str, Any] = {}
+    for key in (*TUNING, *SEED_NAMES):
+        *sections, leaf = key.split(".")
+        node: Any = merged
+        for section in sections:
+            node = node.get(section) if isinstance(node, dict) else None
+        if not isinstance(node, dict) or leaf not in node:
+            continue
+        value = node.pop(leaf)
+        name = SEED_NAMES.get(key, key)
+        if name in moved and moved[name] != value:
+            raise ConfigError(f"config {path}: {key} and {name} are the same constant; give one")
+        moved[name] = value
+    return moved
 
 
 def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:

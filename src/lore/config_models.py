@@ -27,7 +27,7 @@ def _registered(group: str, name: str) -> str:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, defer_build=True)
 
 
 class EmbeddingConfig(_Strict):
@@ -38,7 +38,7 @@ class EmbeddingConfig(_Strict):
     base_url: str | None = None
     batch_size: int = Field(default=64, ge=1, le=2048)
     threads: int | None = Field(default=None, ge=1)
-    cache_dir: str | None = None  # where downloaded models go (backends that download)
+    cache_dir: str | None = None  # downloaded models, and the packaged model's optimised graph
 
     @field_validator("backend")
     @classmethod
@@ -47,68 +47,23 @@ class EmbeddingConfig(_Strict):
 
 
 class RecencyConfig(_Strict):
-    enabled: bool = False
-    weight: float = Field(default=0.1, ge=0, le=1)
-    scale_days: float = Field(default=90.0, gt=0)
+    enabled: bool = False  # its weight and scale: lore.recall.hybrid.SearchTuning
 
 
 class SearchConfig(_Strict):
+    """Lesson search. Its weights are tuning constants: lore.recall.hybrid.SearchTuning."""
+
     default_limit: int = Field(default=10, ge=1, le=1000)
-    vector_weight: float = Field(default=0.7, ge=0)
-    fts_weight: float = Field(default=0.3, ge=0)
-    rrf_k: int = Field(default=60, ge=1)
-    candidates: int = Field(default=100, ge=1, le=10000)
-    min_similarity: float = Field(default=0.2, ge=-1, le=1)
-    confidence_bonus: float = Field(default=0.05, ge=0, le=1)
-    usage_bonus: float = Field(default=0.05, ge=0, le=1)
-    usage_saturation: int = Field(default=100, ge=1)
-    title_weight: float = Field(default=3.0, ge=0)
-    tags_weight: float = Field(default=2.0, ge=0)
-    content_weight: float = Field(default=1.0, ge=0)
     anti_context: Literal["exclude", "demote"] = "exclude"
-    anti_context_factor: float = Field(default=0.5, ge=0, le=1)
-    vector_index: Literal["auto", "memory", "sqlite-vec"] = "auto"
-    memory_below: int = Field(default=20000, ge=0)
-    exact_below: int = Field(default=1000, ge=0)
-    keyword_max_postings: int = Field(default=2500, ge=100)
     recency: RecencyConfig = Field(default_factory=RecencyConfig)
     track_usage: bool = True
 
-    @model_validator(mode="before")
-    @classmethod
-    def _seed_names(cls, data: Any) -> Any:
-        # Other memory tools name the same two weights hybrid_weight_semantic/keyword.
-        if not isinstance(data, dict):
-            return data
-        data = dict(data)
-        for alias, name in (("hybrid_weight_semantic", "vector_weight"),
-                            ("hybrid_weight_keyword", "fts_weight")):
-            if alias in data:
-                value = data.pop(alias)
-                if name in data and data[name] != value:
-                    raise ValueError(f"{alias} and {name} are the same setting; give one")
-                data[name] = value
-        return data
-
 
 class ConversationsConfig(_Strict):
-    """Conversation search; defaults chosen on the LoCoMo development half (docs/benchmarks.md)."""
+    """Conversation search. Its weights are tuning constants chosen on the LoCoMo development
+    half: lore.recall.conversations.ConversationTuning."""
 
-    candidates: int = Field(default=100, ge=1, le=10000)
-    keyword_weight: float = Field(default=1.0, ge=0)  # × BM25 / best BM25 of the query
-    vector_weight: float = Field(default=2.0, ge=0)  # × cosine similarity (all-MiniLM-L6-v2 range)
-    text_weight: float = Field(default=1.0, ge=0)  # BM25 column weights
-    date_weight: float = Field(default=1.0, ge=0)
-    context_weight: float = Field(default=0.3, ge=0)
-    context_turns: int = Field(default=2, ge=0, le=10)  # neighbouring turns on each side
-    named_speaker_bonus: float = Field(default=0.1, ge=0)
-    # + session_weight × the best relevance among the candidates of the chunk's session: the
-    # turns of the session that answers best come forward together (0: off)
-    session_weight: float = Field(default=0.5, ge=0)
-    keyword_max_postings: int = Field(default=2000, ge=100)
     decay: bool = True
-    decay_weight: float = Field(default=0.3, ge=0, le=1)
-    decay_scale_days: float = Field(default=90.0, gt=0)
 
 
 class ContextConfig(_Strict):
@@ -124,8 +79,6 @@ class ApplyConfig(_Strict):
     project_file: Literal["CLAUDE.md", "CLAUDE.local.md"] = "CLAUDE.md"  # local: not checked in
     agents_md: bool = False  # also write every project rule to AGENTS.md
     global_file: bool = True  # write global rules to ~/.claude/CLAUDE.md
-    skill_similarity: float = Field(default=0.3, ge=-1, le=1)  # mean embedding cosine to join a group
-    skill_min_size: int = Field(default=3, ge=2, le=100)  # lessons a proposed skill needs
 
 
 class ReviewConfig(_Strict):
@@ -135,21 +88,16 @@ class ReviewConfig(_Strict):
 
 
 class LearningConfig(_Strict):
-    """Learning from corrections (confidence scoring and thresholds)."""
+    """Learning from corrections: the thresholds a person sets (the detector's and the
+    learner's constants: lore.core.learner.LearningTuning)."""
 
     active_threshold: float = Field(default=0.85, ge=0, le=1)  # at or above: active
     review_threshold: float = Field(default=0.5, ge=0, le=1)   # at or above: proposed for review
-    detector_threshold: float | None = Field(default=None, gt=0, lt=1)  # None: the trained one
-    same_rule_similarity: float = Field(default=0.86, gt=0, le=1)  # cosine: a restatement
-    recent_days: int = Field(default=7, ge=0)  # reinforced this recently: +0.1
     silent_fixes: bool = True  # compare what the agent wrote with the files later
     extractor: str = "rules"  # reads the rule in a correction (entry points: lore.extractors)
-    inject_proposed_min_seen: int = Field(default=2, ge=1)  # a proposed rule reaches SessionStart
-    second_opinion_band: float = Field(default=0.2, ge=0, le=1)  # |p - threshold|: ask llm
-    # With a language model configured (llm.provider), the judge decides what is a lesson; the
-    # detector only passes it the messages at or above judge_threshold (None: the shipped one).
+    # With a language model configured (llm.provider), the judge decides what is a lesson (the
+    # detector's thresholds are tuning constants: lore.core.learner.LearningTuning).
     judge: bool = True
-    judge_threshold: float | None = Field(default=None, gt=0, lt=1)
 
     @field_validator("extractor")
     @classmethod
@@ -170,9 +118,6 @@ class AnalysisConfig(_Strict):
     projects: dict[str, int] = Field(default_factory=dict)  # a project's folder: its own threshold
     session_end: bool = True  # analyse each session's work when it ends (in the worker)
     session_learnings: bool = True  # the session pass over its transcript at its end (model or patterns)
-    # A learned lesson's related patterns become graph edges to lessons at least this close
-    # (cosine of the pattern's name as a query with the lesson), besides those whose title names it.
-    related_similarity: float = Field(default=0.45, ge=0.0, le=1.0)
 
     @field_validator("projects")
     @classmethod

@@ -129,8 +129,8 @@ def _model(settings: Any) -> Check:
                          "pip install 'loreloop[fastembed]'")
         return Check("embedding model", True,
                      f"{cfg.model} via fastembed (downloaded on first use, needs network once)")
-    if find_spec("onnxruntime") is None or find_spec("tokenizers") is None:
-        return Check("embedding model", False, "onnxruntime or tokenizers is not installed",
+    if find_spec("onnxruntime") is None:  # the tokenizer is Lore's own (lore.embed.wordpiece)
+        return Check("embedding model", False, "onnxruntime is not installed",
                      "pip install --force-reinstall loreloop")
     try:
         path = packaged_model_file()
@@ -140,6 +140,24 @@ def _model(settings: Any) -> Check:
     size = path.stat().st_size // (1024 * 1024)
     return Check("embedding model", True,
                  f"{DEFAULT_MODEL} int8 ONNX ({size} MB, sha256 verified) installed, offline")
+
+
+def embeddings_check(st: dict[str, Any]) -> Check:
+    """Whether the vectors match the configured model (Lore.embedding_state)."""
+    left = st["missing"]
+    waiting = f"{left['lessons']} lessons and {left['chunks']} conversation chunks"
+    if st["state"] == "needed":
+        return Check("embeddings", False, f"database has {st['model']} ({st['dimensions']} dims), "
+                     f"config asks for {st['configured_model']}", "lore admin reembed")
+    if st["state"] == "half done":
+        return Check("embeddings", True, f"re-embedding with {st['model']} half done: {waiting} "
+                     "still without a vector (found by keywords until then)",
+                     "lore admin reembed (continues where it stopped)")
+    return Check("embeddings", st["state"] == "ok",
+                 f"{st['model'] or st['configured_model']}: {left['lessons']} lessons without an "
+                 "up-to-date vector" + (f", {left['chunks']} conversation chunks waiting"
+                                        if left["chunks"] else ""),
+                 "" if st["state"] == "ok" else "lore admin reembed")
 
 
 def _database(settings: Any, home_ok: bool = True) -> list[Check]:
@@ -161,17 +179,7 @@ def _database(settings: Any, home_ok: bool = True) -> list[Check]:
                              f"{path}: {lore.lesson_count()} lessons, integrity {integrity}{ro}",
                              "" if integrity == "ok" else
                              "restore from an export: lore admin import BACKUP.jsonl"))
-            stored, dims = lore.stored_model()
-            wanted = lore.configured_model()
-            if stored and stored != wanted:
-                out.append(Check("embeddings", False,
-                                 f"database has {stored} ({dims} dims), config asks for {wanted}",
-                                 "lore admin reembed"))
-            else:
-                missing = lore.lessons_without_vectors()
-                out.append(Check("embeddings", missing == 0,
-                                 f"{stored or wanted}: {missing} lessons without an up-to-date vector",
-                                 "" if missing == 0 else "lore admin reembed"))
+            out.append(embeddings_check(lore.embedding_state()))
     except StorageError as exc:
         out.append(Check("database", False, exc.problem, exc.fix))
         return out

@@ -94,13 +94,13 @@ def session_context(cwd: Any) -> tuple[str | None, dict[str, Any] | None]:
     if not is_url(location) and not Path(location).expanduser().is_file():
         return None, None
     db: Path | str = location if is_url(location) else Path(location).expanduser()
-    from lore.apply.session_context import from_file  # no model, no numpy
+    from lore.apply.session_context import CONTEXT, from_file  # no model, no numpy
 
     ctx = settings.get("context") or {}
-    learning = settings.get("learning") or {}
+    learning = settings.get("learning") or {}  # an older file may still set the constant
     built = from_file(db, cwd if isinstance(cwd, str) else None,
                       int(ctx.get("max_chars", 4000)), int(ctx.get("max_items", 60)),
-                      int(learning.get("inject_proposed_min_seen", 2)),
+                      int(learning.get("inject_proposed_min_seen", CONTEXT.inject_proposed_min_seen)),
                       user=os.environ.get("LORE_USER") or settings.get("user") or _login())
     record = {**built.record(), "at": time.time()}
     if not built.text:

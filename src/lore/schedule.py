@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from lore.errors import ConfigError
 from lore.home import alive, file_logger, lock_file, read_pid, unlock_file
 from lore.ids import now
+from lore.store.rows import NewScheduleRun, ScheduleRun
 
 if TYPE_CHECKING:
     from lore.config import Settings
@@ -71,7 +72,7 @@ class Scheduler:
             self.log = logging.getLogger("lore.schedule")
 
     # ---- one run ------------------------------------------------------------------------
-    def run(self, trigger: str = "command") -> dict[str, Any]:
+    def run(self, trigger: str = "command") -> NewScheduleRun:
         """One analysis now; skipped (and recorded so) while another run holds the home."""
         started, clock = now(), time.perf_counter()
         if not self._busy.acquire(blocking=False):
@@ -91,9 +92,9 @@ class Scheduler:
                 error = str(exc).strip() or type(exc).__name__
                 self.log.exception("run (%s) failed", trigger)
             ms = int((time.perf_counter() - clock) * 1000)
-            run = {"trigger": trigger, "started_at": started, "finished_at": now(),
-                   "duration_ms": ms, "outcome": "failed" if error else "ok",
-                   "summary": summary, "error": error}
+            run: NewScheduleRun = {"trigger": trigger, "started_at": started, "finished_at": now(),
+                                   "duration_ms": ms, "outcome": "failed" if error else "ok",
+                                   "summary": summary, "error": error}
             self._record(run)
             self.log.info("run (%s) %s in %d ms: %s", trigger, run["outcome"], ms, error or summary)
             return run
@@ -140,14 +141,14 @@ class Scheduler:
                 summary["digests"] = [p.name for p in written]
         return summary
 
-    def _skipped(self, trigger: str, started: str, why: str) -> dict[str, Any]:
+    def _skipped(self, trigger: str, started: str, why: str) -> NewScheduleRun:
         self.log.warning("run (%s) skipped: %s", trigger, why)
-        run = {"trigger": trigger, "started_at": started, "finished_at": started, "duration_ms": 0,
-               "outcome": "skipped", "summary": {}, "error": why}
+        run: NewScheduleRun = {"trigger": trigger, "started_at": started, "finished_at": started,
+                               "duration_ms": 0, "outcome": "skipped", "summary": {}, "error": why}
         self._record(run)
         return run
 
-    def _record(self, run: dict[str, Any]) -> None:
+    def _record(self, run: NewScheduleRun) -> None:
         from lore.api import Lore
 
         try:
@@ -194,7 +195,7 @@ class Scheduler:
         if self._thread is not None:
             self._thread.join(5)
 
-    def status(self, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    def status(self, runs: list[ScheduleRun]) -> dict[str, Any]:
         """What the dashboard and the API show: the expression, the next run, the latest runs."""
         return {"expression": self.expression, "enabled": bool(self.expression),
                 "next_run": self.next_run.isoformat() if self.next_run else None,

@@ -23,7 +23,12 @@ def write_config(home: Path, text: str) -> Path:
 
 
 def rows(settings) -> dict[str, tuple[object, str]]:
-    return {k: (v, src) for k, v, src in effective(settings, tuning=True)}
+    """Every setting and every tuning constant: (value, source)."""
+    from lore.api import tuning_constants
+
+    out = {k: (v, src) for k, v, src in effective(settings)}
+    out.update({r["key"]: (r["value"], r["source"]) for r in tuning_constants(settings)})
+    return out
 
 
 # ---- loading ---------------------------------------------------------------------------
@@ -62,7 +67,7 @@ known_tags: [auth, deps]
     assert s.config.search.default_limit == 25
     assert s.config.search.anti_context == "demote"
     assert s.config.search.recency.enabled is True
-    assert s.config.search.recency.weight == 0.1  # sibling keeps its default
+    assert rows(s)["search.recency.weight"] == (0.1, "default")  # a constant, in the code
     assert s.config.embedding.batch_size == 16
     assert s.config.known_tags == ["auth", "deps"]
     r = rows(s)
@@ -136,7 +141,7 @@ def test_unknown_nested_key_names_the_dotted_key(lore_home):
     msg = str(exc.value)
     assert "'search.vectr_weight'" in msg
     valid = msg.split("valid keys here:", 1)[1]
-    for key in ("vector_weight", "fts_weight", "default_limit", "recency"):
+    for key in ("default_limit", "recency", "anti_context"):
         assert key in valid
     assert "embedding" not in valid  # the keys of *this* section
 
@@ -147,7 +152,7 @@ def test_unknown_key_two_levels_down(lore_home):
         load_config()
     msg = str(exc.value)
     assert "'search.recency.half_life'" in msg
-    assert "enabled" in msg and "scale_days" in msg and "weight" in msg
+    assert "valid keys here: enabled" in msg
 
 
 @pytest.mark.parametrize(("yaml_text", "key", "shown"), [
@@ -183,13 +188,13 @@ def test_invalid_yaml_and_non_mapping(lore_home, yaml_text, expect):
 def test_seed_names_map_to_weights(lore_home):
     write_config(lore_home,
                  "search:\n  hybrid_weight_semantic: 0.6\n  hybrid_weight_keyword: 0.4\n")
-    c = load_config().config
-    assert (c.search.vector_weight, c.search.fts_weight) == (0.6, 0.4)
+    r = rows(load_config())
+    assert (r["search.vector_weight"][0], r["search.fts_weight"][0]) == (0.6, 0.4)
 
 
 def test_seed_name_with_the_same_value_is_accepted(lore_home):
     write_config(lore_home, "search:\n  hybrid_weight_semantic: 0.6\n  vector_weight: 0.6\n")
-    assert load_config().config.search.vector_weight == 0.6
+    assert load_config().tuning == {"search.vector_weight": 0.6}
 
 
 def test_seed_name_and_new_name_with_different_values_is_an_error(lore_home):
@@ -343,45 +348,192 @@ def test_empty_section_means_defaults(lore_home):
 
 # ---- settings a person sets, and tuning constants ----------------------------------------
 
-def test_every_tuning_constant_is_a_config_key_with_an_existing_benchmark():
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def rooms():
+    from lore.apply.session_context import CONTEXT
+    from lore.apply.skills import SKILLS
+    from lore.core.analyzer import ANALYSIS
+    from lore.core.learner import LEARNING
+    from lore.recall.conversations import CONVERSATIONS
+    from lore.recall.hybrid import SEARCH
+
+    return (SEARCH, CONVERSATIONS, LEARNING, CONTEXT, SKILLS, ANALYSIS)
+
+
+def headings(page: Path) -> set[str]:
+    return {line.lstrip("#").strip() for line in page.read_text().splitlines()
+            if line.startswith("#")}
+
+
+def test_every_tuning_constant_lives_in_the_code_and_names_what_chose_it():
+    import dataclasses
+
     from lore.config import TUNING, Config, _flatten
+    from lore.tuning import keys_of, location
 
-    keys = set(_flatten(Config().model_dump()))
-    assert set(TUNING) <= keys
-    root = Path(__file__).resolve().parents[2]
-    assert all((root / bench).is_file() for bench in TUNING.values())
-    assert len(keys - set(TUNING)) <= 50  # what a person sets stays a short list
+    named = {}
+    for default in rooms():
+        cls = type(default)
+        assert dataclasses.fields(default) and cls.__dataclass_params__.frozen
+        keys = keys_of(cls)
+        assert sorted(keys.values()) == sorted(f.name for f in dataclasses.fields(default))
+        named.update({key: f"{location(cls)}.{field}" for key, field in keys.items()})
+        for f in dataclasses.fields(default):
+            by = f.metadata["by"]
+            assert not by.script or (ROOT / by.script).is_file(), by
+            page, _, heading = by.figures.partition("#")
+            assert heading in headings(ROOT / page), by.figures
+    assert named == TUNING  # every former key has a home, and every constant a name
+    assert not set(TUNING) & set(_flatten(Config().model_dump()))  # none is a setting any more
+    assert len(_flatten(Config().model_dump())) <= 50  # what a person sets stays a short list
+    benchmarks = (ROOT / "docs" / "benchmarks.md").read_text()
+    assert all(f"`{key}`" in benchmarks for key in TUNING)  # each named where its figures are
 
 
-def test_config_show_leaves_tuning_out_unless_asked_or_set(tmp_path, lore_home):
-    from click.testing import CliRunner
+def test_defaults_are_the_values_the_code_had():
+    """The constants moved, their values did not (search and conversation results unchanged)."""
+    from lore.recall.conversations import CONVERSATIONS
+    from lore.recall.hybrid import SEARCH
 
-    from lore.cli import cli
+    assert (SEARCH.vector_weight, SEARCH.fts_weight, SEARCH.rrf_k, SEARCH.candidates,
+            SEARCH.min_similarity, SEARCH.title_weight, SEARCH.keyword_max_postings,
+            SEARCH.recency_weight, SEARCH.recency_scale_days) == (0.7, 0.3, 60, 100, 0.2, 3.0,
+                                                                  2500, 0.1, 90.0)
+    assert (CONVERSATIONS.vector_weight, CONVERSATIONS.session_weight,
+            CONVERSATIONS.context_turns, CONVERSATIONS.decay_weight) == (2.0, 0.5, 2, 0.3)
 
-    shown = json.loads(CliRunner().invoke(cli, ["config", "show", "--json"]).output)
+
+def test_an_older_config_that_sets_moved_keys_still_loads_and_applies_them(lore_home, tmp_path):
+    from lore.core.learner import LEARNING
+    from lore.recall.hybrid import SEARCH
+
+    path = write_config(lore_home, "search:\n  rrf_k: 30\n  default_limit: 5\n  recency:\n"
+                                   "    enabled: true\n    weight: 0.2\n"
+                                   "learning:\n  recent_days: 3\n  active_threshold: 0.9\n")
+    s = load_config()
+    assert s.config.search.default_limit == 5 and s.config.learning.active_threshold == 0.9
+    assert s.tuning == {"search.rrf_k": 30, "search.recency.weight": 0.2, "learning.recent_days": 3}
+    assert s.tuned == ["learning.recent_days", "search.recency.weight", "search.rrf_k"]
+    with Lore.open(s, embedder=FakeEmbedder()) as lore:
+        search = lore.tuned(SEARCH)
+        assert (search.rrf_k, search.recency_weight, search.vector_weight) == (30, 0.2, 0.7)
+        assert lore.learner.tuning.recent_days == 3
+        assert lore.tuned(LEARNING).same_rule_similarity == 0.86
+    r = rows(s)
+    assert r["search.rrf_k"] == (30, str(path)) and r["search.fts_weight"] == (0.3, "default")
+
+
+def test_the_notice_names_where_each_moved_key_lives_in_one_line(lore_home, run):
+    write_config(lore_home, "search:\n  rrf_k: 30\nconversations:\n  session_weight: 0.4\n")
+    res = run("config", "show")
+    assert res.exit_code == 0, res.output
+    lines = [line for line in res.stderr.splitlines() if "tuning constant" in line]
+    assert len(lines) == 1
+    assert "search.rrf_k (lore.recall.hybrid.SearchTuning.rrf_k)" in lines[0]
+    assert "lore.recall.conversations.ConversationTuning.session_weight" in lines[0]
+    assert "still used" in lines[0]
+
+
+@pytest.mark.parametrize(("yaml_text", "expect"), [
+    ("search:\n  rrf_k: 0\n", "search.rrf_k must be at least 1 (got 0)"),
+    ("search:\n  rrf_k: fast\n", "search.rrf_k must be a whole number (got 'fast')"),
+    ("search:\n  vector_index: disk\n", "search.vector_index must be one of auto, memory, sqlite-vec"),
+    ("conversations:\n  decay_weight: 2\n", "conversations.decay_weight must be at most 1"),
+    ("learning:\n  detector_threshold: true\n", "learning.detector_threshold must be a number"),
+])
+def test_a_bad_override_is_one_line_and_changes_nothing(lore_home, run, yaml_text, expect):
+    path = write_config(lore_home, yaml_text)
+    for args in (["config", "show", "--all"], ["recall", "search", "anything"],
+                 ["recall", "conversations", "anything"], ["learn", "add", "Use uv", "not pip"]):
+        res = run(*args)
+        assert res.exit_code != 0, args
+        assert f"config {path}: {expect}" in res.output, (args, res.output)
+        assert "Traceback" not in res.output and len(res.output.strip().splitlines()) <= 2
+    assert not (lore_home / "lore.db").exists() or _lessons(lore_home) == 0
+
+
+def _lessons(home: Path) -> int:
+    import sqlite3
+
+    with sqlite3.connect(home / "lore.db") as db:
+        return db.execute("SELECT count(*) FROM lessons").fetchone()[0]
+
+
+def test_a_measurement_varies_a_constant_through_the_same_path():
+    from lore.errors import ConfigError
+    from lore.recall.hybrid import SEARCH
+    from lore.tuning import replace, tuned
+
+    assert tuned(SEARCH, {"search.rrf_k": 20}).rrf_k == 20
+    assert tuned(SEARCH, {"search.candidates": 50}).candidates == 50
+    assert tuned(SEARCH, {"conversations.candidates": 50}) is SEARCH  # another room's
+    assert replace(SEARCH, {"min_similarity": 0}).min_similarity == 0.0
+    with pytest.raises(ConfigError, match="^tuning: unknown tuning constant 'lore.recall.hybrid"
+                                          ".SearchTuning.rrf'"):
+        replace(SEARCH, {"rrf": 20})
+    with pytest.raises(ConfigError, match="^tuning: search.usage_saturation must be at least 1"):
+        tuned(SEARCH, {"search.usage_saturation": 0})
+    assert SEARCH.rrf_k == 60  # the defaults never change
+
+
+@given(st.one_of(st.integers(), st.floats(allow_nan=False), st.text(max_size=5), st.booleans(),
+                 st.none()))
+def test_any_override_is_applied_exactly_or_refused_in_one_line(value):
+    from lore.errors import ConfigError
+    from lore.recall.conversations import CONVERSATIONS
+    from lore.tuning import tuned
+
+    try:
+        got = tuned(CONVERSATIONS, {"conversations.decay_weight": value}).decay_weight
+    except ConfigError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith("tuning: conversations.decay_weight ")
+    else:
+        assert not isinstance(value, bool) and 0 <= value <= 1 and got == value
+
+
+def test_config_show_lists_constants_only_when_asked_or_set(lore_home, run):
+    shown = json.loads(run("config", "show", "--json").stdout)
     keys = {row["key"] for row in shown["settings"]}
-    assert "search.default_limit" in keys and "search.rrf_k" not in keys
-    every = json.loads(CliRunner().invoke(cli, ["config", "show", "--all", "--json"]).output)
-    assert "search.rrf_k" in {row["key"] for row in every["settings"]}
-    lore_home.mkdir(parents=True, exist_ok=True)
-    (lore_home / "config.yaml").write_text("search:\n  rrf_k: 30\n  default_limit: 5\n")
-    res = CliRunner().invoke(cli, ["config", "show", "--json"])
+    assert "search.default_limit" in keys and "search.rrf_k" not in keys and shown["tuning"] == []
+    every = json.loads(run("config", "show", "--all", "--json").stdout)
+    tuning = {row["key"]: row for row in every["tuning"]}
+    assert tuning["search.rrf_k"] == {
+        "key": "search.rrf_k", "value": 60, "source": "default",
+        "lives_in": "lore.recall.hybrid.SearchTuning.rrf_k", "bench": "bench/search_bench.py",
+        "figures": "docs/benchmarks.md#Results (2026-11-23)"}
+    assert tuning["apply.skill_min_size"]["bench"] is None  # set by hand: said so
+    from lore.config import TUNING
+
+    assert set(tuning) == set(TUNING)
+    path = write_config(lore_home, "search:\n  rrf_k: 30\n  default_limit: 5\n")
+    res = run("config", "show", "--json")
     assert res.exit_code == 0
-    rows = {row["key"]: row["value"] for row in json.loads(res.stdout)["settings"]}
-    assert rows["search.rrf_k"] == 30  # an existing file keeps working
+    data = json.loads(res.stdout)
+    assert [(r["key"], r["value"], r["source"]) for r in data["tuning"]] == [
+        ("search.rrf_k", 30, str(path))]  # an existing file keeps working, and shows it
     assert res.stderr.count("tuning constant") == 1 and "search.rrf_k" in res.stderr
+    table = run("config", "show", "--all")
+    assert table.exit_code == 0 and "SearchTuning.rrf_k" in table.stdout
 
 
-def test_admin_init_writes_no_tuning_constant(lore_home):
+def test_admin_init_writes_no_tuning_constant(lore_home, run):
     import yaml
-    from click.testing import CliRunner
 
-    from lore.cli import cli
     from lore.config import TUNING, _flatten
 
-    assert CliRunner().invoke(cli, ["admin", "init"]).exit_code == 0
-    written = yaml.safe_load((lore_home / "config.yaml").read_text()) or {}
+    assert run("admin", "init").exit_code == 0
+    text = (lore_home / "config.yaml").read_text()
+    written = yaml.safe_load(text) or {}
     assert not set(_flatten(written)) & set(TUNING)
+    import re
+
+    from lore.config import Config
+
+    shown = set(re.findall(r"^#\s+(\w+):", text, re.MULTILINE))  # the commented-out keys
+    settings = {k.rsplit(".", 1)[-1] for k in _flatten(Config().model_dump())}
+    assert shown and not shown & ({k.rsplit(".", 1)[-1] for k in TUNING} - settings)
 
 
 # ---- nothing set: no validation, no pydantic, no YAML ------------------------------------
@@ -444,6 +596,28 @@ def test_the_file_admin_init_writes_keeps_the_fast_path_and_loads_to_the_default
         text.replace("# search:", "search:").replace("#   default_limit: 10", "  default_limit: 7"),
         encoding="utf-8")
     assert load_config().config.search.default_limit == 7
+
+
+@pytest.mark.parametrize("command", [("review",), ("status",), ("config", "show")])
+def test_an_unchanged_config_is_read_back_without_pydantic_or_yaml(lore_home, command):
+    write_config(lore_home, "user: bob\nsearch:\n  default_limit: 7\n")
+    imported, code, err = probe(*command)  # validates, and keeps the result
+    assert code in ("0", "None"), err
+    assert imported == ["lore.config_models", "pydantic", "yaml"]
+    imported, code, err_again = probe(*command)
+    assert code in ("0", "None"), err_again
+    assert imported == []  # answered from the validated cache
+    assert err_again == err
+
+
+def test_config_show_with_nothing_set_reads_the_defaults_back(lore_home):
+    lore_home.mkdir()
+    imported, code, err = probe("config", "show")  # builds the defaults, and keeps them
+    assert code in ("0", "None"), err
+    assert imported == ["lore.config_models", "pydantic"]
+    imported, code, err = probe("config", "show")
+    assert code in ("0", "None"), err
+    assert imported == []
 
 
 @pytest.mark.parametrize("command", [("review",), ("status",), ("worker", "status")])

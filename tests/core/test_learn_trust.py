@@ -256,8 +256,8 @@ def test_proposed_rules_reach_the_session_only_once_seen_twice(fake_lore):
     assert "file sessions" in fake_lore.session_context("/p")
 
 
-def test_the_injection_threshold_is_configurable(lore_home):
-    settings = make_settings(lore_home, learning={"inject_proposed_min_seen": 1})
+def test_a_measurement_can_vary_the_injection_threshold(lore_home):
+    settings = make_settings(lore_home, tuning={"learning.inject_proposed_min_seen": 1})
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         lore.learner.record("No, don't use Redis, use local file sessions instead", None,
                             project="/p", session_id="s1")

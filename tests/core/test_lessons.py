@@ -133,7 +133,7 @@ def test_unchanged_text_is_never_re_embedded(settings):
         lore.update_lesson(lesson.id, content="Floating versions broke CI twice")
         assert len(emb.calls) == 2
         assert emb.calls[-1] == "Pin numpy\n\nFloating versions broke CI twice"
-        assert lore.reembed() == 0  # nothing stale
+        assert lore.reembed().total == 0  # nothing stale
         assert len(emb.calls) == 2
 
 

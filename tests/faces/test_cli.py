@@ -185,8 +185,9 @@ def test_admin_commands(run, tmp_path):
     missing = run("admin", "merge-tags", "nope", "javascript", "--yes")
     assert missing.exit_code == 1 and "no lesson is tagged 'nope'" in missing.stderr
     re = run("admin", "reembed", "--force", "--json")
-    assert json.loads(re.stdout) == {"embedded": 2, "model": "all-MiniLM-L6-v2",
-                                     "dimensions": 384}
+    assert json.loads(re.stdout) == {"embedded": 2, "lessons": 2, "chunks": 0,
+                                     "restarted": True, "resumed": False, "complete": True,
+                                     "model": "all-MiniLM-L6-v2", "dimensions": 384}
     doctor = run("admin", "doctor", "--json")
     assert doctor.exit_code == 0, doctor.output
     checks = {c["check"]: c for c in json.loads(doctor.stdout)}

@@ -27,7 +27,8 @@ def rich_table(title: str | None, columns: list[str], rows: list[list[str]]) -> 
 
 text = st.text(alphabet=string.ascii_letters + string.digits + " .,-_/()'#", max_size=30)
 odd = st.one_of(st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=30),
-                st.text(alphabet="ab -:[]é\t漢", max_size=90))
+                st.text(alphabet="ab -:[]é\t漢", max_size=90),
+                st.text(alphabet="ab[]'#/@\\, ", max_size=30))
 wide = st.one_of(text, text, text, odd)
 
 
@@ -49,6 +50,7 @@ def test_plain_rows_are_drawn_without_rich_and_the_rest_by_rich():
     assert plain is not None and plain + "\n" == rich_table("Rules", ["id", "title", "status",
                                                                      "confidence"], rows)
     assert plain_table(None, ["a"], [["[bold]x[/bold]"]]) is None  # markup: rich's
+    assert plain_table(None, ["a"], [["[]"], ["['auth', 'ci']"]]) is not None  # no markup
     assert plain_table(None, ["a"], [["x" * (CELL_MAX + 1)]]) is None  # folds
     assert plain_table(None, ["a"], [["café"]]) is None  # not ASCII
     assert plain_table(None, ["a"], []) is None

@@ -13,6 +13,9 @@ from hypothesis import strategies as st
 
 from lore.recall import conversations as recall
 from lore.store.sqlite import conversations as sqlconv
+from lore.tuning import replace
+
+TUNING = recall.CONVERSATIONS
 
 AT = datetime(2026, 11, 2, tzinfo=UTC)
 TS = "2026-11-01T10:00:00Z"
@@ -32,15 +35,15 @@ def store_turns(lore) -> dict[str, int]:
 
 def fused(lore, keyword: list[tuple[int, float]], mode: str = "hybrid",
           vector: list[tuple[int, float]] | None = None) -> list[recall.ConversationHit]:
-    cfg = lore.config.conversations.model_copy(update={"session_weight": 0.0})
-    return recall.fuse(lore.conversations.store, cfg, "pizza", keyword, vector or [], None,
+    tuning = replace(TUNING, {"session_weight": 0.0})
+    return recall.fuse(lore.conversations.store, tuning, "pizza", keyword, vector or [], None,
                        limit=10, min_score=0.0, decay=False, mode=mode, at=AT)
 
 
 def test_the_prior_grows_with_the_words_up_to_the_cap():
     assert recall.length_prior(0) == 0.0
-    assert recall.length_prior(3) == pytest.approx(recall.LENGTH_WEIGHT * math.log(4))
-    cap = recall.LENGTH_CAP_WORDS
+    assert recall.length_prior(3) == pytest.approx(TUNING.length_weight * math.log(4))
+    cap = TUNING.length_cap_words
     assert recall.length_prior(cap) == recall.length_prior(cap + 1) == recall.length_prior(10**6)
     assert recall.length_prior(-5) == 0.0  # never negative, whatever the store says
 
@@ -49,7 +52,7 @@ def test_the_prior_grows_with_the_words_up_to_the_cap():
 def test_the_prior_is_bounded_and_never_favours_the_shorter(a: int, b: int):
     lo, hi = sorted((a, b))
     assert 0.0 <= recall.length_prior(lo) <= recall.length_prior(hi)
-    assert recall.length_prior(hi) <= recall.LENGTH_WEIGHT * math.log1p(recall.LENGTH_CAP_WORDS)
+    assert recall.length_prior(hi) <= TUNING.length_weight * math.log1p(TUNING.length_cap_words)
 
 
 def test_the_store_counts_words_as_the_prior_reads_them(lore):
@@ -64,7 +67,7 @@ def test_the_store_counts_words_as_the_prior_reads_them(lore):
     assert len(PASTED.encode()) >= sqlconv.LONG_BYTES > len(LONG.encode())
     assert words == {"short": 2, "long": len(LONG.split()), "pasted": sqlconv.LONG_WORDS,
                      "lines": 8}
-    assert sqlconv.LONG_WORDS >= recall.LENGTH_CAP_WORDS  # a long text gets the full prior
+    assert sqlconv.LONG_WORDS >= TUNING.length_cap_words  # a long text gets the full prior
 
 
 def test_an_equal_match_in_a_longer_turn_ranks_first_and_says_why(lore):
@@ -82,13 +85,13 @@ def test_an_equal_match_in_a_longer_turn_ranks_first_and_says_why(lore):
 def test_a_pasted_log_gains_no_more_than_a_turn_at_the_cap(lore):
     ids = store_turns(lore)
     long_words = len(LONG.split())
-    assert long_words < recall.LENGTH_CAP_WORDS < 401
+    assert long_words < TUNING.length_cap_words < 401
     hits = fused(lore, [(ids["long"], -4.0), (ids["pasted"], -4.0)])
     bonus = {h.chunk_id: h.parts["length_bonus"] for h in hits}
     assert bonus[ids["pasted"]] == pytest.approx(
-        recall.length_prior(recall.LENGTH_CAP_WORDS), abs=1e-6)
+        recall.length_prior(TUNING.length_cap_words), abs=1e-6)
     # a match better by more than the difference of their priors still wins over a longer one
-    gap = recall.length_prior(recall.LENGTH_CAP_WORDS) - recall.length_prior(long_words)
+    gap = recall.length_prior(TUNING.length_cap_words) - recall.length_prior(long_words)
     hits = fused(lore, [(ids["long"], -8.0), (ids["pasted"], -2.0)])  # relevance 1 and 0.25
     assert 0.75 > gap and hits[0].chunk_id == ids["long"]
 
@@ -133,7 +136,7 @@ def test_a_turn_that_only_asks_ranks_below_the_one_that_answers(lore):
     hits = fused(lore, keyword)
     assert [h.chunk_id for h in hits] == [ids["answer"], ids["ask"]]
     penalty = {h.chunk_id: h.parts["question_penalty"] for h in hits}
-    assert penalty == {ids["ask"]: recall.QUESTION_PENALTY, ids["answer"]: 0.0}
+    assert penalty == {ids["ask"]: TUNING.question_penalty, ids["answer"]: 0.0}
     for mode in ("keyword", "vector"):  # one retriever alone ranks by its own score
         single = fused(lore, keyword if mode == "keyword" else [], mode,
                        [(ids["ask"], 0.6), (ids["answer"], 0.5)] if mode == "vector" else None)

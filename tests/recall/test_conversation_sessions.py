@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError
 
-from lore.config import ConversationsConfig
+from lore.errors import ConfigError
 from lore.recall import conversations as recall
+from lore.tuning import replace
 
 AT = datetime(2026, 11, 2, tzinfo=UTC)
 TS = "2026-11-01T10:00:00Z"
@@ -31,8 +31,8 @@ def sessions(lore) -> dict[str, int]:
 
 
 def fused(lore, weight: float, keyword: list[tuple[int, float]]) -> list[recall.ConversationHit]:
-    cfg = lore.config.conversations.model_copy(update={"session_weight": weight})
-    return recall.fuse(lore.conversations.store, cfg, "kafka lag", keyword, [], None,
+    tuning = replace(recall.CONVERSATIONS, {"session_weight": weight})
+    return recall.fuse(lore.conversations.store, tuning, "kafka lag", keyword, [], None,
                        limit=10, min_score=0.0, decay=False, mode="hybrid", at=AT)
 
 
@@ -59,8 +59,8 @@ def test_the_default_search_pools_sessions_and_explains_it(lore):
 
 
 def test_a_negative_session_weight_is_refused():
-    with pytest.raises(ValidationError):
-        ConversationsConfig(session_weight=-0.1)
+    with pytest.raises(ConfigError, match="session_weight must be at least 0"):
+        replace(recall.CONVERSATIONS, {"session_weight": -0.1})
 
 
 def test_best_per_session_keeps_the_best_and_never_goes_below_zero():

@@ -140,7 +140,7 @@ def test_memory_decay_favours_recent_conversations(lore):
     assert all(h.parts["decay_bonus"] == 0 for h in flat)
 
 
-def test_locomo_evaluation_on_a_tiny_file(run, tmp_path):
+def test_locomo_evaluation_on_a_tiny_file(run, tmp_path, lore_home):
     data = [{
         "sample_id": "tiny",
         "conversation": {
@@ -175,6 +175,13 @@ def test_locomo_evaluation_on_a_tiny_file(run, tmp_path):
     [(conversation, figures)] = result["conversations"].items()
     assert figures == {"recall@5": 100.0, "recall@10": 100.0, "questions": 2}
     assert conversation == data[0].get("sample_id", "conv")
+    assert result["config"]["session_weight"] == 0.5 and result["config"]["decay"] is True
+    lore_home.mkdir(parents=True, exist_ok=True)  # a measurement varies a constant by its name
+    (lore_home / "config.yaml").write_text("conversations:\n  session_weight: 0\n")
+    varied = run("eval", "locomo", str(path), "--json")
+    assert varied.exit_code == 0 and json.loads(varied.stdout)["config"]["session_weight"] == 0.0
+    assert "still used" in varied.stderr
+    (lore_home / "config.yaml").unlink()
     shown = run("eval", "locomo", str(path))
     assert "conversation" in shown.output and conversation in shown.output
     bad = tmp_path / "bad.json"

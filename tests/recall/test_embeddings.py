@@ -127,7 +127,7 @@ def test_model_mismatch_stops_and_reembed_rebuilds(settings):
         assert lore.store.count() == 1  # nothing written
         assert lore.get_lesson(a.id).title == "Alpha lesson"  # reading needs no model
         done = []
-        assert lore.reembed(progress=lambda d, t: done.append((d, t))) == 1
+        assert lore.reembed(progress=lambda d, t: done.append((d, t))).total == 1
         assert done[-1] == (1, 1)
         assert lore.stored_model() == ("model-b", 32)
         assert lore.recall("alpha lesson", track=False)[0].id == a.id

@@ -144,6 +144,25 @@ def test_doctor_reports_a_tampered_model_with_a_fix(model_copy, installed_at):
     assert check["ok"] is False and "not the one Lore expects" in check["detail"]
 
 
+def test_doctor_needs_no_tokenizers_library(monkeypatch):
+    """A plain install has no `tokenizers` (Lore tokenizes itself): the check must pass there,
+    and fail with a fix when ONNX Runtime is what is missing."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    gone = {"tokenizers"}
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name in gone else real(name, *a))
+    result = CliRunner().invoke(cli, ["admin", "doctor", "--json"])
+    [check] = [c for c in json.loads(result.stdout) if c["check"] == "embedding model"]
+    assert check["ok"] is True, check
+    gone.add("onnxruntime")
+    result = CliRunner().invoke(cli, ["admin", "doctor", "--json"])
+    [check] = [c for c in json.loads(result.stdout) if c["check"] == "embedding model"]
+    assert check["ok"] is False and "onnxruntime is not installed" in check["detail"]
+    assert "pip install" in check["fix"]
+
+
 def test_the_packaged_model_gives_fastembeds_vectors_without_importing_it():
     """Run directly on ONNX Runtime, the default model must give the vectors fastembed gives
     (stored vectors were made both ways), and a fresh process that embeds must not import

@@ -68,7 +68,7 @@ def test_usage_bonus_and_stats_follow_returned_results(fake_lore):
 
 
 def test_usage_bonus_is_capped(lore_home):
-    s = make_settings(lore_home, search={"usage_saturation": 2})
+    s = make_settings(lore_home, tuning={"search.usage_saturation": 2})
     with Lore.open(s, embedder=FakeEmbedder()) as lore:
         lore.add_lesson("Retry with jitter", "backoff")
         for _ in range(5):
@@ -137,7 +137,8 @@ def test_anti_context_excludes_by_default(fake_lore):
 
 
 def test_anti_context_can_demote_instead(lore_home):
-    s = make_settings(lore_home, search={"anti_context": "demote", "anti_context_factor": 0.25})
+    s = make_settings(lore_home, search={"anti_context": "demote"},
+                      tuning={"search.anti_context_factor": 0.25})
     with Lore.open(s, embedder=FakeEmbedder()) as lore:
         a = lore.add_lesson("Never force push", "force push rewrites history",
                             anti_contexts=["personal feature branch"])
@@ -173,8 +174,8 @@ def _docs(n, seed=1):
 def test_sqlite_vec_path_agrees_with_the_memory_index(lore_home):
     """KNN in SQLite (int8, re-scored) must return what the exact in-memory scan returns."""
     docs, queries = _docs(400)
-    memory = make_settings(lore_home, search={"vector_index": "memory"})
-    sqlite = make_settings(lore_home, search={"vector_index": "sqlite-vec"})
+    memory = make_settings(lore_home, tuning={"search.vector_index": "memory"})
+    sqlite = make_settings(lore_home, tuning={"search.vector_index": "sqlite-vec"})
     with Lore.open(memory, embedder=FakeEmbedder(dims=128)) as lore:
         for i, d in enumerate(docs):
             lore.add_lesson(f"doc {i}", d)
@@ -206,7 +207,7 @@ def test_memory_index_follows_writes_from_another_connection(settings):
 
 @pytest.mark.parametrize("index", ["memory", "sqlite-vec"])
 def test_selective_filter_still_finds_the_allowed_lesson(lore_home, index):
-    s = make_settings(lore_home, search={"vector_index": index, "exact_below": 0})
+    s = make_settings(lore_home, tuning={"search.vector_index": index, "search.exact_below": 0})
     with Lore.open(s, embedder=FakeEmbedder()) as lore:
         for i in range(60):
             lore.add_lesson(f"generic lesson {i}", "common words everywhere")

@@ -7,6 +7,8 @@ pgvector (the ``pg_url`` fixture); both must pass the same checks.
 from __future__ import annotations
 
 import inspect
+import types
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ import pytest
 from lore.errors import InvalidInput, NotFound
 from lore.ids import new_id, now
 from lore.models import CodeExample, Edge, Evidence, Filters, TradeOff
-from lore.store import Store, open_store, protocol
+from lore.store import Store, open_store, protocol, rows
 from lore.store.protocol import LessonRow
 
 
@@ -55,7 +57,8 @@ def test_every_protocol_method_is_implemented(store):
                         (protocol.SessionStore, store.sessions),
                         (protocol.AnalysisStore, store.analysis),
                         (protocol.SyncStore, store.sync),
-                        (protocol.TokenStore, store.tokens)):
+                        (protocol.TokenStore, store.tokens),
+                        (protocol.GuardStore, store.guards)):
         for name, member in vars(proto).items():
             if name.startswith("_") or not callable(member):
                 continue
@@ -313,6 +316,13 @@ def test_chunk_vectors_backlog_pages_and_projects(store):
     assert conv.vectors_page(-1, 1) == [(ids[0], b"\x00" * 8)]
     assert conv.vectors_page(ids[0], 10) == [(ids[1], b"\x01" * 8)]
     assert conv.in_project(ids, "/a") == set(ids[:2]) and conv.in_project(ids, "/c") == set()
+
+    # Dropping every vector (a model change) is a reset: caches and index files start again.
+    version = conv.vector_versions()[0]
+    conv.drop_vectors()
+    assert conv.vector_total() == 0 and conv.vector_backlog() == 3
+    assert conv.vector_versions() == (version + 1, version + 1)
+    assert conv.vectors_since(-1) == []
 
     # The backend's own nearest-neighbour search: pgvector on Postgres; none on SQLite, where
     # the index file beside the database (or an exact scan) answers instead.
@@ -631,3 +641,122 @@ def test_every_read_that_returns_lessons_leaves_out_another_users_personal_ones(
     finally:
         for s in stores.values():
             s.close()
+
+
+def conforms(value: Any, hint: Any) -> bool:
+    """Whether a value read from a backend is of the type a row's TypedDict declares."""
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return True
+    if origin in (types.UnionType, typing.Union):
+        return any(conforms(value, arg) for arg in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if typing.is_typeddict(hint):
+        return isinstance(value, dict) and not problems(value, hint)
+    if origin is not None:  # list[str], dict[str, Any], set[str]
+        return isinstance(value, origin)
+    if hint in (int, float) and isinstance(value, bool):
+        return False
+    if hint is float:
+        return isinstance(value, (int, float))
+    return isinstance(value, hint)
+
+
+def problems(row: Any, shape: Any) -> list[str]:
+    """How ``row`` differs from ``shape`` (a TypedDict): missing or extra keys, wrong types."""
+    hints = typing.get_type_hints(shape)
+    out = [f"missing {k}" for k in sorted(shape.__required_keys__ - set(row))]
+    out += [f"unexpected {k}" for k in sorted(set(row) - set(hints))]
+    out += [f"{k}={row[k]!r} is not {hints[k]}" for k in sorted(set(row) & set(hints))
+            if not conforms(row[k], hints[k])]
+    return out
+
+
+def test_every_row_a_backend_returns_is_of_its_declared_type(store):
+    """The typed rows of ``lore.store.rows`` are what each backend really returns: the keys
+    each query yields and the types of their values (mypy trusts the store on both)."""
+    got = fill(store)
+    a, b, c = got["ids"]
+    chunk, cid = got["chunk"], got["correction"]
+    conv = store.conversations
+    with store.atomic():
+        conv.insert_message({
+            "uuid": "u3", "session_id": "s1", "parent_uuid": "u2", "role": "assistant",
+            "speaker": "assistant", "text": "running it", "timestamp": "2025-03-01T10:03:00Z",
+            "tool_calls": '[{"id": "t", "name": "Bash", "input": {"command": "pnpm i"}}]',
+            "is_sidechain": 0, "agent_id": None, "is_meta": 0, "injected": 0})
+        conv.upsert_session("s2", "claude-code", "/p", "dev", None, None, None)
+        conv.insert_edit({"session_id": "s2", "message_uuid": "u9", "tool": "Write",
+                          "file_path": "/p/x.py", "file_type": "py", "old_text": None,
+                          "new_text": "x = 1", "timestamp": "2025-03-02T10:00:00Z",
+                          "succeeded": None})
+        store.guards.insert_check({
+            "id": "k1", "lesson_id": c, "command": "^redis", "path": None, "content": None,
+            "tool": None, "mode": "block", "status": "active", "origin": "user", "note": "",
+            "created_at": now(), "updated_at": now(), "reviewed_at": None})
+        store.guards.add_events([{
+            "event_id": "ev1:k1", "check_id": "k1", "lesson_id": c, "session_id": "s1",
+            "project": "/p", "at": now(), "tool": "Bash", "outcome": "blocked",
+            "matched": "redis-server"}])
+    summary = store.analysis.run_summary("/p")
+    reads: list[tuple[str, Any, list[Any]]] = [
+        ("brief", rows.LessonBrief, list(store.brief(got["seqs"]).values())),
+        ("chunks_to_contextualise", rows.ChunkToContextualise,
+         conv.chunks_to_contextualise("s1", chunk, 2)),
+        ("chunk_rows", rows.ChunkRow, list(conv.chunk_rows([chunk]).values())),
+        ("neighbours", rows.NeighbourTurn, conv.neighbours(chunk, 1, 1)),
+        ("session", rows.SessionRow, [conv.session("s1")]),
+        ("correction", rows.Correction, [store.corrections.correction(cid)]),
+        ("list_corrections", rows.Correction,
+         store.corrections.list_corrections(None, 5, all_projects=True)),
+        ("rule_candidates", rows.RuleCandidate, store.corrections.rule_candidates("/p")),
+        ("unchecked_edits", rows.UncheckedEdit, store.corrections.unchecked_edits()),
+        ("message", rows.ImportedMessage, [store.corrections.message("u1")]),
+        ("learned_corrections", rows.LearnedCorrection,
+         store.corrections.learned_corrections()),
+        ("session_spans", rows.SessionSpan, store.corrections.session_spans()),
+        ("rules_and_preferences", rows.ContextRule,
+         store.sessions.rules_and_preferences("/p", 10)),
+        ("other_lessons", rows.OtherLesson, store.sessions.other_lessons("/p", 10)),
+        ("context_loads", rows.ContextLoad, store.sessions.context_loads("s1", 5)),
+        ("session_start", rows.SessionStart, [store.analysis.session_start("s1")]),
+        ("run_summary", rows.RunSummary, [summary]),
+        ("last_run", rows.AnalysisRun, [summary["last_run"]]),
+        ("lesson_activity", rows.LessonActivity,
+         store.analysis.lesson_activity("2000-01-01T00:00:00")),
+        ("lessons_added", rows.LessonsAdded, store.analysis.lessons_added("2000-01-01")),
+        ("schedule_runs", rows.ScheduleRun, store.analysis.schedule_runs(5)),
+        ("token", rows.Token, [store.tokens.token("t1")]),
+        ("list_tokens", rows.Token, store.tokens.list_tokens()),
+        ("corrections_after", rows.OwnCorrection, store.sync.corrections_after(0, 10)),
+        ("messages_after", rows.PushedMessage, store.sync.messages_after(0, 10)),
+        ("edits_after", rows.PushedEdit, store.sync.edits_after(0, 10)),
+        ("sessions_of", rows.SessionRecord, store.sync.sessions_of(["s1", "s2"])),
+        ("batch", rows.Batch, [store.sync.batch("DEV", "b1")]),
+        ("history", rows.HistoryEntry, store.sync.history(b)),
+        ("check", rows.Check, [store.guards.check("k1")]),
+        ("checks", rows.Check, store.guards.checks()),
+        ("events", rows.CheckEvent, store.guards.events()),
+        ("tool_calls", rows.ToolCallTurn, store.guards.tool_calls(None, None)),
+        ("turns_after", rows.LaterTurn, store.guards.turns_after("s1", 0, 5)),
+        ("hook_edits", rows.HookEdit, store.guards.hook_edits(None, None)),
+        ("loaded_sessions", rows.LoadedSession, store.guards.loaded_sessions()),
+    ]
+    for name, shape, found in reads:
+        assert found and all(r is not None for r in found), f"{name} read nothing"
+        for r in found:
+            assert not problems(r, shape), f"{name} ({shape.__name__}): {problems(r, shape)}"
+    assert a in {r["id"] for r in store.sessions.other_lessons("/p", 10)}
+
+
+def test_a_row_of_another_shape_is_told_apart():
+    """The check above can fail: a missing key, an extra one and a wrong type are named."""
+    good = {"id": "x", "title": "t", "kind": "learning"}
+    assert problems(good, rows.OtherLesson) == []
+    assert problems({"id": "x", "title": "t"}, rows.OtherLesson) == ["missing kind"]
+    assert problems({**good, "seq": 1}, rows.OtherLesson) == ["unexpected seq"]
+    assert problems({**good, "title": None}, rows.OtherLesson) == [
+        "title=None is not <class 'str'>"]
+    assert problems({"seq": True, "role": "user", "text": "", "is_meta": 0, "injected": 0},
+                    rows.LaterTurn) == ["seq=True is not <class 'int'>"]

@@ -33,6 +33,7 @@ import time
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
+    from collections.abc import Mapping
     from typing import Any
 
 FIELDS = ("command", "path", "content", "tool")
@@ -305,7 +306,7 @@ def _line_of(text: str, at: int) -> str:
     return line if len(line) <= 160 else line[:157] + "..."
 
 
-def describe(check: dict[str, Any]) -> str:
+def describe(check: Mapping[str, Any]) -> str:
     """The check in words: ``Blocks Bash commands starting npm(?=\\s|$)``."""
     verb = "Blocks" if check.get("mode") == "block" else "Reminds of the rule at"
     parts = []

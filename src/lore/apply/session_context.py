@@ -23,9 +23,24 @@ from typing import Any
 from lore.capture.transcripts import LORE_CONTEXT_MARKER
 from lore.normalize import clip_words, project_root
 from lore.store import SessionStore
+from lore.store.rows import ContextRule
+from lore.tuning import Bench, constant
 
 CLOSE = LORE_CONTEXT_MARKER.replace("<", "</")
 HARD_LIMIT = 10_000
+
+
+@dataclass(frozen=True)
+class ContextTuning:
+    """What SessionStart tells, beyond the settings ``context.max_chars|max_items`` (lore.tuning).
+    Not chosen by a benchmark (docs/learning.md, The lifecycle and its gates)."""
+
+    # a proposed (unreviewed) rule is told once learned this many times; active rules always are
+    inject_proposed_min_seen: int = constant(
+        2, ge=1, by=Bench("", "docs/learning.md#The lifecycle and its gates"))
+
+
+CONTEXT = ContextTuning()
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +61,7 @@ class Built:
 
 
 def from_file(db: Path | str, project: str | None, max_chars: int, max_items: int,
-              proposed_min_seen: int = 2, user: str | None = None) -> Built:
+              proposed_min_seen: int = CONTEXT.inject_proposed_min_seen, user: str | None = None) -> Built:
     """The context straight from the database (a file or a server URL), for the SessionStart
     hook: the tables only, no migration, no model, no numpy (the hook runs on the agent's
     critical path). ``user``: whose personal lessons are told."""
@@ -59,14 +74,14 @@ def from_file(db: Path | str, project: str | None, max_chars: int, max_items: in
 
 
 def build(queries: SessionStore, project: str | None, max_chars: int = 4000,
-          max_items: int = 60, proposed_min_seen: int = 2,
+          max_items: int = 60, proposed_min_seen: int = CONTEXT.inject_proposed_min_seen,
           carried: Collection[str] = ()) -> str:
     return build_report(queries, project, max_chars, max_items, proposed_min_seen,
                         carried).text
 
 
 def build_report(queries: SessionStore, project: str | None, max_chars: int = 4000,
-                 max_items: int = 60, proposed_min_seen: int = 2,
+                 max_items: int = 60, proposed_min_seen: int = CONTEXT.inject_proposed_min_seen,
                  carried: Collection[str] = ()) -> Built:
     """Approved rules first, then unconfirmed ones, then other lessons; whole lines only,
     so nothing is cut mid-word; a last line says what was left out and how to search it.
@@ -124,7 +139,7 @@ def build_report(queries: SessionStore, project: str | None, max_chars: int = 40
     return Built("".join(out), tuple(shown), tuple(dropped), dropped_chars, in_files)
 
 
-def _rule(r: dict[str, Any], unconfirmed: bool = False) -> str:
+def _rule(r: ContextRule, unconfirmed: bool = False) -> str:
     """The rule and why: never the agent turn it corrected (``pref_context``), which would
     read as an instruction."""
     mark = " (unconfirmed)" if unconfirmed else ""
@@ -139,7 +154,7 @@ def _rule(r: dict[str, Any], unconfirmed: bool = False) -> str:
     return f"- {r['title']}{mark}"
 
 
-def rule_line(r: dict[str, Any]) -> str:
+def rule_line(r: ContextRule) -> str:
     """A stored rule as ``lore apply`` writes its line, normalised for comparing."""
     from lore.apply.rules import AppliedRule, normalise, phrase
 

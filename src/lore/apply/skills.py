@@ -25,6 +25,7 @@ from lore.apply import files
 from lore.apply.blocks import FRONTMATTER
 from lore.apply.rules import jaccard, words
 from lore.errors import InvalidInput
+from lore.tuning import Bench, constant
 
 NAME_MAX = 64
 DESCRIPTION_MAX = 1024
@@ -79,6 +80,20 @@ def lexical_similarity(a: SkillLesson, b: SkillLesson) -> float:
 
 def _lesson_words(lesson: SkillLesson) -> frozenset[str]:
     return words(" ".join([lesson.title, lesson.content, *lesson.tags]))
+
+
+@dataclass(frozen=True)
+class SkillTuning:
+    """When approved lessons become a proposed skill (lore.tuning), by their former config keys.
+    Not chosen by a benchmark: 0.3 separated a CI-caching lesson from four pytest lessons
+    in the tests (docs/apply.md, Skills)."""
+
+    # mean embedding cosine (all-MiniLM-L6-v2) a lesson needs to join a group
+    skill_similarity: float = constant(0.3, ge=-1, le=1, by=Bench("", "docs/apply.md#Skills"))
+    skill_min_size: int = constant(3, ge=2, le=100, by=Bench("", "docs/apply.md#Skills"))
+
+
+SKILLS = SkillTuning()
 
 
 def cluster_lessons(lessons: Iterable[SkillLesson], *, similarity: Similarity | None = None,

@@ -25,6 +25,7 @@ from lore.normalize import clip_words, date_words, project_root
 from lore.redact import redact
 from lore.store import Store
 from lore.store.protocol import FileState
+from lore.store.rows import SessionRow
 
 if TYPE_CHECKING:
     from lore.capture.transcripts import FileEdit, Turn
@@ -274,7 +275,7 @@ class _Batch:
                     continue
                 messages += self._message(item, prepared, rows, report)
             for sid, turns in rows.items():
-                project = self.projects.get(sid) or (tables.session(sid) or {}).get("project")
+                project = self.projects.get(sid) or _project_of(tables.session(sid))
                 report.chunks += self.ingest.chunk(sid, project, turns, CHUNK_CHARS)
                 tables.refresh_session(sid)
             path = Path(self.path)
@@ -338,3 +339,8 @@ def _hash_at(path: Path, start: int, length: int) -> str:
     with path.open("rb") as fh:
         fh.seek(start)
         return hashlib.sha256(fh.read(length)).hexdigest()
+
+
+def _project_of(session: SessionRow | None) -> str | None:
+    """A stored session's project (None: no project, or no such session)."""
+    return session["project"] if session else None

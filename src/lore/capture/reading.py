@@ -25,6 +25,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from lore import normalize
 from lore.redact import redact, redact_value
+from lore.store.rows import NewEdit
 
 if TYPE_CHECKING:
     from lore.capture.transcripts import FileEdit, Turn
@@ -137,7 +138,7 @@ def read_ahead(path: Path, offset: int, every: int) -> Iterator[Part]:
         stop.set()
 
 
-def edit_row(e: FileEdit, succeeded: int | None = None) -> dict[str, Any]:
+def edit_row(e: FileEdit, succeeded: int | None = None) -> NewEdit:
     """An edit as stored; its texts feed silent-fix learning, so they are redacted like every
     message."""
     ok = e.succeeded if succeeded is None else bool(succeeded)

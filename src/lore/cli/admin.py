@@ -46,8 +46,9 @@ CONFIG_TEMPLATE = """\
 # llm:                          # a language model judges what is a lesson (docs/llm.md)
 #   provider: claude-cli        # anthropic | openai | claude-cli
 
-# Search and ranking weights are tuning constants chosen by benchmarks, not settings:
-# `lore config show --all` lists them (docs/configuration.md#tuning-constants).
+# Search and ranking weights and the like are tuning constants, kept in the code beside what
+# uses them, not settings: `lore config show --all` lists them
+# (docs/configuration.md#tuning-constants).
 
 # tag_aliases:                  # default: none
 #   js: javascript
@@ -294,24 +295,55 @@ def admin_merge_tags(lore: Lore, old: str, new: str, yes: bool, json_: bool) -> 
 
 
 @admin.command("reembed")
-@click.option("--force", is_flag=True, help="Re-embed every lesson, not only missing or stale ones.")
+@click.option("--force", is_flag=True,
+              help="Re-embed everything from scratch, not only missing or stale vectors.")
 @json_option
 @with_lore
 def admin_reembed(lore: Lore, force: bool, json_: bool) -> None:
     """Rebuild vectors with the configured model (after changing embedding.model).
 
+    Lessons and conversation chunks are embedded a batch at a time, each batch stored as it
+    is done: an interrupted run (Ctrl-C, SIGTERM, a closed terminal) is continued by the next
+    one. Until it completes, searches find the re-embedded rows by meaning and the others by
+    keywords; vectors of two models are never compared. A progress bar (done, rate, time
+    left) shows on a terminal only.
+
     \b
     Example:
       lore admin reembed
     """
-    bar, update = progress_bar("embedding")
-    with bar:
-        n = lore.reembed(force=force, progress=update)
+    import signal
+
+    def stop(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    bar, update = progress_bar("embedding", " texts")
+    done = [0, 0]
+
+    def progress(n: int, total: int) -> None:
+        done[:] = [n, total]
+        update(n, total)
+
+    try:
+        with bar:
+            report = lore.reembed(force=force, progress=progress)
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGTERM, previous)
+        notice(f"interrupted after {done[0]} of {done[1]}: what was embedded is kept; "
+               "run `lore admin reembed` again to continue")
+        sys.exit(130)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     model, dims = lore.stored_model()
     if json_:
-        emit_json({"embedded": n, "model": model, "dimensions": dims})
+        emit_json({"embedded": report.total, "lessons": report.lessons, "chunks": report.chunks,
+                   "restarted": report.restarted, "resumed": report.resumed,
+                   "complete": report.complete, "model": model, "dimensions": dims})
     else:
-        notice(f"embedded {n} lessons with {model or lore.configured_model()}")
+        verb = "continued: embedded" if report.resumed else "embedded"
+        notice(f"{verb} {report.lessons} lessons and {report.chunks} conversation chunks "
+               f"with {model or lore.configured_model()}")
 
 
 @admin.command("doctor")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 _EMOJI_CODE = re.compile(r":\S+:")  # rich replaces :name: by the emoji
+_MARKUP_TAG = re.compile(r"\[[a-z#/@][^[]*?]")  # what rich reads as a markup tag
 
 if TYPE_CHECKING:
     from lore.api import Lore
@@ -122,10 +123,19 @@ def settings(ctx: click.Context) -> Settings:
     obj["resolved_db"] = s.db_location
     if s.tuned and not obj.get("tuning_noticed"):
         obj["tuning_noticed"] = True
-        what = "is a tuning constant" if len(s.tuned) == 1 else "are tuning constants"
-        notice(f"config: {', '.join(s.tuned)} {what} chosen by benchmarks, not a setting "
-               "(docs/configuration.md#tuning-constants); your value is used")
+        notice(tuning_notice(s))
     return s
+
+
+def tuning_notice(s: Settings) -> str:
+    """One line: the config file sets tuning constants, which now live in the code."""
+    from lore.config import TUNING
+
+    what = "is a tuning constant" if len(s.tuned) == 1 else "are tuning constants"
+    where = ", ".join(f"{key} ({TUNING[key]})" for key in s.tuned)
+    value = "value is" if len(s.tuned) == 1 else "values are"
+    return (f"config: {where} {what}, kept in the code, not a setting "
+            f"(docs/configuration.md#tuning-constants); your {value} still used")
 
 
 @contextmanager
@@ -291,8 +301,11 @@ def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any
 
 
 def _plain(text: str) -> bool:
-    """Text rich prints as it is: printable ASCII without markup (``[``) or emoji codes."""
-    return text.isascii() and text.isprintable() and "[" not in text and not (
+    """Text rich prints as it is: printable ASCII without markup tags (``[bold]``; a ``[``
+    that opens none, as in ``[]`` or ``['a']``, is printed, unless a backslash escapes it) or
+    emoji codes."""
+    return text.isascii() and text.isprintable() and not (
+        "[" in text and ("\\" in text or _MARKUP_TAG.search(text))) and not (
         text.count(":") > 1 and _EMOJI_CODE.search(text))
 
 
@@ -333,13 +346,16 @@ def plain_table(title: str | None, columns: list[str], rows: list[list[str]]) ->
 
 
 class LazyProgress:
-    """A rich progress bar on stderr that appears only once there is progress to show,
-    so a command refused before any work prints its one error line and nothing else."""
+    """A rich progress bar on stderr (done/total, items a second, time left) that appears only
+    once there is progress to show, so a command refused before any work prints its one error
+    line and nothing else, and only on a terminal: a pipe, a log or a script stays quiet."""
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: str, unit: str = "") -> None:
         self.label = label
+        self.unit = unit
         self.bar: Any = None
         self.task: Any = None
+        self.shown = _on_terminal(sys.stderr)
 
     def __enter__(self) -> LazyProgress:
         return self
@@ -349,21 +365,39 @@ class LazyProgress:
             self.bar.stop()
 
     def __call__(self, done: int, total: int) -> None:
+        if not self.shown:
+            return
         if self.bar is None:
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
 
             self.bar = Progress("[progress.description]{task.description}", BarColumn(),
-                                MofNCompleteColumn(), TimeRemainingColumn(),
+                                MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
+                                TimeRemainingColumn(),
                                 console=Console(stderr=True))
-            self.task = self.bar.add_task(self.label, total=total)
+            self.task = self.bar.add_task(self.label, total=total, rate="")
             self.bar.start()
-        self.bar.update(self.task, completed=done, total=total)
+        speed = self.bar.tasks[0].speed if self.bar.tasks else None
+        self.bar.update(self.task, completed=done, total=total,
+                        rate=f"{speed:,.0f}{self.unit}/s" if speed else "")
 
 
-def progress_bar(label: str) -> tuple[LazyProgress, LazyProgress]:
-    """(context manager, callback(done, total)) for bulk work."""
-    bar = LazyProgress(label)
+def _on_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (AttributeError, ValueError, OSError):  # a replaced or closed stream
+        return False
+
+
+def progress_bar(label: str, unit: str = "") -> tuple[LazyProgress, LazyProgress]:
+    """(context manager, callback(done, total)) for bulk work; ``unit`` names the rate's."""
+    bar = LazyProgress(label, unit)
     return bar, bar
 
 

@@ -19,11 +19,13 @@ def config_group() -> None:
 
 @config_group.command("show")
 @click.option("--all", "all_", is_flag=True,
-              help="Also the tuning constants benchmarks chose (search and ranking weights).")
+              help="Also every tuning constant: the values benchmarks chose (search and ranking "
+                   "weights), where each lives in the code and what chose it.")
 @json_option
 @click.pass_context
 def config_show(ctx: click.Context, all_: bool, json_: bool) -> None:
     """Every effective setting with its origin: default, the config file, or a LORE_* variable.
+    Tuning constants the config file overrides are listed too (--all: every one).
 
     \b
     Examples:
@@ -33,15 +35,26 @@ def config_show(ctx: click.Context, all_: bool, json_: bool) -> None:
     from lore.config import effective
 
     s = settings(ctx)
-    rows = effective(s, tuning=all_)
+    rows = effective(s)
+    tuning: list[dict] = []
+    if all_ or s.tuning:
+        from lore.api import tuning_constants
+
+        tuning = [r for r in tuning_constants(s) if all_ or r["source"] != "default"]
     if json_:
         emit_json({"config_file": str(s.config_path), "home": str(s.home),
                    "database": s.db_shown,
-                   "settings": [{"key": k, "value": v, "source": src} for k, v, src in rows]})
+                   "settings": [{"key": k, "value": v, "source": src} for k, v, src in rows],
+                   "tuning": tuning})
         return
     click.echo(f"# home {s.home}\n# config {s.config_path}\n# database {s.db_shown}", err=True)
     table(None, ["key", "value", "source"], [[k, repr(v) if isinstance(v, str) else v, src]
                                              for k, v, src in rows])
+    if tuning:
+        table("tuning constants (docs/configuration.md#tuning-constants)",
+              ["key", "value", "source", "benchmark", "lives in"],
+              [[r["key"], repr(r["value"]) if isinstance(r["value"], str) else r["value"],
+                r["source"], r["bench"] or "none (set by hand)", r["lives_in"]] for r in tuning])
 
 
 @config_group.command("path")

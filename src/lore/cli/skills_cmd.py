@@ -40,8 +40,10 @@ def skills_propose(lore: Lore, json_: bool) -> None:
         emit_json({"count": len(proposals), "proposals": [p.to_dict() for p in proposals]})
         return
     if not proposals:
-        notice("no skill to propose: it takes apply.skill_min_size approved lessons with a tag "
-               "in common and similar meaning")
+        from lore.apply.skills import SKILLS
+
+        notice(f"no skill to propose: it takes {lore.tuned(SKILLS).skill_min_size} approved lessons "
+               "with a tag in common and similar meaning")
         return
     for p in proposals:
         where = p.cluster.project or "all projects"

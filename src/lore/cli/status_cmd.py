@@ -21,17 +21,18 @@ def status(ctx: click.Context, json_: bool) -> None:
     Example:
       lore status
     """
-    from lore.doctor import claude_code_checks, worker_check
+    from lore.doctor import claude_code_checks, embeddings_check, worker_check
 
     s = settings(ctx)
     with open_lore(ctx) as lore:
         lessons = lore.lesson_count()
         waiting = len(lore.waiting(limit=10_000))
         approved = len(lore.approved_lessons())
+        vectors = lore.embedding_state()
     checks = {c.name: c for c in [*claude_code_checks(Path.home(), Path.cwd()), worker_check(s.home)]}
     report: dict[str, Any] = {
         "database": s.db_shown, "lessons": lessons, "waiting_for_review": waiting,
-        "approved_rules": approved,
+        "approved_rules": approved, "embeddings": vectors,
         **{name: {"ok": c.ok, "detail": c.detail} for name, c in checks.items()}}
     if json_:
         emit_json(report)
@@ -42,6 +43,9 @@ def status(ctx: click.Context, json_: bool) -> None:
         f"Rules          {approved} approved" + ("  → lore apply writes them for the agent"
                                                    if approved else ""),
     ]
+    if vectors["state"] in ("needed", "half done"):  # only when the user has something to do
+        c = embeddings_check(vectors)
+        lines.append(f"{'Embeddings':<15}{c.detail}  → {c.fix}")
     for name, label in (("hooks", "Capture"), ("mcp server", "MCP server"), ("worker", "Worker")):
         c = checks[name]
         lines.append(f"{label:<15}{c.detail}" + (f"  → {c.fix}" if c.fix else ""))

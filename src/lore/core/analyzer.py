@@ -32,6 +32,7 @@ from lore.capture.git import (
 )
 from lore.config import Settings
 from lore.core.embedding import Embedding
+from lore.core.learner import LEARNING, LearningTuning
 from lore.core.lessons import Lessons
 from lore.embed import document_text
 from lore.errors import BudgetExceeded, ConfigError, InvalidInput, MissingRef, NotFound, ProviderError
@@ -47,6 +48,8 @@ from lore.extract.significance import Correction, ProposedLesson, Significance, 
 from lore.ids import now
 from lore.models import Evidence, Filters
 from lore.store import Store
+from lore.store.rows import SessionStart
+from lore.tuning import Bench, constant
 
 TRIGGERS = ("command", "session_end", "mcp")
 SOURCES = ("git", "conversation")  # what analysis and the session pass write as a lesson's source
@@ -126,15 +129,32 @@ class Report:
         }
 
 
+@dataclass(frozen=True)
+class AnalysisTuning:
+    """The analysis's constants (lore.tuning), by their former config keys."""
+
+    # A learned lesson's related patterns become graph edges to lessons at least this close
+    # (cosine of the pattern's name as a query with the lesson), besides those whose title names
+    # it. Not chosen by a benchmark: set between the cosines measured on that page.
+    related_similarity: float = constant(0.45, ge=0, le=1,
+                                         by=Bench("", "docs/analysis.md#What is stored"))
+
+
+ANALYSIS = AnalysisTuning()
+
+
 class Analyzer:
     """Runs analyses for the facade's faces and the worker, and keeps their bookkeeping."""
 
-    def __init__(self, store: Store, lessons: Lessons, embedding: Embedding, settings: Settings) -> None:
+    def __init__(self, store: Store, lessons: Lessons, embedding: Embedding, settings: Settings,
+                 tuning: AnalysisTuning = ANALYSIS, learning: LearningTuning = LEARNING) -> None:
         self.store = store
         self.lessons = lessons
         self.embedding = embedding
         self.settings = settings
         self.cfg = settings.config.analysis
+        self.tuning = tuning
+        self.same_rule_similarity = learning.same_rule_similarity  # the learner's restatement test
 
     # ---- runs ------------------------------------------------------------------------------
     def analyze(self, path: str | Path, *, since: str | None = None, range_: str | None = None,
@@ -179,14 +199,16 @@ class Analyzer:
         session_text = "\n".join(f"{m.role}: {m.text[:600]}" for m in messages
                                  if m.role in ("user", "assistant"))
         started = self.store.analysis.started_at(session_id) or at
-        start = self.store.analysis.session_start(session_id) or {}
+        start = self.store.analysis.session_start(session_id)
         if not self.cfg.session_end or not project:
             report = Report("session_end", "skipped", "no project folder" if not project else
                             "analysis at session end is off", project, session_id)
         else:
             # A repository with no commit when the session began: all of its history is the session's.
-            since = "1970-01-01T00:00:00+00:00" if start.get("start_git") == "no-commits" else started
-            changes = session_changes(project, since, start_commit=start.get("start_commit"))
+            no_commits = start is not None and start["start_git"] == "no-commits"
+            since = "1970-01-01T00:00:00+00:00" if no_commits else started
+            changes = session_changes(project, since,
+                                      start_commit=start["start_commit"] if start else None)
             if changes.unavailable:
                 report = Report("session_end", "skipped", UNAVAILABLE[changes.unavailable], project,
                                 session_id, changes=changes)
@@ -215,16 +237,18 @@ class Analyzer:
             if row is None:
                 raise NotFound(f"no transcript file or imported session {session!r}; give a transcript "
                                "path or the id of a session imported with `lore ingest`")
-            if not row.get("source_file") or not os.path.isfile(row["source_file"]):
+            source = row["source_file"]
+            if not source or not os.path.isfile(source):
                 raise NotFound(f"session {session!r} has no transcript file on this machine any more")
-            path, session_id, project = Path(row["source_file"]), session, row.get("project")
+            path, session_id, project = Path(source), session, row["project"]
         messages = _transcript_messages(str(path))
         if not messages:
             raise InvalidInput(f"{path} holds no messages Lore can read; give a Claude Code or Codex "
                                "transcript (.jsonl)")
         if session_id is None:  # a file: its name is the session id; an import knows the project
             session_id = path.stem
-            project = (self.store.conversations.session(session_id) or {}).get("project")
+            known = self.store.conversations.session(session_id)
+            project = known["project"] if known else None
         report = Report(trigger, "analysed", "session pass", project, session_id, dry_run=dry_run)
         self._session_pass(report, messages, session_id, dry_run=dry_run)
         if (report.session_pass or {}).get("by") != "llm":  # no model read it
@@ -365,7 +389,7 @@ class Analyzer:
         matrix = np.stack([np.frombuffer(b, dtype=np.float32) for _, b in rows])
         sims = matrix @ np.asarray(vec, dtype=np.float32)
         best = int(np.argmax(sims))
-        if float(sims[best]) >= self.settings.config.learning.same_rule_similarity:
+        if float(sims[best]) >= self.same_rule_similarity:
             return str(brief[rows[best][0]]["id"])
         return None
 
@@ -394,7 +418,7 @@ class Analyzer:
             for name in names:
                 sims = matrix @ np.asarray(self.embedding.embedder.embed_query(name), dtype=np.float32)
                 for (seq, _), sim in sorted(zip(rows, sims, strict=True), key=lambda x: -float(x[1])):
-                    if float(sim) < self.cfg.related_similarity:
+                    if float(sim) < self.tuning.related_similarity:
                         break
                     found.setdefault(others[seq], name)
         linked = list(found)[:MAX_EDGES]
@@ -419,7 +443,7 @@ class Analyzer:
         from lore.llm import usage_today
 
         summary = self.store.analysis.run_summary(project)
-        outcomes = summary.pop("outcomes")
+        outcomes = summary["outcomes"]
         usage = usage_today(self.settings.home).values()
         llm = self.settings.config.llm
         return {
@@ -501,7 +525,7 @@ START_WORDS = {"commit": "at a commit", "no-commits": "in a repository with no c
                None: "start commit not recorded"}
 
 
-def _session_start_view(row: dict[str, Any] | None) -> dict[str, Any] | None:
+def _session_start_view(row: SessionStart | None) -> dict[str, Any] | None:
     """The latest recorded session start for the status: when, from which commit, or no git."""
     if row is None:
         return None
@@ -510,9 +534,11 @@ def _session_start_view(row: dict[str, Any] | None) -> dict[str, Any] | None:
             "says": START_WORDS.get(row["start_git"], START_WORDS[None])}
 
 
-def _start_note(start: dict[str, Any], changes: GitChanges | None) -> dict[str, Any]:
-    """Where the session's diff began, in words for the status and the report."""
-    commit, state = start.get("start_commit"), start.get("start_git")
+def _start_note(start: SessionStart | None, changes: GitChanges | None) -> dict[str, Any]:
+    """Where the session's diff began, in words for the status and the report (``start``:
+    None when the session's start was not recorded)."""
+    commit = start["start_commit"] if start else None
+    state = start["start_git"] if start else None
     if changes is not None and commit and changes.base == commit:
         basis = "the commit the session started from"
     elif state == "no-git":
@@ -525,8 +551,8 @@ def _start_note(start: dict[str, Any], changes: GitChanges | None) -> dict[str, 
         basis = "the start commit is gone from the repository: the last commit before the start time"
     else:
         basis = "the last commit before the start time (no start commit recorded)"
-    return {"commit": commit, "branch": start.get("start_branch"), "git": state,
-            "started_at": start.get("started_at"), "diff_from": basis,
+    return {"commit": commit, "branch": start["start_branch"] if start else None, "git": state,
+            "started_at": start["started_at"] if start else None, "diff_from": basis,
             "base": changes.base if changes is not None else None}
 
 

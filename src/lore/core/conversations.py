@@ -35,11 +35,13 @@ LEGACY_INDEX = (".chunks.usearch", ".chunks.usearch.json")  # an HNSW graph of e
 class Conversations:
     """Imported transcripts and their search (the ``conversations`` part of :class:`lore.api.Lore`)."""
 
-    def __init__(self, store: Store, embedding: Embedding, config: Config) -> None:
+    def __init__(self, store: Store, embedding: Embedding, config: Config,
+                 tuning: recall.ConversationTuning = recall.CONVERSATIONS) -> None:
         self.store = store.conversations
         self.embedding = embedding
         self.config = config
-        self.importer = Ingest(store, config.conversations.context_turns)
+        self.tuning = tuning  # the search's constants (a measurement may set others)
+        self.importer = Ingest(store, tuning.context_turns)
         self.vectors = MemoryIndex()  # loaded on the first vector search of a small database
         self.index = ChunkIndex(index_path(store.location))
 
@@ -70,14 +72,13 @@ class Conversations:
                 if done == 0:
                     self.embedding.check_model()
                 vectors = self.embedding.embed([text for _, text, _ in todo])
-                self.store.put_vectors([(cid, h, v)
-                                        for (cid, _, h), v in zip(todo, vectors, strict=True)])
+                self.embedding.store_chunk_vectors(
+                    [(cid, h, v) for (cid, _, h), v in zip(todo, vectors, strict=True)])
                 done += len(todo)
                 if progress:
                     progress(done, total)
         finally:
             if done:
-                self.embedding.record_model()
                 self.refresh_index()
         return done
 
@@ -114,13 +115,13 @@ class Conversations:
                now_: datetime | None = None) -> list[recall.ConversationHit]:
         """Chunks ranked by normalised BM25 + weighted cosine, a bonus for the speaker the
         query names, and memory decay. docs/conversations.md has the formula."""
-        cfg = self.config.conversations
         embed = (self.embedding.query_function()
                  if mode in ("hybrid", "vector") and query.strip() else None)
-        return recall.search(self.store, cfg, query, embed, self.vectors, self.index,
+        return recall.search(self.store, self.tuning, query, embed, self.vectors, self.index,
                              project=project_root(project),
                              limit=limit, min_score=min_score,
-                             decay=cfg.decay if decay is None else decay, mode=mode,
+                             decay=self.config.conversations.decay if decay is None else decay,
+                             mode=mode,
                              at=now_ or datetime.now(UTC))
 
     def turns(self, chunk_id: int, before: int = 3, after: int = 3) -> dict[str, Any]:

@@ -95,12 +95,29 @@ class Embedding:
             self.store.create_vector_index(dims)
             self.store.put_vectors(rows)
 
+    def store_chunk_vectors(self, rows: Sequence[tuple[int, str, bytes]]) -> None:
+        """Write conversation-chunk vectors (id, embedding hash, bytes) in one transaction with
+        the model check, as :meth:`store_vectors` does for lessons."""
+        if not rows:
+            return
+        with self.store.atomic():
+            self.record_model(len(rows[0][2]) // 4)
+            self.store.conversations.put_vectors(rows)
+
     def record_model(self, returned_dims: int | None = None) -> int:
-        """Record the model on first use; stop if it returns vectors of another size."""
-        if self.store.meta("embedding_model") is None:
+        """Record the model on first use; stop if the database has another one by now (a
+        re-embed started while this process was embedding) or if it returns vectors of another
+        size. Called inside the transaction that writes the vectors."""
+        stored = self.store.meta("embedding_model")
+        if stored is None:
             self.store.set_meta("embedding_model", self.embedder.name)
             self.store.set_meta("embedding_dimensions", str(self.embedder.dimensions))
             self.store.set_meta("embedding_backend", self.config.backend)
+        elif stored != self.embedder.name:
+            raise EmbeddingMismatch(
+                f"the database is embedded with {stored} now, this process with "
+                f"{self.embedder.name}; nothing was written (run it again with the new config)"
+            )
         dims = int(self.store.meta("embedding_dimensions") or 0)
         if returned_dims is not None and returned_dims != dims:
             raise EmbeddingMismatch(

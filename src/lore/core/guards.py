@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,6 +23,7 @@ from lore.errors import InvalidInput, NotFound
 from lore.ids import new_id, now
 from lore.models import RULE_KINDS, Lesson
 from lore.store import Store
+from lore.store.rows import CheckChanges, CheckEvent, LoadedSession, NewCheck
 
 # A model (the judge) proposes more checks with the same answer as the shapes.
 Proposer = Callable[[Lesson], Sequence[Proposal]]
@@ -80,9 +81,9 @@ class Guards:
             raise NotFound(f"no check with id {check_id}; `lore guard list` shows them")
         return self.view(row)
 
-    def view(self, row: dict[str, Any], lesson: Lesson | None = None) -> dict[str, Any]:
+    def view(self, row: NewCheck, lesson: Lesson | None = None) -> dict[str, Any]:
         """A check as shown: its fields, the rule's title and the check in words."""
-        out = dict(row)
+        out: dict[str, Any] = dict(row)
         if lesson is None:
             titles = self.store.titles([row["lesson_id"]])
             out["rule"] = titles.get(row["lesson_id"], ("(deleted rule)", ""))[0]
@@ -125,10 +126,11 @@ class Guards:
         if status not in engine.STATUSES:
             raise InvalidInput(f"unknown status {status!r}; valid: {', '.join(engine.STATUSES)}")
         at = now()
-        row = {"id": new_id(), "lesson_id": lesson.id, **{k: clean.get(k) for k in engine.FIELDS},
-               "mode": clean["mode"], "status": status, "origin": origin, "note": note,
-               "created_at": at, "updated_at": at,
-               "reviewed_at": at if status != "proposed" else None}
+        row: NewCheck = {"id": new_id(), "lesson_id": lesson.id, "command": clean.get("command"),
+                         "path": clean.get("path"), "content": clean.get("content"),
+                         "tool": clean.get("tool"), "mode": clean["mode"], "status": status,
+                         "origin": origin, "note": note, "created_at": at, "updated_at": at,
+                         "reviewed_at": at if status != "proposed" else None}
         with self.store.atomic():
             self.store.guards.insert_check(row)
         self.compile()
@@ -159,7 +161,7 @@ class Guards:
         return made
 
     @staticmethod
-    def _key(row: dict[str, Any]) -> tuple[Any, ...]:
+    def _key(row: Mapping[str, Any]) -> tuple[Any, ...]:
         return tuple(row.get(k) or None for k in engine.FIELDS)
 
     def review(self, check_id: str, action: str, *, mode: str | None = None) -> dict[str, Any]:
@@ -167,8 +169,8 @@ class Guards:
         if action not in REVIEW_ACTIONS:
             raise InvalidInput(f"unknown action {action!r}; valid: {', '.join(REVIEW_ACTIONS)}")
         row = self.get(check_id)
-        changes: dict[str, Any] = {"status": "active" if action == "approve" else "rejected",
-                                   "updated_at": now(), "reviewed_at": now()}
+        changes: CheckChanges = {"status": "active" if action == "approve" else "rejected",
+                                 "updated_at": now(), "reviewed_at": now()}
         if mode is not None:
             if mode not in engine.MODES:
                 raise InvalidInput(f"unknown mode {mode!r}; valid: {', '.join(engine.MODES)}")
@@ -216,9 +218,10 @@ class Guards:
             rule = lessons.get(r["lesson_id"])
             if rule is None or not holds(rule):
                 continue
-            entry = {k: r[k] for k in ("id", "lesson_id", "mode", *engine.FIELDS) if r.get(k)}
+            fields: Mapping[str, Any] = r
+            entry = {k: fields[k] for k in ("id", "lesson_id", "mode", *engine.FIELDS) if fields[k]}
             entry.update(project=rule.project, rule=rule.title, why=_why(rule))
-            needles = {k: n for k in engine.FIELDS if r.get(k) and (n := engine.needle(k, r[k]))}
+            needles = {k: n for k in engine.FIELDS if fields[k] and (n := engine.needle(k, fields[k]))}
             if needles:
                 entry["needles"] = needles
             if rule.evidence:
@@ -226,7 +229,7 @@ class Guards:
                 entry["said"] = _clip(ev.quote, SAID_CHARS)
                 if ev.observed_at:
                     entry["said_at"] = ev.observed_at
-            if r.get("allowed_until"):
+            if r["allowed_until"]:
                 entry["allowed_until"] = _epoch(r["allowed_until"])
             out.append(entry)
         return out
@@ -260,7 +263,7 @@ class Guards:
         found = payload.get("lore_guard")
         if not isinstance(found, list):
             return 0
-        rows = []
+        rows: list[CheckEvent] = []
         for m in found:
             if not isinstance(m, dict) or not m.get("check_id") or not m.get("outcome"):
                 continue
@@ -272,11 +275,11 @@ class Guards:
         with self.store.atomic():
             return self.store.guards.add_events(rows)
 
-    def matches(self, lesson_id: str | None = None) -> list[dict[str, Any]]:
+    def matches(self, lesson_id: str | None = None) -> list[CheckEvent]:
         """Every match the hooks reported, oldest first."""
         return self.store.guards.events(lesson_id)
 
-    def loads(self) -> list[dict[str, Any]]:
+    def loads(self) -> list[LoadedSession]:
         """Each session start with the lesson ids it told (compliance: sessions that loaded
         a rule)."""
         return self.store.guards.loaded_sessions()

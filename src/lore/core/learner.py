@@ -45,7 +45,7 @@ from lore.core.review import waiting as waiting_list
 from lore.embed import document_text
 from lore.errors import InvalidInput
 from lore.extract import Extractor
-from lore.extract.detect import Detection, detect, words_of
+from lore.extract.detect import FILTER_THRESHOLD, Detection, detect, words_of
 from lore.extract.merge import CHANGE_OF_MIND, contradicts, may_restate, same_rule
 from lore.extract.score import confidence, status_for
 from lore.extract.shapes import Extracted, names_what_was_said
@@ -54,6 +54,8 @@ from lore.ids import new_id, now
 from lore.models import Evidence, Lesson
 from lore.redact import redact, redact_clipped
 from lore.store import Store
+from lore.store.rows import Correction, ImportedMessage, RuleCandidate
+from lore.tuning import Bench, constant
 
 if TYPE_CHECKING:
     from lore.config_models import LearningConfig
@@ -68,6 +70,33 @@ log = logging.getLogger("lore.learner")
 Opinion = Callable[[str, str | None], Any]
 JUDGING = "judging"  # a captured message's status while it waits for the judge
 MAX_KNOWN_RULES = 30  # the project's rules shown to the judge, so a restatement reinforces
+
+_DETECTOR = Bench("bench/train_detector.py",
+                  "docs/benchmarks.md#Correction detection (`lore eval corrections`, "
+                  "`bench/train_detector.py`)")
+_FILTER = Bench("bench/judge_filter.py",
+                "docs/learning.md#The judge: a language model decides, the detector filters")
+_BAND = Bench("bench/train_detector.py", "docs/learning.md#Measured")
+# Not chosen by a benchmark: set from the figures on the page named.
+_MERGE = Bench("", "docs/learning.md#Merge and score")
+
+
+@dataclass(frozen=True)
+class LearningTuning:
+    """The learner's constants (lore.tuning); a measurement varies them by their former config
+    keys, ``learning.judge_threshold`` and so on. The thresholds a person sets (active, review)
+    are settings: ``learning`` in config.yaml."""
+
+    detector_threshold: float | None = constant(None, gt=0, lt=1, by=_DETECTOR)  # None: the trained one
+    # a message the detector rates below this never reaches the judge
+    judge_threshold: float = constant(FILTER_THRESHOLD, gt=0, lt=1, by=_FILTER)
+    # with a model and no judge: asked when |p - threshold| is at most this
+    second_opinion_band: float = constant(0.2, ge=0, le=1, by=_BAND)
+    same_rule_similarity: float = constant(0.86, gt=0, le=1, by=_MERGE)  # cosine: a restatement
+    recent_days: int = constant(7, ge=0, by=_MERGE)  # reinforced this recently: +0.1
+
+
+LEARNING = LearningTuning()
 
 
 @dataclass(slots=True)
@@ -143,7 +172,8 @@ class Learner:
 
     def __init__(self, store: Store, lessons: Lessons, embedding: Embedding,
                  cfg: LearningConfig, opinion: Opinion | None = None,
-                 judge: Callable[[], Any] | None = None, judge_tokens: int = 8000) -> None:
+                 judge: Callable[[], Any] | None = None, judge_tokens: int = 8000,
+                 tuning: LearningTuning = LEARNING) -> None:
         self.store = store
         self.opinion = opinion  # the second opinion (a language model), when one is configured
         # Opens the judge's provider (a language model), when one is configured.
@@ -155,6 +185,7 @@ class Learner:
         self.lessons = lessons
         self.embedding = embedding
         self.cfg = cfg
+        self.tuning = tuning
         self.extractor: Extractor = plugins.load("lore.extractors", cfg.extractor, "extractor")()
 
     # ---- capture -------------------------------------------------------------------------
@@ -198,11 +229,11 @@ class Learner:
         return [self.learn(row) for row in self.captured.pending(limit)]
 
     # ---- one message ---------------------------------------------------------------------
-    def learn(self, row: dict[str, Any], *, asserted: bool = False, raw_message: str | None = None,
+    def learn(self, row: Correction, *, asserted: bool = False, raw_message: str | None = None,
               raw_previous: str | None = None, force: bool = False) -> Outcome:
         message = raw_message if raw_message is not None else row["user_message"]
         previous = raw_previous if raw_previous is not None else row["assistant_proposal"]
-        det = detect(message, previous, threshold=self.cfg.detector_threshold)
+        det = detect(message, previous, threshold=self.tuning.detector_threshold)
         confirmed = False
         rule_text: str | None = None
         if row.get("correction_type") == "silent_fix":
@@ -223,7 +254,7 @@ class Learner:
                 det = Detection("none", False, None, det.probability, det.cues, why, det.text)
         return self._learn_rule(row, det, message, rule_text, confirmed=confirmed, force=force)
 
-    def _learn_rule(self, row: dict[str, Any], det: Detection, message: str, rule_text: str | None,
+    def _learn_rule(self, row: Correction, det: Detection, message: str, rule_text: str | None,
                     *, confirmed: bool, force: bool = False, judged: bool = False) -> Outcome:
         """Learn the rule of a message judged a durable correction or preference."""
         if not det.positive or not det.durable:
@@ -254,11 +285,9 @@ class Learner:
     # ---- the judge -------------------------------------------------------------------------
     @property
     def filter_threshold(self) -> float:
-        from lore.extract.detect import FILTER_THRESHOLD
+        return self.tuning.judge_threshold
 
-        return self.cfg.judge_threshold or FILTER_THRESHOLD
-
-    def _await_judge(self, row: dict[str, Any], det: Detection) -> Outcome:
+    def _await_judge(self, row: Correction, det: Detection) -> Outcome:
         """A message the detector passes waits for the judge; the others teach nothing."""
         if (det.reason and det.probability == 0.0) or det.probability < self.filter_threshold:
             det = Detection("none", False, None, det.probability, det.cues,
@@ -282,7 +311,7 @@ class Learner:
 
         report = JudgeReport()
         rows = self.captured.judging(session_id=session_id, since=since)
-        sessions: dict[str, list[dict[str, Any]]] = {}
+        sessions: dict[str, list[Correction]] = {}
         for r in rows:
             sessions.setdefault(r["session_id"] or f"message {r['id']}", []).append(r)
         if not dry_run and rows and self.judge is None:
@@ -337,7 +366,7 @@ class Learner:
                 rules.append(cut(first[0], 200))
         return rules
 
-    def _apply_verdict(self, row: dict[str, Any], verdict: Any) -> Outcome:
+    def _apply_verdict(self, row: Correction, verdict: Any) -> Outcome:
         cues = tuple(json.loads(row["cues"] or "[]"))
         p = row["probability"] or 0.0
         if not verdict.positive:
@@ -357,8 +386,8 @@ class Learner:
             return det, False, None
         from lore.extract.detect import model
 
-        threshold = self.cfg.detector_threshold or model().threshold
-        if abs(det.probability - threshold) > self.cfg.second_opinion_band:
+        threshold = self.tuning.detector_threshold or model().threshold
+        if abs(det.probability - threshold) > self.tuning.second_opinion_band:
             return det, False, None
         said = words_of(message)[0]
         try:
@@ -374,7 +403,7 @@ class Learner:
         return Detection(verdict.label, bool(verdict.durable), kind, det.probability, det.cues,
                          "", det.text), bool(verdict.durable), verdict.rule
 
-    def _settle(self, row: dict[str, Any], outcome: Outcome) -> Outcome:
+    def _settle(self, row: Correction, outcome: Outcome) -> Outcome:
         """Write the detector's verdict and what came of it on the captured message."""
         det = outcome.detection
         status = {"none": "none", "one-off": "one-off", "not-learned": "none"}.get(
@@ -427,7 +456,7 @@ class Learner:
         lesson = self._create(ex, det, evidence, scope, file_types, explicit, gate)
         return Outcome("created", det, lesson=lesson, reason=why_candidate(lesson))
 
-    def _restated(self, ex: Extracted, candidates: list[dict[str, Any]]) -> str | None:
+    def _restated(self, ex: Extracted, candidates: list[RuleCandidate]) -> str | None:
         candidates = [c for c in candidates if may_restate(ex, c)]  # other names: another rule
         if not candidates:
             return None
@@ -446,7 +475,7 @@ class Learner:
         matrix = np.stack([np.frombuffer(b, dtype=np.float32) for _, b in rows])
         sims = matrix @ vec.astype(np.float32)
         best = int(np.argmax(sims))
-        if float(sims[best]) >= self.cfg.same_rule_similarity:
+        if float(sims[best]) >= self.tuning.same_rule_similarity:
             by_seq = {c["seq"]: c["id"] for c in candidates}
             return str(by_seq[seqs[best]])
         return None
@@ -459,7 +488,7 @@ class Learner:
                 "conflicts": list(conflicts), "types": [det.type or "explicit"], "reviewed": False,
                 "sessions": [_session_key(evidence)], "gate": gate.get("gate", ""),
                 "forced": bool(gate.get("forced")), "confirmed": bool(gate.get("confirmed"))}
-        score = confidence(1, explicit, seen, bool(conflicts), self.cfg.recent_days)
+        score = confidence(1, explicit, seen, bool(conflicts), self.tuning.recent_days)
         content = ex.rule
         if ex.reasoning and ex.reasoning.lower() not in ex.rule.lower():
             content += f"\n\nWhy: {ex.reasoning}"
@@ -534,7 +563,7 @@ class Learner:
 
     def _scored(self, lesson: Lesson, meta: dict[str, Any]) -> dict[str, Any]:
         score = confidence(int(meta.get("occurrences", 1)), bool(meta.get("explicit")),
-                           meta.get("last_seen"), bool(meta.get("conflicts")), self.cfg.recent_days)
+                           meta.get("last_seen"), bool(meta.get("conflicts")), self.tuning.recent_days)
         out: dict[str, Any] = {"score": score,
                                "confidence": self.store.confidence_for_score(score)}
         if lesson.status in LIVE and not decided(meta):
@@ -565,10 +594,10 @@ class Learner:
 
     # ---- reading -------------------------------------------------------------------------
     def corrections(self, project: str | None = None, *, all_projects: bool = False,
-                    limit: int = 50) -> list[dict[str, Any]]:
+                    limit: int = 50) -> list[Correction]:
         return self.captured.list_corrections(project, limit, all_projects=all_projects)
 
-    def imported_message(self, uuid: str) -> dict[str, Any] | None:
+    def imported_message(self, uuid: str) -> ImportedMessage | None:
         """One imported transcript message by its uuid, with its session's project."""
         return self.captured.message(uuid)
 
@@ -629,7 +658,7 @@ class Learner:
             self.captured.mark_edits_checked(checked, now())
         return outcomes
 
-    def _learn_silent(self, row: dict[str, Any], fix: Any) -> Outcome:
+    def _learn_silent(self, row: Correction, fix: Any) -> Outcome:
         """A rewrite teaches 'prefer what the user wrote over what the agent wrote' for that
         file type; the lesson starts low (no words, one observation) and grows with repeats."""
         det = Detection("correction", True, "silent_fix", 1.0, (), "")

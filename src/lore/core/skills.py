@@ -13,18 +13,23 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from lore.apply.files import Plan
-from lore.apply.skills import Cluster, Skill, SkillLesson, build_skill, plan_skill, validate_skill
+from lore.apply.skills import (
+    Cluster,
+    Skill,
+    SkillLesson,
+    SkillTuning,
+    build_skill,
+    plan_skill,
+    validate_skill,
+)
 from lore.errors import InvalidInput, NotFound
 from lore.models import Lesson
 from lore.store import Store
-
-if TYPE_CHECKING:
-    from lore.config_models import ApplyConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +65,11 @@ def cosine(store: Store, lessons: list[Lesson]) -> Callable[[SkillLesson, SkillL
     return sim
 
 
-def propose(store: Store, lessons: list[Lesson], cfg: ApplyConfig) -> list[Proposal]:
+def propose(store: Store, lessons: list[Lesson], tuning: SkillTuning) -> list[Proposal]:
     from lore.apply.skills import cluster_lessons
 
     clusters = cluster_lessons([skill_lesson(x) for x in lessons], similarity=cosine(store, lessons),
-                               threshold=cfg.skill_similarity, min_size=cfg.skill_min_size)
+                               threshold=tuning.skill_similarity, min_size=tuning.skill_min_size)
     return [Proposal(i, build_skill(c), c) for i, c in enumerate(clusters, start=1)]
 
 
@@ -75,8 +80,9 @@ def choose(proposals: list[Proposal], choice: str) -> Proposal:
         if value == str(p.number) or value == p.skill.name:
             return p
     if not proposals:
-        raise NotFound("no skill is proposed: fewer approved lessons share a tag and a meaning "
-                       "than apply.skill_min_size; `lore skills propose` shows the groups")
+        raise NotFound("no skill is proposed: too few approved lessons share a tag and a meaning "
+                       "(the tuning constant apply.skill_min_size); `lore skills propose` shows "
+                       "the groups")
     raise NotFound(f"no proposed skill is numbered or named '{choice}'; `lore skills propose` "
                    "lists them")
 

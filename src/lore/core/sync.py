@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from lore.capture.ingest import CHUNK_CHARS, Ingest
 from lore.core.embedding import Embedding
@@ -52,6 +52,7 @@ from lore.ids import now, parse_time
 from lore.models import Lesson
 from lore.redact import redact_value
 from lore.store import Store
+from lore.store.rows import NewEdit, NewMessage, SyncedCorrection
 
 if TYPE_CHECKING:
     import httpx
@@ -92,7 +93,7 @@ TEXT = {"correction": ("user_message", "assistant_proposal", "diff"),
 VERSIONED = ("lesson", "session")
 
 
-def redacted(kind: str, data: dict[str, Any]) -> dict[str, Any]:
+def redacted(kind: str, data: Mapping[str, Any]) -> dict[str, Any]:
     """``data`` with its free text redacted (a copy)."""
     if kind not in TEXT:
         return dict(redact_value(data))  # type: ignore[call-overload]
@@ -297,13 +298,18 @@ class Sync:
             records = [r for r in records if r["id"] not in skipped]
             count = len(records)
         else:
-            rows = {"corrections": self.tables.corrections_after,
-                    "messages": self.tables.messages_after,
-                    "edits": self.tables.edits_after}[stream](after, size)
+            rows: Sequence[Mapping[str, Any]]
+            if stream == "corrections":
+                rows = found = self.tables.corrections_after(after, size)
+                end = found[-1]["id"] if found else after
+            elif stream == "messages":
+                rows = read = self.tables.messages_after(after, size)
+                end = read[-1]["seq"] if read else after
+            else:
+                rows = edits = self.tables.edits_after(after, size)
+                end = edits[-1]["id"] if edits else after
             if not rows:
                 return None
-            key = "id" if stream != "messages" else "seq"
-            end = int(rows[-1][key])
             records = self.row_records(stream, rows)
             count = len(rows)
             skipped = []
@@ -342,12 +348,15 @@ class Sync:
                             "data": tombstone(lid, at)})
         return out
 
-    def row_records(self, stream: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def row_records(self, stream: str, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The rows a push read of ``stream``, as the records it sends (copies: each row's
+        own key leaves its data, JSON text is sent decoded)."""
         out: list[dict[str, Any]] = []
         if stream in ("messages", "edits"):  # their sessions first, so the server has them
             for s in self.tables.sessions_of([r["session_id"] for r in rows]):
                 out.append({"kind": "session", "id": s["id"], "data": redacted("session", s)})
-        for r in rows:
+        for row in rows:
+            r = dict(row)
             if stream == "corrections":
                 rid, kind = r.pop("event_id"), "correction"
                 r.pop("id")
@@ -588,7 +597,7 @@ class Sync:
         fresh = self.tables.add_records(device, batch_id, at, [
             (r["kind"], r["id"], record_hash(r["kind"], d))
             for r, d in zip(ordered, datas, strict=True)])
-        corrections = []
+        corrections: list[SyncedCorrection] = []
         for rec, data, new in zip(ordered, datas, fresh, strict=True):
             if not new:
                 continue
@@ -606,20 +615,22 @@ class Sync:
                 self.receive_message(rid, data, touched)
             elif kind == "edit":
                 self.require_session(data["session_id"])
-                self.store.conversations.insert_edit(
-                    {"file_type": None, "old_text": None, "new_text": None, "timestamp": None,
-                     "succeeded": None, **data})
+                # A received record: its keys are the sender's, and the store's columns check
+                # them (a missing one is refused as by the store).
+                self.store.conversations.insert_edit(cast(NewEdit, {
+                    "file_type": None, "old_text": None, "new_text": None, "timestamp": None,
+                    "succeeded": None, **data}))
             else:
-                corrections.append({"session_id": None, "project": None,
+                corrections.append(cast(SyncedCorrection, {"session_id": None, "project": None,
                                     "assistant_proposal": None, "origin": "hook",
                                     "message_uuid": None, "proposal_uuid": None, "diff": None,
                                     "correction_type": None, **data,
                                     "event_id": f"{device}:{rid}", "device": device,
-                                    "files": json.dumps(data.get("files") or [])})
+                                    "files": json.dumps(data.get("files") or [])}))
         self.tables.add_synced_corrections(corrections)
         for sid, rows in touched.items():
-            project = projects.get(sid, (self.store.conversations.session(sid) or {})
-                                   .get("project"))
+            known = self.store.conversations.session(sid)
+            project = projects.get(sid, known["project"] if known else None)
             self.importer.chunk(sid, project, rows, CHUNK_CHARS)
             self.store.conversations.refresh_session(sid)
         if lessons:
@@ -645,9 +656,10 @@ class Sync:
                         touched: dict[str, list[tuple[int, str, str, str | None]]]) -> None:
         sid = data["session_id"]
         self.require_session(sid)
-        row = {"uuid": uuid, "parent_uuid": None, "speaker": None, "timestamp": None,
-               "is_sidechain": 0, "agent_id": None, "is_meta": 0, "injected": 0, **data,
-               "tool_calls": json.dumps(data.get("tool_calls") or [], ensure_ascii=False)}
+        row = cast(NewMessage, {  # a received record, checked by the store's columns
+            "uuid": uuid, "parent_uuid": None, "speaker": None, "timestamp": None,
+            "is_sidechain": 0, "agent_id": None, "is_meta": 0, "injected": 0, **data,
+            "tool_calls": json.dumps(data.get("tool_calls") or [], ensure_ascii=False)})
         seq = self.store.conversations.insert_message(row)
         if seq is not None and not row["is_meta"] and not row["injected"] and row["text"].strip():
             touched.setdefault(sid, []).append((seq, row["speaker"] or row["role"], row["text"],

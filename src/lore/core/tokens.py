@@ -17,6 +17,7 @@ from typing import Any
 from lore.errors import InvalidInput, NotFound, StoreBusy
 from lore.ids import new_id, now
 from lore.store import Store
+from lore.store.rows import NewToken, Token
 
 SCOPES = ("read", "write")
 _TOKEN = re.compile(r"^lore_([0-9A-HJKMNP-TV-Z]{26})_([A-Za-z0-9_-]{43})$")
@@ -44,7 +45,7 @@ class TokenInfo:
                 "revoked_at": self.revoked_at, "active": self.active}
 
 
-def _info(row: dict[str, Any]) -> TokenInfo:
+def _info(row: Token) -> TokenInfo:
     return TokenInfo(row["id"], row["name"], row["scope"], row["created_at"],
                      row["last_used_at"], row["revoked_at"])
 
@@ -67,7 +68,7 @@ class Tokens:
         if len(name) > _NAME_MAX:
             raise InvalidInput(f"a token name has at most {_NAME_MAX} characters")
         token_id, secret, salt = new_id(), secrets.token_urlsafe(32), secrets.token_hex(16)
-        row = {"id": token_id, "name": name, "scope": scope, "salt": salt,
+        row: NewToken = {"id": token_id, "name": name, "scope": scope, "salt": salt,
                "secret_hash": _digest(salt, secret), "created_at": now()}
         with self.store.atomic():
             self.store.tokens.insert_token(row)

@@ -18,7 +18,7 @@ import numpy as np
 
 from lore.config import EmbeddingConfig
 from lore.embed import DEFAULT_MODEL, canonical_model, normalise
-from lore.embed.packaged import ASSETS, packaged_model_file
+from lore.embed.packaged import ASSETS, graph_cache, optimised_session, packaged_model_file
 from lore.errors import BackendUnavailable
 
 MAX_TOKENS = 256
@@ -59,7 +59,8 @@ class FastEmbedEmbedder:
         packaged = packaged_model_file() if self.name == DEFAULT_MODEL else None
         try:
             if packaged is not None:
-                model: Any = PackagedModel(packaged, kwargs["threads"])
+                model: Any = PackagedModel(packaged, kwargs["threads"],
+                                           graph_cache(self.cfg.cache_dir))
             else:
                 try:
                     from fastembed import TextEmbedding
@@ -97,19 +98,12 @@ class PackagedModel:
     client) was about half a second of every fresh process that embeds. Same vectors as
     fastembed's to 1e-7 (tests/recall/test_packaged_model.py)."""
 
-    def __init__(self, onnx_file: Path, threads: int | None) -> None:
-        import onnxruntime as ort
-
+    def __init__(self, onnx_file: Path, threads: int | None,
+                 cache: Path | None = None) -> None:
         from lore.embed.wordpiece import WordPiece
 
         self.tokenizer = WordPiece.from_file(ASSETS / "tokenizer.json", MAX_TOKENS)
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        if threads is not None:
-            options.intra_op_num_threads = threads
-            options.inter_op_num_threads = threads
-        self.session = ort.InferenceSession(str(onnx_file), options,
-                                            providers=["CPUExecutionProvider"])
+        self.session = optimised_session(onnx_file, threads, cache)
         self.inputs = {i.name for i in self.session.get_inputs()}
 
     def embed(self, texts: list[str], batch_size: int = 64) -> Iterator[np.ndarray]:

@@ -16,7 +16,9 @@ pays it once beside a much larger load.
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
+from typing import Any
 
 from lore.embed import DEFAULT_MODEL
 from lore.errors import BackendUnavailable
@@ -81,3 +83,71 @@ def file_sha256(path: Path) -> str:
             f"{REINSTALL}"
         ) from None
     return h.hexdigest()
+
+
+# ---- the optimised graph, cached ----------------------------------------------------------
+# Creating the ONNX Runtime session spends most of its time optimising the graph (constant
+# folding the int8 weights, fusing attention and layer norms): 160-180 ms of CPU on every
+# process that embeds. The graph optimised once (the "extended" level: fusions only, nothing
+# specific to this CPU) is written to the user's cache folder and later loaded as it is,
+# without optimising again: the same vectors (bit for bit, tests/recall/test_packaged_model.py),
+# about a third less CPU to load (docs/benchmarks.md). It is keyed by the model's SHA-256 and the
+# ONNX Runtime version, written under a temporary name and renamed, so a process never sees half
+# a file; one that cannot be read is removed and the model loads from the package as before.
+# A cache folder that cannot be created or written costs nothing but the attempt.
+
+
+def graph_cache(configured: str | None) -> Path | None:
+    """Where optimised graphs are kept: ``embedding.cache_dir`` ($LORE_MODEL_CACHE), else the
+    user's cache folder ($XDG_CACHE_HOME/lore/models, ~/.cache/lore/models)."""
+    if configured:
+        return Path(configured).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "lore" / "models"
+
+
+def optimised_session(onnx_file: Path, threads: int | None, cache: Path | None) -> Any:
+    """An ONNX Runtime session of the packaged model, through the cached optimised graph when
+    there is one (and writing it when there is none and the cache folder takes it)."""
+    import onnxruntime as ort
+
+    def options(level: Any) -> Any:
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = level
+        if threads is not None:
+            opts.intra_op_num_threads = threads
+            opts.inter_op_num_threads = threads
+        return opts
+
+    level = ort.GraphOptimizationLevel
+    cached = (cache / f"{DEFAULT_MODEL}-{MODEL_SHA256[:16]}-ort{ort.__version__}.onnx"
+              if cache is not None else None)
+    if cached is not None and cached.is_file():
+        try:
+            return ort.InferenceSession(str(cached), options(level.ORT_DISABLE_ALL),
+                                        providers=["CPUExecutionProvider"])
+        except Exception:  # noqa: BLE001 - a damaged cache file: drop it, load the original
+            cached.unlink(missing_ok=True)
+    if cached is not None and _writable(cache):
+        tmp = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
+        opts = options(level.ORT_ENABLE_EXTENDED)
+        opts.optimized_model_filepath = str(tmp)
+        try:
+            session = ort.InferenceSession(str(onnx_file), opts,
+                                           providers=["CPUExecutionProvider"])
+            os.replace(tmp, cached)
+            return session
+        except Exception:  # noqa: BLE001 - a full disk, a folder taken away: load as before
+            tmp.unlink(missing_ok=True)
+    return ort.InferenceSession(str(onnx_file), options(level.ORT_ENABLE_ALL),
+                                providers=["CPUExecutionProvider"])
+
+
+def _writable(folder: Path | None) -> bool:
+    if folder is None:
+        return False
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK)

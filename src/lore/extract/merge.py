@@ -10,9 +10,9 @@ library-old-1 for handler 1" and the same with 7). :func:`names` reads those nam
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from lore.extract.shapes import Extracted
+from lore.store.rows import RuleCandidate
 
 CHANGE_OF_MIND = re.compile(
     r"\b(?:from\s+now\s+on|going\s+forward|from\s+here\s+on|actually|instead|any\s*more|no\s+longer|"
@@ -89,7 +89,7 @@ def _one_swap(a: str | None, b: str | None) -> bool:
     return not ({x, y} & _FRAME or x.endswith("ly") or y.endswith("ly"))
 
 
-def may_restate(ex: Extracted, c: dict[str, Any]) -> bool:
+def may_restate(ex: Extracted, c: RuleCandidate) -> bool:
     """Whether ``ex`` may restate the known rule ``c`` (a candidate row: title,
     pref_preferred, pref_rejected): the same names overall; on each side both fill, the names
     of one within the other's and, when both are one or two words, the same thing; and no
@@ -112,7 +112,7 @@ def may_restate(ex: Extracted, c: dict[str, Any]) -> bool:
     return True
 
 
-def contradicts(ex: Extracted, c: dict[str, Any]) -> bool:
+def contradicts(ex: Extracted, c: RuleCandidate) -> bool:
     """The new rule prefers what the known one rejects, or rejects what it prefers."""
     crossed = (same_phrase(ex.preferred, c["pref_rejected"])
                or same_phrase(ex.rejected, c["pref_preferred"]))
@@ -121,7 +121,7 @@ def contradicts(ex: Extracted, c: dict[str, Any]) -> bool:
     return crossed and not agrees
 
 
-def same_rule(ex: Extracted, c: dict[str, Any]) -> bool:
+def same_rule(ex: Extracted, c: RuleCandidate) -> bool:
     """Both name what to use (and agree on it), or both name what to avoid (and agree)."""
     pref_ok = same_phrase(ex.preferred, c["pref_preferred"])
     rej_ok = same_phrase(ex.rejected, c["pref_rejected"])

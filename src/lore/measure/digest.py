@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from lore.errors import InvalidInput
 from lore.measure.learning import REPEAT
 from lore.private import open_private, private_dir
+from lore.store.rows import LearnedCorrection, LessonActivity, LessonsAdded
 
 if TYPE_CHECKING:
     from lore.api import Lore
@@ -100,8 +101,8 @@ def parse_period(kind: str, label: str | None = None, today: date | None = None)
         raise InvalidInput(f"'{label}' is not a {kind}; write it like {example}") from None
 
 
-def _figures(period: Period, activity: list[dict[str, Any]], added: list[dict[str, Any]],
-             corrections: list[dict[str, Any]], approved_at: dict[str, str]) -> dict[str, Any]:
+def _figures(period: Period, activity: list[LessonActivity], added: list[LessonsAdded],
+             corrections: list[LearnedCorrection], approved_at: dict[str, str]) -> dict[str, Any]:
     learned = [a for a in activity if period.holds(a["created_at"])]
     reviewed = [a for a in activity if a["review"] and period.holds(a["review"].get("at"))]
     approved = [a for a in reviewed if a["review"].get("action") in DECIDED]
@@ -134,7 +135,7 @@ def _figures(period: Period, activity: list[dict[str, Any]], added: list[dict[st
     }
 
 
-def _item(a: dict[str, Any]) -> dict[str, Any]:
+def _item(a: LessonActivity) -> dict[str, Any]:
     return {"id": a["id"], "title": a["title"], "kind": a["kind"], "status": a["status"],
             "project": a["project"]}
 
@@ -171,10 +172,10 @@ def build(lore: Lore, kind: str = "week", label: str | None = None,
         week = _week_of(a["created_at"])
         if week in counts:
             counts[week]["learned"] += 1
-    for a in added:
-        week = _week_of(a["day"])
+    for day in added:
+        week = _week_of(day["day"])
         if week in counts:
-            counts[week]["lessons_added"] += a["count"]
+            counts[week]["lessons_added"] += day["count"]
     for c in corrections:
         week = _week_of(c["at"])
         if week in counts:
@@ -207,7 +208,7 @@ def _week_of_day(day: str) -> str | None:
         return None
 
 
-def _approval_times(lore: Lore, corrections: list[dict[str, Any]]) -> dict[str, str]:
+def _approval_times(lore: Lore, corrections: list[LearnedCorrection]) -> dict[str, str]:
     """When each rule that was corrected again had been approved (approved rules only), as
     ``lore stats --rules`` reads it (``lore.api.approved``, ``Lore.approved_at``)."""
     from lore.api import approved

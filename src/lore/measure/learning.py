@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lore.errors import InvalidInput
+from lore.store.rows import LearnedCorrection
 
 if TYPE_CHECKING:
     from lore.api import Lore
@@ -79,7 +80,7 @@ ARCHIVE_DAYS = 90
 
 def learning_curve(lore: Lore) -> list[SessionPoint]:
     """One point per session, oldest first (sessions with no correction count as zero)."""
-    per: dict[str, list[dict[str, Any]]] = {}
+    per: dict[str, list[LearnedCorrection]] = {}
     for c in lore.learned_corrections():
         if c["session_id"]:
             per.setdefault(c["session_id"], []).append(c)
@@ -270,7 +271,7 @@ def replay(lore: Lore, paths: Sequence[Path]) -> dict[str, int]:
 
 
 def summary(points: Sequence[SessionPoint],
-            corrections: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
+            corrections: Sequence[LearnedCorrection] | None = None) -> dict[str, Any]:
     """Totals and the repeated corrections per session in each half. ``corrections``: every
     learned correction (those captured outside a session count too, as on the dashboard)."""
     half = len(points) // 2

@@ -11,6 +11,7 @@ import re
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -83,7 +84,7 @@ def evaluate(path: Path, settings: Settings, embedder: Embedder | None = None,
     samples = load(path)
     with tempfile.TemporaryDirectory(prefix="lore-locomo-") as tmp:
         s = Settings(config=settings.config.model_copy(deep=True), home=Path(tmp),
-                     config_path=Path(tmp) / "config.yaml")
+                     config_path=Path(tmp) / "config.yaml", tuning=settings.tuning)
         s.config.database = str(Path(tmp) / "lore.db")
         with Lore.open(s, embedder=embedder) as lore:
             return _run(lore, samples, progress, as_of_last)
@@ -160,6 +161,7 @@ def _report(recalls: dict[str, Any], questions: int, dropped: int, lore: Lore) -
         "baselines": {"keyword": block("keyword"), "vector": block("vector")},
         "questions": questions,
         "dropped_evidence": dropped,
-        "config": lore.config.conversations.model_dump(),
+        "config": {**asdict(lore.conversations.tuning),  # the constants measured
+                   "decay": lore.config.conversations.decay},
         "model": lore.configured_model(),
     }

@@ -15,32 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from lore.config import ConversationsConfig
 from lore.embed import prefetch
 from lore.errors import InvalidInput, NotFound
 from lore.ids import parse_time
 from lore.recall.snippet import snippet
 from lore.recall.vectors import ChunkIndex, MemoryIndex
 from lore.store import ConversationStore
+from lore.tuning import Bench, constant
 
-# Tuning constants of the hybrid ranking (bench/locomo_learn.py, "words-80" and
-# "words-80+question-end": chosen on four LoCoMo conversations and scored on the fifth, 0.3 in
-# every fold; docs/benchmarks.md, "Priors on the turn"). A chunk gains LENGTH_WEIGHT × ln(1 +
-# its words, at most LENGTH_CAP_WORDS): a turn of a few words ("Thanks!", "Wow, cool") rarely
-# holds what a question asks, and past the cap a longer chunk (a pasted log) gains no more.
-LENGTH_WEIGHT = 0.3
-LENGTH_CAP_WORDS = 80
-# A chunk whose text ends by asking ("How was the trip?") loses QUESTION_PENALTY: it shares the
-# question's words without holding the answer (bench/locomo_learn.py, "words-80+question-end",
-# chosen with the length prior: 0.5 in four folds of five). A long chunk (the store gives no
-# tail past 1,600 bytes) is not judged.
-QUESTION_PENALTY = 0.5
 _CLOSING = " \t\n)\"'"
-
-
-def length_prior(words: int) -> float:
-    """What a chunk of ``words`` words adds to its hybrid score."""
-    return LENGTH_WEIGHT * math.log1p(min(max(words, 0), LENGTH_CAP_WORDS))
 
 
 def asks(tail: str) -> bool:
@@ -69,8 +52,58 @@ class ConversationHit:
         return out
 
 
+# Chosen on the LoCoMo development half, each family on a grid (bench/locomo_explore.py), the
+# session term and the priors on the turn leave-one-conversation-out (bench/locomo_loco.py,
+# bench/locomo_learn.py); the keyword bound at scale.
+_LOCOMO = Bench("bench/locomo_explore.py",
+                "docs/benchmarks.md#Conversation memory: retrieval quality on LoCoMo")
+_LOCO = Bench("bench/locomo_loco.py", "docs/benchmarks.md#Session evidence, chosen "
+              "leave-one-conversation-out (`bench/locomo_loco.py`)")
+_PRIORS = Bench("bench/locomo_learn.py", "docs/benchmarks.md#Priors on the turn: its length and "
+                "whether it asks (`bench/locomo_learn.py`)")
+_SCALE = Bench("bench/scale_bench.py",
+               "docs/benchmarks.md#Search through the product (`bench/scale_bench.py`)")
 
-def search(store: ConversationStore, cfg: ConversationsConfig, query: str,
+
+@dataclass(frozen=True)
+class ConversationTuning:
+    """Conversation search's constants (lore.tuning); a measurement varies them by their former
+    config keys, ``conversations.session_weight`` and so on."""
+
+    candidates: int = constant(100, ge=1, le=10000, by=_LOCOMO)  # each list's depth before fusion
+    keyword_weight: float = constant(1.0, ge=0, by=_LOCOMO)  # × BM25 / best BM25 of the query
+    vector_weight: float = constant(2.0, ge=0, by=_LOCOMO)  # × cosine (all-MiniLM-L6-v2 range)
+    text_weight: float = constant(1.0, ge=0, by=_LOCOMO)  # BM25 column weights
+    date_weight: float = constant(1.0, ge=0, by=_LOCOMO)
+    context_weight: float = constant(0.3, ge=0, by=_LOCOMO)
+    # neighbouring turns kept (and embedded) on each side of a chunk, when transcripts are read
+    context_turns: int = constant(2, ge=0, le=10, by=_LOCOMO)
+    named_speaker_bonus: float = constant(0.1, ge=0, by=_LOCOMO)
+    # + session_weight × the best relevance among the candidates of the chunk's session: the
+    # turns of the session that answers best come forward together (0: off)
+    session_weight: float = constant(0.5, ge=0, by=_LOCO)
+    keyword_max_postings: int = constant(2000, ge=100, by=_SCALE)
+    # + length_weight × ln(1 + the chunk's words, at most length_cap_words): a turn of a few
+    # words ("Thanks!", "Wow, cool") rarely holds what a question asks, and past the cap a
+    # longer chunk (a pasted log) gains no more. Hybrid search only (0: off).
+    length_weight: float = constant(0.3, ge=0, by=_PRIORS)
+    length_cap_words: int = constant(80, ge=1, by=_PRIORS)
+    # − question_penalty for a chunk whose text ends with a question mark: "How was the trip?"
+    # shares the question's words without holding the answer. Hybrid search only (0: off).
+    question_penalty: float = constant(0.5, ge=0, by=_PRIORS)
+    decay_weight: float = constant(0.3, ge=0, le=1, by=_LOCOMO)
+    decay_scale_days: float = constant(90.0, gt=0, by=_LOCOMO)
+
+
+CONVERSATIONS = ConversationTuning()
+
+
+def length_prior(words: int, tuning: ConversationTuning = CONVERSATIONS) -> float:
+    """What a chunk of ``words`` words adds to its hybrid score."""
+    return tuning.length_weight * math.log1p(min(max(words, 0), tuning.length_cap_words))
+
+
+def search(store: ConversationStore, tuning: ConversationTuning, query: str,
            embed_query: Callable[[str], Any] | None, memory: MemoryIndex,
            index: ChunkIndex | None = None, *,
            project: str | None, limit: int, min_score: float, decay: bool, mode: str,
@@ -79,15 +112,15 @@ def search(store: ConversationStore, cfg: ConversationsConfig, query: str,
     ``embed_query`` is None when nothing was embedded yet (keyword ranking only)."""
     if limit < 1:
         raise InvalidInput(f"limit must be at least 1 (got {limit})")
-    depth = max(cfg.candidates, limit)
+    depth = max(tuning.candidates, limit)
     speakers = store.scope_speakers(project)
     terms, named = query_terms(query, speakers)
     if embed_query is not None and mode == "hybrid" and query.strip():
         embed_query = prefetch(embed_query, strip_names(query, speakers))
     keyword: list[tuple[int, float]] = []
     if mode in ("hybrid", "keyword"):
-        weights = (cfg.text_weight, 0.0, cfg.date_weight, cfg.context_weight)
-        keyword = store.keyword_search(terms, weights, depth, project, cfg.keyword_max_postings)
+        weights = (tuning.text_weight, 0.0, tuning.date_weight, tuning.context_weight)
+        keyword = store.keyword_search(terms, weights, depth, project, tuning.keyword_max_postings)
     vector: list[tuple[int, float]] = []
     if mode in ("hybrid", "vector") and embed_query is not None and query.strip():
         qvec = np.asarray(embed_query(strip_names(query, speakers)), dtype=np.float32)
@@ -100,10 +133,10 @@ def search(store: ConversationStore, cfg: ConversationsConfig, query: str,
             allowed = store.chunk_ids(project) if project else None
             found = memory.search(qvec, depth, allowed)
         vector = found
-    return fuse(store, cfg, query, keyword, vector, named, limit, min_score, decay, mode, at)
+    return fuse(store, tuning, query, keyword, vector, named, limit, min_score, decay, mode, at)
 
 
-def fuse(store: ConversationStore, cfg: ConversationsConfig, query: str,
+def fuse(store: ConversationStore, tuning: ConversationTuning, query: str,
          keyword: list[tuple[int, float]], vector: list[tuple[int, float]], named: str | None,
          limit: int, min_score: float, decay: bool, mode: str,
          at: datetime) -> list[ConversationHit]:
@@ -113,8 +146,8 @@ def fuse(store: ConversationStore, cfg: ConversationsConfig, query: str,
     krank = {cid: i + 1 for i, (cid, _) in enumerate(keyword)}
     vscore = dict(vector)
     vrank = {cid: i + 1 for i, (cid, _) in enumerate(vector)}
-    kw = cfg.keyword_weight if mode != "vector" else 0.0
-    vw = cfg.vector_weight if mode != "keyword" else 0.0
+    kw = tuning.keyword_weight if mode != "vector" else 0.0
+    vw = tuning.vector_weight if mode != "keyword" else 0.0
     ids = list(dict.fromkeys([c for c, _ in keyword] + [c for c, _ in vector]))
     meta = store.chunk_meta(ids)  # what scoring needs; the text only for the results shown
     relevances = {cid: kw * kscore.get(cid, 0.0) + vw * vscore.get(cid, 0.0)
@@ -123,16 +156,16 @@ def fuse(store: ConversationStore, cfg: ConversationsConfig, query: str,
     scored = []
     for cid, relevance in relevances.items():
         ended_at, speakers, session_id, words, tail = meta[cid]
-        session_bonus = cfg.session_weight * session_best[session_id]
-        speaker_bonus = (cfg.named_speaker_bonus
+        session_bonus = tuning.session_weight * session_best[session_id]
+        speaker_bonus = (tuning.named_speaker_bonus
                          if named and mode == "hybrid" and named in speakers.split()
                          else 0.0)
-        length_bonus = length_prior(words) if mode == "hybrid" else 0.0
-        question_penalty = QUESTION_PENALTY if mode == "hybrid" and asks(tail) else 0.0
+        length_bonus = length_prior(words, tuning) if mode == "hybrid" else 0.0
+        question_penalty = tuning.question_penalty if mode == "hybrid" and asks(tail) else 0.0
         bonus = 0.0
         if decay and ended_at:
             age = max((at - parse_time(ended_at)).total_seconds() / 86400, 0.0)
-            bonus = cfg.decay_weight * math.exp(-age / cfg.decay_scale_days)
+            bonus = tuning.decay_weight * math.exp(-age / tuning.decay_scale_days)
         total = relevance + session_bonus + speaker_bonus + length_bonus - question_penalty + bonus
         if total < min_score:
             continue

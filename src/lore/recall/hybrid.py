@@ -8,7 +8,10 @@ multiplied by the anti-context factor when anti-contexts demote instead of exclu
   order without swamping it.
 * confidence bonus = confidence_bonus × ordinal / highest ordinal.
 * usage bonus = usage_bonus × min(usage_count / usage_saturation, 1).
-* recency bonus (off by default) = weight × exp(−age / scale).
+* recency bonus (off by default: ``search.recency.enabled``) = recency_weight ×
+  exp(−age / recency_scale_days).
+
+The weights are tuning constants (:class:`SearchTuning`), not settings.
 * a lesson an active lesson supersedes (an edge ``supersedes`` to it) is multiplied by
   ``SUPERSEDED_FACTOR`` and, when its successor is among the results, ranked right below it:
   the graph's word on which one holds now outranks the wording's similarity to the query.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
@@ -32,12 +36,48 @@ from lore.models import Filters, ScoreParts, SearchResult
 from lore.recall import vectors
 from lore.recall.snippet import snippet
 from lore.store import LessonStore, fts_terms
+from lore.tuning import Bench, constant
 
 if TYPE_CHECKING:
     from lore.config_models import SearchConfig
 
 Mode = Literal["hybrid", "keyword", "vector"]
 SUPERSEDED_FACTOR = 0.5
+
+# The lesson-search figures of docs/benchmarks.md: latency and the vector stage's recall@10
+# at these values (bench/search_bench.py), the index bounds at 100,000 lessons and more
+# (bench/scale_bench.py).
+_QUALITY = Bench("bench/search_bench.py", "docs/benchmarks.md#Results (2026-11-23)")
+_SCALE = Bench("bench/scale_bench.py", "docs/benchmarks.md#What the numbers decided")
+
+
+@dataclass(frozen=True)
+class SearchTuning:
+    """Lesson search's constants (lore.tuning); a measurement varies them by their former config
+    keys, ``search.rrf_k`` and so on."""
+
+    vector_weight: float = constant(0.7, ge=0, by=_QUALITY)  # RRF weight of the vector list
+    fts_weight: float = constant(0.3, ge=0, by=_QUALITY)  # RRF weight of the keyword list
+    rrf_k: int = constant(60, ge=1, by=_QUALITY)
+    candidates: int = constant(100, ge=1, le=10000, by=_QUALITY)  # each list's depth before fusion
+    min_similarity: float = constant(0.2, ge=-1, le=1, by=_QUALITY)  # vector hits below: dropped
+    confidence_bonus: float = constant(0.05, ge=0, le=1, by=_QUALITY)
+    usage_bonus: float = constant(0.05, ge=0, le=1, by=_QUALITY)
+    usage_saturation: int = constant(100, ge=1, by=_QUALITY)  # uses at which the bonus is full
+    title_weight: float = constant(3.0, ge=0, by=_QUALITY)  # BM25 column weights
+    tags_weight: float = constant(2.0, ge=0, by=_QUALITY)
+    content_weight: float = constant(1.0, ge=0, by=_QUALITY)
+    anti_context_factor: float = constant(0.5, ge=0, le=1, by=_QUALITY)  # when demoting
+    recency_weight: float = constant(0.1, ge=0, le=1, by=_QUALITY)
+    recency_scale_days: float = constant(90.0, gt=0, by=_QUALITY)
+    # auto: in memory for a warm process or up to memory_below lessons, else the store's index
+    vector_index: Literal["auto", "memory", "sqlite-vec"] = constant("auto", by=_SCALE)
+    memory_below: int = constant(20000, ge=0, by=_SCALE)
+    exact_below: int = constant(1000, ge=0, by=_SCALE)  # a filtered set this small: scored exactly
+    keyword_max_postings: int = constant(2500, ge=100, by=_SCALE)  # the most frequent words go first
+
+
+SEARCH = SearchTuning()
 
 
 def search(
@@ -50,9 +90,11 @@ def search(
     memory: vectors.MemoryIndex,
     mode: Mode = "hybrid",
     include_superseded: bool = True,
+    tuning: SearchTuning = SEARCH,
 ) -> list[SearchResult]:
+    t = tuning
     where, params = store.filter_sql(filters, anti_contexts_exclude=cfg.anti_context == "exclude")
-    depth = max(cfg.candidates, limit)
+    depth = max(t.candidates, limit)
 
     # A filter on status alone keeps nearly everything: cheaper to apply after ranking.
     narrow = filters != Filters(statuses=filters.statuses)
@@ -60,20 +102,20 @@ def search(
     if mode in ("hybrid", "keyword"):
         terms = fts_terms(query)
         if terms:
-            weights = (cfg.title_weight, cfg.tags_weight, cfg.content_weight)
+            weights = (t.title_weight, t.tags_weight, t.content_weight)
             keyword = store.keyword_search(terms, weights, depth, where, params,
-                                           cfg.keyword_max_postings, narrow)
+                                           t.keyword_max_postings, narrow)
 
     vector: list[tuple[int, float]] = []
     if mode in ("hybrid", "vector") and embed_query is not None and query.strip():
         qvec = embed_query(query)
         vector = vectors.candidates(
-            store, memory, qvec, depth, where, params, mode=cfg.vector_index,
-            memory_below=cfg.memory_below, exact_below=cfg.exact_below, narrow=narrow,
+            store, memory, qvec, depth, where, params, mode=t.vector_index,
+            memory_below=t.memory_below, exact_below=t.exact_below, narrow=narrow,
         )
-        vector = [(s, sim) for s, sim in vector if sim >= cfg.min_similarity]
+        vector = [(s, sim) for s, sim in vector if sim >= t.min_similarity]
 
-    return fuse(store, query, keyword, vector, filters, limit, cfg, mode, include_superseded)
+    return fuse(store, query, keyword, vector, filters, limit, cfg, mode, include_superseded, t)
 
 
 def below_successors(scored: list[tuple[float, int, ScoreParts]],
@@ -105,14 +147,16 @@ def fuse(
     cfg: SearchConfig,
     mode: Mode,
     include_superseded: bool = True,
+    tuning: SearchTuning = SEARCH,
 ) -> list[SearchResult]:
-    wv = cfg.vector_weight if mode != "keyword" else 0.0
-    wk = cfg.fts_weight if mode != "vector" else 0.0
+    t = tuning
+    wv = t.vector_weight if mode != "keyword" else 0.0
+    wk = t.fts_weight if mode != "vector" else 0.0
     if mode == "vector":
         wv = wv or 1.0
     if mode == "keyword":
         wk = wk or 1.0
-    best = (wv + wk) / (cfg.rrf_k + 1) or 1.0
+    best = (wv + wk) / (t.rrf_k + 1) or 1.0
     vrank = {seq: (i + 1, sim) for i, (seq, sim) in enumerate(vector)}
     krank = {seq: (i + 1, s) for i, (seq, s) in enumerate(keyword)}
     seqs = list(dict.fromkeys([s for s, _ in vector] + [s for s, _ in keyword]))
@@ -136,15 +180,15 @@ def fuse(
             continue
         vr, sim = vrank.get(seq, (None, None))
         kr, bm = krank.get(seq, (None, None))
-        rrf = (wv / (cfg.rrf_k + vr) if vr else 0.0) + (wk / (cfg.rrf_k + kr) if kr else 0.0)
+        rrf = (wv / (t.rrf_k + vr) if vr else 0.0) + (wk / (t.rrf_k + kr) if kr else 0.0)
         relevance = rrf / best
-        conf = cfg.confidence_bonus * row["ordinal"] / max_ordinal
-        usage = cfg.usage_bonus * min(row["usage_count"] / cfg.usage_saturation, 1.0)
+        conf = t.confidence_bonus * row["ordinal"] / max_ordinal
+        usage = t.usage_bonus * min(row["usage_count"] / t.usage_saturation, 1.0)
         recency = 0.0
         if cfg.recency.enabled:
             age_days = (now - parse_time(row["updated_at"])).total_seconds() / 86400
-            recency = cfg.recency.weight * math.exp(-max(age_days, 0.0) / cfg.recency.scale_days)
-        factor = cfg.anti_context_factor if seq in demoted else 1.0
+            recency = t.recency_weight * math.exp(-max(age_days, 0.0) / t.recency_scale_days)
+        factor = t.anti_context_factor if seq in demoted else 1.0
         if seq in successors:
             factor *= SUPERSEDED_FACTOR
         total = (relevance + conf + usage + recency) * factor

@@ -21,7 +21,7 @@ from lore.web.auth import CSRF_COOKIE, TOKEN_COOKIE, authorize, check_csrf, new_
 from lore.web.state import ServerState
 
 if TYPE_CHECKING:
-    from lore.api import Lore
+    from lore.api import Lore, ScheduleRun
 
 router = APIRouter(include_in_schema=False)
 templates = Environment(loader=PackageLoader("lore.web", "templates"),
@@ -258,7 +258,7 @@ def trends_page(request: Request, period: str = "week", at: str = "") -> Respons
     if period not in digest.KINDS:
         period = "week"
 
-    def load(lore: Lore) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    def load(lore: Lore) -> tuple[dict[str, Any], list[ScheduleRun], list[dict[str, Any]]]:
         from lore.measure.learning import rule_follow  # the figures `lore stats --rules` shows
 
         return (digest.build(lore, period, at or None), lore.schedule_runs(5),

@@ -4,8 +4,8 @@ messages received from other devices (``ON CONFLICT DO NOTHING`` and the row cou
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from lore.store.rows import SyncedCorrection
 from lore.store.sqlite.sync import SyncTables
 
 
@@ -13,7 +13,7 @@ class PGSyncTables(SyncTables):
     """The change log, origins, history and received batches on Postgres (implements
     ``SyncStore``)."""
 
-    def add_synced_corrections(self, rows: Sequence[dict[str, Any]]) -> int:
+    def add_synced_corrections(self, rows: Sequence[SyncedCorrection]) -> int:
         stored = 0
         for row in rows:
             cur = self.conn.execute(

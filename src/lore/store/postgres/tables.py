@@ -5,14 +5,29 @@ SQLite backend's code where portable, and Postgres's SQL where not (``ON CONFLIC
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 from lore.models import RULE_KINDS
 from lore.store.postgres.db import atomic, chunks
 from lore.store.postgres.lessons import TS_CONFIG, tsquery, vector_bytes, vector_value
 from lore.store.postgres.migrations import CHUNK_VECTOR_DIMS
 from lore.store.protocol import FileState
+from lore.store.rows import (
+    AnalysisRun,
+    ChunkToContextualise,
+    ContextLoadData,
+    ContextRule,
+    Correction,
+    LessonActivity,
+    NeighbourTurn,
+    NewEdit,
+    NewMessage,
+    NewRun,
+    NewScheduleRun,
+    RunSummary,
+    SessionStart,
+)
 from lore.store.sqlite.analysis import RUN_COLUMNS, AnalysisTables
 from lore.store.sqlite.conversations import ConversationTables
 from lore.store.sqlite.corrections import CorrectionTables
@@ -67,7 +82,7 @@ class PGConversationTables(ConversationTables):
             "IS NOT NULL AND chunk_id IS NOT NULL), '') AS speakers FROM messages "
             "WHERE session_id = ?) m WHERE id = ?", (session_id, session_id))
 
-    def insert_message(self, row: dict[str, Any]) -> int | None:
+    def insert_message(self, row: NewMessage) -> int | None:
         r = self.conn.execute(
             "INSERT INTO messages (uuid, session_id, parent_uuid, role, speaker, text, "
             "tool_calls, timestamp, is_sidechain, agent_id, is_meta, injected) "
@@ -76,7 +91,7 @@ class PGConversationTables(ConversationTables):
             "ON CONFLICT (uuid) DO NOTHING RETURNING seq", _ints(row)).fetchone()
         return int(r[0]) if r else None
 
-    def insert_edit(self, row: dict[str, Any]) -> None:
+    def insert_edit(self, row: NewEdit) -> None:
         self.conn.execute(
             "INSERT INTO file_edits (session_id, message_uuid, tool, file_path, file_type, "
             "old_text, new_text, timestamp, succeeded) VALUES (:session_id, :message_uuid, :tool, "
@@ -112,14 +127,14 @@ class PGConversationTables(ConversationTables):
             (date_words, context, chunk_id))
 
     def chunks_to_contextualise(self, session_id: str, first_new: int,
-                                previous: int) -> list[dict[str, Any]]:
+                                previous: int) -> list[ChunkToContextualise]:
         rows = self.conn.execute(
             "SELECT * FROM ((SELECT id, first_seq, last_seq, text, started_at FROM chunks "
             "WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?) "
             "UNION ALL (SELECT id, first_seq, last_seq, text, started_at FROM chunks "
             "WHERE session_id = ? AND id >= ?)) c ORDER BY id",
             (session_id, first_new, previous, session_id, first_new)).fetchall()
-        return [dict(r) for r in rows]
+        return [cast(ChunkToContextualise, dict(r)) for r in rows]
 
     def put_vectors(self, rows: Sequence[tuple[int, str, bytes]]) -> None:
         with atomic(self.conn):
@@ -241,7 +256,7 @@ class PGConversationTables(ConversationTables):
             out.append(int(plan[0]["Plan"]["Plan Rows"]))
         return out
 
-    def neighbours(self, chunk_id: int, before: int, after: int) -> list[dict[str, Any]]:
+    def neighbours(self, chunk_id: int, before: int, after: int) -> list[NeighbourTurn]:
         row = self.conn.execute(
             "SELECT session_id, first_seq, last_seq FROM chunks WHERE id = ?", (chunk_id,)
         ).fetchone()
@@ -256,7 +271,8 @@ class PGConversationTables(ConversationTables):
             f"UNION ALL (SELECT {cols} FROM messages WHERE session_id = ? AND seq > ? "
             "ORDER BY seq LIMIT ?)) m ORDER BY seq",
             (sid, first, before, sid, first, last, sid, last, after)).fetchall()
-        return [dict(r) | {"in_chunk": first <= r["seq"] <= last} for r in rows]
+        return [cast(NeighbourTurn, dict(r) | {"in_chunk": first <= r["seq"] <= last})
+                for r in rows]
 
 
 class PGCorrectionTables(CorrectionTables):
@@ -277,7 +293,7 @@ class PGCorrectionTables(CorrectionTables):
         return int(r[0]) if r else None
 
     def list_corrections(self, project: str | None, limit: int, *, all_projects: bool = False,
-                         labels: Sequence[str] = ()) -> list[dict[str, Any]]:
+                         labels: Sequence[str] = ()) -> list[Correction]:
         where: list[str] = ["TRUE"]
         params: list[Any] = []
         if not all_projects:
@@ -286,7 +302,7 @@ class PGCorrectionTables(CorrectionTables):
         if labels:
             where.append("label = ANY(?)")
             params.append(list(labels))
-        return [dict(r) for r in self.conn.execute(
+        return [cast(Correction, dict(r)) for r in self.conn.execute(
             f"SELECT * FROM corrections WHERE {' AND '.join(where)} ORDER BY at DESC, id DESC "
             "LIMIT ?", (*params, limit))]
 
@@ -308,9 +324,9 @@ class PGSessionTables(SessionTables):
     """The SessionStart context's queries on Postgres (implements ``SessionStore``)."""
 
     def rules_and_preferences(self, project: str | None, limit: int, status: str = "active",
-                              min_seen: int = 1) -> list[dict[str, Any]]:
+                              min_seen: int = 1) -> list[ContextRule]:
         vis, who = self._visible()
-        return [dict(r) for r in self.conn.execute(
+        return [cast(ContextRule, dict(r)) for r in self.conn.execute(
             "SELECT l.id, l.title, l.content, l.kind, l.project, l.pref_context, l.pref_rejected, "
             "l.pref_preferred, l.pref_reasoning, l.score, c.ordinal FROM lessons l "
             "JOIN confidence_levels c ON c.name = l.confidence "
@@ -338,7 +354,7 @@ class PGSessionTables(SessionTables):
         return bool(cur.rowcount > 0)
 
     def insert_context_load(self, event_id: str, session_id: str | None, project: str | None,
-                            at: str, data: dict[str, Any]) -> bool:
+                            at: str, data: ContextLoadData) -> bool:
         cur = self.conn.execute(
             "INSERT INTO context_loads (event_id, session_id, project, at, shown, "
             "dropped, chars, dropped_chars) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
@@ -360,7 +376,7 @@ class PGAnalysisTables(AnalysisTables):
             (session_id, project, at, start_commit, start_branch, start_git))
         return bool(cur.rowcount > 0)
 
-    def record_schedule_run(self, run: dict[str, Any]) -> int:
+    def record_schedule_run(self, run: NewScheduleRun) -> int:
         return int(self.conn.execute(
             "INSERT INTO schedule_runs (trigger, started_at, finished_at, duration_ms, outcome, "
             "summary, error) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -368,7 +384,7 @@ class PGAnalysisTables(AnalysisTables):
              run["outcome"], json.dumps(run.get("summary") or {}), run.get("error"))
         ).fetchone()[0])
 
-    def lesson_activity(self, since: str) -> list[dict[str, Any]]:
+    def lesson_activity(self, since: str) -> list[LessonActivity]:
         """As on SQLite, where json_extract reads a JSON null as NULL."""
         learning = "nullif(metadata::jsonb -> 'learning', 'null'::jsonb)"
         rows = self.conn.execute(
@@ -381,8 +397,9 @@ class PGAnalysisTables(AnalysisTables):
                  "source": r[5], "created_at": r[6], "review": json.loads(r[7]) if r[7] else None,
                  "rejected_reason": r[8]} for r in rows]
 
-    def record_run(self, run: dict[str, Any]) -> int:
-        values = {k: run.get(k) for k in RUN_COLUMNS}
+    def record_run(self, run: NewRun) -> int:
+        given: dict[str, Any] = dict(run)
+        values = {k: given.get(k) for k in RUN_COLUMNS}
         values["lesson_ids"] = json.dumps(list(run.get("lesson_ids") or []))
         values["created"] = int(run.get("created") or 0)
         values["reinforced"] = int(run.get("reinforced") or 0)
@@ -392,7 +409,7 @@ class PGAnalysisTables(AnalysisTables):
             [values[k] for k in RUN_COLUMNS]).fetchone()
         return int(r[0]) if r else 0
 
-    def run_summary(self, project: str | None) -> dict[str, Any]:
+    def run_summary(self, project: str | None) -> RunSummary:
         where, params = ("WHERE project = ?", [project]) if project else ("", [])
         and_ = "AND" if project else "WHERE"
         seen = self.conn.execute(
@@ -416,9 +433,10 @@ class PGAnalysisTables(AnalysisTables):
                   "start_git FROM analysis_sessions " + ("WHERE project = ? " if project else "")
                   + "ORDER BY started_at DESC, session_id DESC LIMIT 1", params).fetchone()
         return {"sessions_seen": int(seen), "outcomes": outcomes, "skipped_by_reason": skipped,
-                "last_session_start": dict(start) if start else None,
+                "last_session_start": cast(SessionStart, dict(start)) if start else None,
                 "created": int(totals[0]), "reinforced": int(totals[1]),
-                "last_run": {**dict(last), "lesson_ids": json.loads(last["lesson_ids"])}
+                "last_run": cast(AnalysisRun, {**dict(last),
+                                               "lesson_ids": json.loads(last["lesson_ids"])})
                 if last else None,
                 "last_error": {"at": error[0], "error": error[1]} if error else None}
 
@@ -432,6 +450,6 @@ def _similar(rows: Sequence[Any]) -> list[tuple[int, float]]:
     return [(int(r[0]), 1.0 - float(r[1])) for r in rows]
 
 
-def _ints(row: dict[str, Any]) -> dict[str, Any]:
+def _ints(row: Mapping[str, Any]) -> dict[str, Any]:
     """Booleans as 0/1, as SQLite stores them (the columns are integers on both)."""
     return {k: int(v) if isinstance(v, bool) else v for k, v in row.items()}

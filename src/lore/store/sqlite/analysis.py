@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
+from lore.store.rows import (
+    AnalysisRun,
+    LessonActivity,
+    LessonsAdded,
+    NewRun,
+    NewScheduleRun,
+    RunSummary,
+    ScheduleRun,
+    SessionStart,
+)
 from lore.store.sqlite.db import Tables
 
 RUN_COLUMNS = ("event_id", "at", "trigger", "session_id", "project", "outcome", "reason", "score",
@@ -25,12 +35,12 @@ class AnalysisTables(Tables):
             "VALUES (?, ?, ?, ?, ?, ?)", (session_id, project, at, start_commit, start_branch, start_git))
         return cur.rowcount > 0
 
-    def session_start(self, session_id: str) -> dict[str, Any] | None:
+    def session_start(self, session_id: str) -> SessionStart | None:
         """The recorded start of a session: project, time, commit, branch, git state."""
         row = self.conn.execute(
             "SELECT session_id, project, started_at, start_commit, start_branch, start_git "
             "FROM analysis_sessions WHERE session_id = ?", (session_id,)).fetchone()
-        return dict(row) if row else None
+        return cast(SessionStart, dict(row)) if row else None
 
     def started_at(self, session_id: str) -> str | None:
         row = self.conn.execute("SELECT started_at FROM analysis_sessions WHERE session_id = ?",
@@ -49,8 +59,9 @@ class AnalysisTables(Tables):
         return self.conn.execute("SELECT 1 FROM analysis_runs WHERE event_id = ?",
                                  (event_id,)).fetchone() is not None
 
-    def record_run(self, run: dict[str, Any]) -> int:
-        values = {k: run.get(k) for k in RUN_COLUMNS}
+    def record_run(self, run: NewRun) -> int:
+        given: dict[str, Any] = dict(run)
+        values = {k: given.get(k) for k in RUN_COLUMNS}
         values["lesson_ids"] = json.dumps(list(run.get("lesson_ids") or []))
         values["created"] = int(run.get("created") or 0)
         values["reinforced"] = int(run.get("reinforced") or 0)
@@ -59,7 +70,7 @@ class AnalysisTables(Tables):
             f"VALUES ({', '.join('?' for _ in RUN_COLUMNS)})", [values[k] for k in RUN_COLUMNS])
         return int(cur.lastrowid or 0)
 
-    def record_schedule_run(self, run: dict[str, Any]) -> int:
+    def record_schedule_run(self, run: NewScheduleRun) -> int:
         """Keep one scheduled run (``trigger``, ``started_at``, ``finished_at``, ``duration_ms``,
         ``outcome``, ``summary``, ``error``)."""
         cur = self.conn.execute(
@@ -69,7 +80,7 @@ class AnalysisTables(Tables):
              run["outcome"], json.dumps(run.get("summary") or {}), run.get("error")))
         return int(cur.lastrowid or 0)
 
-    def schedule_runs(self, limit: int) -> list[dict[str, Any]]:
+    def schedule_runs(self, limit: int) -> list[ScheduleRun]:
         """The latest scheduled runs, newest first."""
         rows = self.conn.execute(
             "SELECT id, trigger, started_at, finished_at, duration_ms, outcome, summary, error "
@@ -78,7 +89,7 @@ class AnalysisTables(Tables):
                  "duration_ms": r[4], "outcome": r[5], "summary": json.loads(r[6]), "error": r[7]}
                 for r in rows]
 
-    def lesson_activity(self, since: str) -> list[dict[str, Any]]:
+    def lesson_activity(self, since: str) -> list[LessonActivity]:
         """Learned rules (metadata with a 'learning' record) created or changed at or after
         ``since`` (ISO text), oldest first: what a digest lists. ``review`` is the record of a
         person's decision, if any."""
@@ -93,13 +104,13 @@ class AnalysisTables(Tables):
                  "source": r[5], "created_at": r[6], "review": json.loads(r[7]) if r[7] else None,
                  "rejected_reason": r[8]} for r in rows]
 
-    def lessons_added(self, since: str) -> list[dict[str, Any]]:
+    def lessons_added(self, since: str) -> list[LessonsAdded]:
         """How many lessons were created per day (``YYYY-MM-DD``) and project since ``since``."""
         return [{"day": r[0], "project": r[1], "count": r[2]} for r in self.conn.execute(
             "SELECT substr(created_at, 1, 10) AS day, project, count(*) FROM lessons "
             "WHERE created_at >= ? GROUP BY day, project ORDER BY day, project", (since,))]
 
-    def run_summary(self, project: str | None) -> dict[str, Any]:
+    def run_summary(self, project: str | None) -> RunSummary:
         """Sessions seen, runs by outcome, skips by reason, the last run and the last error."""
         where, params = ("WHERE project = ?", [project]) if project else ("", [])
         and_ = "AND" if project else "WHERE"
@@ -126,7 +137,7 @@ class AnalysisTables(Tables):
             "FROM analysis_sessions " + ("WHERE project = ? " if project else "")
             + "ORDER BY started_at DESC, rowid DESC LIMIT 1", params).fetchone()
         return {"sessions_seen": seen, "outcomes": outcomes, "skipped_by_reason": skipped,
-                "last_session_start": dict(start) if start else None,
+                "last_session_start": cast(SessionStart, dict(start)) if start else None,
                 "created": totals[0], "reinforced": totals[1],
                 "last_run": _run(last) if last else None,
                 "last_error": {"at": error[0], "error": error[1]} if error else None}
@@ -143,7 +154,7 @@ class AnalysisTables(Tables):
         return out
 
 
-def _run(row: Any) -> dict[str, Any]:
+def _run(row: Any) -> AnalysisRun:
     out = dict(row)
     out["lesson_ids"] = json.loads(out["lesson_ids"])
-    return out
+    return cast(AnalysisRun, out)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from lore.store.protocol import FileState
+from lore.store.rows import ChunkRow, ChunkToContextualise, NeighbourTurn, NewEdit, NewMessage, SessionRow
 from lore.store.sqlite.db import Tables, atomic, chunks
 from lore.store.sqlite.search import prune_terms
 
@@ -75,7 +76,7 @@ class ConversationTables(Tables):
             (session_id, session_id, session_id, session_id, session_id),
         )
 
-    def insert_message(self, row: dict[str, Any]) -> int | None:
+    def insert_message(self, row: NewMessage) -> int | None:
         """Insert unless a message with this uuid exists; return its seq when inserted."""
         cur = self.conn.execute(
             "INSERT OR IGNORE INTO messages (uuid, session_id, parent_uuid, role, speaker, text, "
@@ -86,7 +87,7 @@ class ConversationTables(Tables):
         )
         return int(cur.lastrowid) if cur.rowcount else None
 
-    def insert_edit(self, row: dict[str, Any]) -> None:
+    def insert_edit(self, row: NewEdit) -> None:
         self.conn.execute(
             "INSERT OR IGNORE INTO file_edits (session_id, message_uuid, tool, file_path, file_type, "
             "old_text, new_text, timestamp, succeeded) VALUES (:session_id, :message_uuid, :tool, "
@@ -120,8 +121,8 @@ class ConversationTables(Tables):
             "INSERT INTO chunks_fts (rowid, text, speakers, date, context) VALUES (?, ?, ?, ?, ?)",
             (chunk_id, row[0], row[1], date_words, "\n".join([*before, *after])))
 
-    def chunks_to_contextualise(self, session_id: str, first_new: int, previous: int) -> list[
-            dict[str, Any]]:
+    def chunks_to_contextualise(self, session_id: str, first_new: int,
+                                previous: int) -> list[ChunkToContextualise]:
         """The new chunks of a session (id >= first_new) and the ``previous`` chunks before them,
         whose following context the new turns change."""
         rows = self.conn.execute(
@@ -130,7 +131,7 @@ class ConversationTables(Tables):
             "UNION ALL SELECT id, first_seq, last_seq, text, started_at FROM chunks "
             "WHERE session_id = ? AND id >= ? ORDER BY id",
             (session_id, first_new, previous, session_id, first_new)).fetchall()
-        return [dict(r) for r in rows]
+        return [cast(ChunkToContextualise, dict(r)) for r in rows]
 
     def turns_around(self, session_id: str, first_seq: int, last_seq: int,
                      n: int) -> tuple[list[str], list[str]]:
@@ -189,6 +190,17 @@ class ConversationTables(Tables):
                 "embedding = excluded.embedding",
                 [(cid, h, version, blob) for cid, h, blob in rows],
             )
+
+    def drop_vectors(self) -> None:
+        """Delete every chunk vector (a model change): the next version is a reset, so
+        in-memory copies and the index file beside the database start again."""
+        with atomic(self.conn):
+            version = str(self.vector_versions()[0] + 1)
+            self.conn.execute("DELETE FROM chunk_vectors")
+            self.conn.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [("chunk_vectors_version", version), ("chunk_vectors_reset", version)])
 
     def vectors_since(self, version: int) -> list[tuple[int, bytes]]:
         return [(r[0], r[1]) for r in self.conn.execute(
@@ -299,8 +311,8 @@ class ConversationTables(Tables):
                 f"WHERE id IN ({marks})", chunk))
         return out
 
-    def chunk_rows(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
-        out: dict[int, dict[str, Any]] = {}
+    def chunk_rows(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
+        out: dict[int, ChunkRow] = {}
         for chunk in chunks(list(ids)):
             marks = ",".join("?" * len(chunk))
             for r in self.conn.execute(
@@ -309,7 +321,7 @@ class ConversationTables(Tables):
                 f"FROM chunks c JOIN sessions s ON s.id = c.session_id WHERE c.id IN ({marks})",
                 chunk,
             ):
-                out[r[0]] = dict(r)
+                out[r[0]] = cast(ChunkRow, dict(r))
         return out
 
     def chunk_first_uuids(self, ids: Sequence[int]) -> dict[int, str]:
@@ -322,7 +334,7 @@ class ConversationTables(Tables):
                 f"WHERE c.id IN ({marks})", chunk).fetchall())
         return out
 
-    def neighbours(self, chunk_id: int, before: int, after: int) -> list[dict[str, Any]]:
+    def neighbours(self, chunk_id: int, before: int, after: int) -> list[NeighbourTurn]:
         """The messages of a chunk with ``before``/``after`` messages of the same session around it."""
         row = self.conn.execute(
             "SELECT session_id, first_seq, last_seq FROM chunks WHERE id = ?", (chunk_id,)
@@ -340,11 +352,12 @@ class ConversationTables(Tables):
             "ORDER BY seq",
             (sid, first, before, sid, first, last, sid, last, after),
         ).fetchall()
-        return [dict(r) | {"in_chunk": first <= r["seq"] <= last} for r in rows]
+        return [cast(NeighbourTurn, dict(r) | {"in_chunk": first <= r["seq"] <= last})
+                for r in rows]
 
-    def session(self, session_id: str) -> dict[str, Any] | None:
+    def session(self, session_id: str) -> SessionRow | None:
         r = self.conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
-        return dict(r) if r else None
+        return cast(SessionRow, dict(r)) if r else None
 
     def stats(self) -> dict[str, int]:
         q = self.conn.execute

@@ -5,9 +5,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from lore.models import RULE_KINDS
+from lore.store.rows import (
+    Correction,
+    ImportedMessage,
+    LearnedCorrection,
+    RuleCandidate,
+    SessionSpan,
+    UncheckedEdit,
+)
 from lore.store.sqlite.db import Tables
 
 LEARNING_STATUSES = ("candidate", "proposed", "active")
@@ -35,19 +43,19 @@ class CorrectionTables(Tables):
         return int(cur.lastrowid) if cur.rowcount else None
 
 
-    def correction(self, correction_id: int) -> dict[str, Any] | None:
+    def correction(self, correction_id: int) -> Correction | None:
         row = self.conn.execute("SELECT * FROM corrections WHERE id = ?", (correction_id,)).fetchone()
-        return dict(row) if row else None
+        return cast(Correction, dict(row)) if row else None
 
 
-    def pending(self, limit: int) -> list[dict[str, Any]]:
+    def pending(self, limit: int) -> list[Correction]:
         """Captured messages the detector has not looked at yet, oldest first."""
-        return [dict(r) for r in self.conn.execute(
+        return [cast(Correction, dict(r)) for r in self.conn.execute(
             "SELECT * FROM corrections WHERE status = 'new' ORDER BY id LIMIT ?", (limit,))]
 
 
     def judging(self, *, session_id: str | None = None, since: str | None = None,
-                limit: int = 2000) -> list[dict[str, Any]]:
+                limit: int = 2000) -> list[Correction]:
         """Captured messages waiting for the judge (status 'judging'), oldest first; of one
         session, or captured at or after ``since``."""
         where, params = ["status = 'judging'"], []
@@ -57,7 +65,7 @@ class CorrectionTables(Tables):
         if since is not None:
             where.append("at >= ?")
             params.append(since)
-        return [dict(r) for r in self.conn.execute(
+        return [cast(Correction, dict(r)) for r in self.conn.execute(
             f"SELECT * FROM corrections WHERE {' AND '.join(where)} ORDER BY id LIMIT ?",
             (*params, limit))]
 
@@ -78,7 +86,7 @@ class CorrectionTables(Tables):
 
 
     def list_corrections(self, project: str | None, limit: int, *, all_projects: bool = False,
-                         labels: Sequence[str] = ()) -> list[dict[str, Any]]:
+                         labels: Sequence[str] = ()) -> list[Correction]:
         where, params = ["1"], []
         if not all_projects:
             where.append("project IS ?")
@@ -86,17 +94,17 @@ class CorrectionTables(Tables):
         if labels:
             where.append(f"label IN ({','.join('?' * len(labels))})")
             params += list(labels)
-        return [dict(r) for r in self.conn.execute(
+        return [cast(Correction, dict(r)) for r in self.conn.execute(
             f"SELECT * FROM corrections WHERE {' AND '.join(where)} ORDER BY at DESC, id DESC LIMIT ?",
             (*params, limit))]
 
 
     def rule_candidates(self, project: str | None,
-                        statuses: Sequence[str] = LEARNING_STATUSES) -> list[dict[str, Any]]:
+                        statuses: Sequence[str] = LEARNING_STATUSES) -> list[RuleCandidate]:
         """Rules a new one may restate or contradict: this project's and global ones."""
         marks_k = ",".join("?" * len(RULE_KINDS))
         marks_s = ",".join("?" * len(statuses))
-        return [dict(r) for r in self.conn.execute(
+        return [cast(RuleCandidate, dict(r)) for r in self.conn.execute(
             f"SELECT seq, id, title, content, kind, status, project, pref_rejected, pref_preferred, "
             f"metadata FROM lessons WHERE kind IN ({marks_k}) AND status IN ({marks_s}) "
             f"AND (project IS NULL OR project IS ?)",
@@ -153,7 +161,7 @@ class CorrectionTables(Tables):
 
 
     def unchecked_edits(self, *, session_id: str | None = None, project: str | None = None,
-                        before: str | None = None, limit: int = 500) -> list[dict[str, Any]]:
+                        before: str | None = None, limit: int = 500) -> list[UncheckedEdit]:
         """The agent's successful edits not compared with the files yet, oldest first."""
         where, params = ["e.checked_at IS NULL", "coalesce(e.succeeded, 1) = 1"], []
         if session_id is not None:
@@ -165,7 +173,7 @@ class CorrectionTables(Tables):
         if before is not None:
             where.append("coalesce(e.timestamp, '') <= ?")
             params.append(before)
-        return [dict(r) for r in self.conn.execute(
+        return [cast(UncheckedEdit, dict(r)) for r in self.conn.execute(
             "SELECT e.id, e.session_id, e.message_uuid, e.tool, e.file_path, e.file_type, e.old_text, "
             "e.new_text, e.timestamp, s.project FROM file_edits e JOIN sessions s ON s.id = e.session_id "
             f"WHERE {' AND '.join(where)} ORDER BY e.id LIMIT ?", (*params, limit))]
@@ -175,24 +183,24 @@ class CorrectionTables(Tables):
         self.conn.executemany("UPDATE file_edits SET checked_at = ? WHERE id = ?", [(at, i) for i in ids])
 
 
-    def message(self, uuid: str) -> dict[str, Any] | None:
+    def message(self, uuid: str) -> ImportedMessage | None:
         """One imported transcript message by its uuid, with its session's project."""
         row = self.conn.execute(
             "SELECT m.uuid, m.session_id, m.role, m.text, m.timestamp, s.project FROM messages m "
             "JOIN sessions s ON s.id = m.session_id WHERE m.uuid = ?", (uuid,)).fetchone()
-        return dict(row) if row else None
+        return cast(ImportedMessage, dict(row)) if row else None
 
     # ---- measures: the learning curve and whether rules are followed -----------------------
-    def learned_corrections(self) -> list[dict[str, Any]]:
+    def learned_corrections(self) -> list[LearnedCorrection]:
         """Messages the learner merged into a rule, oldest first: the rule and what it did."""
-        return [dict(r) for r in self.conn.execute(
+        return [cast(LearnedCorrection, dict(r)) for r in self.conn.execute(
             "SELECT c.id, c.session_id, c.project, c.at, c.lesson_id, c.action, c.files "
             "FROM corrections c WHERE c.lesson_id IS NOT NULL ORDER BY c.at, c.id")]
 
-    def session_spans(self) -> list[dict[str, Any]]:
+    def session_spans(self) -> list[SessionSpan]:
         """Every session seen (imported, or only through captured messages): its project, its
         first moment and the file types it edited."""
-        rows: dict[str, dict[str, Any]] = {}
+        rows: dict[str, SessionSpan] = {}
         for r in self.conn.execute("SELECT id, project, coalesce(started_at, ended_at) AS at "
                                    "FROM sessions"):
             rows[r["id"]] = {"id": r["id"], "project": r["project"], "at": r["at"],

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from lore.models import Filters
+from lore.store.rows import LessonBrief
 from lore.store.sqlite.db import Tables, chunks
 
 _STOPWORDS = frozenset(
@@ -75,9 +76,9 @@ class KeywordIndex(Tables):
             (seq, r[0], tags.replace("-", " "), body),
         )
 
-    def brief(self, seqs: Sequence[int]) -> dict[int, dict[str, Any]]:
+    def brief(self, seqs: Sequence[int]) -> dict[int, LessonBrief]:
         """The columns a search result needs, for these lessons."""
-        out: dict[int, dict[str, Any]] = {}
+        out: dict[int, LessonBrief] = {}
         for chunk in chunks(list(seqs)):
             marks = ",".join("?" * len(chunk))
             for r in self.conn.execute(
@@ -87,7 +88,7 @@ class KeywordIndex(Tables):
                 f"WHERE l.seq IN ({marks})",
                 chunk,
             ):
-                out[r[0]] = dict(r)
+                out[r[0]] = cast(LessonBrief, dict(r))
         return out
 
     def contents(self, seqs: Sequence[int]) -> dict[int, str]:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from lore.models import RULE_KINDS
+from lore.store.rows import ContextLoad, ContextLoadData, ContextRule, OtherLesson
 from lore.store.sqlite.db import Tables
 
 _RULE_KINDS = "(" + ", ".join(f"'{k}'" for k in RULE_KINDS) + ")"
@@ -18,11 +19,11 @@ class SessionTables(Tables):
     """What the SessionStart context reads, and what the worker keeps per session."""
 
     def rules_and_preferences(self, project: str | None, limit: int, status: str = "active",
-                              min_seen: int = 1) -> list[dict[str, Any]]:
+                              min_seen: int = 1) -> list[ContextRule]:
         """Preferences and rules of this project and global ones in one status, most confident
         first; ``min_seen``: only rules learned that many times (a lesson added by hand counts once)."""
         vis, who = self._visible()
-        return [dict(r) for r in self.conn.execute(
+        return [cast(ContextRule, dict(r)) for r in self.conn.execute(
             "SELECT l.id, l.title, l.content, l.kind, l.project, l.pref_context, l.pref_rejected, "
             "l.pref_preferred, l.pref_reasoning, l.score, c.ordinal FROM lessons l "
             "JOIN confidence_levels c ON c.name = l.confidence "
@@ -35,10 +36,10 @@ class SessionTables(Tables):
             "LIMIT ?", (status, project, min_seen, *who, limit))]
 
 
-    def other_lessons(self, project: str | None, limit: int) -> list[dict[str, Any]]:
+    def other_lessons(self, project: str | None, limit: int) -> list[OtherLesson]:
         """Other active lessons for this project (and global), by confidence, use and recency."""
         vis, who = self._visible()
-        return [dict(r) for r in self.conn.execute(
+        return [cast(OtherLesson, dict(r)) for r in self.conn.execute(
             "SELECT l.id, l.title, l.kind FROM lessons l "
             "JOIN confidence_levels c ON c.name = l.confidence "
             f"WHERE l.status = 'active' AND l.kind NOT IN {_RULE_KINDS} "
@@ -69,7 +70,7 @@ class SessionTables(Tables):
         return cur.rowcount > 0
 
     def insert_context_load(self, event_id: str, session_id: str | None, project: str | None,
-                            at: str, data: dict[str, Any]) -> bool:
+                            at: str, data: ContextLoadData) -> bool:
         cur = self.conn.execute(
             "INSERT OR IGNORE INTO context_loads (event_id, session_id, project, at, shown, "
             "dropped, chars, dropped_chars) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -78,12 +79,12 @@ class SessionTables(Tables):
              int(data.get("dropped_chars") or 0)))
         return cur.rowcount > 0
 
-    def context_loads(self, session_id: str | None, limit: int) -> list[dict[str, Any]]:
+    def context_loads(self, session_id: str | None, limit: int) -> list[ContextLoad]:
         """Recorded session starts, latest first (one session's when ``session_id`` is given)."""
         where, params = ("WHERE session_id = ? ", [session_id]) if session_id else ("", [])
         rows = self.conn.execute(
             "SELECT event_id, session_id, project, at, shown, dropped, chars, dropped_chars "
             f"FROM context_loads {where}ORDER BY at DESC, event_id DESC LIMIT ?",
             (*params, limit)).fetchall()
-        return [{**dict(r), "shown": json.loads(r["shown"]), "dropped": json.loads(r["dropped"])}
-                for r in rows]
+        return [cast(ContextLoad, {**dict(r), "shown": json.loads(r["shown"]),
+                                   "dropped": json.loads(r["dropped"])}) for r in rows]

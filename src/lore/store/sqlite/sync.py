@@ -6,8 +6,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
+from lore.store.rows import (
+    Batch,
+    HistoryEntry,
+    OwnCorrection,
+    PushedEdit,
+    PushedMessage,
+    SessionRecord,
+    SyncedCorrection,
+)
 from lore.store.sqlite.db import Tables, chunks
 
 # What a device pushes, by stream: the table and its append-only integer key (the cursor).
@@ -73,39 +82,39 @@ class SyncTables(Tables):
                               (seq,)).fetchone()
         return str(r[0]) if r else None
 
-    def corrections_after(self, after: int, limit: int) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.conn.execute(
+    def corrections_after(self, after: int, limit: int) -> list[OwnCorrection]:
+        return [cast(OwnCorrection, dict(r)) for r in self.conn.execute(
             "SELECT id, event_id, session_id, project, user_message, assistant_proposal, files, "
             "at, origin, message_uuid, proposal_uuid, diff, correction_type FROM corrections "
             f"WHERE id > ? AND {_OWN_CORRECTIONS} ORDER BY id LIMIT ?", (after, limit))]
 
-    def messages_after(self, after: int, limit: int) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.conn.execute(
+    def messages_after(self, after: int, limit: int) -> list[PushedMessage]:
+        return [cast(PushedMessage, dict(r)) for r in self.conn.execute(
             "SELECT seq, uuid, session_id, parent_uuid, role, speaker, text, tool_calls, timestamp, "
             "is_sidechain, agent_id, is_meta, injected FROM messages WHERE seq > ? ORDER BY seq "
             "LIMIT ?", (after, limit))]
 
-    def edits_after(self, after: int, limit: int) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.conn.execute(
+    def edits_after(self, after: int, limit: int) -> list[PushedEdit]:
+        return [cast(PushedEdit, dict(r)) for r in self.conn.execute(
             "SELECT id, session_id, message_uuid, tool, file_path, file_type, old_text, new_text, "
             "timestamp, succeeded FROM file_edits WHERE id > ? ORDER BY id LIMIT ?",
             (after, limit))]
 
-    def sessions_of(self, ids: Sequence[str]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+    def sessions_of(self, ids: Sequence[str]) -> list[SessionRecord]:
+        out: list[SessionRecord] = []
         for part in chunks(sorted(set(ids))):
             marks = ",".join("?" * len(part))
-            out.extend(dict(r) for r in self.conn.execute(
+            out.extend(cast(SessionRecord, dict(r)) for r in self.conn.execute(
                 "SELECT id, agent, project, device, git_branch, source_file, title FROM sessions "
                 f"WHERE id IN ({marks}) ORDER BY id", part))
         return out
 
     # ---- what a server received ------------------------------------------------------
-    def batch(self, device: str, batch_id: str) -> dict[str, Any] | None:
+    def batch(self, device: str, batch_id: str) -> Batch | None:
         r = self.conn.execute("SELECT batch_id, device, received_at, records, stored FROM "
                               "sync_batches WHERE device = ? AND batch_id = ?",
                               (device, batch_id)).fetchone()
-        return dict(r) if r else None
+        return cast(Batch, dict(r)) if r else None
 
     def add_batch(self, device: str, batch_id: str, at: str, records: int, stored: int) -> None:
         self.conn.execute("INSERT INTO sync_batches (batch_id, device, received_at, records, "
@@ -137,7 +146,7 @@ class SyncTables(Tables):
         return int(self.conn.execute("SELECT count(*) FROM sync_records WHERE device = ?",
                                      (device,)).fetchone()[0])
 
-    def add_synced_corrections(self, rows: Sequence[dict[str, Any]]) -> int:
+    def add_synced_corrections(self, rows: Sequence[SyncedCorrection]) -> int:
         """Messages captured on another device: kept as evidence with their device, never
         processed again here (the device learned from them and pushes its lessons). Returns
         how many were new."""
@@ -218,15 +227,15 @@ class SyncTables(Tables):
         (the latest deletion; a lesson made again since keeps its tombstone beside it)."""
         return self._pairs("deleted_at, device FROM lesson_deletions", ids)
 
-    def add_history(self, row: dict[str, Any]) -> None:
+    def add_history(self, row: HistoryEntry) -> None:
         self.conn.execute(
             "INSERT INTO lesson_history (lesson_id, device, updated_at, at, outcome, "
             "winner_device, winner_updated_at, data) VALUES (:lesson_id, :device, :updated_at, "
             ":at, :outcome, :winner_device, :winner_updated_at, :data)",
             {**row, "data": json.dumps(row["data"], ensure_ascii=False)})
 
-    def history(self, lesson_id: str) -> list[dict[str, Any]]:
+    def history(self, lesson_id: str) -> list[HistoryEntry]:
         rows = self.conn.execute(
             "SELECT lesson_id, device, updated_at, at, outcome, winner_device, winner_updated_at, "
             "data FROM lesson_history WHERE lesson_id = ? ORDER BY id", (lesson_id,))
-        return [{**dict(r), "data": json.loads(r["data"])} for r in rows]
+        return [cast(HistoryEntry, {**dict(r), "data": json.loads(r["data"])}) for r in rows]

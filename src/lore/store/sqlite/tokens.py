@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
+from lore.store.rows import NewToken, Token
 from lore.store.sqlite.db import Tables
 
 _COLUMNS = "id, name, scope, salt, secret_hash, created_at, last_used_at, revoked_at"
@@ -12,19 +13,19 @@ _COLUMNS = "id, name, scope, salt, secret_hash, created_at, last_used_at, revoke
 class TokenTables(Tables):
     """The ``server_tokens`` table."""
 
-    def insert_token(self, row: dict[str, Any]) -> None:
+    def insert_token(self, row: NewToken) -> None:
         self.conn.execute(
             f"INSERT INTO server_tokens ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, NULL, NULL)",
             (row["id"], row["name"], row["scope"], row["salt"], row["secret_hash"],
              row["created_at"]))
 
-    def token(self, token_id: str) -> dict[str, Any] | None:
+    def token(self, token_id: str) -> Token | None:
         r = self.conn.execute(f"SELECT {_COLUMNS} FROM server_tokens WHERE id = ?",
                               (token_id,)).fetchone()
-        return dict(r) if r else None
+        return cast(Token, dict(r)) if r else None
 
-    def list_tokens(self) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.conn.execute(
+    def list_tokens(self) -> list[Token]:
+        return [cast(Token, dict(r)) for r in self.conn.execute(
             f"SELECT {_COLUMNS} FROM server_tokens ORDER BY created_at, id")]
 
     def revoke_token(self, token_id: str, at: str) -> bool:
