@@ -54,6 +54,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 import locomo_explore as ex  # noqa: E402
+from locomo_loco import goal, held_out, table_row  # noqa: E402  (the same choice and table)
 
 WIN = ex.WIN
 SESSION = 0.5  # the product's conversations.session_weight
@@ -310,10 +311,6 @@ def fit_pairwise(train: list[QD], learn: tuple[int, ...] = tuple(range(len(FEATU
     return w
 
 
-def goal_of(ds: list[QD], score: Callable[[QD], np.ndarray]) -> float:
-    return float(np.mean([sum(recall_of(d, score(d))) for d in ds]))
-
-
 def fit_ca(train: list[QD], rounds: int = 2, frozen: tuple[int, ...] = (0,)) -> np.ndarray:
     """Coordinate ascent on the training recall (mean of @5 and @10) from the default (with
     the length prior at BASE_LENGTH); ``frozen`` features keep their starting weight."""
@@ -321,10 +318,10 @@ def fit_ca(train: list[QD], rounds: int = 2, frozen: tuple[int, ...] = (0,)) -> 
     w = np.zeros(len(FEATURES))
     w[0], w[1], w[2], w[3], w[8] = 1.0, 2.0, WIN.named, SESSION, BASE_LENGTH
 
-    def goal(w: np.ndarray) -> float:
+    def fitness(w: np.ndarray) -> float:
         return float(np.mean([sum(recall_of(d, f @ w)) for d, f in zip(train, F, strict=True)]))
 
-    best = goal(w)
+    best = fitness(w)
     for _ in range(rounds):
         for k in range(len(FEATURES)):
             if k in frozen:
@@ -332,7 +329,7 @@ def fit_ca(train: list[QD], rounds: int = 2, frozen: tuple[int, ...] = (0,)) -> 
             for delta in (-1.0, -0.5, -0.25, -0.1, 0.1, 0.25, 0.5, 1.0):
                 w2 = w.copy()
                 w2[k] += delta
-                v = goal(w2)
+                v = fitness(w2)
                 if v > best + 1e-9:
                     best, w = v, w2
     return w
@@ -445,15 +442,6 @@ GRIDS: dict[str, tuple[Callable[..., np.ndarray], list[tuple]]] = {
 TYPES = ("temporal", "multi", "open", "other")
 
 
-def table_row(rows: list[tuple[int, float, float]]) -> dict:
-    out = {"n": len(rows), "r5": 100 * np.mean([a for _, a, _ in rows]),
-           "r10": 100 * np.mean([b for _, _, b in rows])}
-    for c in ex.CATEGORIES:
-        vs = [(a, b) for cat, a, b in rows if cat == c]
-        out[c] = (100 * np.mean([a for a, _ in vs]), 100 * np.mean([b for _, b in vs]))
-    return out
-
-
 def fmt(name: str, r: dict) -> str:
     per = "  ".join(f"{r[c][0]:5.1f}/{r[c][1]:5.1f}" for c in ex.CATEGORIES)
     return f"  {name[:30]:30s} {r['r5']:5.1f} {r['r10']:5.1f}  {per}"
@@ -551,9 +539,6 @@ def main() -> int:
     def rows_of(ds: list[QD], score: Callable[[QD], np.ndarray]) -> list:
         return [(d.q.category, *recall_of(d, score(d))) for d in ds]
 
-    def goal(rows: list) -> float:
-        return float(np.mean([a + b for _, a, b in rows]))
-
     default = [rows_of(f, default_scores) for f in folds]
     print(f"{'held-out folds pooled':32s} R@5  R@10    multi-hop     temporal     "
           f"open-dom   single-hop     adversar")
@@ -577,18 +562,7 @@ def main() -> int:
                     rows.append((d.q.category, *recall_of(d, s)))
                 per.append(rows)
             results[name][params] = per
-        held, chosen = [], []
-        for k in range(len(folds)):
-            train = {p: [r for ci, rows in enumerate(pc) if ci != k for r in rows]
-                     for p, pc in results[name].items()}
-            base = [r for ci, rows in enumerate(default) if ci != k for r in rows]
-            best = max(train, key=lambda p: goal(train[p]))
-            if goal(train[best]) <= goal(base):
-                chosen.append("off")
-                held += default[k]
-            else:
-                chosen.append(",".join(str(v) for v in best))
-                held += results[name][best][k]
+        held, chosen = held_out(results[name], default)
         print(fmt(name, table_row(held)) + f"   {' | '.join(chosen)}"
               f"   +{1000 * float(np.median(times)):.2f} ms/q", flush=True)
         # routed: the same grid (plus off) chosen per question type
