@@ -217,6 +217,31 @@ def table_row(rows: list[tuple[int, float, float]]) -> dict:
     return out
 
 
+def goal(rows: list) -> float:
+    """What a choice maximises: the mean of recall@5 + recall@10 over the questions."""
+    return float(np.mean([a + b for _, a, b in rows]))
+
+
+def held_out(results: dict[tuple, list[list]], default: list[list]) -> tuple[list, list[str]]:
+    """Leave one conversation out: for each fold k, the grid point best on the other folds
+    (``results[params][fold]`` = rows), or "off" (the default's rows) when none beats the
+    default there; the held-out rows pooled, and what each fold chose."""
+    held: list = []
+    chosen: list[str] = []
+    for k in range(len(default)):
+        train = {p: [r for ci, rows in enumerate(pc) if ci != k for r in rows]
+                 for p, pc in results.items()}
+        base_train = [r for ci, rows in enumerate(default) if ci != k for r in rows]
+        best = max(train, key=lambda p: goal(train[p]))
+        if goal(train[best]) <= goal(base_train):
+            chosen.append("off")
+            held += default[k]
+        else:
+            chosen.append(",".join(str(v) for v in best))
+            held += results[best][k]
+    return held, chosen
+
+
 def fmt(name: str, r: dict) -> str:
     per = "  ".join(f"{r[c][0]:5.1f}/{r[c][1]:5.1f}" for c in ex.CATEGORIES)
     return f"  {name[:34]:34s} {r['r5']:5.1f} {r['r10']:5.1f}  {per}"
@@ -307,26 +332,11 @@ def main() -> int:
             results[name][params] = per_conv
         cost[name] = 1000 * float(np.median(times))
 
-    def goal(rows: list) -> float:
-        return float(np.mean([a + b for _, a, b in rows]))
-
     print(f"{'LOCO (held-out folds pooled)':36s} R@5  R@10    multi-hop     temporal     "
           f"open-dom   single-hop     adversar")
     print(fmt("default (WIN)", table_row([r for rows in default for r in rows])))
     for name in fams:
-        held: list = []
-        chosen = []
-        for k in range(len(ctxs)):
-            train = {p: [r for ci, rows in enumerate(pc) if ci != k for r in rows]
-                     for p, pc in results[name].items()}
-            base_train = [r for ci, rows in enumerate(default) if ci != k for r in rows]
-            best = max(train, key=lambda p: goal(train[p]))
-            if goal(train[best]) <= goal(base_train):
-                chosen.append("off")
-                held += default[k]
-            else:
-                chosen.append(",".join(str(v) for v in best))
-                held += results[name][best][k]
+        held, chosen = held_out(results[name], default)
         print(fmt(f"{name}", table_row(held)) + f"   chosen: {' | '.join(chosen)}"
               f"   extra {cost[name]:.2f} ms/q")
     print("in-sample (all five conversations), every point of the session grid:")

@@ -67,7 +67,8 @@ TUNING: dict[str, str] = {
     **{f"conversations.{k}": f"{_CONVERSATIONS}.{k}" for k in (
         "candidates", "keyword_weight", "vector_weight", "text_weight", "date_weight",
         "context_weight", "context_turns", "named_speaker_bonus", "session_weight",
-        "keyword_max_postings", "decay_weight", "decay_scale_days")},
+        "keyword_max_postings", "length_weight", "length_cap_words", "question_penalty",
+        "decay_weight", "decay_scale_days")},
     **{f"learning.{k}": f"{_LEARNING}.{k}" for k in (
         "detector_threshold", "judge_threshold", "same_rule_similarity", "recent_days",
         "second_opinion_band")},

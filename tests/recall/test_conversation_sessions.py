@@ -69,6 +69,8 @@ def test_best_per_session_keeps_the_best_and_never_goes_below_zero():
 
 
 def test_order_inside_a_session_never_changes(lore):
+    """The session term adds the same to every turn of a session: inside it, turns keep the
+    order of their own score (relevance and length)."""
     ids = sessions(lore)
     chunks = [ids["a1"], ids["a2"], ids["b1"]]
 
@@ -81,8 +83,8 @@ def test_order_inside_a_session_never_changes(lore):
         hits = fused(lore, weight, keyword)
         assert sorted(h.chunk_id for h in hits) == sorted(chunks)
         in_a = [h for h in hits if h.session_id == "a"]
-        relevances = [h.parts["relevance"] for h in in_a]
-        assert relevances == sorted(relevances, reverse=True)
+        own = [h.parts["relevance"] + h.parts["length_bonus"] for h in in_a]
+        assert own == sorted(own, reverse=True)
         for h in hits:
             assert h.parts["session_bonus"] == pytest.approx(
                 weight * max(x.parts["relevance"] for x in hits if x.session_id == h.session_id),

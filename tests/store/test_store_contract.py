@@ -504,6 +504,9 @@ def test_conversation_tables(store):
     assert conv.scope_speakers("/p") and conv.chunks_needing_vectors() == []
     assert conv.chunk_first_uuids([chunk]) == {chunk: "u1"}
     assert conv.chunk_rows([chunk])[chunk]["agent"] == "claude-code"
+    # for ranking: words (spaces and line breaks + 1) and the last 16 characters
+    assert conv.chunk_meta([chunk]) == {chunk: ("2025-03-01T10:01:00Z", "user assistant", "s1", 9,
+                                                "stant: switching")}
     assert [m["uuid"] for m in conv.neighbours(chunk, 1, 1)] == ["u1", "u2"]
     assert conv.turns_around("s1", 2, 2, 1) == (["please use pnpm for the build"], [])
     assert [r["id"] for r in conv.chunks_to_contextualise("s1", chunk, 2)] == [chunk]

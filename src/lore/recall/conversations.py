@@ -1,6 +1,7 @@
 """Search of past conversations: BM25 over chunks and their context, cosine over chunk
 vectors, a bonus from the best candidate of the chunk's session, a bonus for the speaker a
-query names, and memory decay.
+query names, a prior for the chunk's length, a penalty for a chunk that ends by asking, and
+memory decay.
 docs/conversations.md has the formula."""
 
 from __future__ import annotations
@@ -21,6 +22,14 @@ from lore.recall.snippet import snippet
 from lore.recall.vectors import ChunkIndex, MemoryIndex
 from lore.store import ConversationStore
 from lore.tuning import Bench, constant
+
+_CLOSING = " \t\n)\"'"
+
+
+def asks(tail: str) -> bool:
+    """Whether a chunk's text (its last characters) ends with a question mark, past closing
+    quotes, brackets and white space."""
+    return tail.rstrip(_CLOSING).endswith("?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +53,14 @@ class ConversationHit:
 
 
 # Chosen on the LoCoMo development half, each family on a grid (bench/locomo_explore.py), the
-# session term leave-one-conversation-out (bench/locomo_loco.py); the keyword bound at scale.
+# session term and the priors on the turn leave-one-conversation-out (bench/locomo_loco.py,
+# bench/locomo_learn.py); the keyword bound at scale.
 _LOCOMO = Bench("bench/locomo_explore.py",
                 "docs/benchmarks.md#Conversation memory: retrieval quality on LoCoMo")
 _LOCO = Bench("bench/locomo_loco.py", "docs/benchmarks.md#Session evidence, chosen "
               "leave-one-conversation-out (`bench/locomo_loco.py`)")
+_PRIORS = Bench("bench/locomo_learn.py", "docs/benchmarks.md#Priors on the turn: its length and "
+                "whether it asks (`bench/locomo_learn.py`)")
 _SCALE = Bench("bench/scale_bench.py",
                "docs/benchmarks.md#Search through the product (`bench/scale_bench.py`)")
 
@@ -71,11 +83,24 @@ class ConversationTuning:
     # turns of the session that answers best come forward together (0: off)
     session_weight: float = constant(0.5, ge=0, by=_LOCO)
     keyword_max_postings: int = constant(2000, ge=100, by=_SCALE)
+    # + length_weight × ln(1 + the chunk's words, at most length_cap_words): a turn of a few
+    # words ("Thanks!", "Wow, cool") rarely holds what a question asks, and past the cap a
+    # longer chunk (a pasted log) gains no more. Hybrid search only (0: off).
+    length_weight: float = constant(0.3, ge=0, by=_PRIORS)
+    length_cap_words: int = constant(80, ge=1, by=_PRIORS)
+    # − question_penalty for a chunk whose text ends with a question mark: "How was the trip?"
+    # shares the question's words without holding the answer. Hybrid search only (0: off).
+    question_penalty: float = constant(0.5, ge=0, by=_PRIORS)
     decay_weight: float = constant(0.3, ge=0, le=1, by=_LOCOMO)
     decay_scale_days: float = constant(90.0, gt=0, by=_LOCOMO)
 
 
 CONVERSATIONS = ConversationTuning()
+
+
+def length_prior(words: int, tuning: ConversationTuning = CONVERSATIONS) -> float:
+    """What a chunk of ``words`` words adds to its hybrid score."""
+    return tuning.length_weight * math.log1p(min(max(words, 0), tuning.length_cap_words))
 
 
 def search(store: ConversationStore, tuning: ConversationTuning, query: str,
@@ -130,22 +155,26 @@ def fuse(store: ConversationStore, tuning: ConversationTuning, query: str,
     session_best = best_per_session(relevances, {cid: meta[cid][2] for cid in relevances})
     scored = []
     for cid, relevance in relevances.items():
-        ended_at, speakers, session_id = meta[cid]
+        ended_at, speakers, session_id, words, tail = meta[cid]
         session_bonus = tuning.session_weight * session_best[session_id]
         speaker_bonus = (tuning.named_speaker_bonus
                          if named and mode == "hybrid" and named in speakers.split()
                          else 0.0)
+        length_bonus = length_prior(words, tuning) if mode == "hybrid" else 0.0
+        question_penalty = tuning.question_penalty if mode == "hybrid" and asks(tail) else 0.0
         bonus = 0.0
         if decay and ended_at:
             age = max((at - parse_time(ended_at)).total_seconds() / 86400, 0.0)
             bonus = tuning.decay_weight * math.exp(-age / tuning.decay_scale_days)
-        total = relevance + session_bonus + speaker_bonus + bonus
+        total = relevance + session_bonus + speaker_bonus + length_bonus - question_penalty + bonus
         if total < min_score:
             continue
         parts: dict[str, Any] = {"keyword_rank": krank.get(cid), "bm25_normalised": kscore.get(cid),
                  "vector_rank": vrank.get(cid), "similarity": vscore.get(cid),
                  "relevance": round(relevance, 6), "session_bonus": round(session_bonus, 6),
-                 "speaker_bonus": speaker_bonus, "decay_bonus": round(bonus, 6)}
+                 "speaker_bonus": speaker_bonus, "length_bonus": round(length_bonus, 6),
+                 "question_penalty": question_penalty,
+                 "decay_bonus": round(bonus, 6)}
         scored.append((total, cid, parts))
     scored.sort(key=lambda t: (-t[0], t[1]))
     scored = scored[:limit]

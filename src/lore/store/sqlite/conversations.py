@@ -11,6 +11,20 @@ from lore.store.rows import ChunkRow, ChunkToContextualise, NeighbourTurn, NewEd
 from lore.store.sqlite.db import Tables, atomic, chunks
 from lore.store.sqlite.search import prune_terms
 
+# A chunk's words for ranking, counted in SQL: spaces and line breaks + 1 (a line break written
+# as itself in the literal, which SQLite and Postgres both read). A text of LONG_BYTES or more
+# counts as LONG_WORDS, far past the ranking's cap, without reading it: octet_length takes the
+# size from the record header, where the words would read the text and its overflow pages
+# (bench/length_cost_bench.py).
+LONG_BYTES, LONG_WORDS = 1600, 1000
+WORDS = (f"CASE WHEN octet_length(text) >= {LONG_BYTES} THEN {LONG_WORDS} "
+         "ELSE length(text) - length(replace(replace(text, ' ', ''), '\n', '')) + 1 END")
+# Its last 16 characters (trailing spaces dropped; '' for a long text), for whether it ends by
+# asking.
+TAIL = (f"CASE WHEN octet_length(text) >= {LONG_BYTES} THEN '' "
+        "WHEN length(rtrim(text)) > 16 THEN substr(rtrim(text), length(rtrim(text)) - 15) "
+        "ELSE rtrim(text) END")
+
 
 class ConversationTables(Tables):
     """Imported transcripts: sessions, messages, chunks and their indexes, the agent's edits."""
@@ -288,13 +302,13 @@ class ConversationTables(Tables):
             out.append(hit[0])
         return out
 
-    def chunk_meta(self, ids: Sequence[int]) -> dict[int, tuple[str | None, str, str]]:
-        out: dict[int, tuple[str | None, str, str]] = {}
+    def chunk_meta(self, ids: Sequence[int]) -> dict[int, tuple[str | None, str, str, int, str]]:
+        out: dict[int, tuple[str | None, str, str, int, str]] = {}
         for chunk in chunks(list(ids)):
             marks = ",".join("?" * len(chunk))
-            out.update((r[0], (r[1], r[2], r[3])) for r in self.conn.execute(
-                f"SELECT id, ended_at, speakers, session_id FROM chunks WHERE id IN ({marks})",
-                chunk))
+            out.update((r[0], (r[1], r[2], r[3], r[4], r[5])) for r in self.conn.execute(
+                f"SELECT id, ended_at, speakers, session_id, {WORDS}, {TAIL} FROM chunks "
+                f"WHERE id IN ({marks})", chunk))
         return out
 
     def chunk_rows(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
