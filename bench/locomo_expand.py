@@ -20,6 +20,10 @@ stored vector, as the product could read them for given rowids.
   (vector feedback as a second search, not a rescoring of the pool)
 - combinations of the first three
 
+--reweigh: no expansion; the BM25 context and date column weights and the vector weight
+chosen again on top of the length prior and the question penalty (each point of the grid
+changes the candidate lists too).
+
 Protocol as bench/locomo_loco.py: for every idea and every fold the constants are chosen on
 four conversations (best mean of recall@5 and @10; "off" when nothing beats the default
 there) and scored on the fifth; the five held-out folds are pooled. Also printed: the turns
@@ -32,7 +36,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import product
 from pathlib import Path
 
@@ -232,6 +236,22 @@ def reach(every: list[QF]) -> None:
             print(f"  {name:32s} {got:3d} / {top}")
 
 
+def reweigh(ctxs: list[ex.Ctx], folds: list[list[QF]]) -> None:
+    """The context and date column weights and the vector weight, chosen held out."""
+    global WIN
+    base = WIN
+    default = [[(d.category, *recall_of(d, scores(d, d.base))) for d in f] for f in folds]
+    results: dict[tuple, list[list]] = {}
+    for wc, wd, a in product((0.2, 0.3, 0.45, 0.6, 0.8), (0.5, 1.0, 1.5), (1.5, 2.0, 2.5)):
+        WIN = replace(base, w_context=wc, w_date=wd, a=a)
+        results[wc, wd, a] = [[(d.category, *recall_of(d, scores(d, d.base)))
+                               for d in prepare(x)] for x in ctxs]
+    WIN = base
+    print(fmt("default (product)", table_row([r for f in default for r in f])))
+    held, chosen = held_out(results, default)
+    print(fmt("context, date, vector", table_row(held)) + f"   {' | '.join(chosen)}")
+
+
 def fmt(name: str, r: dict) -> str:
     per = "  ".join(f"{r[c][0]:5.1f}/{r[c][1]:5.1f}" for c in ex.CATEGORIES)
     return f"  {name[:26]:26s} {r['r5']:5.1f} {r['r10']:5.1f}  {per}"
@@ -244,17 +264,24 @@ def main() -> int:
     ap.add_argument("--cache-dir", type=Path, default=ex.CACHE)
     ap.add_argument("--only", action="append", default=[], help="only these ideas")
     ap.add_argument("--grid", action="store_true", help="print every grid point in-sample")
+    ap.add_argument("--reweigh", action="store_true",
+                    help="choose the context, date and vector weights again instead")
     args = ap.parse_args()
     t0 = time.time()
     convs, _ = ex.load(args.data, None)
     embeds = ex.Embeds(args.cache_dir)
     folds: list[list[QF]] = []
+    ctxs: list[ex.Ctx] = []
     for conv in convs:
         x = ex.Ctx(conv, embeds)
         qtexts = [q.text for q in conv.questions]
         x.set_queries({"q": embeds.docs(qtexts, "q"),
                        "qn": embeds.docs([ex.strip_names(t, conv.speakers) for t in qtexts], "q")})
         folds.append(prepare(x))
+        ctxs.append(x)
+    if args.reweigh:
+        reweigh(ctxs, folds)
+        return 0
     every = [d for f in folds for d in f]
     out_of_pool = {c: [] for c in ex.CATEGORIES}
     for d in every:
