@@ -666,3 +666,12 @@ def test_the_reason_given_to_the_agent_is_not_the_rule_said_again(fake_lore):
     detailed = fake_lore.add_lesson("Never edit gen/", "gen/ is rebuilt by make codegen on every "
                                     "build, so edits there vanish.", kind="project_rule")
     assert "rebuilt by make codegen" in _why(detailed)
+
+
+def test_a_new_check_prints_the_same_keys_as_a_stored_one(run):
+    lesson_id = run("learn", "add", "Use pnpm, not npm", "The lockfile is pnpm's.", "--kind",
+                    "project_rule").stdout.strip()
+    added = json.loads(run("guard", "add", lesson_id, "--command", r"\bnpm\b", "--json").stdout)
+    [listed] = json.loads(run("guard", "--json").stdout)["checks"]
+    assert added["allowed_until"] is None
+    assert set(added) == set(listed)

@@ -83,7 +83,7 @@ class Guards:
 
     def view(self, row: NewCheck, lesson: Lesson | None = None) -> dict[str, Any]:
         """A check as shown: its fields, the rule's title and the check in words."""
-        out: dict[str, Any] = dict(row)
+        out: dict[str, Any] = {**row, "allowed_until": row.get("allowed_until")}  # a new one: None
         if lesson is None:
             titles = self.store.titles([row["lesson_id"]])
             out["rule"] = titles.get(row["lesson_id"], ("(deleted rule)", ""))[0]
