@@ -1194,3 +1194,18 @@ def test_a_pull_cursor_the_restored_server_does_not_know_starts_again(tmp_path):
     finally:
         for lore in (a, b, server):
             lore.close()
+
+
+@pytest.mark.parametrize(("kind", "data", "named"), [
+    ("session", {"id": "s-b"}, "agent"),
+    ("message", {"session_id": "s-b", "role": "user"}, "text"),
+    ("message", {"session_id": "s-b", "role": "user", "text": 3}, "text"),
+    ("edit", {"session_id": "s-b", "tool": "Edit", "file_path": "a.py"}, "message_uuid"),
+    ("correction", {"user_message": "no, use pnpm"}, "at"),
+])
+def test_a_record_without_what_the_receiver_stores_is_one_line(kind, data, named):
+    # The server's request models check these too; the library refuses them for any caller.
+    from lore.core.sync import check_record
+
+    with pytest.raises(InvalidInput, match=f"{kind} record r-1 lacks {named}"):
+        check_record("dev-b", {"kind": kind, "id": "r-1", "data": data})

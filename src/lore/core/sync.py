@@ -153,6 +153,16 @@ def sane(value: Any) -> bool:
     return date_problem(value) is None
 
 
+# The fields a received record must carry as text, by kind, beside the ones the receiver fills
+# in when absent (lessons are checked when merged).
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "session": ("agent",),
+    "message": ("session_id", "role", "text"),
+    "edit": ("session_id", "message_uuid", "tool", "file_path"),
+    "correction": ("user_message", "at"),
+}
+
+
 def check_record(device: str, rec: Mapping[str, Any]) -> None:
     """Refuse (InvalidInput) a pushed record that claims another device, has an id that
     disagrees with its data, or a lesson date outside the window."""
@@ -172,7 +182,11 @@ def check_record(device: str, rec: Mapping[str, Any]) -> None:
                 problem = date_problem(data.get(name), name)
                 if problem:
                     raise InvalidInput(f"lesson {rid[:80]}: {problem}")
-    elif kind == "session" and data.get("id", rid) != rid:
+    missing = [name for name in REQUIRED.get(kind, ()) if not isinstance(data.get(name), str)]
+    if missing:
+        raise InvalidInput(f"{kind} record {rid[:80]} lacks {', '.join(missing)} (text); a device "
+                           "sends what it captured, with these fields")
+    if kind == "session" and data.get("id", rid) != rid:
         raise InvalidInput(f"session record {rid[:80]} holds session {str(data.get('id'))[:80]}")
     elif kind == "edit" and rid != edit_id(data):
         raise InvalidInput(f"edit record {rid[:80]} is not named by its content (sync protocol "
