@@ -441,3 +441,13 @@ def _mask(key: str, value: Any) -> Any:
     if key == "database" and isinstance(value, str):
         return mask_url(value)
     return value
+
+
+def tuning_notice(s: Settings) -> str:
+    """One line for a config that sets tuning constants, which now live in the code (the CLI
+    prints it once a command; the worker, the web server and the MCP server log it)."""
+    what = "is a tuning constant" if len(s.tuned) == 1 else "are tuning constants"
+    where = ", ".join(f"{key} ({TUNING[key]})" for key in s.tuned)
+    value = "value is" if len(s.tuned) == 1 else "values are"
+    return (f"config: {where} {what}, kept in the code, not a setting "
+            f"(docs/configuration.md#tuning-constants); your {value} still used")

@@ -710,3 +710,22 @@ def test_the_test_finalizer_stops_workers_left_running(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_worker_logs_once_that_its_config_sets_a_tuning_constant(lore_home):
+    # A worker started by a hook has no terminal: the notice the CLI prints goes to its log.
+    lore_home.mkdir(parents=True, exist_ok=True)
+    (lore_home / "config.yaml").write_text("search:\n  rrf_k: 30\n")
+    proc = subprocess.Popen([LORE, "worker", "run"], env=env(lore_home),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    log = lore_home / "logs" / "worker.log"
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and "rrf_k" not in (log.read_text() if log.exists() else ""):
+            time.sleep(0.2)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    lines = [line for line in log.read_text().splitlines() if "tuning constant" in line]
+    assert len(lines) == 1 and "search.rrf_k (lore.recall.hybrid.SearchTuning.rrf_k)" in lines[0]

@@ -123,19 +123,10 @@ def settings(ctx: click.Context) -> Settings:
     obj["resolved_db"] = s.db_location
     if s.tuned and not obj.get("tuning_noticed"):
         obj["tuning_noticed"] = True
+        from lore.config import tuning_notice
+
         notice(tuning_notice(s))
     return s
-
-
-def tuning_notice(s: Settings) -> str:
-    """One line: the config file sets tuning constants, which now live in the code."""
-    from lore.config import TUNING
-
-    what = "is a tuning constant" if len(s.tuned) == 1 else "are tuning constants"
-    where = ", ".join(f"{key} ({TUNING[key]})" for key in s.tuned)
-    value = "value is" if len(s.tuned) == 1 else "values are"
-    return (f"config: {where} {what}, kept in the code, not a setting "
-            f"(docs/configuration.md#tuning-constants); your {value} still used")
 
 
 @contextmanager

@@ -24,6 +24,7 @@ arguments are made storable (no lone surrogates, no NULs) before the tool runs.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sys
@@ -73,9 +74,12 @@ def serve(profile: str = DEFAULT_PROFILE,
 
 
 def _load_settings() -> Settings:
-    from lore.config import load_config
+    from lore.config import load_config, tuning_notice
 
-    return load_config()
+    settings = load_config()
+    if settings.tuned:  # stderr: the client's log, never the protocol's stdout
+        logging.getLogger("lore.mcp").warning(tuning_notice(settings))
+    return settings
 
 
 def build_server(settings: Settings | Callable[[], Settings], profile: str = DEFAULT_PROFILE,
