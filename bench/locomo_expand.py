@@ -270,15 +270,8 @@ def main() -> int:
     t0 = time.time()
     convs, _ = ex.load(args.data, None)
     embeds = ex.Embeds(args.cache_dir)
-    folds: list[list[QF]] = []
-    ctxs: list[ex.Ctx] = []
-    for conv in convs:
-        x = ex.Ctx(conv, embeds)
-        qtexts = [q.text for q in conv.questions]
-        x.set_queries({"q": embeds.docs(qtexts, "q"),
-                       "qn": embeds.docs([ex.strip_names(t, conv.speakers) for t in qtexts], "q")})
-        folds.append(prepare(x))
-        ctxs.append(x)
+    ctxs = ex.contexts(convs, embeds)
+    folds: list[list[QF]] = [prepare(x) for x in ctxs]
     if args.reweigh:
         reweigh(ctxs, folds)
         return 0

@@ -677,6 +677,19 @@ def evaluate(ctxs: list[Ctx], p: P) -> dict:
     return row
 
 
+def contexts(convs: list[Conv], embeds: Embeds) -> list[Ctx]:
+    """Each conversation's search context, with its questions embedded as they are and with the
+    speakers' names taken out ("q" and "qn")."""
+    ctxs = []
+    for conv in convs:
+        x = Ctx(conv, embeds)
+        texts = [q.text for q in conv.questions]
+        x.set_queries({"q": embeds.docs(texts, "q"),
+                       "qn": embeds.docs([strip_names(t, conv.speakers) for t in texts], "q")})
+        ctxs.append(x)
+    return ctxs
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)

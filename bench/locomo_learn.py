@@ -523,13 +523,7 @@ def main() -> int:
     t0 = time.time()
     convs, _ = ex.load(args.data, None)
     embeds = ex.Embeds(args.cache_dir)
-    folds: list[list[QD]] = []
-    for conv in convs:
-        x = ex.Ctx(conv, embeds)
-        qtexts = [q.text for q in conv.questions]
-        x.set_queries({"q": embeds.docs(qtexts, "q"),
-                       "qn": embeds.docs([ex.strip_names(t, conv.speakers) for t in qtexts], "q")})
-        folds.append(prepare(x))
+    folds: list[list[QD]] = [prepare(x) for x in ex.contexts(convs, embeds)]
     every = [d for f in folds for d in f]
     if args.types:
         for t in TYPES:

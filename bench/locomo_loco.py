@@ -301,13 +301,7 @@ def main() -> int:
     t0 = time.time()
     convs, _ = ex.load(args.data, None)
     embeds = ex.Embeds(args.cache_dir)
-    ctxs = []
-    for conv in convs:
-        x = ex.Ctx(conv, embeds)
-        qtexts = [q.text for q in conv.questions]
-        x.set_queries({"q": embeds.docs(qtexts, "q"),
-                       "qn": embeds.docs([ex.strip_names(t, conv.speakers) for t in qtexts], "q")})
-        ctxs.append(x)
+    ctxs = ex.contexts(convs, embeds)
     base = {(ci, qi): base_scores(x, qi, q) for ci, x in enumerate(ctxs)
             for qi, q in enumerate(x.conv.questions)}
     # results[family][params][conv index] = [(category, r5, r10)]

@@ -113,17 +113,6 @@ class Both(ex.Ctx):
         return np.hstack([self.one.qvec(qkind, qi), self.two.qvec(qkind, qi)])
 
 
-def contexts(convs: list[ex.Conv], embeds: ex.Embeds) -> list[ex.Ctx]:
-    ctxs = []
-    for conv in convs:
-        x = ex.Ctx(conv, embeds)
-        qt = [q.text for q in conv.questions]
-        x.set_queries({"q": embeds.docs(qt, "q"),
-                       "qn": embeds.docs([ex.strip_names(t, conv.speakers) for t in qt], "q")})
-        ctxs.append(x)
-    return ctxs
-
-
 def speed(convs: list[ex.Conv], models: list[str | None], rounds: int) -> None:
     from e5_embedder import embedder
 
@@ -186,7 +175,7 @@ def main() -> int:
 
     convs, _ = ex.load(args.data, None)
     models: list[str | None] = [None, *args.model]
-    ctxs = {m: contexts(convs, ex.Embeds(args.cache_dir, m)) for m in models}
+    ctxs = {m: ex.contexts(convs, ex.Embeds(args.cache_dir, m)) for m in models}
     for m in models:
         if m is None and args.no_default:
             continue
