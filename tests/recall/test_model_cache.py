@@ -48,7 +48,8 @@ def test_the_cached_graph_gives_the_same_vectors(tmp_path, reference):
     cache = tmp_path / "models"
     first = PackagedModel(packaged_model_file(), 1, cache)  # optimises, writes the graph
     [written] = cached_files(cache)
-    assert written.stat().st_size > 0
+    assert written.stat().st_size > 0 and written.stat().st_mode & 0o777 == 0o600
+    assert cache.stat().st_mode & 0o777 == 0o700
     assert not list(cache.glob(".*.tmp"))  # written under a temporary name, then renamed
     second = PackagedModel(packaged_model_file(), 2, cache)  # loads it as it is
     assert cached_files(cache) == [written]

@@ -135,6 +135,7 @@ def optimised_session(onnx_file: Path, threads: int | None, cache: Path | None) 
         try:
             session = ort.InferenceSession(str(onnx_file), opts,
                                            providers=["CPUExecutionProvider"])
+            tmp.chmod(0o600)  # like every file Lore writes (the weights are public; the habit)
             os.replace(tmp, cached)
             return session
         except Exception:  # noqa: BLE001 - a full disk, a folder taken away: load as before
