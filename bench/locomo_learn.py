@@ -491,7 +491,7 @@ def product_compare(data: str, weight: float, rounds: int = 1) -> None:
                                                              limit=10)
                             times[w].append(1000 * (time.perf_counter() - t))
                             if r == 0:
-                                dias = locomo._dia_ids(lore, [h.chunk_id for h in hits], sid)
+                                dias = locomo.dia_ids(lore, [h.chunk_id for h in hits], sid)
                                 rows[w].append((int(qa["category"]),
                                                 len(ev & set(dias[:5])) / len(ev),
                                                 len(ev & set(dias)) / len(ev)))

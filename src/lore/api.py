@@ -238,7 +238,7 @@ class Lore:
             from lore.recall.conversations import CONVERSATIONS
 
             self._conversations = Conversations(self.store, self.embedding, self.config,
-                                                self.tuned(CONVERSATIONS))
+                                                self.tuned(CONVERSATIONS), self._language_model())
         return self._conversations
 
     @property
@@ -272,6 +272,11 @@ class Lore:
     def _judge(self) -> Any:
         """Opens the judge's provider (guarded: redacted, cut, budgeted, logged), when a
         language model is configured."""
+        return self._language_model()
+
+    def _language_model(self) -> Any:
+        """Opens the configured provider (guarded: redacted, cut, budgeted, logged); None when
+        no language model is configured."""
         if not self.settings.llm_provider:
             return None
         from lore.llm import open_provider

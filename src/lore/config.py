@@ -68,7 +68,7 @@ TUNING: dict[str, str] = {
         "candidates", "keyword_weight", "vector_weight", "text_weight", "date_weight",
         "context_weight", "context_turns", "named_speaker_bonus", "session_weight",
         "keyword_max_postings", "length_weight", "length_cap_words", "question_penalty",
-        "decay_weight", "decay_scale_days")},
+        "decay_weight", "decay_scale_days", "rerank_candidates")},
     **{f"learning.{k}": f"{_LEARNING}.{k}" for k in (
         "detector_threshold", "judge_threshold", "same_rule_similarity", "recent_days",
         "second_opinion_band")},

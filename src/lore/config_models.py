@@ -64,6 +64,9 @@ class ConversationsConfig(_Strict):
     half: lore.recall.conversations.ConversationTuning."""
 
     decay: bool = True
+    # A language model (llm.provider) re-orders the search's best candidates: about 2,500 input
+    # tokens and one model call a search (seconds, not milliseconds). docs/conversations.md.
+    rerank: bool = False
 
 
 class ContextConfig(_Strict):
@@ -236,6 +239,13 @@ class Config(_Strict):
     known_tags: list[str] = Field(default_factory=list)
     database: str | None = None  # the database file (or a store plugin's URL); default $LORE_HOME/lore.db
     user: str | None = None  # who writes (stamped on rows, owns personal lessons); default: the OS login
+
+    @model_validator(mode="after")
+    def _rerank_needs_a_model(self) -> Config:
+        if self.conversations.rerank and not self.llm.provider:
+            raise ValueError("conversations.rerank needs a language model: set llm.provider "
+                             "(see docs/llm.md)")
+        return self
 
 
 def validate(merged: dict[str, Any], path: Path) -> Config:

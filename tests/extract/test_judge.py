@@ -18,11 +18,9 @@ from hypothesis import strategies as st
 
 from lore.cli import cli
 from lore.errors import UnusableReply
-from lore.llm.base import Completion, Request
+from lore.llm.base import SYSTEM_HEADER, USER_HEADER, Completion, Request
 from lore.llm.judge import (
     MAX_MESSAGES,
-    SYSTEM_HEADER,
-    USER_HEADER,
     Candidate,
     batches,
     judge,

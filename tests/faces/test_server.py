@@ -86,7 +86,8 @@ def test_graph_preferences_conversations_stats(client):
     assert [p["id"] for p in prefs["preferences"]] == [a["id"]]
     assert client.get("/api/v1/preferences", params={"file_type": "ts"}).json()["preferences"] == []
     conv = client.get("/api/v1/conversations/search", params={"q": "redis"}).json()
-    assert conv == {"query": "redis", "project": None, "results": []}
+    assert conv == {"query": "redis", "project": None, "results": [], "reranked_by": None,
+                    "rerank_error": None}
     stats = client.get("/api/v1/stats").json()
     assert stats["lessons"] == 2 and stats["by_kind"]["preference"] == 1
     assert b["id"] != a["id"]

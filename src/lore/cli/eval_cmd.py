@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -24,37 +25,99 @@ def eval_group() -> None:
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--as-of-last-session", is_flag=True,
               help="Age memories from each conversation's last session instead of now.")
+@click.option("--rerank", is_flag=True,
+              help="Also have the configured language model re-order each search (one call a "
+                   "question) and report it beside the default.")
+@click.option("--rerank-prompts", type=click.Path(path_type=Path, file_okay=False),
+              help="Write every re-ranking request, one file per question, into this new or "
+                   "empty folder, and stop.")
+@click.option("--rerank-replies", type=click.Path(path_type=Path, file_okay=False),
+              help="Read the reply to each re-ranking request from this folder (same file "
+                   "names) and score the re-ordered search against the default.")
 @json_option
 @click.pass_context
-def eval_locomo(ctx: click.Context, file: Path, as_of_last_session: bool, json_: bool) -> None:
+def eval_locomo(ctx: click.Context, file: Path, as_of_last_session: bool, rerank: bool,
+                rerank_prompts: Path | None, rerank_replies: Path | None, json_: bool) -> None:
     """Evidence recall@5 and @10 on a LoCoMo file, with keyword-only and vector-only baselines.
 
     Each conversation is indexed as conversation memory, one turn per unit, in a
     temporary database; your own database is not touched.
 
     \b
-    Example:
+    Examples:
       lore eval locomo data/locomo10.json --json
-    """
-    from lore.measure.locomo import evaluate
+      lore eval locomo data/locomo10.json --rerank
+      lore eval locomo data/locomo10.json --rerank-prompts prompts/
+      lore eval locomo data/locomo10.json --rerank-replies replies/
 
+    --rerank-prompts writes the request the re-ranking model would be sent for each
+    question (NNNN-<conversation>.md: a SYSTEM part, then a USER part; nothing in it says
+    which turns are evidence). Have any model answer each file on its own and save the
+    reply as replies/<same name>.md; --rerank-replies then scores both orders.
+    """
+    from lore.measure.locomo import evaluate, rerank_figures, write_rerank_prompts
+
+    if sum((rerank, rerank_prompts is not None, rerank_replies is not None)) > 1:
+        raise click.UsageError("give one of --rerank, --rerank-prompts and --rerank-replies")
     embedder = (ctx.find_root().obj or {}).get("embedder")
     bar, update = progress_bar("questions")
+    if rerank_prompts is not None:
+        with bar:
+            written = write_rerank_prompts(file, settings(ctx), rerank_prompts, embedder, update)
+        if json_:
+            emit_json(written)
+            return
+        click.echo(f"wrote {written['requests']} requests (about {written['input_tokens']} input "
+                   f"tokens) to {written['folder']}; save the reply to NAME.md as NAME.md in the "
+                   "replies folder")
+        return
+    if rerank_replies is not None:
+        with bar:
+            got = rerank_figures(file, settings(ctx), rerank_replies, embedder, update)
+        if json_:
+            emit_json(got)
+            return
+        d, r = got["default"], got["reranked"]
+        table(f"LoCoMo evidence recall, {got['questions']} questions: the search and its "
+              "re-ordering", ["run", "@5", "@10"],
+              [["default (hybrid)", d["recall@5"], d["recall@10"]],
+               [f"re-ranked (the best {got['rerank_candidates']})", r["recall@5"], r["recall@10"]]])
+        _categories(d, r)
+        t = got["tokens"]
+        click.echo(f"replies read {got['replies_read']}, missing {len(got['replies_missing'])}, "
+                   f"unreadable {len(got['replies_unreadable'])}; tokens per request "
+                   f"({t['approximation']}): input {t['input_per_request']}, output "
+                   f"{t['output_per_request']}")
+        return
     with bar:
-        result = evaluate(file, settings(ctx), embedder, update, as_of_last_session)
+        result = evaluate(file, settings(ctx), embedder, update, as_of_last_session, rerank)
     if json_:
         emit_json(result)
         return
     rows = [["default (hybrid)", result["recall@5"], result["recall@10"]]]
+    if rerank:
+        r = result["reranked"]
+        rows.append([f"re-ranked by the model ({r['failed']} calls failed)", r["recall@5"],
+                     r["recall@10"]])
     for name, b in result["baselines"].items():
         rows.append([f"{name} only", b["recall@5"], b["recall@10"]])
     table(f"LoCoMo evidence recall, {result['questions']} questions", ["run", "@5", "@10"], rows)
-    table(None, ["category", "questions", "@5", "@10"],
-          [[c, v["questions"], v["recall@5"], v["recall@10"]]
-           for c, v in result["categories"].items()])
+    _categories(result, result.get("reranked"))
     table(None, ["conversation", "questions", "@5", "@10"],
           [[c, v["questions"], v["recall@5"], v["recall@10"]]
            for c, v in result["conversations"].items()])
+
+
+def _categories(default: dict[str, Any], reranked: dict[str, Any] | None) -> None:
+    head = ["category", "questions", "@5", "@10"] + (["re-ranked @5", "@10"] if reranked else [])
+    rows = []
+    for c, v in default["categories"].items():
+        row = [c, v["questions"], v["recall@5"], v["recall@10"]]
+        if reranked:
+            rv = reranked["categories"].get(c, {})
+            row += [rv.get("recall@5", ""), rv.get("recall@10", "")]
+        rows.append(row)
+    table(None, head, rows)
 
 
 @eval_group.command("corrections")

@@ -324,33 +324,50 @@ def recall_preferences(lore: Lore, project: str | None, file_type: str | None,
 @click.option("--mode", type=click.Choice(["hybrid", "keyword", "vector"]), default="hybrid",
               show_default=True)
 @click.option("--explain", is_flag=True, help="Show the parts of each score.")
+@click.option("--rerank/--no-rerank", default=None,
+              help="Have the configured language model re-order the best results (one call; "
+                   "default: conversations.rerank).")
 @json_option
 @with_lore
 def recall_conversations(lore: Lore, query: str, limit: int, project: str | None,
                          min_score: float, no_decay: bool, mode: str, explain: bool,
-                         json_: bool) -> None:
+                         rerank: bool | None, json_: bool) -> None:
     """Search past sessions: "have we seen this before?" (import them with `lore ingest`).
 
     
     Examples:
       lore recall conversations "ECONNRESET from the payments API"
       lore recall conversations "why did we drop redis" --project all --json
+      lore recall conversations "which ORM did we pick and why" --rerank
+
+    With --rerank (or conversations.rerank: true), the language model of llm.provider reads
+    the best 40 results and puts those that answer first: slower (one model call) and
+    better at questions phrased far from the words used. If the model fails, the search's
+    own order is shown, with a notice.
     """
     all_projects = project is not None and project.lower() in ("all", "*")
     scope = None if all_projects else resolve_project(project or ".")
-    def search(where: str | None) -> list[Any]:
-        return lore.conversations.search(query, project=where, limit=limit, min_score=min_score,
-                                         decay=False if no_decay else None, mode=mode)
+    def search(where: str | None) -> Any:
+        return lore.conversations.find(query, project=where, limit=limit, min_score=min_score,
+                                       decay=False if no_decay else None, mode=mode,
+                                       rerank=rerank)
 
-    hits = search(scope)
+    found = search(scope)
+    hits = found.hits
     elsewhere = bool(scope and not hits and not lore.conversations.has_project(scope))
     if elsewhere:  # nothing was ever imported here: what every project holds is the next best
-        hits = search(None)
+        found = search(None)
+        hits = found.hits
     if json_:
         emit_json({"query": query, "project": None if elsewhere else scope,
                    **({"no_conversations_in": scope} if elsewhere else {}),
+                   **found.outcome(),
                    "results": [h.to_dict(explain=explain) for h in hits]})
         return
+    if found.rerank_error:
+        notice(f"not re-ranked, the search's order is shown: {found.rerank_error}")
+    elif found.reranked_by:
+        notice(f"re-ranked by {found.reranked_by}")
     if elsewhere:
         notice(f"no past conversations of {scope} were imported (lore ingest imports them); "
                "results from every project:")

@@ -85,3 +85,23 @@ def estimate_tokens(text: str) -> int:
 
 def request_tokens(request: Request) -> int:
     return estimate_tokens(request.system) + sum(estimate_tokens(m.content) for m in request.messages)
+
+
+def cut_middle(text: str, cap: int) -> str:
+    """``text`` cut to about ``cap`` characters: its first two thirds and its end, joined by a
+    mark (where a message's request and its conclusion usually sit)."""
+    if len(text) <= cap:
+        return text
+    head = cap * 2 // 3
+    return text[:head].rstrip() + " […] " + text[len(text) - (cap - head):].lstrip()
+
+
+SYSTEM_HEADER = "===== SYSTEM ====="
+USER_HEADER = "===== USER ====="
+
+
+def as_file(request: Request) -> str:
+    """A request as one file, for a person or another model to answer: the system part, then
+    the user part, each under a header."""
+    return f"{SYSTEM_HEADER}\n{request.system.rstrip()}\n\n{USER_HEADER}\n" + "".join(
+        m.content for m in request.messages).rstrip() + "\n"

@@ -20,7 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lore.errors import UnusableReply
-from lore.llm.base import CHARS_PER_TOKEN, Provider, Request, estimate_tokens
+from lore.llm.base import (
+    CHARS_PER_TOKEN,
+    Provider,
+    Request,
+    as_file,
+    cut_middle,
+    request_tokens,
+)
 from lore.llm.jsonreply import NoJSON, extract_json
 from lore.llm.opinion import prompt
 from lore.redact import redact
@@ -70,17 +77,11 @@ class Batch:
 
     @property
     def input_tokens(self) -> int:
-        return estimate_tokens(self.request.system) + sum(
-            estimate_tokens(m.content) for m in self.request.messages)
+        return request_tokens(self.request)
 
     def text(self) -> str:
         """The request as one file: the system part, then the user part, each under a header."""
-        return f"{SYSTEM_HEADER}\n{self.request.system.rstrip()}\n\n{USER_HEADER}\n" + "".join(
-            m.content for m in self.request.messages).rstrip() + "\n"
-
-
-SYSTEM_HEADER = "===== SYSTEM ====="
-USER_HEADER = "===== USER ====="
+        return as_file(self.request)
 
 
 @dataclass
@@ -97,13 +98,6 @@ def system_prompt() -> str:
     return prompt("judge")
 
 
-def _cut_middle(text: str, cap: int) -> str:
-    if len(text) <= cap:
-        return text
-    head = cap * 2 // 3
-    return text[:head].rstrip() + " […] " + text[len(text) - (cap - head):].lstrip()
-
-
 def _cut_start(text: str, cap: int) -> str:
     return text if len(text) <= cap else "…" + text[len(text) - cap:].lstrip()
 
@@ -115,7 +109,7 @@ def _neutral(text: str) -> str:
 
 def message_block(ref: str, text: str, agent_turn: str | None) -> tuple[str, str]:
     """The block for one candidate and the message text as sent (redacted and cut)."""
-    said = _neutral(_cut_middle(redact(text.strip()), MESSAGE_CHARS))
+    said = _neutral(cut_middle(redact(text.strip()), MESSAGE_CHARS))
     turn = _neutral(_cut_start(redact(agent_turn.strip()), TURN_CHARS)) if agent_turn and \
         agent_turn.strip() else NO_TURN
     block = (f'<message id="{ref}">\n<assistant_turn>\n{turn}\n</assistant_turn>\n'

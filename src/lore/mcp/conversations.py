@@ -22,12 +22,14 @@ if TYPE_CHECKING:
 
 
 async def search(t: LoreTools, ctx: Context | None, query: str, project: str | None, limit: int,
-                 min_score: float, use_decay: bool | None) -> dict[str, Any]:
+                 min_score: float, use_decay: bool | None,
+                 rerank: bool | None = None) -> dict[str, Any]:
     proj = await t.project(ctx, project)
-    hits = await t.run(lambda lore: lore.conversations.search(
-        query, project=proj or None, limit=limit, min_score=min_score, decay=use_decay))
-    return {"query": query, "project": proj, "count": len(hits),
-            "results": [h.to_dict() for h in hits]}
+    found = await t.run(lambda lore: lore.conversations.find(
+        query, project=proj or None, limit=limit, min_score=min_score, decay=use_decay,
+        rerank=rerank))
+    return {"query": query, "project": proj, "count": len(found.hits), **found.outcome(),
+            "results": [h.to_dict() for h in found.hits]}
 
 
 def register(server: MCPServer, t: LoreTools) -> None:
@@ -42,6 +44,9 @@ def register(server: MCPServer, t: LoreTools) -> None:
         min_score: Annotated[float, Field(ge=0)] = 0.0,
         use_decay: Annotated[bool | None, Field(description="Favour recent conversations "
                                                 "(default: on, 90-day scale).")] = None,
+        rerank: Annotated[bool | None, Field(description="Have the user's language model "
+                                             "re-order the best results (slower; default: "
+                                             "the user's conversations.rerank).")] = None,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Search past conversations (imported transcripts) for what was said or decided before.
@@ -51,7 +56,7 @@ def register(server: MCPServer, t: LoreTools) -> None:
         `lore recall turns CHUNK`.
         Example: {"query": "ECONNRESET from the payments API", "limit": 5}
         """
-        return await search(t, ctx, query, project, limit, min_score, use_decay)
+        return await search(t, ctx, query, project, limit, min_score, use_decay, rerank)
 
     register_related(server, t)
 

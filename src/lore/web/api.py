@@ -154,13 +154,15 @@ def preferences(state: Read, project: str | None = None, file_type: str | None =
 def conversations(state: Read, q: Annotated[str, Query(min_length=1, max_length=2000)],
                   project: str | None = None, limit: Annotated[int, Query(ge=1, le=100)] = 5,
                   mode: Literal["hybrid", "keyword", "vector"] = "hybrid",
-                  explain: bool = False) -> dict[str, Any]:
+                  explain: bool = False, rerank: bool | None = None) -> dict[str, Any]:
     """Past sessions that match (imported with `lore ingest`); ``project=all`` or none searches
-    every project."""
+    every project. ``rerank``: the configured language model re-orders the best results
+    (default: ``conversations.rerank``)."""
     scope = None if project is None or project.lower() in EVERY_PROJECT else project
-    hits = state.call(lambda lore: lore.conversations.search(q, project=scope, limit=limit,
-                                                             mode=mode))
-    return {"query": q, "project": scope, "results": [h.to_dict(explain=explain) for h in hits]}
+    found = state.call(lambda lore: lore.conversations.find(q, project=scope, limit=limit,
+                                                            mode=mode, rerank=rerank))
+    return {"query": q, "project": scope, **found.outcome(),
+            "results": [h.to_dict(explain=explain) for h in found.hits]}
 
 
 @router.get("/stats", tags=["server"])

@@ -130,6 +130,8 @@ class ConversationsOut(BaseModel):
     query: str
     project: str | None
     results: list[dict[str, Any]]
+    reranked_by: str | None = None  # the model that re-ordered the results, when one did
+    rerank_error: str | None = None  # why the search's own order was kept
 
 
 class Health(BaseModel):
