@@ -266,7 +266,10 @@ def _explain(exc: ValidationError, path: Path) -> str:
         return f"config {path}: unknown key '{dotted}' (valid keys here: {valid})"
     got = err.get("input")
     shown = f" (got {got!r})" if got is not None and not isinstance(got, dict) else ""
-    return f"config {path}: {dotted}: {err['msg']}{shown}"
+    msg = err["msg"].removeprefix("Value error, ")  # a validator's own message says enough
+    if not loc:  # a rule across sections: its message names the keys
+        return f"config {path}: {msg}"
+    return f"config {path}: {dotted}: {msg}{shown}"
 
 
 def _section_model(loc: list[str]) -> type[BaseModel] | None:
