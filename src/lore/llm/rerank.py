@@ -109,8 +109,11 @@ def parse(text: str, rr: RerankRequest) -> list[int]:
     for item in _numbers(value):
         if isinstance(item, bool):
             continue
-        if isinstance(item, str) and item.strip().isdigit():
-            item = int(item.strip())
+        if isinstance(item, str):
+            try:
+                item = int(item.strip())
+            except ValueError:
+                continue
         if isinstance(item, float) and item.is_integer():
             item = int(item)
         if not isinstance(item, int) or not 1 <= item <= len(rr.keys):
