@@ -330,3 +330,6 @@ def test_live_evaluation_with_a_model(server: LoopbackServer, tmp_path: Path, lo
     assert got["reranked"]["recall@10"] == 100.0
     log = (lore_home / "logs" / "llm.jsonl").read_text()  # the user's own ledger, not a temporary one
     assert log.count('"rerank"') == 2
+    shown = cli_run("eval", "locomo", str(data), "--rerank")
+    assert shown.exit_code == 0 and "re-ranked by the model (0 calls failed)" in shown.stdout
+    assert "re-ranked @5" in shown.stdout
