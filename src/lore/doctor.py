@@ -244,4 +244,6 @@ def model_provider_check(settings: Any) -> Check:
     if llm.provider not in installed():
         return Check("language model", False, f"provider '{llm.provider}' is not installed",
                      f"one of: {', '.join(sorted(installed()))} (lore config)")
-    return Check("language model", True, f"{llm.provider} configured (`lore llm check` calls it)")
+    rerank = ", re-ranks conversation search" if settings.config.conversations.rerank else ""
+    return Check("language model", True, f"{llm.provider} configured{rerank} "
+                 "(`lore llm check` calls it)")

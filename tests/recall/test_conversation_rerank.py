@@ -199,6 +199,8 @@ def test_the_command_line(server: LoopbackServer, lore_home: Path,
     assert "redis" in shown.stdout
     off = cli_run("recall", "conversations", "redis gone", "--project", "/shop", "--no-rerank", "--json")
     assert off.exit_code == 0 and len(server.received) == 2
+    doctor = cli_run("doctor")
+    assert "anthropic configured, re-ranks conversation search" in doctor.stdout
 
 
 def test_the_web_api(server: LoopbackServer, lore_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
