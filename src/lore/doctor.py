@@ -127,6 +127,10 @@ def _model(settings: Any) -> Check:
             return Check("embedding model", False,
                          f"{cfg.model} needs fastembed, which is not installed",
                          "pip install 'loreloop[fastembed]'")
+        known = fastembed_models()
+        if cfg.model.lower() not in known:
+            return Check("embedding model", False, f"fastembed knows no model named {cfg.model}",
+                         f"one of: {', '.join(sorted(known.values())[:6])} … (embedding.model)")
         return Check("embedding model", True,
                      f"{cfg.model} via fastembed (downloaded on first use, needs network once)")
     if find_spec("onnxruntime") is None:  # the tokenizer is Lore's own (lore.embed.wordpiece)
@@ -140,6 +144,13 @@ def _model(settings: Any) -> Check:
     size = path.stat().st_size // (1024 * 1024)
     return Check("embedding model", True,
                  f"{DEFAULT_MODEL} int8 ONNX ({size} MB, sha256 verified) installed, offline")
+
+
+def fastembed_models() -> dict[str, str]:
+    """The models fastembed can fetch, from its own list (no network): lowercased -> name."""
+    from fastembed import TextEmbedding
+
+    return {m["model"].lower(): m["model"] for m in TextEmbedding.list_supported_models()}
 
 
 def embeddings_check(st: dict[str, Any]) -> Check:

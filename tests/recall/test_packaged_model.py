@@ -272,3 +272,18 @@ def test_the_tokenizer_refuses_a_tokenizer_of_another_kind(tmp_path):
     path.write_text(json.dumps(other), encoding="utf-8")
     with pytest.raises(BackendUnavailable, match="WordPiece"):
         WordPiece.from_file(path, 256)
+
+
+def test_doctor_knows_a_fastembed_model_name_without_the_network(lore_home):
+    pytest.importorskip("fastembed")
+    lore_home.mkdir(parents=True, exist_ok=True)
+    checks = {}
+    for name in ("BAAI/bge-small-en-v1.5", "baai/BGE-small-en-v1.5", "BAAI/bge-small-en-v1.6"):
+        (lore_home / "config.yaml").write_text(
+            f"embedding:\n  backend: fastembed\n  model: {name}\n  dimensions: 384\n")
+        result = CliRunner().invoke(cli, ["admin", "doctor", "--json"])
+        [checks[name]] = [c for c in json.loads(result.stdout) if c["check"] == "embedding model"]
+    assert checks["BAAI/bge-small-en-v1.5"]["ok"] and checks["baai/BGE-small-en-v1.5"]["ok"]
+    typo = checks["BAAI/bge-small-en-v1.6"]
+    assert typo["ok"] is False and "fastembed knows no model named" in typo["detail"]
+    assert "BAAI/" in typo["fix"]
