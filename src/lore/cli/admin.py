@@ -46,6 +46,9 @@ CONFIG_TEMPLATE = """\
 # llm:                          # a language model judges what is a lesson (docs/llm.md)
 #   provider: claude-cli        # anthropic | openai | claude-cli
 
+# conversations:
+#   rerank: false               # with llm: the model re-orders conversation search (slower)
+
 # Search and ranking weights and the like are tuning constants, kept in the code beside what
 # uses them, not settings: `lore config show --all` lists them
 # (docs/configuration.md#tuning-constants).
