@@ -4,6 +4,7 @@
     python bench/locomo_rerank.py DATA --cost 3             # building a request: ms and tokens
     lore eval locomo DATA --rerank-prompts prompts/         # the requests, as the product sends them
     python bench/locomo_rerank.py DATA --replies replies/   # the replies scored, paired
+    python bench/locomo_rerank.py DATA --live prompts/ replies/   # the same, through a live provider
 
 ``--ceiling`` prints the product's default search recall@k for k = 5 … 60, overall and per
 category: a re-ranker reading the best n can at most bring the evidence among them into the top
@@ -14,6 +15,12 @@ time and nothing else: the requests hold no evidence ids, answers or categories)
 default search against its re-ordering: recall@5 / @10 overall, per category and per
 conversation, and a paired bootstrap interval (95 %, 2,000 resamples of the questions) for the
 difference. Nothing is tuned on the replies, so these figures are out of sample.
+
+``--live PROMPTS REPLIES`` checks the product's live path gives the same figures: a loopback
+server speaking the Anthropic Messages API answers each request with the reply saved for the
+request file whose text it received (an unknown request gets an error reply), and ``lore eval
+locomo --rerank``'s code runs against it (the guard's redaction, budget and log, the provider,
+the parsing, the fall-back on errors).
 
 ``--cost N``: N rounds over every question: the time to fetch the 40 excerpts' texts and build
 the request (median / p90 ms, on top of the search), and the request's input tokens (4
@@ -119,21 +126,82 @@ def replies(data: Path, folder: Path) -> None:
               f"{w['recall@5']} / {w['recall@10']} |")
 
 
+def live(data: Path, prompts: Path, folder: Path) -> None:
+    import json
+    import os
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from lore.config import Config, Settings
+    from lore.llm.base import USER_HEADER
+
+    answers = {}
+    for file in prompts.iterdir():
+        user = file.read_text(encoding="utf-8").split(f"\n{USER_HEADER}\n", 1)[1]
+        reply = folder / file.name
+        if reply.is_file():
+            answers[user.rstrip()] = reply.read_text(encoding="utf-8")
+    served = {"known": 0, "unknown": 0}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+            body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
+            text = answers.get(body["messages"][0]["content"].rstrip())
+            served["known" if text is not None else "unknown"] += 1
+            payload = {"id": "msg_bench", "type": "message", "role": "assistant",
+                       "model": "replies-from-files", "stop_reason": "end_turn",
+                       "content": [{"type": "text", "text": text or "(no saved reply)"}],
+                       "usage": {"input_tokens": 0, "output_tokens": 0}}
+            raw = json.dumps(payload).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    os.environ.setdefault("ANTHROPIC_API_KEY", "bench-key")
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            config = Config.model_validate({"llm": {
+                "provider": "anthropic", "base_url": f"http://127.0.0.1:{server.server_address[1]}",
+                "max_retries": 0, "daily_token_budget": None}})
+            settings = Settings(config=config, home=Path(tmp), config_path=Path(tmp) / "config.yaml")
+            got = locomo.evaluate(data, settings, rerank=True)
+    finally:
+        server.shutdown()
+        server.server_close()
+    r = got["reranked"]
+    print(f"through the live path: default {got['recall@5']} / {got['recall@10']}, re-ranked "
+          f"{r['recall@5']} / {r['recall@10']} ({r['failed']} calls failed; requests answered "
+          f"from a saved reply {served['known']}, unknown {served['unknown']})")
+    for c, v in r["categories"].items():
+        print(f"  {c}: {v['recall@5']} / {v['recall@10']}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("data", type=Path)
     ap.add_argument("--ceiling", action="store_true")
     ap.add_argument("--cost", type=int, default=0, metavar="ROUNDS")
     ap.add_argument("--replies", type=Path)
+    ap.add_argument("--live", type=Path, nargs=2, metavar=("PROMPTS", "REPLIES"))
     args = ap.parse_args()
-    if not (args.ceiling or args.cost or args.replies):
-        ap.error("give --ceiling, --cost or --replies")
+    if not (args.ceiling or args.cost or args.replies or args.live):
+        ap.error("give --ceiling, --cost, --replies or --live")
     if args.ceiling:
         ceiling(args.data)
     if args.cost:
         cost(args.data, args.cost)
     if args.replies:
         replies(args.data, args.replies)
+    if args.live:
+        live(args.data, *args.live)
 
 
 if __name__ == "__main__":
