@@ -139,6 +139,28 @@ def test_a_failing_model_leaves_the_search_order(server: LoopbackServer, lore_ho
     assert "\n" not in found.rerank_error
 
 
+def test_someone_waits_so_one_retry_then_the_search_order(server: LoopbackServer, lore_home: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-1234")
+    busy = Reply({"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}, status=529)
+    server.replies = [busy, busy, busy, Reply(anthropic_body('{"ranking": [2]}'))]
+    llm = LLM | {"base_url": server.url, "max_retries": 3}
+    with Lore.open(make_settings(lore_home, llm=llm), embedder=FakeEmbedder()) as lore:
+        lore.conversations.add_turns("s1", "claude-code", "/shop", TURNS, per_turn=True)
+        lore.conversations.embed_pending()
+        found = lore.conversations.find("payments worker", project="/shop", limit=3, rerank=True)
+    assert found.rerank_error and len(server.received) == 2  # llm.max_retries 3 would make it 4
+
+
+def test_a_request_bounds_its_retries_never_above_the_config() -> None:
+    from lore.llm.base import Request, retries_for
+
+    assert retries_for(Request.ask("x"), 3) == 3
+    assert retries_for(Request.ask("x", max_retries=1), 3) == 1
+    assert retries_for(Request.ask("x", max_retries=5), 2) == 2
+    assert retries_for(Request.ask("x", max_retries=-1), 2) == 0
+
+
 def test_over_budget_leaves_the_search_order(server: LoopbackServer, lore_home: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-1234")

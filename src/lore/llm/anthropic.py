@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from lore.errors import ConfigError, ProviderError
-from lore.llm.base import Completion, ProviderSettings, Request
+from lore.llm.base import Completion, ProviderSettings, Request, retries_for
 from lore.llm.http import post_json
 from lore.llm.retry import RetryPolicy
 
@@ -28,7 +28,7 @@ class AnthropicProvider:
         self._key = settings.api_key
         self._key_hint = f"${key_env}"
         self._timeout = settings.timeout
-        self._policy = RetryPolicy(max_retries=settings.max_retries)
+        self._retries = settings.max_retries
 
     def complete(self, request: Request) -> Completion:
         body: dict[str, Any] = {
@@ -45,7 +45,8 @@ class AnthropicProvider:
                    "content-type": "application/json"}
         started = time.monotonic()
         data, attempts = post_json(self.name, self._url, body, headers=headers, timeout=self._timeout,
-                                   policy=self._policy, key_hint=self._key_hint)
+                                   policy=RetryPolicy(max_retries=retries_for(request, self._retries)),
+                                   key_hint=self._key_hint)
         return _completion(self.name, data, self.model, time.monotonic() - started, attempts)
 
 

@@ -32,6 +32,9 @@ class Request:
     temperature: float = 0.0
     stop: tuple[str, ...] = ()
     purpose: str = "other"  # written to the log: which feature made the call
+    # At most this many retries for this call (None: the provider's llm.max_retries): a caller
+    # someone is waiting on gives up sooner.
+    max_retries: int | None = None
 
     @classmethod
     def ask(cls, text: str, *, system: str = "", **kwargs: object) -> Request:
@@ -76,6 +79,11 @@ class Provider(Protocol):
     def model(self) -> str: ...
 
     def complete(self, request: Request) -> Completion: ...
+
+
+def retries_for(request: Request, configured: int) -> int:
+    """The retries a provider allows ``request``: its own bound, never above the configured."""
+    return configured if request.max_retries is None else max(0, min(configured, request.max_retries))
 
 
 def estimate_tokens(text: str) -> int:

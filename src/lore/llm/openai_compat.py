@@ -6,7 +6,14 @@ import time
 from typing import Any
 
 from lore.errors import ConfigError, ProviderError
-from lore.llm.base import Completion, ProviderSettings, Request, estimate_tokens, request_tokens
+from lore.llm.base import (
+    Completion,
+    ProviderSettings,
+    Request,
+    estimate_tokens,
+    request_tokens,
+    retries_for,
+)
 from lore.llm.http import post_json
 from lore.llm.retry import RetryPolicy
 
@@ -27,7 +34,7 @@ class OpenAICompatProvider:
         self._key = settings.api_key
         self._key_hint = f"${settings.api_key_env}" if settings.api_key_env else "llm.api_key_env"
         self._timeout = settings.timeout
-        self._policy = RetryPolicy(max_retries=settings.max_retries)
+        self._retries = settings.max_retries
 
     def complete(self, request: Request) -> Completion:
         messages = [{"role": "system", "content": request.system}] if request.system else []
@@ -41,7 +48,8 @@ class OpenAICompatProvider:
             headers["authorization"] = f"Bearer {self._key}"
         started = time.monotonic()
         data, attempts = post_json(self.name, self._url, body, headers=headers, timeout=self._timeout,
-                                   policy=self._policy, key_hint=self._key_hint)
+                                   policy=RetryPolicy(max_retries=retries_for(request, self._retries)),
+                                   key_hint=self._key_hint)
         latency = time.monotonic() - started
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):

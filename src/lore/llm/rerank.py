@@ -28,6 +28,7 @@ EXCERPT_CHARS = 600    # a longer chunk keeps its beginning and its end
 QUERY_CHARS = 1000
 REPLY_TOKENS_BASE = 40
 REPLY_TOKENS_PER_PICK = 6
+RETRIES = 1  # someone waits for the search: one retry of a passing failure, then its own order
 _TAG = re.compile(r"</?(query|excerpts|excerpt)\b", re.IGNORECASE)
 
 
@@ -83,7 +84,8 @@ def build(query: str, excerpts: Sequence[Excerpt], pick: int) -> RerankRequest:
     user = (f"<query>\n{asked}\n</query>\n\nPick at most {pick} of the {len(excerpts)} "
             f"excerpts.\n\n<excerpts>\n" + "".join(blocks) + "</excerpts>\n")
     request = Request.ask(user, system=prompt("rerank"), temperature=0.0, purpose=PURPOSE,
-                          max_tokens=REPLY_TOKENS_BASE + REPLY_TOKENS_PER_PICK * pick)
+                          max_tokens=REPLY_TOKENS_BASE + REPLY_TOKENS_PER_PICK * pick,
+                          max_retries=RETRIES)
     return RerankRequest(request, tuple(ex.key for ex in excerpts), pick)
 
 
