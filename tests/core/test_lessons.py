@@ -193,3 +193,17 @@ def test_a_malformed_id_is_bad_input_not_a_missing_lesson(fake_lore):
             call()
     with pytest.raises(NotFound, match="no lesson with id"):
         fake_lore.get_lesson(new_id())
+
+
+def test_a_new_lesson_is_created_and_updated_at_one_instant(fake_lore, monkeypatch):
+    """The clock is read once: two readings a millisecond apart made them differ now and then."""
+    import itertools
+
+    import lore.core.lessons as lessons
+
+    ticks = itertools.count()
+    monkeypatch.setattr(lessons, "now", lambda: f"2026-11-26T19:49:04.{next(ticks):03d}Z")
+    lesson = fake_lore.add_lesson("Use file sessions, not Redis", "Keep sessions on disk.")
+    assert lesson.created_at == lesson.updated_at
+    edited = fake_lore.update_lesson(lesson.id, content="Keep sessions on local disk.")
+    assert edited.created_at == lesson.created_at and edited.updated_at > lesson.updated_at

@@ -129,7 +129,10 @@ class Lessons:
         for col, key in zip(PREFERENCE_COLUMNS, PREFERENCE_KEYS, strict=True):
             values[col] = pref.get(key) or None
         values["metadata"] = json.dumps(pick("metadata", {}) or {}, sort_keys=True)
-        created, updated = times or ((existing.created_at if existing else now()), now())
+        if times is None:
+            stamp = now()  # one clock reading: a new lesson's created_at equals its updated_at
+            times = (existing.created_at if existing else stamp, stamp)
+        created, updated = times
         values["created_at"] = created
         values["updated_at"] = updated
         values["content_hash"] = content_hash(values["title"], values["content"])
