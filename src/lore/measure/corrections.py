@@ -189,16 +189,16 @@ def write_judge_prompts(paths: list[Path], folder: Path,
                         filter_threshold: float | None = None) -> dict[str, Any]:
     """Write each request to ``folder/<name>.md`` (system part, then user part). The folder
     must be new or empty: stale requests would mix with the new ones."""
+    from lore.measure.requests import REPLY_RULE, request_folder, write_request
+
     run = judge_requests(paths, filter_threshold)
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise InvalidInput(f"{folder} exists and is not an empty folder")
-    folder.mkdir(parents=True, exist_ok=True)
+    request_folder(folder)
     for name, batch in run.requests:
-        (folder / f"{name}.md").write_text(batch.text(), encoding="utf-8")
+        write_request(folder, f"{name}.md", batch.text())
     return {"folder": str(folder), "requests": len(run.requests), "messages": len(run.rows),
             "messages_judged": run.candidates,
             "input_tokens": sum(b.input_tokens for _, b in run.requests),
-            "reply_rule": "the reply to <folder>/NAME.md is read from <replies>/NAME.md"}
+            "reply_rule": REPLY_RULE}
 
 
 def judge_figures(paths: list[Path], replies: Path, filter_threshold: float | None = None) -> dict[str, Any]:

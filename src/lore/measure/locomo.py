@@ -15,12 +15,15 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lore.api import Lore
 from lore.config import Settings
 from lore.embed import Embedder
 from lore.errors import ConfigError, InvalidInput
+
+if TYPE_CHECKING:
+    from lore.llm.rerank import RerankRequest
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 EVIDENCE = re.compile(r"D(\d+)\s*:\s*(\d+)")
@@ -183,24 +186,22 @@ def write_rerank_prompts(path: Path, settings: Settings, folder: Path,
     """Write the re-ranking request of every question's default search, exactly as the
     product sends it, to ``folder/NNNN-<conversation>.md`` (the folder new or empty). Nothing
     in a request says which turns are evidence."""
+    from lore.measure.requests import REPLY_RULE, request_folder, write_request
+
     samples = load(path)
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise InvalidInput(f"{folder} exists and is not an empty folder")
+    request_folder(folder)
     written = tokens = 0
     with opened(settings, embedder) as lore:
-        folder.mkdir(parents=True, exist_ok=True)
         total = sum(len(s["qa"]) for s in samples)
         for q in each_question(lore, samples, {"dropped": 0, "skipped": 0}):
-            hits = lore.conversations.search(q.text, project=q.sid,
-                                             limit=lore.conversations.tuning.rerank_candidates)
-            rr = lore.conversations.rerank_request(q.text, hits, 10)
-            (folder / _name(q)).write_text(rr.text(), encoding="utf-8")
+            _, rr = _rerank_request(lore, q)
+            write_request(folder, _name(q), rr.text())
             written += 1
             tokens += rr.input_tokens
             if progress:
                 progress(q.number, total)
     return {"folder": str(folder), "requests": written, "input_tokens": tokens,
-            "reply_rule": "the reply to <folder>/NAME.md is read from <replies>/NAME.md"}
+            "reply_rule": REPLY_RULE}
 
 
 def rerank_figures(path: Path, settings: Settings, replies: Path,
@@ -227,11 +228,9 @@ def rerank_figures(path: Path, settings: Settings, replies: Path,
         total = sum(len(s["qa"]) for s in samples)
         for q in each_question(lore, samples, counts):
             questions += 1
-            hits = lore.conversations.search(q.text, project=q.sid,
-                                             limit=lore.conversations.tuning.rerank_candidates)
+            hits, rr = _rerank_request(lore, q)
             ids = [h.chunk_id for h in hits]
             _record(recalls["default"], q, dia_ids(lore, ids[:10], q.sid))
-            rr = lore.conversations.rerank_request(q.text, hits, 10)
             file = replies / _name(q)
             ranked = ids
             if not file.is_file():
@@ -266,6 +265,13 @@ def rerank_figures(path: Path, settings: Settings, replies: Path,
     }
 
 
+def _rerank_request(lore: Lore, q: Question) -> tuple[list[Any], RerankRequest]:
+    """The default search's best candidates for ``q`` and the request that re-ranks them to 10."""
+    hits = lore.conversations.search(q.text, project=q.sid,
+                                     limit=lore.conversations.tuning.rerank_candidates)
+    return hits, lore.conversations.rerank_request(q.text, hits, 10)
+
+
 def _name(q: Question) -> str:
     return f"{q.number:04d}-{re.sub(r'[^A-Za-z0-9_-]', '_', q.sid)}.md"
 
@@ -293,16 +299,13 @@ def _block(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def _report(recalls: dict[str, Any], questions: int, dropped: int, lore: Lore) -> dict[str, Any]:
-    def block(mode: str) -> dict[str, Any]:
-        return _block(recalls[mode])
-
-    default = block("hybrid")
+    default = _block(recalls["hybrid"])
     return {
         "recall@5": default["recall@5"],
         "recall@10": default["recall@10"],
         "categories": default["categories"],
         "conversations": default["conversations"],
-        "baselines": {"keyword": block("keyword"), "vector": block("vector")},
+        "baselines": {"keyword": _block(recalls["keyword"]), "vector": _block(recalls["vector"])},
         "questions": questions,
         "dropped_evidence": dropped,
         "config": {**asdict(lore.conversations.tuning),  # the constants measured
