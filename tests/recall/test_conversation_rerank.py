@@ -357,3 +357,13 @@ def test_live_evaluation_with_a_model(server: LoopbackServer, tmp_path: Path, lo
     shown = cli_run("eval", "locomo", str(data), "--rerank")
     assert shown.exit_code == 0 and "re-ranked by the model (0 calls failed)" in shown.stdout
     assert "re-ranked @5" in shown.stdout
+
+
+def test_request_files_are_private(tmp_path: Path, lore_home: Path) -> None:
+    import stat
+
+    data = tiny_locomo(tmp_path / "tiny.json")
+    prompts = tmp_path / "new" / "prompts"
+    assert cli_run("eval", "locomo", str(data), "--rerank-prompts", str(prompts)).exit_code == 0
+    assert stat.S_IMODE(prompts.stat().st_mode) == 0o700
+    assert {stat.S_IMODE(p.stat().st_mode) for p in prompts.iterdir()} == {0o600}

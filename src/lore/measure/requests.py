@@ -6,17 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from lore.errors import InvalidInput
+from lore.private import open_private, private_dir
 
 REPLY_RULE = "the reply to <folder>/NAME.md is read from <replies>/NAME.md"
 
 
 def request_folder(folder: Path) -> Path:
-    """``folder``, which must be new or empty (stale requests would mix with the new ones)."""
+    """``folder``, which must be new or empty (stale requests would mix with the new ones);
+    a new one is created 0700: a judge's requests quote the user's messages."""
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise InvalidInput(f"{folder} exists and is not an empty folder")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+    return private_dir(folder)
 
 
 def write_request(folder: Path, name: str, text: str) -> None:
-    (folder / name).write_text(text, encoding="utf-8")
+    """One request file, created 0600 like every file Lore writes."""
+    with open(open_private(folder / name), "w", encoding="utf-8") as fh:
+        fh.write(text)
