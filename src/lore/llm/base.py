@@ -7,6 +7,7 @@ model and nothing else: redaction, cutting, the budget and the log happen in
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
@@ -102,6 +103,17 @@ def cut_middle(text: str, cap: int) -> str:
         return text
     head = cap * 2 // 3
     return text[:head].rstrip() + " […] " + text[len(text) - (cap - head):].lstrip()
+
+
+def tag_pattern(*tags: str) -> re.Pattern[str]:
+    """What opens or closes one of a request's own tags (for :func:`neutral`)."""
+    return re.compile(r"</?(" + "|".join(tags) + r")\b", re.IGNORECASE)
+
+
+def neutral(text: str, tags: re.Pattern[str]) -> str:
+    """``text`` that cannot open or close one of the request's ``tags``: a quoted "<tag" gets
+    a look-alike bracket."""
+    return tags.sub(lambda m: m.group(0).replace("<", "‹"), text)
 
 
 SYSTEM_HEADER = "===== SYSTEM ====="

@@ -26,7 +26,9 @@ from lore.llm.base import (
     Request,
     as_file,
     cut_middle,
+    neutral,
     request_tokens,
+    tag_pattern,
 )
 from lore.llm.jsonreply import NoJSON, extract_json
 from lore.llm.opinion import prompt
@@ -40,8 +42,7 @@ REPLY_TOKENS_BASE = 200
 REPLY_TOKENS_PER_MESSAGE = 90
 LABELS = ("correction", "preference", "none")
 NO_TURN = "(no earlier assistant turn)"
-_TAGS = ("messages", "message", "assistant_turn", "developer_message", "known_rules")
-_TAG = re.compile(r"</?(" + "|".join(_TAGS) + r")\b", re.IGNORECASE)
+_TAG = tag_pattern("messages", "message", "assistant_turn", "developer_message", "known_rules")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +105,7 @@ def _cut_start(text: str, cap: int) -> str:
 
 def _neutral(text: str) -> str:
     """Text that cannot close or open one of the request's own tags."""
-    return _TAG.sub(lambda m: m.group(0).replace("<", "‹"), text)
+    return neutral(text, _TAG)
 
 
 def message_block(ref: str, text: str, agent_turn: str | None) -> tuple[str, str]:

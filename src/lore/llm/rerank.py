@@ -12,13 +12,20 @@ One request a search, built here exactly as it is sent (each excerpt redacted an
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from lore.errors import UnusableReply
-from lore.llm.base import Provider, Request, as_file, cut_middle, request_tokens
+from lore.llm.base import (
+    Provider,
+    Request,
+    as_file,
+    cut_middle,
+    neutral,
+    request_tokens,
+    tag_pattern,
+)
 from lore.llm.jsonreply import NoJSON, extract_json
 from lore.llm.opinion import prompt
 from lore.redact import redact
@@ -29,7 +36,7 @@ QUERY_CHARS = 1000
 REPLY_TOKENS_BASE = 40
 REPLY_TOKENS_PER_PICK = 6
 RETRIES = 1  # someone waits for the search: one retry of a passing failure, then its own order
-_TAG = re.compile(r"</?(query|excerpts|excerpt)\b", re.IGNORECASE)
+_TAG = tag_pattern("query", "excerpts", "excerpt")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,11 +63,6 @@ class RerankRequest:
         return as_file(self.request)
 
 
-def _neutral(text: str) -> str:
-    """Text that cannot open or close one of the request's own tags."""
-    return _TAG.sub(lambda m: m.group(0).replace("<", "‹"), text)
-
-
 def _attr(value: str) -> str:
     return " ".join(value.replace('"', "'").split())
 
@@ -78,9 +80,9 @@ def build(query: str, excerpts: Sequence[Excerpt], pick: int) -> RerankRequest:
             attrs += f' date="{_attr(ex.date[:10])}"'
         if ex.speakers.strip():
             attrs += f' speaker="{_attr(ex.speakers)}"'
-        text = _neutral(cut_middle(redact(ex.text.strip()), EXCERPT_CHARS))
+        text = neutral(cut_middle(redact(ex.text.strip()), EXCERPT_CHARS), _TAG)
         blocks.append(f"<excerpt{attrs}>\n{text}\n</excerpt>\n")
-    asked = _neutral(cut_middle(redact(query.strip()), QUERY_CHARS))
+    asked = neutral(cut_middle(redact(query.strip()), QUERY_CHARS), _TAG)
     user = (f"<query>\n{asked}\n</query>\n\nPick at most {pick} of the {len(excerpts)} "
             f"excerpts.\n\n<excerpts>\n" + "".join(blocks) + "</excerpts>\n")
     request = Request.ask(user, system=prompt("rerank"), temperature=0.0, purpose=PURPOSE,
