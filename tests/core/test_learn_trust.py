@@ -59,9 +59,34 @@ def test_what_teaches_nothing_is_refused_with_a_reason(message, why):
     ("keep migrations in db/migrations/", "path"),
     ("use snake_case for test names", "identifier"),
     ("always add type hints to new functions", "type hints"),
+    # the shapes a check understands are specific without a model
+    ("never force-push to main", "force-push"),
+    ("don't push --force to develop", "command option"),
+    ("don't edit gen/, those files are generated", "path"),
+    ("leave vendor/ alone", "path"),
+    ("never touch the generated files", "generated files"),
+    ("no, use date-fns instead of moment", "choice: date-fns over moment"),
+    ("prefer dayjs over moment", "choice: dayjs over moment"),
+    ("use luxon, not moment", "choice: luxon over moment"),
+    ("switch to ky rather than got", "choice: ky over got"),
 ])
 def test_specific_means_a_named_thing_or_practice(message, what):
     assert what in specific(message)
+
+
+@pytest.mark.parametrize("message", ["use this instead of that", "use it, not the other one",
+                                     "prefer the first over the second",
+                                     "stick with these rather than those"])
+def test_a_choice_between_fillers_names_nothing(message):
+    assert specific(message) == ""
+
+
+@pytest.mark.parametrize("message", ["never force-push to main",
+                                     "don't edit gen/, those files are generated",
+                                     "no, use date-fns instead of moment"])
+def test_the_readme_examples_are_proposed_without_a_model(fake_lore, message):
+    out = fake_lore.learner.record(message, None, project="/p", session_id="s1")
+    assert out.lesson is not None and out.lesson.status == "proposed", out.notice()
 
 
 @pytest.mark.parametrize("message", ["be more careful", "don't do that again",

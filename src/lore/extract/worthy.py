@@ -80,8 +80,10 @@ PRACTICES = re.compile(
     r"function\s+names?|snake_case|camelcase|kebab-case|async|await|threads?|globals?|"
     r"dataclass(?:es)?|enums?|constants?|magic\s+numbers?|emojis?|headings?|bullet\s+points?|"
     r"tables?|trailing\s+commas?|quotes|semicolons?|null\s+checks?|assertions?|asserts?|"
-    r"lint\w*|format\w*|ci|pipelines?|deploy\w*|releases?|tags?|queries|indexes|transactions?)\b",
-    re.IGNORECASE)
+    r"lint\w*|format\w*|ci|pipelines?|deploy\w*|releases?|tags?|queries|indexes|transactions?|"
+    r"force[- ]?push\w*|push\s+(?:-f|--force)\w*|rebas\w+|squash\w*|"
+    r"generated\s+(?:files?|code|folders?|dir\w*)|codegen|vendored|vendor\s+(?:files?|code|"
+    r"folders?|dir\w*))\b", re.IGNORECASE)
 
 _CODE = re.compile(r"`[^`\n]{1,80}`")
 _PATH = re.compile(r"(?:~|\.{1,2})?/?\w[\w.-]*/[\w.-]+")
@@ -90,6 +92,18 @@ _FLAG = re.compile(r"(?:^|\s)--?[a-z][\w-]+")
 _IDENT = re.compile(r"\b(?:[a-z]+_[a-z0-9_]+|[a-z]+[A-Z]\w+|[A-Z][a-z]+[A-Z]\w+|\w+\(\)|"
                     r"[a-z_]{2,}\.[a-z_]{2,}\b)")
 _WORD = re.compile(r"[A-Za-z][\w.+#-]*")
+# "don't edit gen/", "leave vendor/ alone": a folder named by its trailing slash.
+_FOLDER = re.compile(r"(?<![\w/.-])[\w][\w.-]*/(?=[\s,.;:)'\"`]|$)")
+# "use date-fns instead of moment", "prefer dayjs over moment": a choice between two names.
+_CHOICE = re.compile(r"\b(?:use|using|prefer|pick|choose|switch\s+to|go\s+with|stick\s+(?:to|with)|"
+                     r"migrate\s+to)\s+`?([\w@][\w.@/+-]*)`?\s*,?\s+(?:instead\s+of|over|"
+                     r"rather\s+than|not)\s+`?([\w@][\w.@/+-]*)", re.IGNORECASE)
+_NOT_NAMES = frozenset("""
+a an the it its this that these those them one ones something anything everything nothing
+me you us him her my your our their his what which who how why when where here there now
+then same other another else more less all any some each every both either neither just
+only also too very really again yes no not ok okay
+""".split())
 
 # What to do: a rule cue, or a message that opens with an instruction.
 _DIRECTIVE_CUES = frozenset({"always_never", "from_now_on", "make_rule", "i_prefer", "must_caps",
@@ -143,6 +157,11 @@ def specific(text: str) -> str:
     if _PATH.search(text) or any(ext in FILE_TYPES | EXTRA_EXTENSIONS
                                  for ext in _FILE.findall(text.lower())):
         return "names a path or file"
+    if _FOLDER.search(text):
+        return "names a path or file"
+    m = _CHOICE.search(text)
+    if m and not {m.group(1).lower(), m.group(2).lower()} & _NOT_NAMES:
+        return f"names a choice: {m.group(1)} over {m.group(2)}"
     if _FLAG.search(text):
         return "names a command option"
     if _IDENT.search(text):
