@@ -220,3 +220,61 @@ def eval_corrections(files: tuple[Path, ...], show_errors: bool, detector: str, 
         why = f" ({e['reason']})" if e.get("reason") else ""
         click.echo(f"[{e['label']} predicted {e['predicted']} p={e['probability']}{why}] "
                    f"{e['text']}")
+
+
+@eval_group.command("history")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--no-review", is_flag=True,
+              help="No simulated reviewer: proposals wait, nothing is approved or applied.")
+@click.option("--judge-replies", type=click.Path(path_type=Path, file_okay=False),
+              help="Judge each session's messages at its end, the judge's replies read from "
+                   "this folder (NAME.md answers the request NAME.md).")
+@click.option("--judge-prompts", type=click.Path(path_type=Path, file_okay=False),
+              help="Write every request the judge is sent into this new or empty folder.")
+@json_option
+@click.pass_context
+def eval_history(ctx: click.Context, files: tuple[Path, ...], no_review: bool,
+                 judge_replies: Path | None, judge_prompts: Path | None, json_: bool) -> None:
+    """Replay labelled histories in order and report the lessons developers repeated.
+
+    Each repository is a project; its sessions are replayed in the order they were
+    written, each message through the product's own path (capture, detector, judge,
+    merge, scores, review queue). Between sessions a simulated reviewer approves a
+    proposal whose evidence holds a message labelled durable, rejects the rest, and
+    `lore apply` writes the approved rules. At every later occurrence of a
+    `repeat_group`, the report says whether a rule for it was in front of the agent
+    (CLAUDE.md or the session's context), only proposed, a candidate, or absent.
+    The format is in docs/json.md; a temporary home is used, yours is not touched.
+
+    \b
+    Examples:
+      lore eval history histories.jsonl
+      lore eval history histories.jsonl --judge-prompts prompts/
+      lore eval history histories.jsonl --judge-replies replies/ --json
+    """
+    from lore.measure.history import evaluate
+
+    embedder = (ctx.find_root().obj or {}).get("embedder")
+    got = evaluate(list(files), settings(ctx), embedder, reviewer=not no_review,
+                   judge_replies=judge_replies, judge_prompts=judge_prompts)
+    if json_:
+        emit_json(got)
+        return
+    rows = []
+    for name, part in (("in a later session", got["later_session"]),
+                       ("within one session", got["same_session"])):
+        rows.append([name, part["repeats"], part["front"], part["proposed"], part["candidate"],
+                     part["absent"]])
+    table(f"Repeated lessons: {got['groups']} groups in {got['repositories']} repositories, "
+          f"{got['sessions']} sessions", ["repeat", "repeats", "in front", "only proposed",
+                                          "candidate", "absent"], rows)
+    r, k = got["review"], got["lessons"]
+    click.echo(f"review: {r['proposals']} proposals ({r['proposals_per_session']} a session), "
+               f"{r['approved']} approved, {r['rejected']} rejected (kept {r['precision']})")
+    click.echo(f"lasting lessons: {k['learned']} of {k['lasting']} proposed or approved "
+               f"({k['recall']}), {k['candidate_only']} only as candidates")
+    j = got.get("judge")
+    if j:
+        click.echo(f"judge: {j['requests']} requests, {j['missing_replies']} without a reply"
+                   + (f" (first: {', '.join(j['first_missing'])})" if j["first_missing"] else "")
+                   + (f"; requests written to {j['prompts']}" if j["prompts"] else ""))
