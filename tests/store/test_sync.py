@@ -281,7 +281,7 @@ def test_tampered_batch_is_refused_whole(homes):
         assert old.status_code == 409 and "protocol" in old.json()["error"]["message"]
         good = http.post("/push", json=body).json()
         assert good == {"batch_id": batch.batch_id, "received": 3, "stored": 3, "refused": 0,
-                        "repeated": False}
+                        "repeated": False, "clamped": 0, "ahead": 0.0}
         assert http.post("/push", json=body).json()["repeated"] is True
     assert server_counts(server)["corrections"] == 3
 
@@ -1209,3 +1209,96 @@ def test_a_record_without_what_the_receiver_stores_is_one_line(kind, data, named
 
     with pytest.raises(InvalidInput, match=f"{kind} record r-1 lacks {named}"):
         check_record("dev-b", {"kind": kind, "id": "r-1", "data": data})
+
+
+def test_a_lesson_dated_hours_ahead_is_clamped_to_the_servers_clock(guarded):
+    """A forged push: B's version of a lesson dated 23 hours ahead (inside the day the date
+    check allows). The server stores it at its own now and says so in its answer, so A's
+    real edit a moment later still wins the conflict; a retry of the same batch is the same
+    record (nothing stored twice)."""
+    from datetime import UTC, datetime, timedelta
+
+    a, b, server, url, token_a, token_b = guarded
+    device_b = b.sync.device_id()
+    lesson = a.add_lesson(RULE["title"], RULE["content"], kind="preference", status="active")
+    sync(a, url, token_a)
+    ahead = (datetime.now(UTC) + timedelta(hours=23)).isoformat(timespec="milliseconds")
+    forged = {**lesson.to_dict(), "content": "B's forged content", "updated_at": ahead,
+              "created_at": ahead}
+    records = [{"kind": "lesson", "id": lesson.id, "device": device_b, "data": forged}]
+    before = datetime.now(UTC)
+    answer = forge(url, token_b, device_b, records)
+    assert answer.status_code == 200, answer.text
+    got = answer.json()
+    assert got["stored"] == 1 and got["clamped"] == 1
+    assert 22.9 * 3600 < got["ahead"] <= 23 * 3600, got
+    stored = server.get_lesson(lesson.id)
+    assert stored.content == "B's forged content"
+    stamp = datetime.fromisoformat(stored.updated_at.replace("Z", "+00:00"))
+    assert before - timedelta(seconds=1) <= stamp <= datetime.now(UTC)  # the server's now
+    again = forge(url, token_b, device_b, records)
+    assert again.json()["repeated"] is True and again.json()["stored"] == 0
+    a.update_lesson(lesson.id, content="A's real edit")
+    sync(a, url, token_a)
+    assert server.get_lesson(lesson.id).content == "A's real edit"
+    # A date within the tolerance is kept as it was sent.
+    near = (datetime.now(UTC) + timedelta(minutes=2)).isoformat(timespec="milliseconds")
+    other = b.add_lesson("Prefer ruff over flake8", "Lint with ruff.", status="active")
+    data = {**other.to_dict(), "updated_at": near}
+    answer = forge(url, token_b, device_b, [{"kind": "lesson", "id": other.id,
+                                             "device": device_b, "data": data}])
+    assert answer.json()["clamped"] == 0
+    assert server.get_lesson(other.id).updated_at == near
+
+
+def test_a_device_whose_clock_runs_ahead_is_told(guarded, tmp_path):
+    """A device's own lesson written with its clock an hour ahead: `lore sync` reports the
+    clamped date, `lore sync status` keeps saying so until a sync finds nothing wrong."""
+    from datetime import UTC, datetime, timedelta
+
+    from click.testing import CliRunner
+
+    from lore.cli import cli
+
+    a, _, server, url, token_a, _ = guarded
+    lesson = a.add_lesson("Use uv to install packages", "Run uv pip install.", status="active")
+    ahead = (datetime.now(UTC) + timedelta(hours=1)).isoformat(timespec="milliseconds")
+    a.store.conn.execute("UPDATE lessons SET updated_at = ? WHERE id = ?",  # type: ignore[attr-defined]
+                         (ahead, lesson.id))
+    a.store.conn.commit()  # type: ignore[attr-defined]
+    report = sync(a, url, token_a)
+    assert report.clamped == 1 and report.skew == 0.0  # the machine's clock itself agrees
+    problem = report.clock_problem()
+    assert problem and "set 1 lesson date up to 60 minutes ahead" in problem
+    assert a.sync.status()["clock"]["problem"] == problem
+    assert server.get_lesson(lesson.id).updated_at < ahead
+    env = {"LORE_HOME": str(a.settings.home), "LORE_DB": str(a.settings.db_location)}
+    out = CliRunner().invoke(cli, ["sync", "status"], env=env)
+    assert out.exit_code == 0 and "clock      " + problem in out.output, out.output
+    a.update_lesson(lesson.id, content="Run uv pip install, never pip.")  # this clock's now
+    assert sync(a, url, token_a).clock_problem() is None
+    assert a.sync.status()["clock"] is None
+
+
+@given(st.integers(-10**6, 10**6), st.integers(0, 5))
+def test_clock_skew_from_the_date_header(offset, trip):
+    """The Date header's time against the request's round trip: within it (or its one-second
+    resolution) no skew; outside, the distance to the nearer end."""
+    from datetime import UTC, datetime, timedelta
+    from email.utils import format_datetime
+
+    from lore.core.sync import clock_skew
+
+    sent = datetime(2026, 11, 28, 9, 0, 0, tzinfo=UTC)
+    received = sent + timedelta(seconds=trip)
+    theirs = sent + timedelta(seconds=offset)
+    skew = clock_skew(format_datetime(theirs, usegmt=True), sent, received)
+    assert skew is not None
+    if -1 <= offset <= trip + 1:
+        assert skew == 0.0
+    elif offset < 0:
+        assert skew == -offset
+    else:
+        assert skew == -(offset - trip)
+    assert clock_skew("not a date", sent, received) is None
+    assert clock_skew(None, sent, received) is None

@@ -81,6 +81,9 @@ def sync(ctx: click.Context, server: str | None, token: str | None, push_only: b
                f"another server): sent them again ({', '.join(report.resent)})")
     if report.refused:
         notice(f"the server left out {report.refused} records of sessions another device owns")
+    clock = report.clock_problem()
+    if clock:
+        notice(clock)
     if report.skipped:
         notice(f"not sent: {len(report.skipped)} lessons whose updated_at or created_at is not "
                "believable (before 2000, more than a day ahead of this clock, or not a date); "
@@ -112,3 +115,5 @@ def sync_status(ctx: click.Context, json_: bool) -> None:
     click.echo(f"last push  {status['last_push'] or '-'}")
     click.echo(f"last pull  {status['last_pull'] or '-'}")
     click.echo(f"pending    {status['pending_total']} ({pending})")
+    if status.get("clock"):
+        click.echo(f"clock      {status['clock']['problem']} (at {status['clock']['at']})")

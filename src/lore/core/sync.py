@@ -24,6 +24,12 @@ each device's cursors: a device whose cursor is ahead of that view (the server w
 sends again what the server lacks, and one behind it (its own database was reset or restored)
 sends what it holds and the server stores what is new.
 
+A device's clock is not trusted: a lesson date more than ``SKEW`` (five minutes) ahead of the
+server's clock is stored as the server's now (a forged or drifting date would otherwise win
+every later conflict), and the push's answer says how many dates were so clamped and how far
+ahead the furthest was. The client also compares its clock with the server's ``Date`` header;
+`lore sync` and `lore sync status` report either.
+
 A **deletion** travels as a lesson record whose data is a tombstone, ``{"id", "updated_at":
 when it was deleted, "deleted": true}``, pushed from and pulled through the same change log,
 and it meets edits by the same rule: a deletion later than the version a device holds deletes
@@ -35,6 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
@@ -62,6 +69,7 @@ PROTOCOL = 3  # 2: deletions travel as tombstones; 3: batches and edits named by
 MAX_CURSOR = 2**63 - 1    # the largest integer both backends store
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)  # a lesson date before this is not believed
 AHEAD = timedelta(days=1)                   # nor one more than a day ahead of the server's clock
+SKEW = timedelta(minutes=5)  # a date further ahead than this is stored as the server's now
 BATCH_SIZE = 500
 MAX_BATCH = 1000          # records in one pushed batch, checked by the server
 PULL_LIMIT = 500
@@ -75,8 +83,10 @@ PULL_KEY = "sync.pull"
 PULL_CHECK_KEY = "sync.pull.check"  # the lesson of the server's change at the pull cursor
 LAST_PUSH_KEY = "sync.last_push"
 LAST_PULL_KEY = "sync.last_pull"
+CLOCK_KEY = "sync.clock"  # the last sync's clock findings (JSON), for `lore sync status`
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
+log = logging.getLogger("lore.sync")
 
 
 def cursor_key(stream: str) -> str:
@@ -151,6 +161,24 @@ def date_problem(value: Any, field_name: str = "updated_at") -> str | None:
 
 def sane(value: Any) -> bool:
     return date_problem(value) is None
+
+
+def clamped(data: dict[str, Any], now_: datetime) -> float:
+    """Set a received lesson's dates that are more than :data:`SKEW` ahead of ``now_`` (the
+    server's clock) to ``now_``, in place; how many seconds the furthest was ahead (0: none
+    was). Dates were checked by :func:`date_problem` before."""
+    ahead = 0.0
+    stamp = now_.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    for name in ("updated_at", "created_at"):
+        value = data.get(name)
+        if not isinstance(value, str):
+            continue
+        when = parse_time(value)
+        when = when if when.tzinfo else when.replace(tzinfo=UTC)
+        if when - now_ > SKEW:
+            ahead = max(ahead, (when - now_).total_seconds())
+            data[name] = stamp
+    return ahead
 
 
 # The fields a received record must carry as text, by kind, beside the ones the receiver fills
@@ -248,6 +276,24 @@ class SyncReport:
     resent: dict[str, tuple[int, int]] = field(default_factory=dict)  # the server lacked rows
     behind: dict[str, tuple[int, int]] = field(default_factory=dict)  # reset or restored here
     skipped: list[str] = field(default_factory=list)  # lessons not sent: dates not believable
+    clamped: int = 0          # lesson dates the server found too far ahead and set to its now
+    ahead: float = 0.0        # seconds the furthest of those was ahead of the server's clock
+    skew: float | None = None  # this clock minus the server's (its Date header), seconds
+
+    def clock_problem(self) -> str | None:
+        """One line on this device's clock when it is off by more than :data:`SKEW` (None:
+        it is not, as far as the server could tell)."""
+        parts = []
+        if self.skew is not None and abs(self.skew) > SKEW.total_seconds():
+            side = "ahead of" if self.skew > 0 else "behind"
+            parts.append(f"this device's clock is {_span(abs(self.skew))} {side} the server's")
+        if self.clamped:
+            dates = "1 lesson date" if self.clamped == 1 else f"{self.clamped} lesson dates"
+            parts.append(f"the server set {dates} up to {_span(self.ahead)} ahead of its clock "
+                         "to its own time")
+        if not parts:
+            return None
+        return "; ".join(parts) + " (fix the clock: a date from the future is not trusted)"
 
     def to_dict(self) -> dict[str, Any]:
         return {"server": self.server, "device": self.device, "pushed": self.pushed,
@@ -257,7 +303,16 @@ class SyncReport:
                 "deleted": self.merge.deleted, "refused_pulled": self.merge.refused,
                 "resent": {k: list(v) for k, v in self.resent.items()},
                 "behind": {k: list(v) for k, v in self.behind.items()},
-                "skipped": self.skipped}
+                "skipped": self.skipped, "clamped": self.clamped, "ahead": self.ahead,
+                "skew": self.skew}
+
+
+def _span(seconds: float) -> str:
+    if seconds >= 5400:
+        return f"{seconds / 3600:.1f} hours"
+    if seconds >= 90:
+        return f"{seconds / 60:.0f} minutes"
+    return f"{seconds:.0f} seconds"
 
 
 class Sync:
@@ -290,7 +345,25 @@ class Sync:
                 "last_push": self.store.meta(LAST_PUSH_KEY),
                 "last_pull": self.store.meta(LAST_PULL_KEY),
                 "pull_cursor": int(self.store.meta(PULL_KEY) or 0),
-                "pending": pending, "pending_total": sum(pending.values())}
+                "pending": pending, "pending_total": sum(pending.values()),
+                "clock": self.clock()}
+
+    def clock(self) -> dict[str, Any] | None:
+        """What the last sync found wrong with this device's clock (None: nothing)."""
+        text = self.store.meta(CLOCK_KEY)
+        try:
+            found = json.loads(text) if text else None
+        except ValueError:
+            return None
+        return found if isinstance(found, dict) and found.get("problem") else None
+
+    def note_clock(self, report: SyncReport) -> None:
+        """Keep the last sync's clock findings for `lore sync status` (cleared when none)."""
+        problem = report.clock_problem()
+        value = json.dumps({"at": now(), "problem": problem, "skew": report.skew,
+                            "clamped": report.clamped, "ahead": report.ahead}) if problem else ""
+        with self.store.atomic():
+            self.store.set_meta(CLOCK_KEY, value)
 
     def pending(self, stream: str) -> int:
         """What a push of ``stream`` would send, counted by the store."""
@@ -553,11 +626,15 @@ class Sync:
                 return {"batch_id": batch_id, "received": seen["records"], "stored": 0,
                         "refused": 0, "repeated": True}
             accepted = self.owned(device, records)
-            stored = self.store_records(device, batch_id, at, accepted)
+            stored, skew = self.store_records(device, batch_id, at, accepted)
             self.tables.set_acked(device, stream, end, at)
             self.tables.add_batch(device, batch_id, at, len(records), stored)
+        if skew[0]:
+            log.warning("device %s: %d lesson dates up to %.0f s ahead of this clock were set "
+                        "to its time (the device's clock is ahead)", device, skew[0], skew[1])
         return {"batch_id": batch_id, "received": len(records), "stored": stored,
-                "refused": len(records) - len(accepted), "repeated": False}
+                "refused": len(records) - len(accepted), "repeated": False,
+                "clamped": skew[0], "ahead": skew[1]}
 
     def claim(self, device: str, token: str | None) -> None:
         """Bind ``device`` to the write token that pushes for it: the first token a device
@@ -598,8 +675,11 @@ class Sync:
                          in foreign)]
 
     def store_records(self, device: str, batch_id: str, at: str,
-                      records: Sequence[dict[str, Any]]) -> int:
-        """Store the records new to the server (checked and owned); how many were new."""
+                      records: Sequence[dict[str, Any]]) -> tuple[int, tuple[int, float]]:
+        """Store the records new to the server (checked and owned); how many were new, and
+        how many lesson dates were clamped to this clock (:func:`clamped`) and by how much the
+        furthest was ahead. The content hash is of the record as sent, so a retry of a
+        clamped record is still the same record."""
         order = {k: i for i, k in enumerate(KINDS)}
         stored = 0
         lessons: list[tuple[str, Any]] = []
@@ -612,12 +692,17 @@ class Sync:
             (r["kind"], r["id"], record_hash(r["kind"], d))
             for r, d in zip(ordered, datas, strict=True)])
         corrections: list[SyncedCorrection] = []
+        clock = datetime.now(UTC)
+        skew = (0, 0.0)
         for rec, data, new in zip(ordered, datas, fresh, strict=True):
             if not new:
                 continue
             stored += 1
             kind, rid = rec["kind"], rec["id"]
             if kind == "lesson":
+                ahead = clamped(data, clock)
+                if ahead:
+                    skew = (skew[0] + 1, max(skew[1], ahead))
                 lessons.append((device, data))
             elif kind == "session":
                 self.store.conversations.upsert_session(
@@ -649,7 +734,7 @@ class Sync:
             self.store.conversations.refresh_session(sid)
         if lessons:
             self.merge(lessons)
-        return stored
+        return stored, skew
 
     def view(self, device: str) -> dict[str, Any]:
         """The server's view of ``device``: its cursor after the last batch of each stream
@@ -728,6 +813,7 @@ class Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.http = httpx.Client(base_url=f"{self.server}/api/v1/sync", headers=headers,
                                  timeout=timeout, transport=transport)
+        self.skew: float | None = None  # this clock minus the server's, from its Date header
 
     def close(self) -> None:
         self.http.close()
@@ -736,7 +822,9 @@ class Client:
         import httpx
 
         try:
+            sent = datetime.now(UTC)
             response = self.http.request(method, path, **kwargs)
+            self.skew = clock_skew(response.headers.get("date"), sent, datetime.now(UTC))
         except httpx.TimeoutException:
             raise BackendUnavailable(f"the sync server {self.server} did not answer in time; "
                                      "run `lore sync` again (it resumes where it stopped)") from None
@@ -805,6 +893,25 @@ class Client:
         return self.call("GET", "/pull", params=params)
 
 
+def clock_skew(date: str | None, sent: datetime, received: datetime) -> float | None:
+    """This clock minus the server's, in seconds, from the ``Date`` header of an answer
+    between ``sent`` and ``received`` (None: no usable header). Zero while the server's time
+    lies within the round trip, give or take the header's one-second resolution."""
+    from email.utils import parsedate_to_datetime
+
+    try:
+        theirs = parsedate_to_datetime(date) if date else None
+    except (TypeError, ValueError, IndexError):
+        return None
+    if theirs is None or theirs.tzinfo is None:
+        return None
+    if theirs < sent - timedelta(seconds=1):
+        return (sent - theirs).total_seconds()
+    if theirs > received + timedelta(seconds=1):
+        return -(theirs - received).total_seconds()
+    return 0.0
+
+
 def run(sync: Sync, client: Client, *, batch_size: int = BATCH_SIZE, push: bool = True,
         pull: bool = True, progress: Progress | None = None) -> SyncReport:
     """Push every pending stream, then pull until the server has nothing newer."""
@@ -839,6 +946,8 @@ def run(sync: Sync, client: Client, *, batch_size: int = BATCH_SIZE, push: bool 
                 report.stored += int(ack.get("stored", 0))
                 report.refused += int(ack.get("refused", 0))
                 report.skipped.extend(batch.skipped)
+                report.clamped += int(ack.get("clamped") or 0)
+                report.ahead = max(report.ahead, float(ack.get("ahead") or 0.0))
                 report.pushed[stream] = report.pushed.get(stream, 0) + batch.count
                 done += batch.count
                 if progress:
@@ -861,6 +970,8 @@ def run(sync: Sync, client: Client, *, batch_size: int = BATCH_SIZE, push: bool 
                 progress("pull", report.pulled, report.pulled)
             if not page.get("more"):
                 break
+    report.skew = client.skew
+    sync.note_clock(report)
     return report
 
 

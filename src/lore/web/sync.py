@@ -179,6 +179,9 @@ class PushOut(BaseModel):
     stored: int = Field(description="records new to the server (0 for a repeated batch)")
     refused: int = Field(description="records of another device's session, not stored")
     repeated: bool = Field(description="a batch of these very records was stored before")
+    clamped: int = Field(default=0, description="lesson dates more than five minutes ahead of "
+                                                "the server's clock, stored as its now")
+    ahead: float = Field(default=0.0, description="seconds the furthest of those was ahead")
 
 
 class StateOut(BaseModel):
