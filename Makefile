@@ -42,8 +42,8 @@ lint: $(STAMP) ## Ruff and mypy
 	$(BIN)/mypy src/lore
 
 bench: $(STAMP) ## Benchmarks; results go to docs/benchmarks.md by hand
-	$(BIN)/python bench/search_bench.py
-	$(BIN)/python bench/serve_bench.py
+	$(BIN)/python -m bench.search_bench
+	$(BIN)/python -m bench.serve_bench
 
 dist: $(STAMP) ## Build the sdist and the wheel into dist/
 	$(BIN)/python -m build --outdir dist .

@@ -1,6 +1,6 @@
 """Plan and write 200 approved rules over four files (docs/apply.md, "Measured").
 
-    python bench/apply_bench.py [--runs 30] [--rules 200]
+    python -m bench.apply_bench [--runs 30] [--rules 200]
 
 The four files: the project's CLAUDE.md (an existing 120-line file of the user's), AGENTS.md,
 one .claude/rules file for the file-bound rules and ~/.claude/CLAUDE.md for the global ones.

@@ -1,6 +1,6 @@
 """`lore apply` with 200 approved rules in the database (docs/benchmarks.md, "Applying rules").
 
-    python bench/apply_cli_bench.py [--runs 10] [--rules 200]
+    python -m bench.apply_cli_bench [--runs 10] [--rules 200]
 
 A temporary Lore home holds --rules active rules (one in ten global, one in five tied to
 Python files, eight tags), a project with a 120-line CLAUDE.md of the user's and an empty home

@@ -3,7 +3,7 @@ and apply"): a chunked POST of 400 MB without a token, the same with a write tok
 declared Content-Length of 400 MB with nothing sent. Prints the answer, how long it took, how
 many MB were sent before it, and the server's resident memory (VmRSS, peak VmHWM).
 
-    python bench/body_guard_bench.py [--mb 400] [--src PATH]
+    python -m bench.body_guard_bench [--mb 400] [--src PATH]
 
 ``--src`` serves the `lore` of another source tree (a baseline in the same run). Linux only
 (reads /proc).

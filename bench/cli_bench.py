@@ -1,6 +1,6 @@
 """How long commands that embed nothing take, as whole processes, against `lore --version`.
 
-    python bench/cli_bench.py [--runs 15] [--lessons 200]
+    python -m bench.cli_bench [--runs 15] [--lessons 200]
 
 A temporary home gets ``--lessons`` lessons (through the facade, the real model), and a copy of
 it a ``config.yaml`` that sets a few keys (CONFIG). Then each command runs as its own process,
@@ -25,6 +25,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench.harness import pct
 
 NO_CONFIG, CONFIG_FILE, VALIDATED = "", "config.yaml", "config.yaml, validated"
 # (name, argv, home): the home without a config file, with one, or with one and no cache.
@@ -85,10 +87,6 @@ def timed(argv: list[str], env: dict[str, str], drop: Path | None = None) -> tup
     return wall * 1000, cpu * 1000
 
 
-def p90(values: list[float]) -> float:
-    return statistics.quantiles(values, n=10)[-1] if len(values) > 1 else values[0]
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=15)
@@ -132,7 +130,7 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for name, _, _ in rows:
         w, c = statistics.median(walls[name]), statistics.median(cpus[name])
-        print(f"| `{name}` | {w:.0f} ms | {p90(walls[name]):.0f} ms | {c:.0f} ms | "
+        print(f"| `{name}` | {w:.0f} ms | {pct(walls[name], 0.9):.0f} ms | {c:.0f} ms | "
               f"{w / base_wall:.2f} / {c / base_cpu:.2f} |")
 
 

@@ -1,6 +1,6 @@
 """What leaving out the rules the instruction files already state costs the SessionStart context.
 
-    python bench/context_bench.py [--rules 200] [--runs 200]
+    python -m bench.context_bench [--rules 200] [--runs 200]
 
 A database with ``--rules`` active rules in one project (a repository); `lore apply` writes them
 into its CLAUDE.md and `.claude/rules`. Measured in one run, in process (the hook's interpreter
@@ -15,13 +15,11 @@ import argparse
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from search_bench import pct  # noqa: E402
+from bench.harness import pct
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """Conversation memory benchmarks.
 
-    python bench/conversation_bench.py [--transcripts DIR] [--chunks 100000] [--big-mb 200]
+    python -m bench.conversation_bench [--transcripts DIR] [--chunks 100000] [--big-mb 200]
 
 1. Import of every transcript in DIR (default ../shared/data/transcripts): messages per
    second without and with embeddings, and a second import of the unchanged files.
@@ -28,12 +28,12 @@ import time
 import uuid
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from corpus import corpus_vectors, make_corpus, make_queries  # noqa: E402
-from lore.api import Lore  # noqa: E402
-from lore.config import EmbeddingConfig, load_config  # noqa: E402
-from lore.embed import create_embedder  # noqa: E402
-from search_bench import CachedEmbedder, pct  # noqa: E402
+from bench.corpus import corpus_vectors, make_corpus, make_queries
+from bench.harness import pct
+from bench.search_bench import CachedEmbedder
+from lore.api import Lore
+from lore.config import EmbeddingConfig, load_config
+from lore.embed import create_embedder
 
 ROOT = Path(__file__).resolve().parents[1]
 LORE = str(Path(sys.executable).parent / "lore")
@@ -172,7 +172,7 @@ def search_speed(chunks: int, queries: int, compare: list[str] | None = None) ->
 
 
 def compare_models(lore, real, names: list[str], qs: list[str], chunks: int, built: float) -> None:
-    from e5_embedder import embedder
+    from bench.e5_embedder import embedder
 
     models = {real.name: real, **{n: embedder(n) for n in names}}
     switch = Switch(real.name, models)

@@ -1,6 +1,6 @@
 """Correction detector and learning pipeline throughput (the worker's side).
 
-    python bench/detector_bench.py [--labelled FILE.jsonl] [--runs 7]
+    python -m bench.detector_bench [--labelled FILE.jsonl] [--runs 7]
 
 Detector: ``lore.extract.detect`` over every message (a labelled file's, or messages built
 here), repeated; the hooks' pre-filter alone as a baseline in the same run. Pipeline:
@@ -15,13 +15,11 @@ import json
 import os
 import random
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from search_bench import pct  # noqa: E402
+from bench.harness import pct
 
 SHAPES = [
     "No, don't use {a}, use {b} instead", "use {b} instead of {a}", "always use {b} for this",

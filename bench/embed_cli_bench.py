@@ -1,7 +1,7 @@
 """Commands that embed, as whole processes: time to the first result, the model's load, and how
 many times a process loads it, against `lore --version` in the same run.
 
-    python bench/embed_cli_bench.py [--runs 10] [--lessons 100] [--before-src DIR]
+    python -m bench.embed_cli_bench [--runs 10] [--lessons 100] [--before-src DIR]
 
 A temporary home gets ``--lessons`` lessons and the conversations of
 tests/fixtures/transcripts (imported and embedded by the real model). Then each command runs as
@@ -43,8 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-from cli_bench import p90  # noqa: E402
+from bench.harness import pct
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERY = "why did the build fail with a timeout"
@@ -214,8 +213,8 @@ def main() -> None:
         made = f"{pr['sessions']}, {pr['session_ms']:.0f} ms" if pr else "-"
         f = firsts[(name, variant)]
         print(f"| `{name}` | {variant if name in EMBEDS else ''} | "
-              f"{statistics.median(f):.0f} / {p90(f):.0f} ms | "
-              f"{statistics.median(values):.0f} / {p90(values):.0f} ms | "
+              f"{statistics.median(f):.0f} / {pct(f, 0.9):.0f} ms | "
+              f"{statistics.median(values):.0f} / {pct(values, 0.9):.0f} ms | "
               f"{statistics.median(cpus[(name, variant)]):.0f} ms | "
               f"{statistics.median(values) / base_wall:.1f} | {made} |")
 

@@ -1,6 +1,6 @@
 """A hook in a large home reached through a symlink, against a plain home (whole processes).
 
-    python bench/home_bench.py [--runs 30] [--files 20000]
+    python -m bench.home_bench [--runs 30] [--files 20000]
 
 Run it once with this source and once with an older one on PYTHONPATH to compare: the older
 hook walked the whole home on every call when the home (here, the symlink's target) could be
@@ -19,8 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from search_bench import pct  # noqa: E402
+from bench.harness import pct
 
 LORE = str(Path(sys.executable).parent / "lore")
 

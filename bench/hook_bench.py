@@ -1,6 +1,6 @@
 """Hook and queue benchmarks (whole processes, interpreter start included).
 
-    python bench/hook_bench.py [--runs 50] [--events 5000]
+    python -m bench.hook_bench [--runs 50] [--events 5000]
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from lore.capture.queue import Queue  # noqa: E402
-from search_bench import pct  # noqa: E402
+from bench.harness import pct
+from lore.capture.queue import Queue
 
 LORE = str(Path(sys.executable).parent / "lore")
 TRANSCRIPT = (Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "transcripts"

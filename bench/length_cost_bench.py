@@ -1,7 +1,7 @@
 """What the length prior and the question penalty cost conversation search: reading each
 candidate's word count and last characters (their only new work).
 
-    python bench/length_cost_bench.py [--chunks 100000] [--candidates 200] [--runs 300]
+    python -m bench.length_cost_bench [--chunks 100000] [--candidates 200] [--runs 300]
 
 Builds a database of N chunks through the product (`add_turns`, one chunk a turn, sessions of
 1,000 turns, texts of 5 to 4,000 characters drawn from a vocabulary), then times the ranking
@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.harness import pct
 from lore.api import Lore
 from lore.config import Config, Settings
 from lore.store.sqlite import conversations as sqlconv
@@ -46,11 +47,6 @@ def text(rng: random.Random) -> str:
         size += len(w) + 1
     lines = [" ".join(out[i:i + 12]) for i in range(0, len(out), 12)]
     return "\n".join(lines)
-
-
-def pct(xs: list[float], p: float) -> float:
-    s = sorted(xs)
-    return s[int(p * (len(s) - 1))]
 
 
 def main() -> int:

@@ -1,8 +1,8 @@
 """MCP server benchmarks through a real client over stdio (the official SDK's Client).
 
-    python bench/mcp_bench.py                # start-up to initialize; search at 10,000 lessons
-    python bench/mcp_bench.py --size 2000 --queries 50
-    python bench/mcp_bench.py --first-list-only --startups 21
+    python -m bench.mcp_bench                # start-up to initialize; search at 10,000 lessons
+    python -m bench.mcp_bench --size 2000 --queries 50
+    python -m bench.mcp_bench --first-list-only --startups 21
 
 Start-up is measured from spawning `lore mcp` to a completed `initialize` handshake.
 First list: from spawning the server to the answer of `tools/list` sent right after
@@ -29,11 +29,11 @@ from pathlib import Path
 import anyio
 from mcp import Client, StdioServerParameters
 
-sys.path.insert(0, str(Path(__file__).parent))
-from corpus import make_queries  # noqa: E402
-from lore.config import EmbeddingConfig  # noqa: E402
-from lore.embed import create_embedder  # noqa: E402
-from search_bench import build, pct  # noqa: E402
+from bench.corpus import make_queries
+from bench.harness import pct
+from bench.search_bench import build
+from lore.config import EmbeddingConfig
+from lore.embed import create_embedder
 
 LORE = str(Path(sys.executable).parent / "lore")
 

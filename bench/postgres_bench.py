@@ -2,8 +2,8 @@
 recall against exact search, the keyword stage, with the query embedding as the same-run
 baseline.
 
-    python bench/postgres_bench.py                          # 10k and 100k lessons, own server
-    python bench/postgres_bench.py --sizes 10000 --url postgresql://me@host/db
+    python -m bench.postgres_bench                          # 10k and 100k lessons, own server
+    python -m bench.postgres_bench --sizes 10000 --url postgresql://me@host/db
 
 Without --url a PostgreSQL server with pgvector is started from the pgserver wheel (the dev
 extra) in a temporary folder. Lessons come from bench/corpus.py. Vectors: the real default
@@ -25,21 +25,16 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-from corpus import corpus_vectors, make_corpus, make_queries  # noqa: E402
-from lore.api import Lore  # noqa: E402
-from lore.config import Config, EmbeddingConfig, Settings  # noqa: E402
-from lore.embed import create_embedder  # noqa: E402
-from lore.ids import new_id  # noqa: E402
-from lore.models import Filters  # noqa: E402
-from lore.recall.hybrid import SEARCH  # noqa: E402
-from lore.recall.vectors import MemoryIndex, candidates  # noqa: E402
-from lore.store import fts_terms, open_store  # noqa: E402
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+from bench.corpus import corpus_vectors, make_corpus, make_queries
+from bench.harness import pct
+from lore.api import Lore
+from lore.config import Config, EmbeddingConfig, Settings
+from lore.embed import create_embedder
+from lore.ids import new_id
+from lore.models import Filters
+from lore.recall.hybrid import SEARCH
+from lore.recall.vectors import MemoryIndex, candidates
+from lore.store import fts_terms, open_store
 
 
 def summary(ms: list[float]) -> str:

@@ -1,7 +1,7 @@
 """Conversation search on Postgres at 10,000, 100,000 and 1,000,000 chunks.
 
-    python bench/postgres_scale_bench.py --sizes 10000 100000 1000000 --queries 100
-    python bench/postgres_scale_bench.py --sizes 100000 --data ~/.cache/lore-bench/pg   # kept
+    python -m bench.postgres_scale_bench --sizes 10000 100000 1000000 --queries 100
+    python -m bench.postgres_scale_bench --sizes 100000 --data ~/.cache/lore-bench/pg   # kept
 
 A PostgreSQL server with pgvector is started from the pgserver wheel (the dev extra) in a
 temporary folder (or in ``--data``, kept and reused: a size already loaded is not loaded again).
@@ -34,10 +34,9 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-from corpus import make_corpus, make_queries  # noqa: E402
-from scale_bench import PER_SESSION, PROJECTS, pct  # noqa: E402
-from scale_corpus import chunk_text, vectors  # noqa: E402
+from bench.corpus import make_corpus, make_queries
+from bench.scale_bench import PER_SESSION, PROJECTS, pct
+from bench.scale_corpus import chunk_text, vectors
 
 ONE = "/work/p3"
 STAMP = "2026-10-01T00:00:00Z"

@@ -1,9 +1,9 @@
 """Secret redaction: the corpus figures, the cost on real transcripts and on the hook path.
 
-    python bench/redact_bench.py [--transcripts DIR] [--runs 15] [--seeds 5] [--before SRC]
+    python -m bench.redact_bench [--transcripts DIR] [--runs 15] [--seeds 5] [--before SRC]
 
 1. tests/data/secrets_corpus.jsonl: secrets caught, look-alikes kept; the generated corpus
-   (tests/secret_corpus.py, every format and look-alike drawn with ``--seeds`` seeds):
+   (bench/secret_corpus.py, every format and look-alike drawn with ``--seeds`` seeds):
    secrets caught of those drawn, look-alikes redacted of those drawn, secret-named JSON fields.
 2. Every text of the transcripts in DIR (default ../shared/data/transcripts): how many the
    redactor changes (each one is printed for review: on real work a change is more often a
@@ -24,6 +24,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from bench.harness import pct
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,10 +55,7 @@ def corpus() -> None:
 
 
 def generated(seeds: int) -> None:
-    from lore.redact import redact, redact_value
-
-    sys.path.insert(0, str(ROOT / "tests"))
-    from secret_corpus import (
+    from bench.secret_corpus import (
         LOOK_ALIKES,
         SECRETS,
         STRUCTURED,
@@ -64,6 +63,7 @@ def generated(seeds: int) -> None:
         secret_cases,
         structured_case,
     )
+    from lore.redact import redact, redact_value
 
     cases = secret_cases(seeds)
     missed = sorted({f for f, text, secret in cases if secret in redact(text)})
@@ -147,11 +147,6 @@ def hook(runs: int) -> None:
             work.append(b)
         print(f"- hook, {name}: import {statistics.median(imports):.1f} ms, redaction "
               f"{statistics.median(work):.2f} ms (CPU, median of {runs} processes)")
-
-
-def pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
 def processes(runs: int, before: Path | None = None) -> None:

@@ -1,6 +1,6 @@
 """How long `lore review` takes to list 1,000 waiting rules, as a user runs it (docs/benchmarks.md).
 
-    python bench/review_bench.py [--items 1000] [--runs 15]
+    python -m bench.review_bench [--items 1000] [--runs 15]
 
 A temporary home gets ``--items`` learned rules waiting for review (candidates and proposed
 ones, each with three quotes of evidence, the agent turn they answered, a session, a date and

@@ -1,6 +1,6 @@
 """Conversation memory at scale: search at 100,000 and 1,000,000 chunks on SQLite.
 
-    python bench/scale_bench.py [--sizes 100000 1000000] [--queries 200] [--cold 5]
+    python -m bench.scale_bench [--sizes 100000 1000000] [--queries 200] [--cold 5]
 
 The corpus is bench/scale_corpus.py's (real embeddings of 20,000 texts, perturbed to the size;
 queries embedded live by the real model). Each size's home (database and chunk index) is built
@@ -26,19 +26,14 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from corpus import make_corpus, make_queries  # noqa: E402
-from lore.recall.vectors import ChunkIndex  # noqa: E402
-from scale_corpus import CACHE, chunk_text, vectors  # noqa: E402
+from bench.corpus import make_corpus, make_queries
+from bench.harness import pct
+from bench.scale_corpus import CACHE, chunk_text, vectors
+from lore.recall.vectors import ChunkIndex
 
 PER_SESSION = 1000
 PROJECTS = 7
 LORE = str(Path(sys.executable).parent / "lore")
-
-
-def pct(xs: list[float], p: float) -> float:
-    s = sorted(xs)
-    return s[min(len(s) - 1, int(p * len(s)))]
 
 
 def fmt(xs: list[float]) -> str:
@@ -151,9 +146,8 @@ import numpy as np
 from lore.api import Lore
 from lore.config import load_config
 from lore.recall.conversations import query_terms
-sys.path.insert(0, sys.argv[1])
-from corpus import make_queries
-from scale_corpus import vectors
+from bench.corpus import make_queries  # the child runs in the repository's root
+from bench.scale_corpus import vectors
 n, nq = int(sys.argv[2]), int(sys.argv[3])
 out = {}
 with Lore.open(load_config()) as lore:
@@ -231,7 +225,8 @@ def measure(n: int, queries: int, cold: int, warm_cache: bool = False) -> None:
     cache = f"page cache filled first ({read_through(home):.0f} s)" if warm_cache else \
         "page cache as the previous runs left it"
     proc = subprocess.run([sys.executable, "-c", WARM, str(Path(__file__).parent), str(n),
-                           str(queries)], env=env, capture_output=True, text=True, check=True)
+                           str(queries)], env=env, capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).parents[1])
     r = json.loads(proc.stdout.strip().splitlines()[-1])
     colds = []
     for q in make_queries(cold, seed=99):

@@ -25,8 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-from corpus import make_corpus  # noqa: E402
+from bench.corpus import make_corpus
 
 BASE = 1_000
 MIX = 0.3

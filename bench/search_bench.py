@@ -1,7 +1,7 @@
 """Search benchmarks: warm hybrid search latency, vector-stage recall, cold CLI, memory, import.
 
-    python bench/search_bench.py                 # 10k and 100k lessons, everything
-    python bench/search_bench.py --sizes 10000 --queries 100
+    python -m bench.search_bench                 # 10k and 100k lessons, everything
+    python -m bench.search_bench --sizes 10000 --queries 100
 
 Lessons come from bench/corpus.py; their embeddings (the real default model) are
 cached in bench/.cache, so only the first run spends minutes embedding. Query
@@ -25,15 +25,15 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-from corpus import corpus_vectors, make_corpus, make_queries  # noqa: E402
-from lore.api import Lore  # noqa: E402
-from lore.config import EmbeddingConfig, Settings, load_config  # noqa: E402
-from lore.embed import create_embedder, document_text  # noqa: E402
-from lore.ids import new_id  # noqa: E402
-from lore.models import Filters  # noqa: E402
-from lore.recall.hybrid import SEARCH  # noqa: E402
-from lore.recall.vectors import MemoryIndex, candidates  # noqa: E402
+from bench.corpus import corpus_vectors, make_corpus, make_queries
+from bench.harness import pct
+from lore.api import Lore
+from lore.config import EmbeddingConfig, Settings, load_config
+from lore.embed import create_embedder, document_text
+from lore.ids import new_id
+from lore.models import Filters
+from lore.recall.hybrid import SEARCH
+from lore.recall.vectors import MemoryIndex, candidates
 
 
 class CachedEmbedder:
@@ -53,11 +53,6 @@ class CachedEmbedder:
 
     def embed_query(self, text):
         return self.real.embed_query(text)
-
-
-def pct(values, q):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
 def summary(ms):

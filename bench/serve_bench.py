@@ -1,8 +1,8 @@
 """`lore serve` latency at 10,000 lessons: warm API search through a real Uvicorn server, and
 each dashboard page, measured server-side (the Server-Timing header) and end to end (httpx).
 
-    python bench/serve_bench.py                  # 10,000 lessons, 200 searches
-    python bench/serve_bench.py --size 2000 --queries 50
+    python -m bench.serve_bench                  # 10,000 lessons, 200 searches
+    python -m bench.serve_bench --size 2000 --queries 50
 
 The lessons and their cached embeddings come from bench/search_bench.py (bench/corpus.py);
 query embeddings are computed live by the real model and are part of the measured time.
@@ -21,15 +21,13 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
-from corpus import make_queries  # noqa: E402
-from lore.api import Lore  # noqa: E402
-from lore.config import EmbeddingConfig  # noqa: E402
-from lore.embed import create_embedder  # noqa: E402
-from lore.models import Filters  # noqa: E402
-from search_bench import build, pct  # noqa: E402
-from server_util import running  # noqa: E402
+from bench.corpus import make_queries
+from bench.harness import pct, serving
+from bench.search_bench import build
+from lore.api import Lore
+from lore.config import EmbeddingConfig
+from lore.embed import create_embedder
+from lore.models import Filters
 
 
 def server_ms(response: httpx.Response) -> float:
@@ -73,7 +71,7 @@ def main() -> None:
                                     session_id=f"bench-{i}")
             lore.warm()
             queries = make_queries(args.queries)
-            with running(lore) as url, httpx.Client(base_url=url, timeout=60) as client:
+            with serving(lore) as url, httpx.Client(base_url=url, timeout=60) as client:
                 for q in queries[:10]:
                     timed(client, "/api/v1/search", q=q)
                 server, total = zip(*(timed(client, "/api/v1/search", q=q, explain="true")

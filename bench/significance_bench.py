@@ -1,6 +1,6 @@
 """The significance detector over a 2,000-file diff in a real repository.
 
-    python bench/significance_bench.py [--files 2000] [--runs 30]
+    python -m bench.significance_bench [--files 2000] [--runs 30]
 
 Builds a repository in a temporary folder (a first commit of ``--files`` source files in 40
 folders, then one commit that edits every one of them, renames 20, adds 50 in new folders, a
@@ -29,10 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from lore.capture.git import changes_in_commit  # noqa: E402
-from lore.extract.significance import score, summarize  # noqa: E402
-from search_bench import pct  # noqa: E402
+from bench.harness import pct
+from lore.capture.git import changes_in_commit
+from lore.extract.significance import score, summarize
 
 
 def git(repo: Path, *args: str) -> None:

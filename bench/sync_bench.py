@@ -2,8 +2,8 @@
 a second home) and pulls; the baseline of the same run is a sync with nothing to send (one
 round trip: the server's info and an empty pull).
 
-    python bench/sync_bench.py                      # 10,000 events, 5 runs
-    python bench/sync_bench.py --events 2000 --runs 3
+    python -m bench.sync_bench                      # 10,000 events, 5 runs
+    python -m bench.sync_bench --events 2000 --runs 3
 
 The events: captured corrections, conversation messages (in sessions of 100), the agent's
 edits, and lessons a person approved (embedded by the server with the real model, warm).
@@ -17,20 +17,15 @@ import argparse
 import os
 import platform
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
-from conftest import make_settings  # noqa: E402
-from lore.api import Lore  # noqa: E402
-from lore.config import EmbeddingConfig  # noqa: E402
-from lore.core.sync import Client, run  # noqa: E402
-from lore.embed import create_embedder  # noqa: E402
-from search_bench import pct  # noqa: E402
-from server_util import running  # noqa: E402
+from bench.harness import pct, serving, settings
+from lore.api import Lore
+from lore.config import EmbeddingConfig
+from lore.core.sync import Client, run
+from lore.embed import create_embedder
 
 
 def fill(lore: Lore, events: int, lessons: int) -> dict[str, int]:
@@ -81,11 +76,11 @@ def main() -> None:
     for _ in range(args.runs):
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
-            with Lore.open(make_settings(root / "device"), embedder=real) as device, \
-                    Lore.open(make_settings(root / "server"), embedder=real) as server:
+            with Lore.open(settings(root / "device"), embedder=real) as device, \
+                    Lore.open(settings(root / "server"), embedder=real) as server:
                 shape = fill(device, args.events, args.lessons)
                 server.warm()
-                with running(server) as url:
+                with serving(server) as url:
                     client = Client(url, None)
                     start = time.perf_counter()
                     report = run(device.sync, client, batch_size=args.batch)

@@ -1,6 +1,6 @@
 """Candidates for the conversation vector stage at 100,000 and 1,000,000 chunks.
 
-    python bench/vector_stage_bench.py [--sizes 100000 1000000] [--queries 200]
+    python -m bench.vector_stage_bench [--sizes 100000 1000000] [--queries 200]
 
 Vectors from bench/scale_corpus.py (real embeddings of 20,000 texts, perturbed to 1M), queries
 embedded live by the real model. For each candidate: build time, search median and p90 (one
@@ -25,24 +25,18 @@ from __future__ import annotations
 import argparse
 import resource
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-from corpus import make_queries  # noqa: E402
-from scale_corpus import vectors  # noqa: E402
+from bench.corpus import make_queries
+from bench.harness import pct
+from bench.scale_corpus import vectors
 
 K = 10
 PROJECTS = 7
-
-
-def pct(xs: list[float], p: float) -> float:
-    s = sorted(xs)
-    return s[min(len(s) - 1, int(p * len(s)))]
 
 
 def line(name: str, times: list[float], recall: float, extra: str = "") -> None:

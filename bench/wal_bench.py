@@ -1,6 +1,6 @@
 """Transcript import with SQLite's default checkpointing against Lore's small write-ahead log.
 
-    python bench/wal_bench.py FOLDER [--runs 3]
+    python -m bench.wal_bench FOLDER [--runs 3]
 
 Each run imports every ``*.jsonl`` under FOLDER into a fresh home (no embeddings), once with
 ``wal_autocheckpoint`` 1000 pages and no size limit (SQLite's defaults) and once with Lore's
@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import argparse
 import resource
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-import lore.store.sqlite.db as db  # noqa: E402
-from conftest import FakeEmbedder, make_settings  # noqa: E402
-from lore.api import Lore  # noqa: E402
+import lore.store.sqlite.db as db
+from bench.harness import HashEmbedder, settings
+from lore.api import Lore
 
 
 def run(files: list[Path], pages: int, limit: int) -> tuple[float, float, int]:
@@ -42,7 +40,7 @@ def run(files: list[Path], pages: int, limit: int) -> tuple[float, float, int]:
         watcher = threading.Thread(target=watch)
         watcher.start()
         r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-        with Lore.open(make_settings(Path(home)), embedder=FakeEmbedder()) as lore:
+        with Lore.open(settings(Path(home)), embedder=HashEmbedder()) as lore:
             lore.conversations.ingest(files, embed=False)
         wall = time.perf_counter() - t0
         r1 = resource.getrusage(resource.RUSAGE_SELF)

@@ -219,7 +219,7 @@ def _mcp_change(path: Path, keys: list[str], command: str, remove: bool) -> Chan
 # ---- the judge ---------------------------------------------------------------------------
 # Offered by `lore install`: a language model that decides what the sessions teach
 # (docs/learning.md). Tokens per judged session, median and p90, measured by
-# bench/judge_tokens.py on real Claude Code transcripts.
+# bench/quality/judge_tokens.py on real Claude Code transcripts.
 JUDGE_TOKENS = (1536, 2541)
 JUDGE_BUDGET = 200_000  # tokens a day: about 80 sessions at the p90
 JUDGES = {

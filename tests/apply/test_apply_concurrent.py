@@ -4,64 +4,18 @@ same CLAUDE.md while a writer appends a line every few milliseconds; not one lin
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import make_settings
-from lore.api import Lore
+from bench.quality.apply_race import Appender, apply_in, homes_with_rules
 from lore.apply import files
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
 RUNS = 10
 ROUNDS = 3
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="flock")
-
-
-class Appender(threading.Thread):
-    """The user: one numbered line appended every ``every`` seconds, as an editor's
-    append or `echo >>` would (open, write, close)."""
-
-    def __init__(self, path: Path, every: float = 0.01) -> None:
-        super().__init__(daemon=True)
-        self.path, self.every = path, every
-        self.count = 0
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        while not self.stop.is_set():
-            with open(self.path, "a", encoding="utf-8") as f:
-                f.write(f"user line {self.count}\n")
-            self.count += 1
-            time.sleep(self.every)
-
-
-def homes_with_rules(tmp_path: Path, project: Path, real_embedder, n: int) -> list[Path]:
-    """``n`` Lore homes, each with its own approved rules for ``project``: every run has
-    something different to write, so every run races the others."""
-    homes = []
-    for i in range(n):
-        home = tmp_path / f"lore-{i}"
-        with Lore.open(make_settings(home), embedder=real_embedder) as lore:
-            for j in range(2):
-                lore.add_lesson(f"Rule {j} of home {i}: use tool {i}-{j}", "", kind="preference",
-                                status="active", project=str(project))
-        homes.append(home)
-    return homes
-
-
-def apply_in(home: Path, project: Path, user: Path, extra: tuple[str, ...] = ()
-             ) -> subprocess.Popen[str]:
-    env = {**os.environ, "LORE_HOME": str(home), "HOME": str(user),
-           "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return subprocess.Popen([sys.executable, "-m", "lore", "apply", "--yes", "--no-global",
-                             "--project", str(project), *extra],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def test_concurrent_runs_and_an_appending_user_lose_no_line(tmp_path, real_embedder):

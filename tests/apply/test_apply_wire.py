@@ -299,10 +299,7 @@ def test_skills_propose_groups_by_meaning_and_write_never_overwrites_a_users_ski
 def test_stats_flag_a_rule_corrected_again_after_approval_and_draw_the_curve(run, where, settings,
                                                                              real_embedder,
                                                                              tmp_path):
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    import learning_curve
+    from bench.quality import learning_curve
     from lore.measure.learning import learning_curve as curve
     from lore.measure.learning import replay, rule_follow
 

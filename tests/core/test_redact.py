@@ -16,9 +16,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bench.secret_corpus import (
+    LOOK_ALIKES,
+    STRUCTURED,
+    look_alike_cases,
+    render,
+    secret_cases,
+    structured_case,
+)
+from bench.secret_corpus import SECRETS as FORMATS
 from lore.redact import contains_secret, redact, redact_value
-from secret_corpus import LOOK_ALIKES, STRUCTURED, look_alike_cases, render, secret_cases, structured_case
-from secret_corpus import SECRETS as FORMATS
 
 CORPUS = [json.loads(line) for line in
           (Path(__file__).parents[1] / "data" / "secrets_corpus.jsonl").read_text().splitlines()]
@@ -99,7 +106,7 @@ def test_redaction_is_idempotent_and_never_raises(text: str):
     assert contains_secret(once) is False
 
 
-# ---- the generated corpus (tests/secret_corpus.py): every format drawn with several seeds ----
+# ---- the generated corpus (bench/secret_corpus.py): every format drawn with several seeds ----
 
 
 def test_generated_corpus_size():

@@ -1,6 +1,6 @@
 """Every secret format of the generated corpus, through every door, and nowhere at rest.
 
-The secrets of tests/secret_corpus.py go in as a user would give them: prompts, shell
+The secrets of bench/secret_corpus.py go in as a user would give them: prompts, shell
 commands, MCP tool inputs with secret-named fields, written files, a transcript, lessons,
 corrections and search queries from the API, the CLI, the web API and MCP. Then the queue
 (pending files and done.jsonl), every text cell of every table and every answer that shows
@@ -20,12 +20,12 @@ import pytest
 from click.testing import CliRunner
 from test_private import leaked
 
+from bench.secret_corpus import STRUCTURED, secret_cases, structured_case
 from conftest import FakeEmbedder, make_settings
 from lore import hooks
 from lore.api import Lore
 from lore.cli import cli
 from lore.worker import Worker
-from secret_corpus import STRUCTURED, secret_cases, structured_case
 from server_util import running
 
 CASES = secret_cases(1)  # one draw of every format (the unit tests draw three and more)

@@ -18,8 +18,9 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from server_util import free_port  # noqa: E402
 from test_docker import exec_form, instructions  # noqa: E402
+
+from server_util import free_port  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 

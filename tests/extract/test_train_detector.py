@@ -1,4 +1,4 @@
-"""bench/train_detector.py end to end on a small labelled file written for this test."""
+"""scripts/train_detector.py end to end on a small labelled file written for this test."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "train_detector.py"
+BENCH = Path(__file__).resolve().parents[2] / "scripts" / "train_detector.py"
 DONE = "I've switched the session store to Redis and updated the config."
 POSITIVE = ["No, don't use {a}, use {b} instead", "you didn't update the {a}",
             "that's not right, the {a} goes in {b}", "from now on always use {b}",

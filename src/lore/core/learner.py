@@ -71,12 +71,12 @@ Opinion = Callable[[str, str | None], Any]
 JUDGING = "judging"  # a captured message's status while it waits for the judge
 MAX_KNOWN_RULES = 30  # the project's rules shown to the judge, so a restatement reinforces
 
-_DETECTOR = Bench("bench/train_detector.py",
+_DETECTOR = Bench("scripts/train_detector.py",
                   "docs/benchmarks.md#Correction detection (`lore eval corrections`, "
-                  "`bench/train_detector.py`)")
-_FILTER = Bench("bench/judge_filter.py",
+                  "`scripts/train_detector.py`)")
+_FILTER = Bench("scripts/judge_filter.py",
                 "docs/learning.md#The judge: a language model decides, the detector filters")
-_BAND = Bench("bench/train_detector.py", "docs/learning.md#Measured")
+_BAND = Bench("scripts/train_detector.py", "docs/learning.md#Measured")
 # Not chosen by a benchmark: set from the figures on the page named.
 _MERGE = Bench("", "docs/learning.md#Merge and score")
 

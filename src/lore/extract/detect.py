@@ -8,7 +8,7 @@ reacts to what the agent did, it redirects the approach, it lays down a standing
 reports a symptom, it is polite, a request, a question — and a logistic model over those
 groups, a few generic shapes of the words and the exchange, and hashed word n-grams (no
 vocabulary ships, only bucket weights) gives the probability that the message teaches
-something. `bench/train_detector.py` fits the weights on labelled files and reports nested
+something. `scripts/train_detector.py` fits the weights on labelled files and reports nested
 cross-validation split by repository (docs/learning.md). The weights ship in
 ``detector.json``; nothing of the data does.
 
@@ -40,7 +40,7 @@ from lore.extract.features import (
 WEIGHTS_FILE = Path(__file__).with_name("detector.json")
 
 # With a language model configured the detector only picks what the judge reads: every
-# message at or above this probability. Chosen for recall by bench/judge_filter.py (nested,
+# message at or above this probability. Chosen for recall by scripts/judge_filter.py (nested,
 # repository-grouped cross-validation: at least 0.97 of the positives of each development
 # file reach the judge; docs/learning.md).
 FILTER_THRESHOLD = 0.04
@@ -138,7 +138,7 @@ def model() -> Model:
     if names not in (feature_names(), feature_names(False)) or (
             hashed_weights and hashed_weights.get("buckets") != BUCKETS):
         raise DetectorError("detector.json does not match the detector's features; retrain it "
-                           "with bench/train_detector.py")
+                           "with scripts/train_detector.py")
     return Model(tuple(names), tuple(data["weights"]), data["bias"], data["threshold"],
                  tuple(hashed_weights.get("weights", ())), hashed_weights.get("scale", 1.0),
                  data.get("meta", {}))

@@ -1,7 +1,7 @@
 """Choose the detector's filter threshold for the judge: the highest probability threshold at
 which the judge still sees nearly every positive message, cross-validated by repository.
 
-    python bench/judge_filter.py A.jsonl [B.jsonl …]
+    python scripts/judge_filter.py A.jsonl [B.jsonl …]
 
 With a language model configured, the detector no longer decides what is a lesson: it only
 decides which messages the judge reads. A message under the filter threshold is never judged,
@@ -19,11 +19,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-import train_detector as T  # noqa: E402
+import train_detector as T  # the module beside this script
 
 TARGET = 0.995  # inner recall aimed at; the outer (held-out) recall must stay at 0.97 or more
 GRID = tuple(round(t, 3) for t in np.arange(0.005, 0.301, 0.005))

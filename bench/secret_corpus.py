@@ -1,4 +1,5 @@
-"""Generated secrets and look-alikes for the redaction tests (no real secret is written here).
+"""Generated secrets and look-alikes for the redaction tests and bench/redact_bench.py (no real
+secret is written here).
 
 Every value is drawn at random in its provider's published shape from a seeded generator, so
 the source holds templates, not keys. A template is text with fields:

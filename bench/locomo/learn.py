@@ -1,12 +1,12 @@
 """Held-out tests of recall ideas for multi-hop and open-domain questions (LoCoMo).
 
-    python bench/locomo_learn.py /path/to/locomo-dev.json            # every idea
-    python bench/locomo_learn.py DATA --only prf --only mmr           # some
-    python bench/locomo_learn.py DATA --length 0.3                    # on top of the length prior
-    python bench/locomo_learn.py DATA --only none --product 0.3       # the product, prior off / on
+    python -m bench.locomo.learn /path/to/locomo-dev.json            # every idea
+    python -m bench.locomo.learn DATA --only prf --only mmr           # some
+    python -m bench.locomo.learn DATA --length 0.3                    # on top of the length prior
+    python -m bench.locomo.learn DATA --only none --product 0.3       # the product, prior off / on
 
-Builds on bench/locomo_explore.py (data, FTS5 tables, cached embeddings) and follows
-bench/locomo_loco.py: for every idea and every fold, its constants are chosen on four
+Builds on bench/locomo/explore.py (data, FTS5 tables, cached embeddings) and follows
+bench/locomo/loco.py: for every idea and every fold, its constants are chosen on four
 conversations (best mean of recall@5 and @10; "off" when nothing beats the default there)
 and scored on the fifth; the five held-out folds are pooled. The default here is the
 product's search: WIN of locomo_explore plus the session term (0.5 × the best relevance
@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,9 +51,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-import locomo_explore as ex  # noqa: E402
-from locomo_loco import goal, held_out, table_row  # noqa: E402  (the same choice and table)
+from bench.locomo import explore as ex
+from bench.locomo.loco import goal, held_out, table_row  # (the same choice and table)
 
 WIN = ex.WIN
 SESSION = 0.5  # the product's conversations.session_weight

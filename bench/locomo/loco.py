@@ -1,8 +1,8 @@
 """Leave-one-conversation-out choice of the extras on conversation search (LoCoMo).
 
-    python bench/locomo_loco.py /path/to/locomo-dev.json
+    python -m bench.locomo.loco /path/to/locomo-dev.json
 
-Builds on bench/locomo_explore.py (same data loading, FTS5 tables, cached embeddings and the
+Builds on bench/locomo/explore.py (same data loading, FTS5 tables, cached embeddings and the
 default pipeline WIN). Each *family* below is one idea with one or two constants on a flat
 grid; for every family and every fold the constants are chosen on four conversations (best
 mean of recall@5 and recall@10 over their questions) and the figures are those of the fifth,
@@ -33,7 +33,6 @@ on top of the default's own scoring).
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections import defaultdict
 from itertools import product
@@ -41,8 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-import locomo_explore as ex  # noqa: E402
+from bench.locomo import explore as ex
 
 WIN = ex.WIN
 TOP = 10

@@ -1,6 +1,6 @@
 """What the session passes propose on a folder of transcripts.
 
-    python bench/session_pass_bench.py [FOLDER] [--replies DIR] [--show]
+    python -m bench.quality.session_pass [FOLDER] [--replies DIR] [--show]
 
 FOLDER (default: the transcripts under tests/fixtures) is searched for ``*.jsonl``. For every
 transcript the pattern pass runs and its learnings are counted per category. The language
@@ -43,7 +43,7 @@ class PlayedBack:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("folder", nargs="?",
-                    default=str(Path(__file__).parent.parent / "tests" / "fixtures" / "transcripts"))
+                    default=str(Path(__file__).parents[2] / "tests" / "fixtures" / "transcripts"))
     ap.add_argument("--replies", help="a folder of recorded replies, <transcript name>.json")
     ap.add_argument("--show", action="store_true", help="print every learning")
     args = ap.parse_args()

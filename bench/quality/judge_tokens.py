@@ -1,6 +1,6 @@
 """Tokens the judge costs per finished session, measured on real Claude Code transcripts.
 
-    python bench/judge_tokens.py FOLDER [FOLDER …] [--sessions-per-day 30]
+    python -m bench.quality.judge_tokens FOLDER [FOLDER …] [--sessions-per-day 30]
         [--price-in 1.0 --price-out 5.0]
 
 Every transcript under the folders is read as `lore ingest --learn` reads it (the messages
@@ -25,6 +25,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from bench.harness import pct
 from lore.capture.backfill import read, transcripts
 from lore.capture.signals import strip_wrappers
 from lore.config import LLMConfig
@@ -33,11 +34,6 @@ from lore.llm.judge import Candidate, batches
 
 NONE_REPLY_TOKENS = 12
 KEPT_REPLY_TOKENS = 60
-
-
-def p90(values: list[int]) -> int:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(0.9 * (len(ordered) - 1))))]
 
 
 def main() -> int:
@@ -76,16 +72,17 @@ def main() -> int:
     print("|---|---|---|---|")
     for name, values in (("candidates", [r[3] for r in rows]), ("input tokens", tin),
                          ("output tokens", tout), ("total tokens", total)):
-        print(f"| {name} | {statistics.median(values):.0f} | {p90(values)} | {max(values)} |")
+        print(f"| {name} | {statistics.median(values):.0f} | {pct(values, 0.9)} | {max(values)} |")
     def cost(tokens_in: float, tokens_out: float) -> float:
         return (tokens_in * args.price_in + tokens_out * args.price_out) / 1e6
 
-    per_session, worst = cost(statistics.median(tin), statistics.median(tout)), cost(p90(tin), p90(tout))
+    per_session = cost(statistics.median(tin), statistics.median(tout))
+    worst = cost(pct(tin, 0.9), pct(tout, 0.9))
     day = args.sessions_per_day
     print(f"heavy user, {args.sessions_per_day} sessions a day at ${args.price_in}/${args.price_out} per "
           f"million tokens: ${per_session * args.sessions_per_day:.3f} a day at the median session, "
           f"${worst * args.sessions_per_day:.3f} if every session were at the p90; "
-          f"{statistics.median(total) * day:,.0f} to {p90(total) * day:,.0f} tokens a day")
+          f"{statistics.median(total) * day:,.0f} to {pct(total, 0.9) * day:,.0f} tokens a day")
     return 0
 
 

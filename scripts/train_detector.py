@@ -1,8 +1,8 @@
 """Fit the correction detector's weights on labelled files and report honest figures.
 
-    python bench/train_detector.py A.jsonl [B.jsonl …]            # nested cross-validated report
-    python bench/train_detector.py A.jsonl B.jsonl --compare      # + the alternatives that lost
-    python bench/train_detector.py A.jsonl B.jsonl --write        # also ship the weights
+    python scripts/train_detector.py A.jsonl [B.jsonl …]            # nested cross-validated report
+    python scripts/train_detector.py A.jsonl B.jsonl --compare      # + the alternatives that lost
+    python scripts/train_detector.py A.jsonl B.jsonl --write        # also ship the weights
 
 Each file holds JSON Lines with ``text``, ``label`` (correction | preference | none),
 ``durable``, ``prev_agent`` and ``source.repo``. The model is a logistic regression (numpy,

@@ -1,10 +1,10 @@
 """Re-ranking conversation search by a language model, measured on LoCoMo through the product.
 
-    python bench/locomo_rerank.py DATA --ceiling            # recall@k of the search: what the model can reach
-    python bench/locomo_rerank.py DATA --cost 3             # building a request: ms and tokens
+    python -m bench.locomo.rerank DATA --ceiling            # recall@k of the search: what the model can reach
+    python -m bench.locomo.rerank DATA --cost 3             # building a request: ms and tokens
     lore eval locomo DATA --rerank-prompts prompts/         # the requests, as the product sends them
-    python bench/locomo_rerank.py DATA --replies replies/   # the replies scored, paired
-    python bench/locomo_rerank.py DATA --live prompts/ replies/   # the same, through a live provider
+    python -m bench.locomo.rerank DATA --replies replies/   # the replies scored, paired
+    python -m bench.locomo.rerank DATA --live prompts/ replies/   # the same, through a live provider
 
 ``--ceiling`` prints the product's default search recall@k for k = 5 … 60, overall and per
 category: a re-ranker reading the best n can at most bring the evidence among them into the top

@@ -1,8 +1,8 @@
 """Retrieval exploration on LoCoMo: which configuration finds the evidence turns?
 
-    python bench/locomo_explore.py /path/to/locomo-dev.json
-    python bench/locomo_explore.py DATA --limit-conversations 1          # quick run
-    python bench/locomo_explore.py DATA --only WIN --by-conversation     # some rows, per conversation
+    python -m bench.locomo.explore /path/to/locomo-dev.json
+    python -m bench.locomo.explore DATA --limit-conversations 1          # quick run
+    python -m bench.locomo.explore DATA --only WIN --by-conversation     # some rows, per conversation
 
 Each conversation is indexed as conversation memory with one unit per dialogue turn
 (fields: text, speaker, session date; optionally the shared photo's caption). Every
@@ -36,7 +36,6 @@ import argparse
 import hashlib
 import json
 import re
-import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
@@ -45,9 +44,7 @@ from pathlib import Path
 import numpy as np
 import sqlean as sqlite3
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-CACHE = Path(__file__).parent / ".cache"
+CACHE = Path(__file__).parents[1] / ".cache"  # bench/.cache, shared with the other benchmarks
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-dom", 4: "single-hop", 5: "adversar"}
 
 # --------------------------------------------------------------------------------------
@@ -290,7 +287,7 @@ class Embeds:
     @property
     def emb(self):
         if self._emb is None:
-            from e5_embedder import embedder
+            from bench.e5_embedder import embedder
 
             self._emb = embedder(self.model)
         return self._emb

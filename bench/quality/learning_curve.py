@@ -1,7 +1,7 @@
 """The learning curve: repeated corrections per session over time (docs/learning.md).
 
-    python bench/learning_curve.py --synthetic [--chart docs/learning-synthetic.png]
-    python bench/learning_curve.py --transcripts PATH [--chart FILE.png]
+    python -m bench.quality.learning_curve --synthetic [--chart docs/learning-synthetic.png]
+    python -m bench.quality.learning_curve --transcripts PATH [--chart FILE.png]
 
 Both replay Claude Code transcripts through the real learner (the correction detector, the
 rule extractor and the merge with the real embedding model) into a temporary Lore home, then
