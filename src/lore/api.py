@@ -784,13 +784,18 @@ class Lore:
         ids = self.store.corrections.preferences(project_root(project), all_projects=False,
                                                  file_type=None, statuses=("active",),
                                                  limit=1_000_000)
-        return [x for x in (self.store.get(i) for i in ids) if approved(x)]
+        rules = [x for x in (self.store.get(i) for i in ids) if approved(x)]
+        # A rule an active lesson supersedes is not written, as the session context leaves it out.
+        seqs = {self.store.seq_of(x.id): x for x in rules}
+        replaced = self.store.successors(list(seqs))
+        return [x for seq, x in seqs.items() if seq not in replaced]
 
     def apply_left_out(self, project: str | None, *,
                        include_global: bool | None = None) -> list[dict[str, Any]]:
         """The approved rules ``lore apply`` in ``project`` does not write, each with why:
         another project's rule (``lore learn scope`` moves it), or a global rule while the
-        global file is off. Rules a target file already states are the plan's skips."""
+        global file is off, or a rule a newer active one supersedes. Rules a target file
+        already states are the plan's skips."""
         from lore.normalize import project_root
 
         include_global = self.config.apply.global_file if include_global is None \
@@ -802,7 +807,11 @@ class Lore:
                 continue
             if lesson.id in here and (lesson.project is not None or include_global):
                 continue
-            if lesson.project is None:
+            if lesson.project == project_root(project) or (lesson.project is None
+                                                           and include_global):
+                reason = ("superseded by a newer active rule (`lore recall related "
+                          f"{lesson.id} --relation supersedes` shows it)")
+            elif lesson.project is None:
                 reason = ("a global rule, and the global file is off (--global or "
                           "apply.global_file writes ~/.claude/CLAUDE.md)")
             else:

@@ -73,7 +73,18 @@ def applied_rule(lesson: Lesson) -> AppliedRule:
     return AppliedRule(
         id=lesson.id, text=text, scope="global" if lesson.project is None else "project",
         topic=topic(lesson, text), globs=tuple(lesson.file_types), kind=lesson.kind,
-        preferred=pref.preferred if pref else "", rejected=pref.rejected if pref else "")
+        preferred=pref.preferred if pref else "", rejected=pref.rejected if pref else "",
+        reason=_reason(lesson))
+
+
+def _reason(lesson: Lesson) -> str:
+    """The user's reason for a rule, unless a person rewrote the rule in review (their words
+    then say all they want said)."""
+    review = (lesson.metadata.get("learning") or {}).get("review") or {}
+    if isinstance(review, dict) and review.get("action") == "edit":
+        return ""
+    pref = lesson.preference
+    return pref.reasoning if pref and pref.reasoning else ""
 
 
 def topic(lesson: Lesson, text: str) -> str:

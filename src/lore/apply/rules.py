@@ -48,6 +48,7 @@ class AppliedRule:
     kind: str = "project_rule"
     preferred: str = ""
     rejected: str = ""
+    reason: str = ""  # why, in the user's words ("it shares the vite config")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +65,9 @@ class Selection:
     skipped: tuple[Skip, ...] = field(default=())
 
 
-def phrase(rule: AppliedRule) -> str:
-    """The rule as one line that says what to do, capitalised and ending in a full stop."""
+def phrase(rule: AppliedRule, *, reason: bool = True) -> str:
+    """The rule as one line that says what to do, capitalised and ending in a full stop, with
+    the user's reason when they gave one ("Use vitest, not jest: it shares the vite config.")."""
     text = " ".join(rule.text.split())
     text = _BULLET.sub("", text)
     if rule.preferred and _PROHIBITION.match(text):
@@ -73,9 +75,24 @@ def phrase(rule: AppliedRule) -> str:
         text = f"Use {rule.preferred.strip()}, not {rejected.strip()}"
     if text and text[0].islower():
         text = text[0].upper() + text[1:]
+    why = " ".join(rule.reason.split()).rstrip(".!;:, ") if reason else ""
+    if text and why and normalise(why) not in normalise(text):
+        joint = ", " if _BECAUSE.match(why) else ": "
+        text = text.rstrip(".!;:, ") + joint + why
     if text and text[-1] not in ".!?":
         text += "."
     return text
+
+
+_BECAUSE = re.compile(r"(?i)(?:because|since|as|so that|otherwise)\b")
+_REASON_TAIL = re.compile(r"(?i)(?::\s|,\s+(?=(?:because|since|as|so that|otherwise)\b))")
+
+
+def without_reason(line: str) -> str:
+    """A written rule line without the reason :func:`phrase` appends ('' when it has none):
+    "Use vitest, not jest: it shares the vite config." -> "Use vitest, not jest"."""
+    parts = _REASON_TAIL.split(line, maxsplit=1)
+    return parts[0] if len(parts) > 1 else ""
 
 
 def claude_glob(glob: str) -> str:
@@ -167,10 +184,10 @@ def select(rules: Iterable[AppliedRule], existing: str,
     kept_norm: set[str] = set()
     skipped: list[Skip] = []
     for rule in sorted(rules, key=lambda r: r.id):
-        norm = normalise(phrase(rule))
+        norm = normalise(phrase(rule, reason=False))  # a line without the reason says it too
         if not norm:
             skipped.append(Skip(rule.id, "empty text"))
-        elif norm in seen_norm:
+        elif norm in seen_norm or normalise(phrase(rule)) in seen_norm:
             skipped.append(Skip(rule.id, "the file already says this outside Lore's block"))
         elif norm in kept_norm:
             skipped.append(Skip(rule.id, "same text as another rule"))

@@ -172,7 +172,7 @@ def carried_lines(project: str | None, home: Path | None) -> frozenset[str]:
     """The normalised lines of the instruction files Claude Code loads for a session in
     ``project``: its CLAUDE.md and CLAUDE.local.md, its ``.claude/rules/*.md`` and the user's
     ``~/.claude/CLAUDE.md``. Unreadable or oversized files count as empty (the rule is told)."""
-    from lore.apply.rules import normalise
+    from lore.apply.rules import normalise, without_reason
 
     paths: list[Path] = []
     if home is not None:
@@ -193,6 +193,9 @@ def carried_lines(project: str | None, home: Path | None) -> frozenset[str]:
         except OSError:
             continue
         for line in text.splitlines():
-            if norm := normalise(_FOR_FILES.sub("", line)):
+            line = _FOR_FILES.sub("", line)
+            if norm := normalise(line):
                 out.add(norm)
+            if bare := normalise(without_reason(line)):  # a rule line written with its reason
+                out.add(bare)
     return frozenset(out)
