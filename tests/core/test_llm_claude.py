@@ -21,7 +21,10 @@ from lore.llm import Message, Request, open_provider, second_opinion, usage_toda
 FAKE = '''#!{python}
 import json, os, sys, time
 stdin = sys.stdin.read()
-record = {{"argv": sys.argv[1:], "stdin": stdin, "lore_disabled": os.environ.get("LORE_DISABLED")}}
+record = {{"argv": sys.argv[1:], "stdin": stdin, "lore_disabled": os.environ.get("LORE_DISABLED"),
+          "simple": os.environ.get("CLAUDE_CODE_SIMPLE"),
+          "thinking_off": os.environ.get("CLAUDE_CODE_DISABLE_THINKING"),
+          "cwd": os.getcwd()}}
 with open({record!r}, "a") as fh:
     fh.write(json.dumps(record) + "\\n")
 mode = {mode!r}
@@ -68,6 +71,7 @@ def cli_provider(tmp_path: Path, **kw):
 
 def test_claude_print_json_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     record = install_fake(tmp_path, monkeypatch, answer="pong")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     p = cli_provider(tmp_path, model="sonnet")
     done = p.complete(Request.ask("ping", system="Answer in one word."))
     assert done.text == "pong"
@@ -75,9 +79,17 @@ def test_claude_print_json_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert done.model == "claude-sonnet-4-5-20250929" and done.cost_usd == pytest.approx(0.0123)
     call = calls(record)[0]
     assert call["argv"][:5] == ["-p", "--output-format", "json", "--max-turns", "1"]
-    assert call["argv"][5:] == ["--model", "sonnet", "--system-prompt", "Answer in one word."]
+    # A bare completion: no tools, no MCP server, no settings files (hooks), no transcript.
+    assert call["argv"][5:-4] == ["--tools", "", "--strict-mcp-config", "--mcp-config",
+                                  '{"mcpServers":{}}', "--setting-sources", "",
+                                  "--no-session-persistence", "--disable-slash-commands"]
+    assert call["argv"][-4:] == ["--model", "sonnet", "--system-prompt", "Answer in one word."]
     assert call["stdin"] == "ping"  # the prompt goes on stdin, not in the arguments
     assert call["lore_disabled"] == "1"  # Lore's own hooks stay quiet in that session
+    assert call["thinking_off"] == "1" and call["simple"] is None  # no key: the login is read
+    # Run in Lore's call folder, private, so a transcript written anyway is known as Lore's.
+    folder = tmp_path / "home" / "lore-model-calls"
+    assert Path(call["cwd"]) == folder and folder.stat().st_mode & 0o777 == 0o700
     usage = usage_today(tmp_path / "home")["claude-cli"]
     assert usage.cost_usd == pytest.approx(0.0123) and usage.output_tokens == 42
 
@@ -92,6 +104,16 @@ def test_conversation_and_redaction_on_stdin(tmp_path: Path, monkeypatch: pytest
     assert secret not in json.dumps(call)
     assert call["stdin"].startswith("User: first\n\nAssistant: an answer\n\nUser: again with [REDACTED:")
     assert "--model" not in call["argv"]
+
+
+def test_without_a_system_part_claude_codes_own_is_not_sent(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    record = install_fake(tmp_path, monkeypatch)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    cli_provider(tmp_path).complete(Request.ask("x"))
+    call = calls(record)[0]
+    assert call["argv"][-2:] == ["--system-prompt", "Answer the request."]
+    assert call["simple"] == "1"  # signed in by the key: Claude Code's minimal mode
 
 
 def test_error_result_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

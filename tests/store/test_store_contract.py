@@ -522,6 +522,22 @@ def test_conversation_tables(store):
     assert conv.stats() == {"sessions": 1, "messages": 2, "chunks": 1, "file_edits": 1, "files": 1}
 
 
+def test_an_imported_session_is_removed_whole(store):
+    got = fill(store)
+    conv, chunk = store.conversations, got["chunk"]
+    assert conv.sessions_of(project="/p") == [("s1", "first")]
+    assert conv.sessions_of(source_file="/t/s1.jsonl") == [("s1", "first")]
+    version = conv.vector_versions()[0]
+    assert conv.delete_sessions(["s1", "no-such"]) == 2
+    assert conv.session("s1") is None and conv.sessions_of(project="/p") == []
+    assert conv.keyword_search(['"pnpm"'], (1.0, 0.0, 0.5, 0.5), 5, None, 1000) == []
+    assert conv.vectors_for([chunk]) == [] and conv.file_state("/t/s1.jsonl") is None
+    assert conv.stats() == {"sessions": 0, "messages": 0, "chunks": 0, "file_edits": 0, "files": 0}
+    # Copies of the vectors in memory are read again.
+    assert conv.vector_versions() == (version + 1, version + 1)
+    assert conv.delete_sessions([]) == 0
+
+
 def test_corrections_sessions_analysis_and_tokens(store):
     got = fill(store)
     a, b, c = got["ids"]

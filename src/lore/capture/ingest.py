@@ -51,6 +51,8 @@ class IngestReport:
     embedded: int = 0
     background: int = 0  # chunks left to the background worker to embed
     sessions: set[str] = field(default_factory=set)
+    own_calls: int = 0  # transcripts of Lore's own model calls, left out
+    purged: int = 0  # sessions of Lore's own model calls imported before, removed
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -61,6 +63,7 @@ class IngestReport:
             "unknown_records": self.unknown, "embedded": self.embedded,
             "left_to_embed": self.background,
             "sessions": len(self.sessions),
+            "own_model_calls": self.own_calls, "own_sessions_removed": self.purged,
         }
 
 
@@ -69,8 +72,14 @@ def default_roots() -> list[Path]:
     return [base / "projects"]
 
 
+OWN_CALL = "Lore's own model call"
+
+
 def discover(paths: Sequence[Path]) -> tuple[list[Path], list[tuple[str, str]]]:
-    """Every transcript file under the given paths, and the paths that could not be used."""
+    """Every transcript file under the given paths, and the paths that could not be used
+    (transcripts of Lore's own model calls among them, with the reason :data:`OWN_CALL`)."""
+    from lore.llm.own import own_transcript
+
     files: list[Path] = []
     problems: list[tuple[str, str]] = []
     for p in paths:
@@ -83,7 +92,9 @@ def discover(paths: Sequence[Path]) -> tuple[list[Path], list[tuple[str, str]]]:
             files.append(p)
         else:
             problems.append((str(p), "no such file or folder"))
-    return files, problems
+    own = [f for f in files if own_transcript(f)]
+    problems += [(str(f), OWN_CALL) for f in own]
+    return [f for f in files if f not in set(own)], problems
 
 
 class Ingest:
@@ -106,7 +117,11 @@ class Ingest:
         kilobytes to read) after each batch. A large import is read, parsed and redacted on
         the second core, in a process of its own, every file ahead of the writer
         (:mod:`lore.capture.reading`)."""
-        files, report.skipped = discover(paths)
+        files, skipped = discover(paths)
+        own = [Path(p) for p, why in skipped if why == OWN_CALL]
+        report.skipped = [(p, why) for p, why in skipped if why != OWN_CALL]
+        report.own_calls = len(own)
+        report.purged = self.purge_own(own)
         sizes = [_size(f) for f in files]
         total = sum(sizes) // 1024
         plans = [(path, size, self._plan(path, report)) for path, size in zip(files, sizes,
@@ -132,6 +147,22 @@ class Ingest:
         finally:
             if reading is not None:
                 reading.close()
+
+    def purge_own(self, transcripts: Sequence[Path]) -> int:
+        """Remove the sessions of Lore's own model calls imported before they were told apart:
+        those read from ``transcripts``, and those that ran in the temporary folder and began
+        with Lore's prompt (a transcript Claude Code has since deleted).
+        Returns how many sessions were removed."""
+        from lore.llm.own import own_session, temp_folders
+
+        ids = {sid for path in transcripts
+               for sid, _ in self.tables.sessions_of(source_file=str(path.resolve()))}
+        for folder in temp_folders():
+            ids |= {sid for sid, title in self.tables.sessions_of(project=folder)
+                    if own_session(folder, title)}
+        if ids:
+            self.tables.delete_sessions(sorted(ids))
+        return len(ids)
 
     def _plan(self, path: Path, report: IngestReport) -> _Plan | None:
         """Where to read ``path`` from, or None (not a transcript, unreadable, unchanged)."""

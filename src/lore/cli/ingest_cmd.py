@@ -132,6 +132,9 @@ def _summary(report: Any) -> None:
            + (f"; skipped {report.malformed} damaged lines" if report.malformed else "")
            + (f" and {report.unknown} records of kinds Lore does not read" if report.unknown
               else ""))
+    if report.own_calls or report.purged:
+        notice(f"left out {report.own_calls} transcripts of Lore's own model calls"
+               + (f"; removed {report.purged} such sessions imported before" if report.purged else ""))
 
 
 def _watch(lore: Lore, roots: list[Path], no_embed: bool) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 Role = Literal["user", "assistant"]
@@ -67,6 +68,7 @@ class ProviderSettings:
     api_key_env: str | None = None  # named in error messages only
     timeout: float = 60.0
     max_retries: int = 3
+    home: Path | None = None  # Lore's home: where a provider that runs a program runs it
 
 
 @runtime_checkable

@@ -1,8 +1,24 @@
 """The user's own Claude Code: ``claude -p --output-format json``, the prompt on stdin.
 
+A bare completion, not an agent session: no tools (``--tools ""``), no MCP server
+(``--strict-mcp-config`` with an empty ``--mcp-config``), none of the user's settings files
+and so none of their hooks, plugins or permissions (``--setting-sources ""``), no skills or
+slash commands, no CLAUDE.md or memory, no extended thinking, Lore's own system prompt in
+place of Claude Code's, and no transcript written (``--no-session-persistence``). The request
+Claude Code sends is then Lore's prompt and a few hundred bytes of its own (measured in
+docs/benchmarks.md).
+
+Sign-in is Claude Code's own, found as it finds it: with ``ANTHROPIC_API_KEY`` in the
+environment the call also runs in Claude Code's minimal mode (``CLAUDE_CODE_SIMPLE``, which
+reads only that key and leaves out the environment notes it adds otherwise); without it, the
+login kept in Claude Code's config folder (``claude /login``, ``CLAUDE_CONFIG_DIR``) is used,
+which minimal mode would not read. An ``apiKeyHelper`` or ``env`` set in settings.json is
+not read (no settings file is).
+
 No shell: the arguments go to the executable as a list. The child runs with
-``LORE_DISABLED=1`` so Lore's own hooks in that Claude Code session stay quiet
-(they would otherwise capture Lore's prompts as if the user had typed them).
+``LORE_DISABLED=1`` so Lore's hooks stay quiet, in Lore's call folder
+(:mod:`lore.llm.own`): a session that is written anyway is known as Lore's and never
+imported.
 """
 
 from __future__ import annotations
@@ -18,8 +34,18 @@ from typing import Any
 from lore.errors import ConfigError, ProviderError
 from lore.llm.anthropic import input_tokens
 from lore.llm.base import Completion, ProviderSettings, Request
+from lore.llm.own import call_folder
 
 EXECUTABLE = "claude"
+NO_MCP = '{"mcpServers":{}}'
+# Used when a request brings no system part: Claude Code's own would be sent otherwise.
+PLAIN_SYSTEM = "Answer the request."
+BARE_ARGS = ("--tools", "", "--strict-mcp-config", "--mcp-config", NO_MCP, "--setting-sources", "",
+             "--no-session-persistence", "--disable-slash-commands")
+BARE_ENV = {"LORE_DISABLED": "1", "CLAUDE_CODE_DISABLE_THINKING": "1",
+            "CLAUDE_CODE_DISABLE_CLAUDE_MDS": "1", "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+KEY_ENV = "ANTHROPIC_API_KEY"
 
 
 class ClaudeCliProvider:
@@ -33,22 +59,37 @@ class ClaudeCliProvider:
         self._path = path
         self._explicit_model = settings.model
         self._timeout = settings.timeout
+        self._home = settings.home
 
     def command(self, request: Request) -> list[str]:
-        cmd = [self._path, "-p", "--output-format", "json", "--max-turns", "1"]
+        cmd = [self._path, "-p", "--output-format", "json", "--max-turns", "1", *BARE_ARGS]
         if self._explicit_model:
             cmd += ["--model", self._explicit_model]
-        if request.system:
-            cmd += ["--system-prompt", request.system]
+        cmd += ["--system-prompt", request.system or PLAIN_SYSTEM]
         return cmd
 
+    def environment(self) -> dict[str, str]:
+        """The child's environment: the user's, Lore's hooks quiet, Claude Code's extras off."""
+        env = dict(os.environ, **BARE_ENV)
+        if env.get(KEY_ENV):
+            env["CLAUDE_CODE_SIMPLE"] = "1"
+        return env
+
+    def workdir(self) -> str:
+        """Lore's call folder (a neutral one: no project's CLAUDE.md, known as Lore's)."""
+        if self._home is None:
+            return tempfile.gettempdir()
+        try:
+            return str(call_folder(self._home))
+        except OSError:
+            return tempfile.gettempdir()
+
     def complete(self, request: Request) -> Completion:
-        env = dict(os.environ, LORE_DISABLED="1")
+        env = self.environment()
         started = time.monotonic()
         try:
-            # cwd: a neutral folder, so the project's CLAUDE.md is not read into the prompt.
             done = subprocess.run(self.command(request), input=_transcript(request), capture_output=True,
-                                  text=True, timeout=self._timeout, env=env, cwd=tempfile.gettempdir(),
+                                  text=True, timeout=self._timeout, env=env, cwd=self.workdir(),
                                   check=False)
         except subprocess.TimeoutExpired:
             raise ProviderError(f"{self.name}: `claude -p` gave no answer within {self._timeout:g} s; "

@@ -134,7 +134,8 @@ def _shorten(text: str, cap: int) -> str:
     return text[:head] + CUT_MARK + text[len(text) - (keep - head):] if keep else text[:cap]
 
 
-def provider_settings(config: LLMConfig, env: Mapping[str, str] | None = None) -> ProviderSettings:
+def provider_settings(config: LLMConfig, env: Mapping[str, str] | None = None,
+                      home: Path | None = None) -> ProviderSettings:
     env = os.environ if env is None else env
     if not config.provider:
         raise ConfigError("no language model is configured: set llm.provider in config.yaml "
@@ -142,7 +143,7 @@ def provider_settings(config: LLMConfig, env: Mapping[str, str] | None = None) -
     key_env = config.api_key_env or _default_key_env(config.provider)
     return ProviderSettings(name=config.provider, model=config.model, base_url=config.base_url,
                             api_key=env.get(key_env) if key_env else None, api_key_env=key_env,
-                            timeout=config.timeout, max_retries=config.max_retries)
+                            timeout=config.timeout, max_retries=config.max_retries, home=home)
 
 
 def _default_key_env(provider: str) -> str | None:
@@ -151,7 +152,7 @@ def _default_key_env(provider: str) -> str | None:
 
 def open_provider(config: LLMConfig, home: Path, env: Mapping[str, str] | None = None) -> GuardedProvider:
     """The configured provider, guarded; ConfigError when none is configured or it is unknown."""
-    inner = registry.create(provider_settings(config, env))
+    inner = registry.create(provider_settings(config, env, home))
     prices = (Prices(config.cost_per_mtok.input, config.cost_per_mtok.output)
               if config.cost_per_mtok else None)
     return GuardedProvider(inner, home, max_input_tokens=config.max_input_tokens,

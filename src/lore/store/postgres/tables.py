@@ -74,6 +74,10 @@ class PGConversationTables(ConversationTables):
             (st.path, st.agent, st.size, st.offset, st.head_hash, st.tail_hash, at, messages,
              malformed, unknown))
 
+    def drop_search_entries(self, session_id: str) -> None:
+        self.conn.execute("DELETE FROM chunks_fts WHERE chunk_id IN (SELECT id FROM chunks "
+                          "WHERE session_id = ?)", (session_id,))
+
     def refresh_session(self, session_id: str) -> None:
         self.conn.execute(
             "UPDATE sessions SET started_at = m.first, ended_at = m.last, message_count = m.n, "

@@ -355,6 +355,47 @@ class ConversationTables(Tables):
         return [cast(NeighbourTurn, dict(r) | {"in_chunk": first <= r["seq"] <= last})
                 for r in rows]
 
+    def sessions_of(self, *, project: str | None = None,
+                    source_file: str | None = None) -> list[tuple[str, str | None]]:
+        """(id, title) of the sessions of one project folder, or of those read from one file."""
+        column, value = ("project", project) if project is not None else ("source_file", source_file)
+        return [(r[0], r[1]) for r in self.conn.execute(
+            f"SELECT id, title FROM sessions WHERE {column} = ? ORDER BY id", (value,))]
+
+    def delete_sessions(self, session_ids: Sequence[str]) -> int:
+        """Remove imported sessions: their messages, chunks (with their search entries and
+        vectors), edits and their files' import state; returns how many messages they held.
+        Chunk vectors start a new version as a reset, so copies in memory are read again."""
+        removed = 0
+        with atomic(self.conn):
+            for sid in session_ids:
+                row = self.conn.execute("SELECT source_file FROM sessions WHERE id = ?",
+                                        (sid,)).fetchone()
+                if row is None:
+                    continue
+                removed += int(self.conn.execute("SELECT count(*) FROM messages WHERE session_id = ?",
+                                                 (sid,)).fetchone()[0])
+                self.drop_search_entries(sid)
+                for table in ("file_edits", "chunk_vectors", "messages", "chunks"):
+                    where = ("chunk_id IN (SELECT id FROM chunks WHERE session_id = ?)"
+                             if table == "chunk_vectors" else "session_id = ?")
+                    self.conn.execute(f"DELETE FROM {table} WHERE {where}", (sid,))
+                self.conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+                if row[0]:
+                    self.conn.execute("DELETE FROM ingest_files WHERE path = ?", (row[0],))
+            if session_ids:
+                version = str(self.vector_versions()[0] + 1)
+                self.conn.executemany(
+                    "INSERT INTO meta (key, value) VALUES (?, ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    [("chunk_vectors_version", version), ("chunk_vectors_reset", version)])
+        return removed
+
+    def drop_search_entries(self, session_id: str) -> None:
+        """The full-text entries of a session's chunks (contentless: deleted by rowid)."""
+        self.conn.execute("DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks "
+                          "WHERE session_id = ?)", (session_id,))
+
     def session(self, session_id: str) -> SessionRow | None:
         r = self.conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
         return cast(SessionRow, dict(r)) if r else None
