@@ -412,7 +412,9 @@ def test_llm_check_and_usage(server: LoopbackServer, lore_home: Path) -> None:
     assert checked | {"latency_s": 0} == {"provider": "openai", "model": "llama3.2:3b", "latency_s": 0,
                                           "input_tokens": 14, "output_tokens": 1, "estimated": False,
                                           "attempts": 1, "reply": "ok"}
-    assert judge["label"] == "correction" and judge["input_tokens"] > 1000
+    # What the server counted for the request, beside Lore's estimate of its prompt.
+    assert judge["label"] == "correction" and judge["input_tokens"] == 900
+    assert judge["prompt_tokens"] > 1000 and judge["output_tokens"] == 40
     assert server.received[0]["body"]["max_tokens"] == 16
     usage = runner.invoke(cli, ["llm", "usage", "--json"])
     data = json.loads(usage.output)

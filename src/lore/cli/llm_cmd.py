@@ -52,8 +52,10 @@ def llm_check(ctx: click.Context, json_: bool) -> None:
     click.echo(f"provider {provider.name}  model {done.model}  latency {done.latency_s:.2f} s  "
                f"tokens {done.input_tokens} in / {done.output_tokens} out{guess}  reply {reply!r}")
     if judged is not None:
-        click.echo(f"judge: {judged['verdict']}  ({judged['input_tokens']} tokens in, about "
-                   f"{judged['output_tokens']} out, {judged['latency_s']:.2f} s)")
+        click.echo(f"judge: {judged['verdict']}  ({judged['input_tokens']} tokens in"
+                   f"{' (estimated)' if judged['estimated'] else ''} for a prompt of about "
+                   f"{judged['prompt_tokens']}, {judged['output_tokens']} out, "
+                   f"{judged['latency_s']:.2f} s)")
 
 
 # One exchange every judge must get right: a correction naming the alternative and a reason.
@@ -85,8 +87,12 @@ def _judge_probe(provider: Any) -> dict[str, Any]:
         raise UnusableReply(f"{provider.name}: the judge got a plain correction wrong ({why}); try a "
                             "larger model (llm.model)")
     v = got.verdicts[0]
+    # The tokens the provider counted for the request it sent (what is billed), beside Lore's
+    # estimate of the prompt it built: a provider that adds much of its own shows here.
     return {"verdict": f"{v.label}, durable: {v.rule!r}", "rule": v.rule, "label": v.label,
-            "input_tokens": batch.input_tokens, "output_tokens": estimate_tokens(done.text),
+            "input_tokens": done.input_tokens, "prompt_tokens": batch.input_tokens,
+            "estimated": done.estimated,
+            "output_tokens": done.output_tokens or estimate_tokens(done.text),
             "latency_s": round(took, 3)}
 
 
