@@ -17,15 +17,18 @@ def free_port() -> int:
 
 
 @contextmanager
-def running(lore: Any, *, require_token: bool = False) -> Iterator[str]:
-    """Serve ``lore`` until the block ends; yields the base URL."""
+def running(lore: Any, *, require_token: bool = False, **limits: Any) -> Iterator[str]:
+    """Serve ``lore`` as `lore serve` does (its protocol and limits; ``limits`` overrides
+    them, see lore.web.limits.server_options) until the block ends; yields the base URL."""
     import uvicorn
 
     from lore.web import create_app
+    from lore.web.limits import server_options
 
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(lore, require_token=require_token),
-                                           host="127.0.0.1", port=port, log_level="warning"))
+                                           host="127.0.0.1", port=port, log_level="warning",
+                                           **server_options(**limits)))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

@@ -195,6 +195,24 @@ def test_tokens_read_write_and_revoked(lore):
     assert listed[read_info.id].last_used_at is not None
 
 
+def test_the_api_description_needs_a_token_when_the_api_does(lore):
+    """/api/v1/openapi.json lists every route and model: behind the token like the API (a
+    read token is enough); no Swagger or ReDoc page is served at all."""
+    _, read = lore.tokens.create("read", "phone")
+    with running(lore, require_token=True) as url, httpx.Client(base_url=url, timeout=30) as c:
+        none = c.get("/api/v1/openapi.json")
+        assert none.status_code == 401 and error_of(none)["code"] == "unauthorized"
+        assert "paths" not in none.text
+        bad = c.get("/api/v1/openapi.json", headers={"authorization": "Bearer lore_nonsense"})
+        assert bad.status_code == 401
+        spec = c.get("/api/v1/openapi.json", headers={"authorization": f"Bearer {read}"})
+        assert spec.status_code == 200 and "/api/v1/lessons" in spec.json()["paths"]
+        assert "/api/v1/openapi.json" not in spec.json()["paths"]
+        for page in ("/docs", "/redoc", "/docs/oauth2-redirect"):
+            assert c.get(page, headers={"authorization": f"Bearer {read}"}).status_code in (303, 404)
+            assert "swagger" not in c.get(page).text.lower()
+
+
 def test_tokens_are_stored_hashed(lore, settings):
     info, secret = lore.tokens.create("write", "laptop")
     assert secret.startswith(f"lore_{info.id}_")

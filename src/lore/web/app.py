@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from lore.schedule import Scheduler
 
 API_PREFIX = "/api/"
+OPENAPI_URL = "/api/v1/openapi.json"
 
 
 def create_app(lore: Lore, *, require_token: bool = False, scheduler: Scheduler | None = None
@@ -41,7 +42,8 @@ def create_app(lore: Lore, *, require_token: bool = False, scheduler: Scheduler 
     ``scheduler`` runs the scheduled analysis (default: one for the facade's home that runs
     when asked; serve() starts its clock)."""
     from lore.schedule import Scheduler
-    app = FastAPI(title="Lore", version=__version__, openapi_url="/api/v1/openapi.json",
+    # The API's description is served by the route below, behind the token like the API.
+    app = FastAPI(title="Lore", version=__version__, openapi_url=None,
                   docs_url=None, redoc_url=None,
                   description="A local-first learning memory for AI coding agents: lessons, "
                               "hybrid search, preferences and past conversations.")
@@ -49,6 +51,11 @@ def create_app(lore: Lore, *, require_token: bool = False, scheduler: Scheduler 
         scheduler = Scheduler(lore.settings, embedder=lambda: lore.embedder)
     app.state.lore = ServerState(lore, require_token=require_token, scheduler=scheduler)
     app.include_router(api.router)
+
+    @app.get(OPENAPI_URL, include_in_schema=False)
+    def openapi(_: api.Read) -> JSONResponse:
+        return JSONResponse(app.openapi())
+
     app.include_router(sync.router)
     app.include_router(pages.router)
     # Added first, so it runs inside the host check below and its answers get the headers.
@@ -132,6 +139,7 @@ def serve(settings: Settings, host: str, port: int, *, require_token: bool = Fal
 
     from lore.api import Lore
     from lore.errors import InvalidInput
+    from lore.web.limits import server_options
 
     require_token = require_token or not is_loopback(host)
     lore = Lore.open(settings)
@@ -148,7 +156,8 @@ def serve(settings: Settings, host: str, port: int, *, require_token: bool = Fal
         scheduler.start()
         if ready is not None:
             ready(require_token, scheduler)
-        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False,
+                    **server_options())
     finally:
         if scheduler is not None:
             scheduler.stop()
