@@ -309,3 +309,25 @@ def test_learn_judge_takes_one_session_or_the_messages_since_a_date(lore_home: P
     assert REDIS in server.received[0]["body"]["messages"][-1]["content"]
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         assert lore.waiting_for_judge()["messages"] == 1  # the other session still waits
+
+
+def test_a_recorded_correction_is_evidence_the_judge_decides(lore_home: Path,
+                                                             server: LoopbackServer) -> None:  # noqa: F811
+    """An agent's `lore learn correction` with a judge configured waits for the judge like a
+    captured message; the caller's word does not make it a lasting rule."""
+    server.replies = [answer({"use local file sessions": {"label": "correction", "durable": False}})]
+    settings = make_settings(lore_home, llm=llm(server))
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:
+        out = lore.learner.record("No, don't use Redis, use local file sessions instead",
+                                  "I added Redis.", project="/p", session_id="s-rec")
+        assert out.action == "waiting" and out.lesson is None
+        assert out.notice().startswith("not learned: ")
+        assert not server.received
+        report = lore.learner.judge_waiting(session_id="s-rec")
+        assert report.messages == 1 and len(server.received) == 1
+        assert lore.preferences(None, all_projects=True,
+                                statuses=("candidate", "proposed", "active")) == []
+        # --force is the user's own wish: learned at once, no judge asked
+        forced = lore.learner.record("always use pathlib, not os.path", None, project="/p",
+                                     force=True)
+        assert forced.lesson is not None and len(server.received) == 1

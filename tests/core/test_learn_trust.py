@@ -13,7 +13,7 @@ from test_llm_http import LoopbackServer, Reply, anthropic_body, server  # noqa:
 from conftest import FakeEmbedder, make_settings
 from lore.api import Lore
 from lore.extract.detect import detect
-from lore.extract.worthy import refusal, specific, worthiness
+from lore.extract.worthy import fragment, refusal, specific, worthiness
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "transcripts"
 
@@ -501,3 +501,39 @@ def test_the_session_start_hook_reads_the_injection_threshold(fake_lore, lore_ho
     told, record = session_context("/p")
     assert told is not None and len(record["shown"]) == 1
     assert "Use local file sessions, not Redis (unconfirmed)" in told
+
+
+@pytest.mark.parametrize("title, why", [
+    ("Now", "a single word"), ("1", "a number or symbols"), ("The pages should be:", "a heading"),
+    ("Hello there", "a greeting"), ("Don't be", "unfinished"), ("2 observation", "a single word"),
+])
+def test_a_fragment_is_not_a_title(title, why):
+    assert why in fragment(title)
+
+
+@pytest.mark.parametrize("title", ["Use pnpm, not npm", "No emojis", "Never force-push to main",
+                                   "Don't edit gen/", "Keep it short", "Use tabs"])
+def test_a_rule_is_not_a_fragment(title):
+    assert fragment(title) == ""
+
+
+def test_a_fragment_title_is_never_proposed(fake_lore, monkeypatch):
+    from lore.extract.shapes import Extracted
+
+    def extract(message, proposal=None):
+        return Extracted(title="The pages should be:", rule="The pages should be:",
+                         rejected=None, preferred=None, reasoning=None, context=None,
+                         shape="test", kind="preference", scope_hint=None, globs=())
+
+    monkeypatch.setattr(fake_lore.learner.extractor, "extract", extract)
+    out = fake_lore.learner.record("always use these pages for the docs site", None,
+                                   project="/p", session_id="s1")
+    assert out.lesson is None and "a heading" in out.notice()
+
+
+def test_a_hyphenated_word_written_apart_is_the_same_rule(fake_lore):
+    first = fake_lore.learner.record("never force-push to main", None, project="/p",
+                                     session_id="s1")
+    again = fake_lore.learner.record("Never force push to main.", None, project="/p",
+                                     session_id="s2")
+    assert again.action == "reinforced" and again.lesson.id == first.lesson.id

@@ -49,7 +49,7 @@ from lore.extract.detect import FILTER_THRESHOLD, Detection, detect, words_of
 from lore.extract.merge import CHANGE_OF_MIND, contradicts, may_restate, same_rule
 from lore.extract.score import confidence, status_for
 from lore.extract.shapes import Extracted, names_what_was_said
-from lore.extract.worthy import refusal, worthiness
+from lore.extract.worthy import UNFINISHED, fragment, refusal, worthiness
 from lore.ids import new_id, now
 from lore.models import Evidence, Lesson
 from lore.redact import redact, redact_clipped
@@ -242,6 +242,9 @@ class Learner:
             why = "" if force else refusal(message, det)
             if why:
                 return self._settle(row, Outcome("not-learned", det, reason=why))
+            if self.judge is not None and not force:
+                # Evidence, not a verdict: the judge decides, as for a captured message.
+                return self._await_judge(row, det, asserted=True)
             det = Detection(det.label if det.positive else "correction", True,
                             det.type or "explicit", det.probability, det.cues,
                             det.reason or "recorded as a correction by the caller")
@@ -272,8 +275,14 @@ class Learner:
             ex = self.extractor.extract(said, row["assistant_proposal"])
         if ex is None:  # nothing left to read once redacted and cut
             return self._settle(row, Outcome("none", det, reason="no rule could be read from it"))
+        broken = "" if force else fragment(ex.title)
+        if broken and broken != UNFINISHED:  # "Now", "1", "The pages should be:": no rule
+            return self._settle(row, Outcome("none", det, reason="no rule could be read from it "
+                                             f"(it would read as {broken})"))
         worth = worthiness(said, det)
-        gate = {"gate": worth.reason, "forced": force, "confirmed": confirmed}
+        # A rule whose words stop mid-way waits as a candidate, never proposed as it reads.
+        gate = {"gate": worth.reason or (f"the rule read from it is {broken}" if broken else ""),
+                "forced": force, "confirmed": confirmed}
         evidence = Evidence(quote=row["user_message"], session_id=row["session_id"],
                             message_id=row.get("message_uuid"), observed_at=row["at"],
                             source=row.get("origin") or "hook",
@@ -287,9 +296,12 @@ class Learner:
     def filter_threshold(self) -> float:
         return self.tuning.judge_threshold
 
-    def _await_judge(self, row: Correction, det: Detection) -> Outcome:
-        """A message the detector passes waits for the judge; the others teach nothing."""
-        if (det.reason and det.probability == 0.0) or det.probability < self.filter_threshold:
+    def _await_judge(self, row: Correction, det: Detection, *, asserted: bool = False) -> Outcome:
+        """A message the detector passes waits for the judge; the others teach nothing. One
+        its caller records as a correction waits whatever its probability (the refusals
+        already held back what teaches nothing)."""
+        if not asserted and ((det.reason and det.probability == 0.0)
+                             or det.probability < self.filter_threshold):
             det = Detection("none", False, None, det.probability, det.cues,
                             det.reason or "below the judge's filter", det.text)
             return self._settle(row, Outcome("none", det, reason=det.reason))

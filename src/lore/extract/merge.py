@@ -89,13 +89,28 @@ def _one_swap(a: str | None, b: str | None) -> bool:
     return not ({x, y} & _FRAME or x.endswith("ly") or y.endswith("ly"))
 
 
+def _spelled_apart(name: str, text: str) -> bool:
+    """A hyphenated word the other rule writes as separate words ("force-push" / "force
+    push"): the same words, not a different name."""
+    return bool(_HYPHENATED.fullmatch(name)) and re.search(
+        r"\b" + re.escape(name.replace("-", " ")) + r"\b", " ".join(text.lower().split())) is not None
+
+
+_HYPHENATED = re.compile(r"[a-z]+(?:-[a-z]+)+")
+
+
 def may_restate(ex: Extracted, c: RuleCandidate) -> bool:
     """Whether ``ex`` may restate the known rule ``c`` (a candidate row: title,
     pref_preferred, pref_rejected): the same names overall; on each side both fill, the names
     of one within the other's and, when both are one or two words, the same thing; and no
     title or side that differs from the other in one swapped word."""
-    if rule_names(ex.title, ex.preferred, ex.rejected) != rule_names(
-            c["title"], c["pref_preferred"], c["pref_rejected"]):
+    ours_text = " ".join(filter(None, (ex.title, ex.preferred, ex.rejected)))
+    theirs_text = " ".join(filter(None, (c["title"], c["pref_preferred"], c["pref_rejected"])))
+    ours = {n for n in rule_names(ex.title, ex.preferred, ex.rejected)
+            if not _spelled_apart(n, theirs_text)}
+    theirs = {n for n in rule_names(c["title"], c["pref_preferred"], c["pref_rejected"])
+              if not _spelled_apart(n, ours_text)}
+    if ours != theirs:
         return False
     if _one_swap(ex.title, c["title"]):
         return False

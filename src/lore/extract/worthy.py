@@ -129,6 +129,37 @@ _NEVER_MIND = re.compile(r"\bnever\s*mind\b", re.IGNORECASE)
 _X_NOT_Y = re.compile(r"\w(?:,|\s+-+|;)\s*(?:and\s+)?not\s+(?:the\s+|a\s+)?[`'\"\w]")
 
 
+# A title that is no rule: a greeting or a bare reaction, a heading, an unfinished sentence.
+_GREETING = re.compile(r"^(?:hi|hello|hey|thanks|thank\s+you|good\s+(?:morning|evening)|ok(?:ay)?|"
+                       r"sure|great|cool|nice|perfect|awesome)\b", re.I)
+_DANGLING = frozenset("""
+a an the to of and or but with for from in on at by as is are be was were should would could
+must will can may not no this that these those my your our their its than then if when so
+""".split())
+
+
+UNFINISHED = "an unfinished sentence"
+
+
+def fragment(title: str) -> str:
+    """What makes ``title`` a fragment rather than a rule ('' when it reads as one): a number
+    or symbols, one word, a heading ("The pages should be:"), a greeting or bare reaction
+    ("Now", "Thanks"), or a sentence that stops mid-way ("Don't be")."""
+    text = " ".join(title.split()).strip()
+    words = re.findall(r"[A-Za-z][A-Za-z'-]*", text)
+    if not words:
+        return "a number or symbols"
+    if text.endswith(":"):
+        return "a heading"
+    if len(words) < 2:
+        return "a single word"
+    if _GREETING.match(text) and len(words) <= 3:
+        return "a greeting or a bare reaction"
+    if words[-1].lower() in _DANGLING and not re.search(r"[.!?)`'\"]$", text):
+        return UNFINISHED
+    return ""
+
+
 @dataclass(frozen=True, slots=True)
 class Worthiness:
     specific: bool      # names a tool, library, file type, command, path or a concrete practice
