@@ -329,10 +329,23 @@ def effective(settings: Settings) -> list[tuple[str, Any, str]]:
 
 
 def _read_text(path: Path) -> str:
+    """The config's text, read only when the file may steer Lore (:mod:`lore.trusted`: a
+    regular file of the user or root, in a folder others cannot write); ConfigError otherwise."""
+    from lore import trusted
+
     try:
-        return path.read_text(encoding="utf-8")
+        raw = trusted.read(str(path), trusted.CONFIG_BYTES, "config", follow=True)
+    except trusted.Untrusted as exc:
+        raise ConfigError(str(exc)) from None
     except OSError as exc:
         raise ConfigError(f"cannot read config {path}: {exc.strerror or exc}") from None
+    if raw is None:
+        return ""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config {path} is not UTF-8 text (byte {exc.start}); save it as "
+                          "UTF-8") from None
 
 
 def _parse_yaml(text: str, path: Path) -> dict[str, Any]:

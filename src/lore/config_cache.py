@@ -9,11 +9,20 @@ one that needs them gets them from ``model_construct`` (sections included), not 
 Nothing set (no file, or comments only, and no variable) is not validated on load; only
 ``lore config show``, which lists the defaults, stores them (:func:`defaults`).
 
+The entry is signed: an HMAC-SHA256 of its key and payload, under a key of 32 random bytes
+kept in ``$LORE_HOME/.config-cache.key`` (0600, made on first use; one another user owns, or
+others can read or write, or of the wrong size, is replaced). Whoever can write the entry
+but cannot read the key cannot forge one: a forged, altered or unverifiable entry is a miss,
+validated again from the file and written again. A home that cannot protect the key (one
+others can write, see :mod:`lore.trusted`, or a read-only one) caches nothing. The entry
+itself is read like every file that steers Lore (:func:`lore.trusted.read`): a regular file
+of the user, of a sane size, never a pipe or a link.
+
 The entry is keyed by a SHA-256 of everything that decides the result: the file's path and
 text, the ``LORE_*`` variables that override keys, Lore's version, the source of the loader and
 of the models (``config.py``, ``config_models.py``), pydantic's version and where cronsim
 (which checks ``schedule.analysis``) is installed, if it is. A miss or any doubt
-(no entry, unreadable, another key, a payload whose digest does not match, a plugin name no
+(no entry, unreadable, another key, a signature that does not match, a plugin name no
 longer installed) validates as before and writes the entry again (a temporary file moved into
 place, mode 0600); an entry that cannot be written (a read-only home) costs time, nothing else.
 
@@ -28,6 +37,7 @@ Standard library only (pydantic is imported by :meth:`Cached.build`, when the mo
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import re
@@ -35,7 +45,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lore import __version__
+from lore import __version__, trusted
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -43,7 +53,9 @@ if TYPE_CHECKING:
     from lore.config_models import Config
 
 CACHE_FILE = ".config-cache.json"
-FORMAT = "lore-config-cache/1"
+KEY_FILE = ".config-cache.key"
+KEY_BYTES = 32
+FORMAT = "lore-config-cache/2"
 # Variables whose value is a secret: a config they feed is not cached.
 SECRET_VARIABLES = frozenset({"LORE_EMBEDDING_API_KEY"})
 CREDENTIALS_IN_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*@")
@@ -100,9 +112,15 @@ def key(path: Path, text: str, env: dict[str, str | None]) -> str | None:
 def read(home: Path, wanted: str) -> Cached | None:
     """The entry stored under the key ``wanted``; None on a miss or any doubt."""
     try:
-        blob = (home / CACHE_FILE).read_bytes()
+        secret = signing_key(home, create=False)
+        if secret is None:
+            return None
+        blob = trusted.read(str(home / CACHE_FILE), trusted.CACHE_BYTES, "config cache")
+        if blob is None:
+            return None
         stored, digest, payload = blob.split(b"\n", 2)
-        if stored.decode() != wanted or hashlib.sha256(payload).hexdigest() != digest.decode():
+        if stored.decode() != wanted or not hmac.compare_digest(
+                _sign(secret, stored, payload).encode(), digest):
             return None
         data = json.loads(payload)
         cached = Cached(data["values"], data["tree"], data["sources"], data["tuning"])
@@ -110,7 +128,7 @@ def read(home: Path, wanted: str) -> Cached | None:
                 and isinstance(cached.sources, dict) and isinstance(cached.tuning, dict)):
             return None
         return cached if _plugins_known(cached.values) else None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
 
 
@@ -138,27 +156,79 @@ def write(home: Path, cache_key: str, config: Config, sources: dict[str, str],
     not when JSON would not give the same values back (a YAML date, a number as a key).
     Never raises: a home that cannot take the file (read-only, full, not created yet: reading
     the config never creates it) only loses the speed."""
-    tmp: str | None = None
     try:
         data = {"values": config.model_dump(), "tree": _fields_tree(config), "sources": sources,
                 "tuning": tuning}
         payload = json.dumps(data).encode("utf-8")  # order kept
         if json.loads(payload) != data:
             return
-        digest = hashlib.sha256(payload).hexdigest()
-        fd, tmp = tempfile.mkstemp(dir=home, prefix=CACHE_FILE + ".", suffix=".tmp")  # 0600
-        with os.fdopen(fd, "wb") as f:
-            f.write(f"{cache_key}\n{digest}\n".encode() + payload)
-        os.replace(tmp, home / CACHE_FILE)
-        tmp = None
+        secret = signing_key(home, create=True)
+        if secret is None:  # no key the user alone holds: an entry could be forged
+            return
+        digest = _sign(secret, cache_key.encode(), payload)
+        _place(home, CACHE_FILE, f"{cache_key}\n{digest}\n".encode() + payload)
     except (OSError, TypeError, ValueError):
         pass
-    finally:
-        if tmp is not None:
+
+
+def _place(home: Path, name: str, data: bytes, *, first: bool = False) -> bool:
+    """``data`` written to a temporary file (0600) in ``home`` and moved to ``name``, replacing
+    what is there (a link or a pipe is replaced, never written through); with ``first`` only
+    if nothing has that name yet (False: another process was first). OSError as raised."""
+    fd, tmp = tempfile.mkstemp(dir=home, prefix=name + ".", suffix=".tmp")
+    left: str | None = tmp
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        if first:
             try:
-                os.unlink(tmp)
+                os.link(tmp, home / name)
+            except FileExistsError:
+                return False
+        else:
+            os.replace(tmp, home / name)
+            left = None
+        return True
+    finally:
+        if left is not None:
+            try:
+                os.unlink(left)
             except OSError:
                 pass
+
+
+def _sign(secret: bytes, stored_key: bytes, payload: bytes) -> str:
+    return hmac.new(secret, stored_key + b"\n" + payload, hashlib.sha256).hexdigest()
+
+
+def signing_key(home: Path, *, create: bool) -> bytes | None:
+    """The key entries are signed with: the home's key file, if it is the user's alone and
+    holds :data:`KEY_BYTES` bytes; else, with ``create``, a new one written in its place.
+    None when the home cannot protect it (others can write it, it is read-only, it does not
+    exist yet) or, without ``create``, when there is none."""
+    path = home / KEY_FILE
+    try:
+        trusted.check_folder(str(home), "config cache")
+    except OSError:
+        return None
+    try:
+        found = trusted.read(str(path), 4 * KEY_BYTES, "config cache key", private=True)
+    except trusted.Untrusted:
+        found = b""  # another user's, readable by others, a link, a pipe: replaced below
+    except OSError:
+        return None
+    if found is not None and len(found) == KEY_BYTES:
+        return found
+    if not create:
+        return None
+    secret = os.urandom(KEY_BYTES)
+    try:
+        # The first key is put in place only if no other process did first (then theirs).
+        if not _place(home, KEY_FILE, secret, first=found is None):
+            return signing_key(home, create=False)
+    except OSError:
+        return None
+    return secret
 
 
 def _fields_tree(model: BaseModel) -> dict[str, Any]:

@@ -59,9 +59,14 @@ def run(event_name: str, stdin: str, queue_root: Path | None = None) -> str | No
     if kind == "PostToolUse":
         # The checks whose calls ran (reminded, or allowed by the user), for compliance.
         from lore.apply.guards import after, compiled_path, read_compiled
+        from lore.trusted import Untrusted
 
-        ran = after(read_compiled(compiled_path(None if queue_root is None
-                                                else str(queue_root.parent))), payload)
+        try:
+            ran = after(read_compiled(compiled_path(None if queue_root is None
+                                                    else str(queue_root.parent))), payload)
+        except Untrusted as exc:  # the event is queued all the same, without the checks
+            _log(event_name, f"ignored the checks: {exc}", trace=False)
+            ran = []
         if ran:
             payload["lore_guard"] = ran
     payload = _clip(payload)  # long lists only: texts are cut after they are redacted
@@ -121,12 +126,15 @@ def _login() -> str | None:
 def _light_settings() -> dict[str, Any]:
     # The full config loader validates with pydantic (too slow for this path); the keys read
     # here were validated by every other command that loaded the same file.
-    path = Path(os.environ.get("LORE_CONFIG") or lore_home() / "config.yaml")
-    if not path.is_file():
+    from lore import trusted
+
+    path = Path(os.environ.get("LORE_CONFIG") or lore_home() / "config.yaml").expanduser()
+    raw = trusted.read(str(path), trusted.CONFIG_BYTES, "config", follow=True)
+    if raw is None:
         return {}
     import yaml
 
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = yaml.safe_load(raw.decode("utf-8")) or {}
     return data if isinstance(data, dict) else {}
 
 
@@ -233,13 +241,14 @@ def main(event_name: str) -> int:
 LOG_BYTES = 1024 * 1024  # hooks.log past this becomes hooks.log.1 (one kept)
 
 
-def _log(event_name: str, what: str = "failed") -> None:
+def _log(event_name: str, what: str = "failed", *, trace: bool = True) -> None:
     """One short line (written first, alone: on a full disk it may still fit in the log's
-    last block), then the traceback of an unexpected error, redacted. Never raises."""
+    last block), then the traceback of an unexpected error, redacted (``trace``: the error
+    in the line and its traceback; else ``what`` says it all). Never raises."""
     import traceback
 
     try:
-        exc = sys.exc_info()[1]
+        exc = sys.exc_info()[1] if trace else None
         line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} hook {event_name} {what}"
         if exc is not None:
             line += f": {type(exc).__name__}: {exc}"

@@ -143,7 +143,9 @@ def test_the_entry_is_private_and_holds_no_temporary_files(lore_home):
     write_config(lore_home, "user: ada\n")
     load_miss()
     assert stat.S_IMODE(entry(lore_home).stat().st_mode) == 0o600
-    assert sorted(p.name for p in lore_home.iterdir()) == [config_cache.CACHE_FILE, "config.yaml"]
+    assert stat.S_IMODE((lore_home / config_cache.KEY_FILE).stat().st_mode) == 0o600
+    assert sorted(p.name for p in lore_home.iterdir()) == [
+        config_cache.CACHE_FILE, config_cache.KEY_FILE, "config.yaml"]
 
 
 def test_a_tuning_notice_is_given_on_a_hit_too(run, lore_home):
@@ -325,7 +327,7 @@ def test_an_entry_that_is_a_folder_is_ignored(lore_home, run):
     res = run("config", "show", "--json")
     assert res.exit_code == 0, res.output
     assert sorted(p.name for p in lore_home.iterdir()) == sorted(
-        [config_cache.CACHE_FILE, "config.yaml"])  # no temporary file left behind
+        [config_cache.CACHE_FILE, config_cache.KEY_FILE, "config.yaml"])  # no temporary file
 
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -393,7 +395,8 @@ def test_processes_starting_together_all_read_a_whole_entry(lore_home):
             outputs.add(out)
     assert len(outputs) == 1
     assert load_hit().user == "ada"
-    assert sorted(p.name for p in lore_home.iterdir()) == [config_cache.CACHE_FILE, "config.yaml"]
+    assert sorted(p.name for p in lore_home.iterdir()) == [
+        config_cache.CACHE_FILE, config_cache.KEY_FILE, "config.yaml"]
 
 
 @pytest.mark.parametrize("how", ["mode 0500", "read-only mount"])

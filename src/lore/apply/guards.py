@@ -346,13 +346,22 @@ def write_compiled(path: str, entries: list[dict[str, Any]], stamp: str) -> None
 
 
 def read_compiled(path: str) -> list[dict[str, Any]]:
-    """The compiled checks, or none (no file, or one this Lore cannot read)."""
+    """The compiled checks, or none (no file, or one this Lore cannot read). A file Lore may
+    not trust (a pipe, a link, a device, too large, another user's or one others can write,
+    in a folder others can write: :mod:`lore.trusted`) raises :class:`lore.trusted.Untrusted`
+    with one line, for the hook to log."""
     import json
 
+    from lore import trusted
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
+        raw = trusted.read(path, trusted.GUARDS_BYTES, "checks file")
+        if raw is None:
+            return []
+        data = json.loads(raw)
+    except trusted.Untrusted:
+        raise
+    except (OSError, ValueError, RecursionError):
         return []
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         return []
@@ -491,17 +500,22 @@ def main(stdin: Any = None, stdout: Any = None) -> int:
         return 0
     try:
         raw = (stdin or sys.stdin.buffer).read()
-        if not os.path.exists(compiled_path()):
+        if not os.path.lexists(compiled_path()):
             return 0  # no check was ever approved: nothing to import, nothing to say
         out = pre_tool_use(raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw)
         if out:
             (stdout or sys.stdout).write(out)
-    except Exception:  # noqa: BLE001 - fail open: log, never stop the agent
-        _log("pre-tool-use")
+    except Exception as exc:  # noqa: BLE001 - fail open: log, never stop the agent
+        from lore.trusted import Untrusted
+
+        if isinstance(exc, Untrusted):  # the line says it all: no traceback
+            _log("pre-tool-use", f"ignored the checks (the call runs): {exc}")
+        else:
+            _log("pre-tool-use")
     return 0
 
 
-def _log(event: str) -> None:
+def _log(event: str, line: str | None = None) -> None:
     import traceback
 
     try:
@@ -511,7 +525,11 @@ def _log(event: str) -> None:
         os.makedirs(logs, mode=0o700, exist_ok=True)
         fd = os.open(os.path.join(logs, "hooks.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         with os.fdopen(fd, "a", encoding="utf-8") as fh:
-            fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} hook {event} failed\n")
+            stamp = time.strftime('%Y-%m-%dT%H:%M:%S')
+            if line:
+                fh.write(f"{stamp} hook {event} {' '.join(redact(line).split())}\n")
+                return
+            fh.write(f"{stamp} hook {event} failed\n")
             fh.write(redact(traceback.format_exc()) + "\n")
     except Exception:  # noqa: BLE001 - an unwritable home: stay silent
         pass
