@@ -106,11 +106,11 @@ def may_restate(ex: Extracted, c: RuleCandidate) -> bool:
     title or side that differs from the other in one swapped word."""
     ours_text = " ".join(filter(None, (ex.title, ex.preferred, ex.rejected)))
     theirs_text = " ".join(filter(None, (c["title"], c["pref_preferred"], c["pref_rejected"])))
-    ours = {n for n in rule_names(ex.title, ex.preferred, ex.rejected)
-            if not _spelled_apart(n, theirs_text)}
-    theirs = {n for n in rule_names(c["title"], c["pref_preferred"], c["pref_rejected"])
-              if not _spelled_apart(n, ours_text)}
-    if ours != theirs:
+    our_names = {n for n in rule_names(ex.title, ex.preferred, ex.rejected)
+                 if not _spelled_apart(n, theirs_text)}
+    their_names = {n for n in rule_names(c["title"], c["pref_preferred"], c["pref_rejected"])
+                   if not _spelled_apart(n, ours_text)}
+    if our_names != their_names:
         return False
     if _one_swap(ex.title, c["title"]):
         return False
