@@ -755,11 +755,14 @@ class Lore:
         return self.store.conversations.vector_backlog()
 
     def waiting_for_judge(self) -> dict[str, Any]:
-        """How many messages wait for the judge, in how many sessions, and its last failure
-        (the store alone: the learning pipeline is not loaded)."""
+        """How many messages wait for the judge, in how many sessions, and its last failure;
+        how many it left without a verdict too often (no session end asks about them again:
+        `lore learn judge` does) and why (the store alone: the learning pipeline is not loaded)."""
         messages, sessions = self.store.corrections.judging_count()
+        given_up, why = self.store.corrections.unjudged()
         return {"messages": messages, "sessions": sessions,
-                "last_error": self.store.meta("judge.last_error") if messages else None}
+                "last_error": self.store.meta("judge.last_error") if messages else None,
+                "given_up": given_up, "given_up_reason": why}
 
     def preferences(self, project: str | None = None, *, all_projects: bool = False,
                     file_type: str | None = None,

@@ -249,7 +249,7 @@ def model_provider_check(settings: Any) -> Check:
     llm = settings.config.llm
     if not llm.provider:
         return Check("language model", True, "none configured: the detector decides alone "
-                     "(docs/llm.md says how to add one)")
+                     f"(docs/llm.md says how to add one){in_worker(settings)}")
     from lore.llm.registry import installed
 
     if llm.provider not in installed():
@@ -257,4 +257,27 @@ def model_provider_check(settings: Any) -> Check:
                      f"one of: {', '.join(sorted(installed()))} (lore config)")
     rerank = ", re-ranks conversation search" if settings.config.conversations.rerank else ""
     return Check("language model", True, f"{llm.provider} configured{rerank} "
-                 "(`lore llm check` calls it)")
+                 f"(`lore llm check` calls it){in_worker(settings)}")
+
+
+def model_name(provider: object, model: object) -> str:
+    """A language model as the user reads it: ``claude-cli (haiku)``, or ``none``."""
+    if not provider:
+        return "none"
+    return f"{provider} ({model})" if model else f"{provider} (its default model)"
+
+
+def in_worker(settings: Any) -> str:
+    """'; the running worker uses …' when a worker runs (what it recorded, which differs from
+    the config only until its next look at the file), else ''."""
+    from lore.home import model_in_use
+
+    used = model_in_use(settings.home)
+    if used is None:
+        return ""
+    llm = settings.config.llm
+    now = model_name(used.get("provider"), used.get("model"))
+    if now == model_name(llm.provider, llm.model):
+        return f"; the running worker (pid {used['pid']}) uses {now}"
+    return (f"; the running worker (pid {used['pid']}) still uses {now}: it reads the change "
+            "before its next event")

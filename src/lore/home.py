@@ -243,3 +243,37 @@ def file_logger(name: str, path: Path) -> logging.Logger:
         log.setLevel(logging.INFO)
         log.propagate = False
     return log
+
+
+# ---- the model the running worker uses ------------------------------------------------------
+MODEL_IN_USE = "worker-model.json"  # in the home: written by the worker, read by doctor and status
+
+
+def write_model_in_use(home: Path, provider: str | None, model: str | None, judge: bool) -> None:
+    """Record which language model this worker process uses (None: none), replacing the file
+    whole; a failure to write is not the worker's concern."""
+    import json
+
+    tmp = home / f".{MODEL_IN_USE}.{os.getpid()}"
+    try:
+        with open(open_private(tmp), "w", encoding="utf-8") as fh:
+            json.dump({"pid": os.getpid(), "provider": provider, "model": model, "judge": judge}, fh)
+        os.replace(tmp, home / MODEL_IN_USE)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+
+
+def model_in_use(home: Path) -> dict[str, object] | None:
+    """What the running worker said it uses ({pid, provider, model, judge}); None without a
+    live worker or a readable record."""
+    import json
+
+    try:
+        data = json.loads((home / MODEL_IN_USE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    pid = data.get("pid") if isinstance(data, dict) else None
+    running = read_pid(home / "worker.pid")
+    if not isinstance(pid, int) or pid != running or not alive(pid):
+        return None
+    return data

@@ -40,6 +40,7 @@ from lore.home import (
     read_pid,
     spawn_worker,
     unlock_file,
+    write_model_in_use,
 )
 
 POLL_SECONDS = 1.0
@@ -79,6 +80,7 @@ class Worker:
         self.max_attempts = MAX_ATTEMPTS
         self.retry_delays = RETRY_DELAYS
         self.idle_exit = idle_exit  # seconds with nothing to do before exiting; None: never
+        self._config_seen = config_signature(settings.config_path)
 
     @property
     def lore(self) -> Lore:
@@ -160,10 +162,12 @@ class Worker:
             self.log.warning(tuning_notice(self.settings))
         if not self.queue.errors.exists():
             self.queue.write_errors()  # full size now, so a full disk can still take a count
+        self.record_model()
         last_rescore = 0.0
         idle_since = time.monotonic()
         try:
             while not self._stop:
+                self.follow_config()
                 if time.monotonic() - last_rescore > RESCORE_SECONDS:
                     last_rescore = time.monotonic()
                     self.rescore()
@@ -198,6 +202,41 @@ class Worker:
             self.log.info("worker %s stopping after %d events", os.getpid(), handled)
             self.release()
         return handled
+
+    def follow_config(self) -> bool:
+        """Read the config again when its file changed (modification time, size or inode, one
+        ``stat`` a turn of the loop), so a judge added, changed or removed is the one the next
+        event meets: the facade, and with it the judge, is opened anew. A config that no longer
+        loads leaves the settings in use (logged). Returns whether the settings changed."""
+        seen = config_signature(self.settings.config_path)
+        if seen == self._config_seen or not self._owns_lore:
+            return False
+        self._config_seen = seen
+        from lore.config import config_file, load_config
+        from lore.errors import LoreError
+
+        path = self.settings.config_path
+        try:
+            fresh = load_config(None if path == config_file() else path)
+            provider = fresh.config.llm.provider
+        except LoreError as exc:
+            self.log.error("%s changed but does not load; the settings in use stay: %s", path, exc)
+            return False
+        self.settings = fresh
+        self._reset()
+        self.log.info("%s changed: settings read again (language model: %s)", path,
+                      provider or "none")
+        self.record_model()
+        return True
+
+    def record_model(self) -> None:
+        """Tell `lore doctor` and `lore status` which language model this worker uses."""
+        try:
+            cfg = self.settings.config
+        except Exception:  # noqa: BLE001 - a config that does not load: the event says why
+            return
+        write_model_in_use(self.home, cfg.llm.provider or None, cfg.llm.model or None,
+                           bool(cfg.llm.provider) and cfg.learning.judge)
 
     def embed_backlog(self) -> int:
         """Embed one batch of the chunks that wait for a vector (a first import leaves them
@@ -329,8 +368,9 @@ class Worker:
         session_id = event.payload.get("session_id")
         report = learner.judge_waiting(session_id=session_id) if isinstance(session_id, str) \
             and session_id else None
-        if report is None or report.error is None:
-            earlier = learner.judge_waiting()
+        if report is None or report.error is None:  # earlier sessions' (this one's was asked)
+            earlier = learner.judge_waiting(exclude_session=session_id if isinstance(session_id, str)
+                                            else None)
             report = earlier if report is None else report
             if earlier.error:
                 report.error = earlier.error
@@ -483,6 +523,15 @@ def stop_background(settings: Settings, timeout: float = 30.0) -> bool:
     while time.time() < deadline and alive(pid):
         time.sleep(0.1)
     return not alive(pid)
+
+
+def config_signature(path: Path) -> tuple[int, int, int] | None:
+    """What tells a changed config file: (modification time in ns, size, inode); None: no file."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
 
 
 def is_database_error(exc: BaseException) -> bool:

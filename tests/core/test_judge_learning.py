@@ -102,11 +102,13 @@ def test_a_provider_error_leaves_the_session_waiting(lore_home: Path, server: Lo
         waiting = lore.waiting_for_judge()
         assert waiting["messages"] == 1 and "500" in waiting["last_error"]
         assert lore.preferences("/p") == []  # never silently detector-only
-        assert ("judging", "waiting") in statuses(lore)
+        assert statuses(lore) == [("judging", "unanswered 1: openai: HTTP 500 (overloaded); the "
+                                              "server failed; try again later")]
         server.replies = [answer(JUDGED)]  # the provider is back: the next session end catches up
         capture(lore, (THANKS, "Done."), session="s-judge-2")
         assert "judged" in session_end(worker, "s-judge-2")
-        assert lore.waiting_for_judge() == {"messages": 0, "sessions": 0, "last_error": None}
+        assert lore.waiting_for_judge() == {"messages": 0, "sessions": 0, "last_error": None,
+                                            "given_up": 0, "given_up_reason": None}
         assert len(lore.preferences("/p")) == 1
 
 
@@ -331,3 +333,47 @@ def test_a_recorded_correction_is_evidence_the_judge_decides(lore_home: Path,
         forced = lore.learner.record("always use pathlib, not os.path", None, project="/p",
                                      force=True)
         assert forced.lesson is not None and len(server.received) == 1
+
+
+def test_a_message_the_judge_never_answers_stops_waiting_after_three_attempts(
+        lore_home: Path, server: LoopbackServer) -> None:  # noqa: F811
+    def only_readme(body: dict[str, Any]) -> Reply:  # leaves the Redis message out, every time
+        user = body["messages"][-1]["content"]
+        items = [{"id": ref, "label": "preference", "durable": True, "quote": "keep the README updated",
+                  "rule": "Update the README whenever a command changes."}
+                 for ref, text in re.findall(r'<message id="(m\d+)">.*?<developer_message>\n(.*?)\n'
+                                             r"</developer_message>", user, re.S) if "README" in text]
+        return Reply(openai_body(json.dumps({"items": items})))
+
+    server.replies = [only_readme]
+    settings = make_settings(lore_home, llm=llm(server))
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:
+        capture(lore, (REDIS, "I added a Redis-backed session store."), (DOCS, "Renamed it."))
+        worker = Worker(settings, lore)
+        asked = []
+        for n in range(5):  # later sessions end, with nothing of their own to judge
+            before = len(server.received)
+            session_end(worker, SESSION if n == 0 else f"s-later-{n}")
+            asked.append(sum(REDIS in r["body"]["messages"][-1]["content"]
+                             for r in server.received[before:]))
+        # Each session end asks (the judge asks once more for what a reply leaves out), three
+        # session ends in all; then never again.
+        assert [a > 0 for a in asked] == [True, True, True, False, False]
+        waiting = lore.waiting_for_judge()
+        assert waiting["messages"] == 0 and waiting["given_up"] == 1
+        assert waiting["given_up_reason"] == "unanswered 3: the judge's reply left it out"
+        assert len(lore.preferences("/p")) == 1  # the README rule was learned the first time
+    lore_home.mkdir(parents=True, exist_ok=True)
+    (lore_home / "config.yaml").write_text(
+        "llm:\n  provider: openai\n  model: small-1\n  base_url: " + server.url + "/v1\n")
+    runner = CliRunner()
+    shown = runner.invoke(cli, ["status"], obj={"embedder": FakeEmbedder()}).output
+    assert "Judge          openai (small-1)" in shown
+    assert "1 no longer asked about" in shown and "unanswered 3: the judge's reply left it out" in shown
+    # A person asks: the judge is asked about it again, and now answers.
+    server.replies = [answer(JUDGED)]
+    out = runner.invoke(cli, ["learn", "judge", "--json"], obj={"embedder": FakeEmbedder()})
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["messages"] == 1
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:
+        assert lore.waiting_for_judge()["given_up"] == 0 and len(lore.preferences("/p")) == 2

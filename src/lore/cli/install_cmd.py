@@ -89,7 +89,12 @@ def install(ctx: click.Context, scope: str, dry_run: bool, judge: str | None, ju
 
     chosen = judge or _ask_judge(dry_run)
     if chosen in (None, "none"):
-        if chosen is None:
+        configured = _configured_judge(ctx)
+        if configured:
+            notice(f"the judge stays {configured}, as {settings(ctx).config_path} sets it"
+                   + ("; to turn it off, remove the llm: section" if chosen == "none" else
+                      "; change it with `lore install --judge claude-cli|anthropic|openai`"))
+        elif chosen is None:
             notice("the judge is not set up: the detector decides alone; add one with "
                    "`lore install --judge claude-cli|anthropic|openai`")
         _run(scope, dry_run, remove=False)
@@ -105,7 +110,25 @@ def install(ctx: click.Context, scope: str, dry_run: bool, judge: str | None, ju
 
     _run(scope, dry_run, remove=False, judge=change)
     if not dry_run:
-        notice("check the judge with `lore llm check`")
+        notice("check the judge with `lore llm check`; a running worker uses it from its next "
+               "event")
+
+
+def _configured_judge(ctx: click.Context) -> str | None:
+    """The judge config.yaml already sets (``claude-cli (haiku)``), or None; a config that
+    does not load is left to the steps that read it."""
+    from lore.doctor import model_name
+    from lore.errors import LoreError
+
+    try:
+        s = settings(ctx)
+        llm = s.config.llm
+    except LoreError:
+        return None
+    if not llm.provider:
+        return None
+    return model_name(llm.provider, llm.model) + ("" if s.config.learning.judge else
+                                                  " (learning.judge off: second opinions only)")
 
 
 def _interactive() -> bool:

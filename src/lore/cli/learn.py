@@ -428,7 +428,9 @@ def learn_judge(lore: Lore, session_id: str | None, since: str | None, dry_run: 
     """
     from lore.errors import ProviderError
 
-    report = lore.learner.judge_waiting(session_id=session_id, since=since, dry_run=dry_run)
+    # Asked by a person: the messages the judge left unanswered too often are asked about too.
+    report = lore.learner.judge_waiting(session_id=session_id, since=since, dry_run=dry_run,
+                                        given_up=True)
     if dry_run:
         if json_:
             emit_json({"requests": report.requests})

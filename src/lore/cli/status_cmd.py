@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from lore.cli.common import LoreCommand, emit_json, json_option, open_lore, settings
+from lore.home import model_in_use as home_model
 
 
 @click.command("status", cls=LoreCommand)
@@ -21,7 +22,8 @@ def status(ctx: click.Context, json_: bool) -> None:
     Example:
       lore status
     """
-    from lore.doctor import claude_code_checks, embeddings_check, worker_check
+    from lore.cli.worker_cmd import judge_line
+    from lore.doctor import claude_code_checks, embeddings_check, in_worker, model_name, worker_check
 
     s = settings(ctx)
     with open_lore(ctx) as lore:
@@ -29,10 +31,15 @@ def status(ctx: click.Context, json_: bool) -> None:
         waiting = len(lore.waiting(limit=10_000))
         approved = len(lore.approved_lessons())
         vectors = lore.embedding_state()
+        judging = lore.waiting_for_judge()
+    llm = s.config.llm
+    judge = (model_name(llm.provider, llm.model) if s.config.learning.judge or not llm.provider
+             else f"{model_name(llm.provider, llm.model)}, second opinions only (learning.judge off)")
     checks = {c.name: c for c in [*claude_code_checks(Path.home(), Path.cwd()), worker_check(s.home)]}
     report: dict[str, Any] = {
         "database": s.db_shown, "lessons": lessons, "waiting_for_review": waiting,
         "approved_rules": approved, "embeddings": vectors,
+        "judge": {"configured": judge, "in_worker": home_model(s.home), "waiting": judging},
         **{name: {"ok": c.ok, "detail": c.detail} for name, c in checks.items()}}
     if json_:
         emit_json(report)
@@ -49,4 +56,7 @@ def status(ctx: click.Context, json_: bool) -> None:
     for name, label in (("hooks", "Capture"), ("mcp server", "MCP server"), ("worker", "Worker")):
         c = checks[name]
         lines.append(f"{label:<15}{c.detail}" + (f"  → {c.fix}" if c.fix else ""))
+    lines.append(f"{'Judge':<15}{judge}{in_worker(s)}")
+    if judging["messages"] or judging["given_up"]:
+        lines.append(f"{'':<15}waiting: {judge_line(judging)}")
     click.echo("\n".join(lines))

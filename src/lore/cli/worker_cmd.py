@@ -113,7 +113,7 @@ def worker_status(ctx: click.Context, json_: bool) -> None:
         ["database failures", _database(st["errors"]["database"])],
         ["retrying", len(st["retrying"])],
         ["set aside (unreadable)", len(st["quarantined"])],
-        ["waiting for the judge", _judge_line(st.get("waiting_for_judge"))],
+        ["waiting for the judge", judge_line(st.get("waiting_for_judge"))],
         ["log", st["log"]],
     ])
     for r in st["retrying"]:
@@ -123,12 +123,19 @@ def worker_status(ctx: click.Context, json_: bool) -> None:
         notice(f"quarantined {q['file']}: {q['reason']}")
 
 
-def _judge_line(w: dict | None) -> str:
-    """"3 messages in 1 session (budget spent …)", or "nothing"."""
-    if not w or not w["messages"]:
+def judge_line(w: dict | None) -> str:
+    """"3 messages in 1 session (budget spent …)", "2 no longer asked about … (last: unanswered
+    3: …)", or "nothing"."""
+    if not w or not (w["messages"] or w.get("given_up")):
         return "nothing"
-    text = f"{w['messages']} messages in {w['sessions']} sessions"
-    return text + (f" (last failure: {w['last_error']})" if w.get("last_error") else "")
+    parts = []
+    if w["messages"]:
+        parts.append(f"{w['messages']} messages in {w['sessions']} sessions"
+                     + (f" (last failure: {w['last_error']})" if w.get("last_error") else ""))
+    if w.get("given_up"):
+        parts.append(f"{w['given_up']} no longer asked about, left without a verdict too often "
+                     f"(last: {w.get('given_up_reason') or '?'}; `lore learn judge` asks again)")
+    return "; ".join(parts)
 
 
 def _database(db: dict) -> str:

@@ -69,6 +69,9 @@ log = logging.getLogger("lore.learner")
 # (message, the agent turn) -> a verdict with label, durable, confidence, rule, reason
 Opinion = Callable[[str, str | None], Any]
 JUDGING = "judging"  # a captured message's status while it waits for the judge
+UNJUDGED = "unjudged"  # ... after JUDGE_ATTEMPTS without a verdict: no session end asks again
+JUDGE_ATTEMPTS = 3  # requests that may leave a message without a verdict before it stops waiting
+UNANSWERED = "unanswered"  # the action of a message the judge left without a verdict: "unanswered N: why"
 MAX_KNOWN_RULES = 30  # the project's rules shown to the judge, so a restatement reinforces
 
 _DETECTOR = Bench("scripts/train_detector.py",
@@ -109,6 +112,7 @@ class JudgeReport:
     waiting: int = 0             # messages still waiting (an error, or left unanswered)
     invented: int = 0            # items dropped: their quote is not in the message
     error: str | None = None     # why the judge stopped (provider error, budget)
+    given_up: int = 0            # messages left without a verdict too often: they stop waiting
     requests: list[str] = field(default_factory=list)  # a dry run: each request as it would go
 
     def to_dict(self) -> dict[str, Any]:
@@ -117,6 +121,7 @@ class JudgeReport:
             actions[o.action] = actions.get(o.action, 0) + 1
         return {"sessions": self.sessions, "messages": self.messages, "actions": actions,
                 "waiting": self.waiting, "invented_quotes": self.invented, "error": self.error,
+                "given_up": self.given_up,
                 **({"requests": self.requests} if self.requests else {})}
 
 
@@ -313,16 +318,22 @@ class Learner:
                        reason="waits for the judge (at the end of its session)")
 
     def judge_waiting(self, *, session_id: str | None = None, since: str | None = None,
-                      dry_run: bool = False) -> JudgeReport:
+                      dry_run: bool = False, given_up: bool = False,
+                      exclude_session: str | None = None) -> JudgeReport:
         """Judge the messages that wait, one request per session (more when they do not fit).
         ``dry_run``: build the requests exactly as they would be sent and send nothing. A
-        provider error or a spent budget stops the pass: the rest keeps waiting."""
+        provider error or a spent budget stops the pass: the rest keeps waiting. A message a
+        request left without a verdict (unanswered, an unreadable reply, a provider error; not
+        a spent budget) is asked again at most :data:`JUDGE_ATTEMPTS` times in all, then stops
+        waiting with the reason (``given_up``: ask about those again too). ``exclude_session``:
+        leave that session's messages for another pass (one just judged)."""
         from lore.capture.signals import strip_wrappers
         from lore.errors import BudgetExceeded, ConfigError, ProviderError
         from lore.llm.judge import Candidate, batches, judge
 
         report = JudgeReport()
-        rows = self.captured.judging(session_id=session_id, since=since)
+        rows = [r for r in self.captured.judging(session_id=session_id, since=since, given_up=given_up)
+                if exclude_session is None or r["session_id"] != exclude_session]
         sessions: dict[str, list[Correction]] = {}
         for r in rows:
             sessions.setdefault(r["session_id"] or f"message {r['id']}", []).append(r)
@@ -351,6 +362,8 @@ class Learner:
                 self.log.warning("the judge is unavailable, %d messages keep waiting: %s", left, exc)
                 with self.store.atomic():
                     self.store.set_meta("judge.last_error", f"{now()} {exc}")
+                    if isinstance(exc, ProviderError):  # sent and failed: counts as an attempt
+                        report.given_up += self._unanswered(group, str(exc))
                 return report
             report.sessions += 1
             report.invented += len(got.invented)
@@ -364,11 +377,29 @@ class Learner:
                 report.outcomes.append(self._apply_verdict(by_id[v.key], v))
             report.messages += len(group) - len(got.missing)
             report.waiting += len(got.missing)
+            if got.missing:
+                with self.store.atomic():
+                    report.given_up += self._unanswered([by_id[k] for k in got.missing],
+                                                        "the judge's reply left it out")
             left -= len(group)
         if not dry_run and rows and report.error is None:
             with self.store.atomic():
                 self.store.set_meta("judge.last_error", "")
         return report
+
+    def _unanswered(self, rows: Sequence[Correction], why: str) -> int:
+        """Count one attempt without a verdict on each row; a row at :data:`JUDGE_ATTEMPTS`
+        stops waiting (status ``unjudged``, the reason kept). Returns how many stopped."""
+        stopped = 0
+        for row in rows:
+            action = row["action"] or ""
+            done = action.split(":", 1)[0].removeprefix(UNANSWERED).strip()
+            attempts = (int(done) if done.isdigit() else 0) + 1
+            note = f"{UNANSWERED} {attempts}: {' '.join(why.split())[:300]}"
+            gave_up = attempts >= JUDGE_ATTEMPTS
+            self.captured.set_judge_attempt(row["id"], UNJUDGED if gave_up else JUDGING, note)
+            stopped += gave_up
+        return stopped
 
     def _known_rules(self, project: str | None) -> list[str]:
         rules = []

@@ -55,10 +55,12 @@ class CorrectionTables(Tables):
 
 
     def judging(self, *, session_id: str | None = None, since: str | None = None,
-                limit: int = 2000) -> list[Correction]:
-        """Captured messages waiting for the judge (status 'judging'), oldest first; of one
-        session, or captured at or after ``since``."""
-        where, params = ["status = 'judging'"], []
+                limit: int = 2000, given_up: bool = False) -> list[Correction]:
+        """Captured messages waiting for the judge (status 'judging'; with ``given_up``, also
+        those it left unanswered too often, 'unjudged'), oldest first; of one session, or
+        captured at or after ``since``."""
+        where: list[str] = ["status IN ('judging', 'unjudged')" if given_up else "status = 'judging'"]
+        params: list[Any] = []
         if session_id is not None:
             where.append("session_id = ?")
             params.append(session_id)
@@ -74,6 +76,21 @@ class CorrectionTables(Tables):
         row = self.conn.execute("SELECT count(*), count(DISTINCT coalesce(session_id, '')) FROM "
                                 "corrections WHERE status = 'judging'").fetchone()
         return int(row[0]), int(row[1]) if row[0] else 0
+
+    def unjudged(self) -> tuple[int, str | None]:
+        """Messages the judge was asked about too often without an answer, and the reason
+        recorded on the latest of them."""
+        row = self.conn.execute("SELECT count(*) FROM corrections WHERE status = 'unjudged'").fetchone()
+        if not row[0]:
+            return 0, None
+        last = self.conn.execute("SELECT action FROM corrections WHERE status = 'unjudged' "
+                                 "ORDER BY id DESC LIMIT 1").fetchone()
+        return int(row[0]), last[0] if last else None
+
+    def set_judge_attempt(self, correction_id: int, status: str, action: str) -> None:
+        """A judge's attempt that gave no verdict: the message's status and what happened."""
+        self.conn.execute("UPDATE corrections SET status = ?, action = ? WHERE id = ?",
+                          (status, action, correction_id))
 
     def set_verdict(self, correction_id: int, *, status: str, label: str | None,
                     correction_type: str | None, durable: bool | None, probability: float | None,
