@@ -24,13 +24,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lore.capture import hooklog
 from lore.capture.githead import read_head
 from lore.capture.queue import Queue
 from lore.capture.signals import might_teach
 from lore.capture.tail import MAX_FIELD, last_assistant, last_exchange
 from lore.home import check_device, idle_exit_seconds, is_url, lore_home, spawn_worker, worker_running
 from lore.normalize import json_value
-from lore.private import open_private, private_dir
+from lore.private import open_private
 from lore.redact import redact, redact_value
 
 if TYPE_CHECKING:
@@ -223,8 +224,9 @@ def main(event_name: str) -> int:
     try:
         # Bytes, not text: invalid UTF-8 becomes U+FFFD instead of losing the event.
         out = run(event_name, sys.stdin.buffer.read().decode("utf-8", "replace"))
-    except Exception:  # noqa: BLE001 - fail open: log, never block the agent
+    except Exception as exc:  # noqa: BLE001 - fail open: log, never block the agent
         _log(event_name, "failed; the event was not queued")
+        hooklog.count(lore_home(), f"{event_name}: {type(exc).__name__}: {exc}")
         return 0
     if out:
         try:
@@ -238,9 +240,6 @@ def main(event_name: str) -> int:
     return 0
 
 
-LOG_BYTES = 1024 * 1024  # hooks.log past this becomes hooks.log.1 (one kept)
-
-
 def _log(event_name: str, what: str = "failed", *, trace: bool = True) -> None:
     """One short line (written first, alone: on a full disk it may still fit in the log's
     last block), then the traceback of an unexpected error, redacted (``trace``: the error
@@ -249,23 +248,9 @@ def _log(event_name: str, what: str = "failed", *, trace: bool = True) -> None:
 
     try:
         exc = sys.exc_info()[1] if trace else None
-        line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} hook {event_name} {what}"
-        if exc is not None:
-            line += f": {type(exc).__name__}: {exc}"
-        line = redact(" ".join(line.split()))[:2000] + "\n"
-        logs = private_dir(lore_home() / "logs")
-        path = logs / "hooks.log"
-        try:
-            if path.stat().st_size > LOG_BYTES:
-                os.replace(path, logs / "hooks.log.1")
-        except OSError:
-            pass
-        fd = open_private(path, "a")
-        try:
-            os.write(fd, line.encode("utf-8", "replace"))
-            if exc is not None and not isinstance(exc, OSError):  # the line says all of those
-                os.write(fd, (redact(traceback.format_exc()) + "\n").encode("utf-8", "replace"))
-        finally:
-            os.close(fd)
+        detail = None
+        if exc is not None and not isinstance(exc, OSError):  # the line says all of those
+            detail = redact(traceback.format_exc())
+        hooklog.write(lore_home(), hooklog.line(event_name, what, exc), detail)
     except Exception:  # noqa: BLE001 - even logging may fail (unwritable home): stay silent
         pass

@@ -23,6 +23,8 @@ from hypothesis import strategies as st
 from conftest import FakeEmbedder, make_settings, stop_workers
 from lore import hooks
 from lore.api import Lore
+from lore.apply import guards
+from lore.capture import hooklog
 from lore.capture import queue as queue_module
 from lore.capture.queue import KEEP_ROTATED, Queue
 from lore.errors import ConfigError
@@ -312,13 +314,112 @@ def test_a_hook_process_on_a_full_disk_exits_0_silently_and_logs(lore_home):
 def test_the_hooks_log_is_bounded(lore_home, monkeypatch):
     logs = lore_home / "logs"
     logs.mkdir(parents=True)
-    (logs / "hooks.log").write_bytes(b"x" * (hooks.LOG_BYTES + 1))
+    (logs / "hooks.log").write_bytes(b"x" * (hooklog.LOG_BYTES + 1))
     monkeypatch.setattr("sys.stdin", __import__("io").TextIOWrapper(__import__("io").BytesIO(b"[1]")))
     assert hooks.main("stop") == 0
-    assert (logs / "hooks.log.1").stat().st_size == hooks.LOG_BYTES + 1
+    assert (logs / "hooks.log.1").stat().st_size == hooklog.LOG_BYTES + 1
     assert (logs / "hooks.log").read_text().startswith(
         time.strftime("%Y-%m-%d"))  # a fresh log with this failure only
     assert "hook stop failed; the event was not queued: ValueError" in (logs / "hooks.log").read_text()
+
+
+NPM_CHECK = {"id": "c1", "lesson_id": "l1", "mode": "block", "command": r"npm(?=\s|$)",
+             "rule": "Use pnpm, not npm", "status": "active"}
+NPM_CALL = json.dumps({"session_id": "s", "cwd": "/p", "tool_name": "Bash",
+                       "tool_input": {"command": "npm install left-pad"}})
+
+
+def pre_tool_use(monkeypatch, stdin: str) -> str:
+    import io
+
+    out = io.StringIO()
+    assert guards.main(io.BytesIO(stdin.encode()), out) == 0
+    return out.getvalue()
+
+
+def test_every_hook_keeps_the_hooks_log_bounded(lore_home, monkeypatch):
+    """The attack: 3,000 failing PreToolUse calls grew hooks.log to 2.8 MB (its writer never
+    rotated). Every hook writes through one log that rotates past LOG_BYTES (made small here):
+    200 failures of each kind leave hooks.log and hooks.log.1 within the bound."""
+    monkeypatch.setattr(hooklog, "LOG_BYTES", 4000)
+    guards.write_compiled(str(lore_home / "guards.json"), [NPM_CHECK], "now")
+    logs = lore_home / "logs"
+    for _ in range(200):
+        assert pre_tool_use(monkeypatch, "not json") == ""  # fails open, logs a traceback
+        monkeypatch.setattr("sys.stdin", __import__("io").TextIOWrapper(
+            __import__("io").BytesIO(b"[1]")))
+        assert hooks.main("stop") == 0
+    sizes = {p.name: p.stat().st_size for p in logs.iterdir()}
+    assert set(sizes) == {"hooks.log", "hooks.log.1"}, sizes
+    biggest = 2000 + 2000  # a line is cut at 2,000 characters; a traceback stays well below
+    assert all(size <= 4000 + biggest for size in sizes.values()), sizes
+    text = (logs / "hooks.log").read_text() + (logs / "hooks.log.1").read_text()
+    assert "hook pre-tool-use failed: JSONDecodeError" in text
+    assert "hook stop failed; the event was not queued: ValueError" in text
+
+
+def test_a_block_holds_when_its_record_cannot_be_queued(lore_home, monkeypatch):
+    """The attack: on a full disk the PreToolUse record could not be written and the hook
+    failed open, so the block was not given, nothing was logged in a line that fits, and
+    `lore worker status` said 0 errors. Now the call is still denied, the failure is one line
+    in hooks.log and counted under `dropped`, and the queue holds no partial file."""
+    guards.write_compiled(str(lore_home / "guards.json"), [NPM_CHECK], "now")
+    Queue(lore_home / "queue").write_errors()  # as a worker leaves it: room for the count
+    enospc_for(monkeypatch, str(lore_home / "queue" / "pending"))
+    for _ in range(3):
+        out = json.loads(pre_tool_use(monkeypatch, NPM_CALL))["hookSpecificOutput"]
+        assert out["permissionDecision"] == "deny" and "Use pnpm, not npm" in \
+            out["permissionDecisionReason"]
+    assert [p.name for p in (lore_home / "queue" / "pending").iterdir()] == []
+    log = (lore_home / "logs" / "hooks.log").read_text().splitlines()
+    assert len(log) == 3 and all(line.endswith(
+        "hook pre-tool-use could not queue its record (the decision was given all the same): "
+        "OSError: [Errno 28] No space left on device") for line in log), log
+    monkeypatch.undo()
+    status = subprocess.run([LORE, "worker", "status", "--json"], env=env(lore_home),
+                            capture_output=True, text=True, timeout=60)
+    dropped = json.loads(status.stdout)["errors"]["dropped"]
+    assert dropped["count"] == 3 and "pre-tool-use: OSError" in dropped["last"]["reason"]
+    text = subprocess.run([LORE, "worker", "status"], env=env(lore_home), capture_output=True,
+                          text=True, timeout=60).stdout
+    row = next(line for line in text.splitlines() if "events not queued" in line)
+    assert "3 (last: pre-tool-use: OSError: [Errno 28]" in row
+
+
+def test_counts_of_events_not_queued_are_not_lost_between_hooks(lore_home):
+    """Eight processes count 25 drops each at once: errors.json says 200."""
+    Queue(lore_home / "queue").write_errors()
+    code = ("import sys\nfrom lore.capture import hooklog\n"
+            "for i in range(25): hooklog.count(sys.argv[1], f'stop: OSError {i}')\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(lore_home)]) for _ in range(8)]
+    assert [p.wait(timeout=120) for p in procs] == [0] * 8
+    assert Queue(lore_home / "queue").error_count()["dropped"]["count"] == 200
+
+
+def test_a_block_on_a_real_full_disk(tmp_path):
+    """A 6 MB tmpfs filled with dd after a worker ran once: each of 15 PreToolUse calls that
+    match a block check is denied all the same, hooks.log says why each record was lost, and
+    `lore worker status` counts them among the events not queued."""
+    home = tmp_path / "small"
+    check = json.dumps({"format": guards.FORMAT, "stamp": "now", "checks": [NPM_CHECK]})
+    hook = f"echo '{NPM_CALL}' | \"$@\" hook pre-tool-use"
+    script = (
+        '"$@" admin init >/dev/null 2>&1 && "$@" worker run --once >/dev/null 2>&1 && '
+        f"printf '%s' '{check}' > \"{home}/guards.json\" && "
+        f'echo "not json" | "$@" hook stop && '  # hooks.log exists before the disk fills
+        f'dd if=/dev/zero of="{home}/filler" bs=4k >/dev/null 2>&1; '
+        f'for i in $(seq 15); do {hook}; echo; done; echo @@; '
+        f'ls -a "{home}/queue/pending"; echo @@; cat "{home}/logs/hooks.log"; echo @@; '
+        '"$@" worker status --json')
+    proc = in_small_tmpfs(home, 6, script)
+    decisions, pending, log, status = proc.stdout.split("@@\n")
+    denied = [json.loads(line)["hookSpecificOutput"]["permissionDecision"]
+              for line in decisions.splitlines() if line.strip()]
+    assert denied == ["deny"] * 15, proc.stdout + proc.stderr
+    assert [n for n in pending.split() if n not in (".", "..")] == []
+    assert log.count("could not queue its record (the decision was given all the same): "
+                     "OSError: [Errno 28]") == 15, log
+    assert json.loads(status)["errors"]["dropped"]["count"] == 16  # and the Stop that was no JSON
 
 
 def test_stale_temporary_files_are_swept(lore_home):

@@ -488,7 +488,13 @@ def pre_tool_use(stdin: str, root: str | None = None, at: float | None = None) -
         event = {k: payload.get(k) for k in ("session_id", "cwd", "tool_name", "tool_use_id",
                                              "transcript_path")}
         event["lore_guard"] = found
-        Queue(Path(root or home()) / "queue").append("PreToolUse", event)
+        try:
+            Queue(Path(root or home()) / "queue").append("PreToolUse", event)
+        except Exception as exc:  # noqa: BLE001 - the decision holds even when its record fails
+            from lore.capture import hooklog
+
+            hooklog.dropped(root or home(), "pre-tool-use", exc,
+                            "could not queue its record (the decision was given all the same)")
     return json.dumps(output) if output else None
 
 
@@ -516,20 +522,20 @@ def main(stdin: Any = None, stdout: Any = None) -> int:
 
 
 def _log(event: str, line: str | None = None) -> None:
+    """One line in hooks.log: ``line`` as given, else "failed" with the error and its
+    traceback. Never raises."""
+    import sys
     import traceback
 
     try:
+        from lore.capture import hooklog
         from lore.redact import redact
 
-        logs = os.path.join(home(), "logs")
-        os.makedirs(logs, mode=0o700, exist_ok=True)
-        fd = os.open(os.path.join(logs, "hooks.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        with os.fdopen(fd, "a", encoding="utf-8") as fh:
-            stamp = time.strftime('%Y-%m-%dT%H:%M:%S')
-            if line:
-                fh.write(f"{stamp} hook {event} {' '.join(redact(line).split())}\n")
-                return
-            fh.write(f"{stamp} hook {event} failed\n")
-            fh.write(redact(traceback.format_exc()) + "\n")
+        if line:
+            hooklog.write(home(), hooklog.line(event, line))
+            return
+        exc = sys.exc_info()[1]
+        hooklog.write(home(), hooklog.line(event, "failed", exc),
+                      redact(traceback.format_exc()))
     except Exception:  # noqa: BLE001 - an unwritable home: stay silent
         pass

@@ -271,7 +271,8 @@ class Queue:
     def error_count(self) -> dict[str, Any]:
         """How many handling attempts failed and the last failure; under ``database``, how
         many of those (and of the worker's other database work) the database raised."""
-        empty: dict[str, Any] = {"count": 0, "last": None, "database": {"count": 0, "last": None}}
+        empty: dict[str, Any] = {"count": 0, "last": None, "database": {"count": 0, "last": None},
+                                 "dropped": {"count": 0, "last": None}}
         for _ in range(3):  # rewritten in place on a full disk: a torn read is tried again
             try:
                 data = json.loads(read_regular(self.errors, 1 << 20))
@@ -282,26 +283,30 @@ class Queue:
                 continue
             if not isinstance(data, dict):
                 return empty
-            db = data.get("database")
-            data["database"] = db if isinstance(db, dict) else empty["database"]
+            for part in ("database", "dropped"):
+                found = data.get(part)
+                data[part] = found if isinstance(found, dict) else empty[part]
             return data
         return empty
 
     def record_failure(self, reason: str, *, database: bool = False,
-                       event: Event | None = None) -> None:
-        """Count one failure in ``errors.json``: an event's failed attempt (``event``) and/or
-        one the database raised (``database``). Never raises: on a full disk the fixed-size
-        file is rewritten in place."""
-        data = self.error_count()
-        last = {"reason": reason[:MAX_REASON], "at": time.time()}
-        if event is not None:
-            last.update(id=event.id, kind=event.kind)
-            data["count"] = int(data.get("count") or 0) + 1
-            data["last"] = last
-        if database:
-            db = data["database"]
-            data["database"] = {"count": int(db.get("count") or 0) + 1, "last": last}
-        self.write_errors(data)
+                       event: Event | None = None, dropped: bool = False) -> None:
+        """Count one failure in ``errors.json``: an event's failed attempt (``event``), one
+        the database raised (``database``), or an event a hook could not queue (``dropped``).
+        Never raises: on a full disk the fixed-size file is rewritten in place. Writers (the
+        worker, any number of hooks) take turns on a lock of the queue's folder, so no count
+        is lost to another's."""
+        with _turn(self.root):
+            data = self.error_count()
+            last = {"reason": reason[:MAX_REASON], "at": time.time()}
+            if event is not None:
+                last.update(id=event.id, kind=event.kind)
+                data["count"] = int(data.get("count") or 0) + 1
+                data["last"] = last
+            for part, counted in (("database", database), ("dropped", dropped)):
+                if counted:
+                    data[part] = {"count": int(data[part].get("count") or 0) + 1, "last": last}
+            self.write_errors(data)
 
     def write_errors(self, data: dict[str, Any] | None = None) -> bool:
         """Write ``errors.json`` (``data``, or the counts as they are: a file of its full size
@@ -487,6 +492,31 @@ class Queue:
             for entry in entries:
                 if _OWN_TMP.fullmatch(entry.name):
                     _remove_if_stale(Path(entry.path))
+
+
+class _turn:  # noqa: N801 - used as a context manager, like a function
+    """An exclusive lock on a folder (flock on its descriptor; POSIX), held for a block; no
+    lock where a folder cannot be locked (the block runs all the same)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.fd: int | None = None
+
+    def __enter__(self) -> None:
+        try:
+            import fcntl
+
+            self.fd = os.open(self.folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except (ImportError, OSError):
+            if self.fd is not None:
+                os.close(self.fd)
+            self.fd = None
+
+    def __exit__(self, *_: object) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing the descriptor lets the lock go
+            self.fd = None
 
 
 def _encode(record: dict[str, Any]) -> bytes:

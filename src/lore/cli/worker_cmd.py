@@ -111,6 +111,7 @@ def worker_status(ctx: click.Context, json_: bool) -> None:
         ["last event", f"{last.get('kind', '-')} {last.get('outcome', '')}".strip()],
         ["errors", st["errors"]["count"]],
         ["database failures", _database(st["errors"]["database"])],
+        ["events not queued", _database(st["errors"]["dropped"])],
         ["retrying", len(st["retrying"])],
         ["set aside (unreadable)", len(st["quarantined"])],
         ["waiting for the judge", judge_line(st.get("waiting_for_judge"))],
@@ -139,7 +140,8 @@ def judge_line(w: dict | None) -> str:
 
 
 def _database(db: dict) -> str:
-    """"0", or "3 (last: OperationalError: database or disk is full)"."""
+    """"0", or "3 (last: OperationalError: database or disk is full)" (database failures,
+    events a hook could not queue)."""
     last = db.get("last") or {}
     return f"{db['count']} (last: {last.get('reason', '?')})" if db["count"] else "0"
 
