@@ -1,6 +1,7 @@
 """Hook and queue benchmarks (whole processes, interpreter start included).
 
     python -m bench.hook_bench [--runs 50] [--events 5000]
+    python -m bench.hook_bench --checks-only --baseline-src OLD/src   # before/after, one run
 """
 
 from __future__ import annotations
@@ -46,17 +47,22 @@ def hook_times(event: str, payload: dict, runs: int, home: str) -> list[float]:
     return out
 
 
-def interleaved(cases: list, runs: int, home: str) -> dict[str, tuple[list[float], list[float]]]:
+def interleaved(cases: list, runs: int, home: str, baseline_src: str | None = None
+                ) -> dict[str, tuple[list[float], list[float]]]:
     """Wall-clock and CPU (user + system of the child) milliseconds of each case, one run of
-    each in turn after one `python -c pass`."""
+    each in turn after one `python -c pass`; with ``baseline_src``, each case also run by the
+    Lore in that source folder (an earlier version), in the same turn."""
     import resource
 
     env = dict(os.environ, LORE_HOME=home)
+    envs = [("", env)]
+    if baseline_src:
+        envs.append((" [baseline source]", dict(env, PYTHONPATH=baseline_src)))
     base = "`python -c pass` (interleaved baseline)"
     out: dict[str, tuple[list[float], list[float]]] = {base: ([], [])}
     src = os.path.join(home, "guards.json")
 
-    def timed(key: str, argv: list[str], data: str | None) -> None:
+    def timed(key: str, argv: list[str], data: str | None, env: dict = env) -> None:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         subprocess.run(argv, input=data, text=True, env=env, check=True, capture_output=True)
@@ -74,8 +80,9 @@ def interleaved(cases: list, runs: int, home: str) -> dict[str, tuple[list[float
                 os.replace(src, src + ".off")
             elif path is not None and not os.path.exists(src):
                 os.replace(src + ".off", src)
-            timed(f"`lore hook pre-tool-use`, {label}", [LORE, "hook", "pre-tool-use"],
-                  json.dumps(payload))
+            for tag, case_env in envs:
+                timed(f"`lore hook pre-tool-use`, {label}{tag}", [LORE, "hook", "pre-tool-use"],
+                      json.dumps(payload), case_env)
     return out
 
 
@@ -99,6 +106,13 @@ def guard_cases(home: str, base: dict):
     yield "no checks (no file)", (None, call)
     yield "50 checks, none matches", (path, call)
     yield "50 checks, one blocks (queued)", (path, {**call, "tool_input": {"command": "prog0 install x"}})
+    yield "50 checks, one blocks a wrapped command (queued)", (path, {**call, "tool_input": {
+        "command": "cd web && sudo -u node env CI=1 bash -c 'prog0 install x'"}})
+    yield "50 checks, a literal present, none matches", (path, {**call, "tool_input": {
+        "command": "git log --grep prog0 | head -5"}})
+    yield "50 checks, a Python import blocks (queued)", (path, {
+        **base, "tool_name": "Write", "tool_input": {"file_path": "/tmp/a.py",
+                                                     "content": "import os, lib2\n" * 20}})
 
 
 def session_start_times(runs: int) -> list[float]:
@@ -163,6 +177,8 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=20000)
     ap.add_argument("--checks-only", action="store_true",
                     help="Only the PreToolUse hook and its baseline.")
+    ap.add_argument("--baseline-src", help="Also time the PreToolUse cases with the Lore in this "
+                                           "source folder (an earlier version), interleaved.")
     args = ap.parse_args()
     # As installed: pip writes the bytecode of every module (PYTHONDONTWRITEBYTECODE, if set,
     # would otherwise make every hook compile its modules from source).
@@ -171,6 +187,8 @@ def main() -> None:
     import lore
 
     compileall.compile_dir(Path(lore.__file__).parent, quiet=1)
+    if args.baseline_src:
+        compileall.compile_dir(Path(args.baseline_src) / "lore", quiet=1)
     transcript = next(TRANSCRIPT.rglob("*.jsonl"))
     with tempfile.TemporaryDirectory() as home:
         base = {"session_id": "s1", "transcript_path": str(transcript), "cwd": "/tmp"}
@@ -190,7 +208,7 @@ def main() -> None:
         # PreToolUse runs before every tool call: timed interleaved with `python -c pass`
         # (one of each in turn), so the machine's load weighs on both alike.
         cases = list(guard_cases(home, base))
-        times = interleaved(cases, args.runs, home)
+        times = interleaved(cases, args.runs, home, args.baseline_src)
         for label, (ms, cpu) in times.items():
             print(f"- {label}: median {statistics.median(ms):.1f} ms, p90 {pct(ms, 0.9):.1f} ms; "
                   f"CPU median {statistics.median(cpu):.1f} ms, p90 {pct(cpu, 0.9):.1f} ms "

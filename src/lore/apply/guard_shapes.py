@@ -30,7 +30,8 @@ class Proposal:
 # The executable of each package manager, as a command pattern.
 MANAGERS = {
     "npm": r"npm(?=\s|$)", "pnpm": r"pnpm(?=\s|$)", "yarn": r"yarn(?=\s|$)",
-    "bun": r"bun(?=\s|$)", "pip": r"(?:pip3?|python3?\s+-m\s+pip)(?=\s|$)",
+    "bun": r"bun(?=\s|$)",
+    "pip": r"(?:pip[\d.]*|python[\d.]*\s+(?:-\w+\s+)*-m\s*pip[\d.]*)(?=\s|$)",
     "pipenv": r"pipenv(?=\s|$)", "poetry": r"poetry(?=\s|$)", "uv": r"uv(?=\s|$)",
     "conda": r"conda(?=\s|$)", "npx": r"npx(?=\s|$)",
 }
@@ -56,6 +57,11 @@ _PROTECTED = re.compile(r"\b(?:generated|auto-?generated|codegen|vendored|vendor
                         r"never (?:edit|touch|modify|change|write)|read-only|hand-?edit)\b", re.I)
 _PATHISH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+(?:\*\*?(?:/[\w*.-]+)?|[\w.*-]+)?|"
                       r"\*\*?/[\w*.{},-]+|\*\.[\w{},.]+|[\w-]+\.[a-z]{1,6}(?=[\s,.;:)'\"`]|$))")
+# git push that forces: -f, --force, --force-with-lease, a short-flag group with f (-uf), a
+# +refspec, --mirror. Matched on each git command with its global options dropped (``git -C
+# repo push`` as ``git push``; lore.apply.shell), and on a line's text when it does not parse.
+FORCE_PUSH = (r"git\s+push\b(?=[^;&|\n]*\s(?:-[A-Za-z0-9]*f[A-Za-z0-9]*|"
+              r"--force(?:-with-lease)?(?:=\S*)?|--mirror|\+\S+)(?=\s|$))")
 _FORCE = re.compile(r"force[- ]?push|push\s+(?:-f|--force)|--force(?:-with-lease)?\b", re.I)
 _BRANCHES = re.compile(r"\b(main|master|develop|dev|trunk|release(?:/\S+)?|production|prod|"
                        r"staging)\b", re.I)
@@ -105,9 +111,11 @@ def propose(rule: Any) -> list[Proposal]:
                             f"any `{avoid}` command"))
     if _FORCE.search(text):
         branches = sorted({b.lower() for b in _BRANCHES.findall(text)})
-        pattern = r"git\s+(?:-\S+\s+)*push\b(?=[^;&|\n]*\s(?:-f|--force(?:-with-lease)?)(?:\s|=|$))"
-        if branches:
-            pattern += r"(?=[^;&|\n]*[\s:+](?:" + "|".join(re.escape(b) for b in branches) + r")\b)"
+        pattern = FORCE_PUSH
+        if branches:  # the branch as a refspec's destination (main, HEAD:main, +refs/heads/main)
+            pattern += (r"(?=[^;&|\n]*(?:[\s:+](?:refs/heads/)?(?:"
+                        + "|".join(re.escape(b) for b in branches)
+                        + r")(?=\s|$)|\s--mirror(?=\s|$)))")
         out.append(Proposal({"command": pattern, "mode": "block"}, "shape:force-push",
                             "force-pushing" + (f" to {', '.join(branches)}" if branches else "")))
     protected = [s for s in re.split(r"(?<=[.;!?])\s+|\n", text) if _PROTECTED.search(s)]

@@ -2,16 +2,21 @@
 
 A check on a rule says which tool calls it governs and what happens then:
 
-- ``command``: a regular expression for a Bash command, matched where a command starts (the
-  start of the line, or after ``;``, ``&&``, ``||``, ``|``, ``(``, ``$(``, past ``sudo``,
-  ``env`` and ``NAME=value`` prefixes): ``npm(?=\\s|$)`` matches ``npm install`` and
-  ``cd web && npm ci``, not ``pnpm add`` or ``echo npm``;
+- ``command``: a regular expression for a Bash command, matched at the start of each command
+  the shell would run (``lore.apply.shell``: lists, pipelines, subshells, bodies of ``if`` and
+  loops, ``bash -c`` strings, and the commands ``env``, ``sudo``, ``timeout``, ``xargs``,
+  ``npx`` and the like run), its words unquoted, its program also without its folder:
+  ``npm(?=\\s|$)`` matches ``npm install``, ``cd web && npm ci``, ``sudo -u node /usr/bin/npm i``
+  and ``bash -c "npm i"``, not ``pnpm add`` or ``echo npm``. A line the shell grammar does not
+  accept is matched as text, where a command starts;
 - ``path``: a glob for the file of Write, Edit, MultiEdit and NotebookEdit, relative to the
   session's folder: ``*`` stays inside a folder, ``**`` crosses folders, ``{a,b}`` is either,
   a trailing ``/`` means everything below; a glob without ``/`` matches a file or folder name
   at any depth (``*.min.js``, ``vendor/``);
 - ``content``: a regular expression for the text being written (Write's content, Edit's and
-  MultiEdit's new text, a notebook cell's source), line by line (``^`` is a line's start);
+  MultiEdit's new text, a notebook cell's source), line by line (``^`` is a line's start); in
+  Python that parses, each import is also read as one plain line (``import os, requests``
+  and ``importlib.import_module("requests")`` give ``import requests``);
 - ``tool``: a tool's name, ``*`` for any characters (``WebFetch``, ``mcp__github__*``).
 
 Every condition given must hold. The mode is ``remind`` (the rule, why and when the user
@@ -19,8 +24,11 @@ said it, added as context next to the call, which runs) or ``block`` (the call i
 that reason; the user allows it with ``lore guard allow``).
 
 Checks are compiled into one small JSON file whenever rules or checks change; the PreToolUse
-and PostToolUse hooks read only that file: this module is the standard library alone (no
-database, no model, no numpy, no click) and every hook failure lets the call through.
+and PostToolUse hooks read only that file: no database, no model, no numpy, no click (the
+shell grammar loads only when a command check's literal is in the call), and every hook
+failure lets the call through. Every pattern runs under a time bound
+(``lore.apply.patterns``) and the whole hook under :data:`DEADLINE_SECONDS`: past it, the call
+runs unchecked and hooks.log says so.
 """
 
 from __future__ import annotations
@@ -42,11 +50,14 @@ STATUSES = ("proposed", "active", "rejected")
 FILE_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 COMPILED = "guards.json"
 FORMAT = 1
-# Where a shell command starts, and the prefixes that still run the command after them.
+DEADLINE_SECONDS = 2.0  # the whole PreToolUse hook; past it the call runs unchecked
+# Where a shell command starts, and the prefixes that still run the command after them (for
+# a line the shell grammar does not accept).
 _START = (r"(?:^|[;&|(\n`]|\$\()\s*"
           r"(?:(?:sudo|env|time|command|exec|nohup|nice)\s+(?:-\S+\s+)*"
           r"|[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*")
-_CACHE: dict[tuple[str, str], re.Pattern[str]] = {}
+_CACHE: dict[tuple[str, str], Any] = {}
+_PARSED: dict[str, Any] = {}  # the last command line parsed: every check reads the same one
 REASON_CHARS = 1200
 MARK = "[Lore check]"
 
@@ -55,16 +66,28 @@ class CheckError(ValueError):
     """A check that cannot hold: no condition, a bad pattern, an unknown mode."""
 
 
+class Deadline(Exception):
+    """The hook ran past DEADLINE_SECONDS: it lets the call run."""
+
+
+class Slow(Exception):
+    """One check's pattern ran past its time bound on this call: the check is skipped."""
+
+    def __init__(self, check_id: Any) -> None:
+        super().__init__(check_id)
+        self.check_id = check_id
+
+
 # ---- the conditions ---------------------------------------------------------------------
-def command_regex(pattern: str) -> re.Pattern[str]:
+def command_regex(pattern: str) -> Any:
     return _compiled("command", pattern)
 
 
 def glob_regex(glob: str) -> re.Pattern[str]:
-    return _compiled("path", glob)
+    return _compiled("path", glob)  # type: ignore[no-any-return]
 
 
-def _compiled(kind: str, pattern: str) -> re.Pattern[str]:
+def _compiled(kind: str, pattern: str) -> Any:
     key = (kind, pattern)
     found = _CACHE.get(key)
     if found is None:
@@ -77,16 +100,20 @@ def _compiled(kind: str, pattern: str) -> re.Pattern[str]:
     return found
 
 
-def _compile(kind: str, pattern: str) -> re.Pattern[str]:
+def _compile(kind: str, pattern: str) -> Any:
     import re
 
-    if kind == "command":
-        return re.compile(_START + "(?:" + pattern + ")")
-    if kind == "path":
+    from lore.apply import patterns
+
+    if kind == "command":  # the line as text, where a command starts
+        return patterns.compile_(_START + "(?:" + pattern + ")")
+    if kind == "argv":  # one command's words, from their start
+        return patterns.compile_("(?:" + pattern + ")")
+    if kind == "path":  # globs and tool names become patterns without nested repeats
         return re.compile(glob_source(pattern))
     if kind == "tool":
         return re.compile("".join(".*" if ch == "*" else re.escape(ch) for ch in pattern))
-    return re.compile(pattern, re.MULTILINE)
+    return patterns.compile_(pattern, multiline=True)
 
 
 def glob_source(glob: str) -> str:
@@ -194,8 +221,11 @@ def needle(kind: str, pattern: str) -> str | None:
 
 
 def validate(spec: dict[str, Any]) -> dict[str, Any]:
-    """The check's fields, cleaned; raises CheckError with a one-line reason."""
+    """The check's fields, cleaned; raises CheckError with a one-line reason. A command or
+    content pattern that can backtrack without end is refused (``patterns.unsafe``)."""
     import re
+
+    from lore.apply import patterns
 
     out: dict[str, Any] = {}
     for name in FIELDS:
@@ -215,11 +245,16 @@ def validate(spec: dict[str, Any]) -> dict[str, Any]:
 
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    re.compile(value)  # alone: a stray ")" must not close the command's wrapper
+                    # alone: a stray ")" must not close the command's wrapper
+                    patterns.compile_(value, multiline=True)
             _compiled(name, value)
-        except re.error as exc:
+        except (re.error, OverflowError, RecursionError) as exc:
             raise CheckError(f"the {name} pattern {value!r} is not a valid regular expression: "
-                             f"{exc}") from None
+                             f"{' '.join(str(exc).split())}") from None
+        if name in ("command", "content"):
+            why = patterns.unsafe(value)
+            if why:
+                raise CheckError(f"the {name} pattern {value!r} is refused: {why}")
         out[name] = value
     if not out:
         raise CheckError("a check needs at least one of --command, --path, --content, --tool")
@@ -263,8 +298,10 @@ def relative(path: str, cwd: str | None) -> str:
     return p.lstrip("/")
 
 
-def match(check: dict[str, Any], tool: str, tool_input: Any, cwd: str | None = None) -> str | None:
-    """What of the call the check matched (the command, the path, the line), or None."""
+def match(check: dict[str, Any], tool: str, tool_input: Any, cwd: str | None = None,
+          deadline: float | None = None) -> str | None:
+    """What of the call the check matched (the command, the path, the line), or None. Raises
+    Slow when a pattern runs past its bound, Deadline past ``deadline`` (time.monotonic)."""
     command, paths, texts = call_parts(tool, tool_input)
     needles = check.get("needles") or {}
     seen = ""
@@ -274,12 +311,12 @@ def match(check: dict[str, Any], tool: str, tool_input: Any, cwd: str | None = N
             return None
         seen = tool
     if check.get("command"):
-        if command is None or needles.get("command", "") not in command:
+        if command is None or not _has_needle(command, needles.get("command")):
             return None
-        m = _compiled("command", check["command"]).search(command)
-        if m is None:
+        found = _command_match(check, command, deadline)
+        if found is None:
             return None
-        seen = _line_of(command, m.end())
+        seen = found
     if check.get("path"):
         cut = needles.get("path", "")
         hit = next((p for p in paths if cut in p
@@ -288,15 +325,110 @@ def match(check: dict[str, Any], tool: str, tool_input: Any, cwd: str | None = N
             return None
         seen = relative(hit, cwd)
     if check.get("content"):
-        cut = needles.get("content", "")
-        for text in texts:
-            m = _compiled("content", check["content"]).search(text) if cut in text else None
-            if m:
-                seen = (seen + ": " if seen else "") + _line_of(text, m.start())
-                break
-        else:
+        line = _content_match(check, texts, needles.get("content", ""), tool, tool_input,
+                              paths, deadline)
+        if line is None:
             return None
+        seen = (seen + ": " if seen else "") + line
     return seen or tool
+
+
+def _bound(check: dict[str, Any], deadline: float | None) -> float:
+    """The seconds one match of this check may take now."""
+    from lore.apply.patterns import MATCH_SECONDS
+
+    if deadline is None:
+        return MATCH_SECONDS
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise Deadline
+    return min(MATCH_SECONDS, left)
+
+
+def _run(how: str, rx: Any, text: str, check: dict[str, Any], deadline: float | None) -> Any:
+    from lore.apply import patterns
+
+    try:
+        if how == "match":
+            return patterns.match(rx, text, _bound(check, deadline))
+        return patterns.search(rx, text, _bound(check, deadline))
+    except patterns.Slow:
+        if deadline is not None and time.monotonic() >= deadline:
+            raise Deadline from None
+        raise Slow(check.get("id")) from None
+
+
+def _has_needle(command: str, cut: Any) -> bool:
+    """Whether the command may hold the check's literal (quotes and escapes aside: ``n'p'm``
+    holds ``npm``); each word of it is looked for apart (``git -C x push`` holds ``git push``)."""
+    if not cut or not isinstance(cut, str):
+        return True
+    if "$'" in command:
+        return True  # $'\x6epm' spells its words in escapes
+    from lore.apply.shell import dequoted
+
+    plain = dequoted(command) if ("'" in command or '"' in command or "\\" in command) else command
+    return all(part in plain for part in cut.split())
+
+
+def _parsed(command: str) -> Any:
+    if command not in _PARSED:
+        try:
+            from lore.apply.shell import commands
+
+            found = commands(command)
+        except ImportError:  # the grammar's wheel missing: the text alone
+            found = None
+        _PARSED.clear()
+        _PARSED[command] = found
+    return _PARSED[command]
+
+
+def _command_match(check: dict[str, Any], command: str, deadline: float | None) -> str | None:
+    """The line of the command the check's pattern matches: at the start of each command the
+    shell would run, or, for a line the grammar does not accept, where a command starts."""
+    from lore.apply.shell import forms
+
+    parsed = _parsed(command)
+    if parsed is None:
+        m = _run("search", _compiled("command", check["command"]), command, check, deadline)
+        return None if m is None else _line_of(command, m.end())
+    rx = _compiled("argv", check["command"])
+    for argv, at in parsed:
+        for form in forms(argv):
+            if _run("match", rx, form, check, deadline) is not None:
+                return _line_of(command, at)
+    return None
+
+
+def _content_match(check: dict[str, Any], texts: list[str], cut: str, tool: str,
+                   tool_input: Any, paths: list[str], deadline: float | None) -> str | None:
+    """The line of a written text the content pattern matches: in the text itself, or, in
+    Python that parses, in one of its imports read as a plain line."""
+    from lore.apply.pyimports import import_lines, is_python
+
+    rx = _compiled("content", check["content"])
+    python = is_python(paths[0] if paths else None, tool, tool_input)
+    for text in texts:
+        if cut not in text:
+            continue
+        m = _run("search", rx, text, check, deadline)
+        if m:
+            return _line_of(text, m.start())
+        if not python:
+            continue
+        for line, lineno in import_lines(text) or []:
+            if _run("search", rx, line, check, deadline):
+                return _nth_line(text, lineno) or line
+    return None
+
+
+def _nth_line(text: str, lineno: int) -> str:
+    lines = text.splitlines()
+    if not 0 < lineno <= len(lines):
+        return ""
+    line = lines[lineno - 1].strip()
+    return line if len(line) <= 160 else line[:157] + "..."
 
 
 def _line_of(text: str, at: int) -> str:
@@ -389,9 +521,11 @@ def allowed(check: dict[str, Any], at: float) -> bool:
     return isinstance(until, (int, float)) and until > at
 
 
-def hits(checks: list[dict[str, Any]], payload: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
+def hits(checks: list[dict[str, Any]], payload: dict[str, Any], deadline: float | None = None,
+         slow: list[Any] | None = None) -> list[tuple[dict[str, Any], str]]:
     """The checks in scope that match the call, each with what of the call it matched; a
-    broken entry is skipped, never raised."""
+    broken entry is skipped, never raised, and so is a check whose pattern ran past its
+    bound (its id added to ``slow``). Raises Deadline past ``deadline``."""
     import re
 
     tool = payload.get("tool_name")
@@ -403,23 +537,29 @@ def hits(checks: list[dict[str, Any]], payload: dict[str, Any]) -> list[tuple[di
         if not in_scope(check, cwd):
             continue
         try:
-            seen = match(check, tool, payload.get("tool_input"), cwd)
-        except (re.error, TypeError, KeyError, AttributeError):
+            seen = match(check, tool, payload.get("tool_input"), cwd, deadline)
+        except Slow:
+            if slow is not None:
+                slow.append(check.get("id"))
+            continue
+        except (re.error, TypeError, KeyError, AttributeError, ValueError, OverflowError,
+                RecursionError):
             continue  # a broken entry never stops the call
         if seen is not None:
             out.append((check, seen))
     return out
 
 
-def decide(checks: list[dict[str, Any]], payload: dict[str, Any],
-           at: float | None = None) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+def decide(checks: list[dict[str, Any]], payload: dict[str, Any], at: float | None = None,
+           deadline: float | None = None, slow: list[Any] | None = None
+           ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """For one PreToolUse call: the hook's JSON output (None: nothing to say) and the matches
     (check id, rule id, outcome: blocked, reminded or allowed; what matched)."""
     now = time.time() if at is None else at
     blocks: list[str] = []
     reminders: list[str] = []
     found = []
-    for check, seen in hits(checks, payload):
+    for check, seen in hits(checks, payload, deadline, slow):
         if check.get("mode") == "block" and not allowed(check, now):
             outcome = "blocked"
             blocks.append(reason(check, seen, blocked=True))
@@ -465,18 +605,28 @@ def after(checks: list[dict[str, Any]], payload: dict[str, Any]) -> list[dict[st
 
 
 # ---- the PreToolUse hook ------------------------------------------------------------------------
-def pre_tool_use(stdin: str, root: str | None = None, at: float | None = None) -> str | None:
+def pre_tool_use(stdin: str, root: str | None = None, at: float | None = None,
+                 deadline: float | None = None) -> str | None:
     """Handle one PreToolUse call: what to print (None: nothing). Reads the compiled file
-    only; a match is queued for the worker (what matched, redacted; never the whole input)."""
+    only; a match is queued for the worker (what matched, redacted; never the whole input).
+    Past ``deadline`` (time.monotonic; DEADLINE_SECONDS from now when None) raises Deadline."""
     import json
 
+    if deadline is None:
+        deadline = time.monotonic() + DEADLINE_SECONDS
     checks = read_compiled(compiled_path(root))
     if not checks:
         return None
     payload = json.loads(stdin) if stdin.strip() else {}
     if not isinstance(payload, dict):
         return None
-    output, found = decide(checks, payload, at)
+    slow: list[Any] = []
+    output, found = decide(checks, payload, at, deadline, slow)
+    for check_id in slow:
+        _log("pre-tool-use", f"check {check_id} took over its time bound on this call and was "
+             "skipped")
+    if time.monotonic() >= deadline:
+        raise Deadline
     if found:
         from pathlib import Path
 
@@ -504,13 +654,21 @@ def main(stdin: Any = None, stdout: Any = None) -> int:
 
     if os.environ.get("LORE_DISABLED") == "1":
         return 0
+    deadline = time.monotonic() + DEADLINE_SECONDS
     try:
         raw = (stdin or sys.stdin.buffer).read()
         if not os.path.lexists(compiled_path()):
             return 0  # no check was ever approved: nothing to import, nothing to say
-        out = pre_tool_use(raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw)
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        cancel = _alarm(deadline)  # outside the matcher too (reading the file, parsing)
+        try:
+            out = pre_tool_use(text, deadline=deadline)
+        finally:
+            cancel()  # before any handler below runs: no late Deadline inside one
         if out:
             (stdout or sys.stdout).write(out)
+    except Deadline:
+        _log("pre-tool-use", f"passed its {DEADLINE_SECONDS:g} s deadline; the call ran unchecked")
     except Exception as exc:  # noqa: BLE001 - fail open: log, never stop the agent
         from lore.trusted import Untrusted
 
@@ -519,6 +677,27 @@ def main(stdin: Any = None, stdout: Any = None) -> int:
         else:
             _log("pre-tool-use")
     return 0
+
+
+def _alarm(deadline: float) -> Any:
+    """Raise Deadline in the main thread at ``deadline`` (time.monotonic); returns what cancels
+    it. Elsewhere (another thread, no SIGALRM) nothing: the matcher keeps the deadline."""
+    import signal
+
+    def ring(_signum: int, _frame: Any) -> None:
+        raise Deadline
+
+    try:
+        before = signal.signal(signal.SIGALRM, ring)
+    except (ValueError, AttributeError, OSError):
+        return lambda: None
+    signal.setitimer(signal.ITIMER_REAL, max(deadline - time.monotonic(), 1e-6))
+
+    def cancel() -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+
+    return cancel
 
 
 def _log(event: str, line: str | None = None) -> None:

@@ -318,7 +318,7 @@ class Guards:
                 if not isinstance(call, dict) or not isinstance(call.get("name"), str):
                     continue
                 calls += 1
-                seen = engine.match(row, call["name"], call.get("input"), r["project"])
+                seen = _replayed(row, call["name"], call.get("input"), r["project"])
                 if seen is None:
                     continue
                 refused, complaint = self._reaction(r["session_id"], r["seq"])
@@ -333,7 +333,7 @@ class Guards:
             name = e["tool"] if e["tool"] in engine.FILE_TOOLS else "Edit"
             text = e["new_text"] or ""
             args = {"file_path": e["file_path"], "new_string": text, "content": text}
-            seen = engine.match(row, name, args, e["project"])
+            seen = _replayed(row, name, args, e["project"])
             if seen is None:
                 continue
             refused = e["succeeded"] == 0
@@ -362,6 +362,15 @@ class Guards:
             detection = detect(text)
             return refused, (text[:200] if detection.positive else None)
         return refused, None
+
+
+def _replayed(check: Mapping[str, Any], tool: str, tool_input: Any, cwd: str | None) -> str | None:
+    """What a check matches in a recorded call; a pattern past its time bound matches nothing
+    (as at the moment of action)."""
+    try:
+        return engine.match(dict(check), tool, tool_input, cwd)
+    except engine.Slow:
+        return None
 
 
 _GLUE = frozenset({"instead", "of", "rather", "than", "not", "no", "use", "the", "a", "an", "and",
