@@ -352,22 +352,26 @@ class Worker:
             outcome += "; " + self.record_context_load(event)
         if event.kind in ("SessionStart", "SessionEnd") and self.settings.config.learning.silent_fixes:
             outcome += "; " + self.check_silent_fixes(event)
+        judged = False
         if event.kind == "SessionEnd":
-            outcome += "; " + self.judge_session(event)
+            said, judged = self.judge_session(event)
+            outcome += "; " + said
         if event.kind in ("SessionStart", "SessionEnd"):
-            outcome += "; " + self.learn_from_work(event)
+            outcome += "; " + self.learn_from_work(event, model_called=judged)
         return outcome
 
-    def judge_session(self, event: Event) -> str:
+    def judge_session(self, event: Event) -> tuple[str, bool]:
         """With a language model configured, the judge reads the session's waiting messages
         (then those of earlier sessions a failure left waiting). A provider error or a spent
-        budget leaves them waiting, shown by `lore worker status`; the event still succeeds."""
+        budget leaves them waiting, shown by `lore worker status`; the event still succeeds.
+        Returns what it did and whether the model was asked about this session."""
         learner = self.lore.learner
         if learner.judge is None:
-            return "no judge"
+            return "no judge", False
         session_id = event.payload.get("session_id")
         report = learner.judge_waiting(session_id=session_id) if isinstance(session_id, str) \
             and session_id else None
+        asked = bool(report and report.asked)
         if report is None or report.error is None:  # earlier sessions' (this one's was asked)
             earlier = learner.judge_waiting(exclude_session=session_id if isinstance(session_id, str)
                                             else None)
@@ -375,10 +379,11 @@ class Worker:
             if earlier.error:
                 report.error = earlier.error
         if report.error:
-            return f"judge unavailable, {self.lore.waiting_for_judge()['messages']} messages waiting"
-        return f"judged {report.messages} messages"
+            return (f"judge unavailable, {self.lore.waiting_for_judge()['messages']} messages waiting",
+                    asked)
+        return f"judged {report.messages} messages", asked
 
-    def learn_from_work(self, event: Event) -> str:
+    def learn_from_work(self, event: Event, *, model_called: bool = False) -> str:
         """SessionStart records when the session began; SessionEnd scores the session's changes
         since then (with its corrections), analyses them above the threshold and proposes what
         its transcript shows (docs/analysis.md)."""
@@ -393,7 +398,8 @@ class Worker:
             return "session start recorded"
         path = p.get("transcript_path")
         report = self.lore.analyzer.session_ended(
-            session_id, project, path if isinstance(path, str) else None, _iso(event.at), event_id=event.id)
+            session_id, project, path if isinstance(path, str) else None, _iso(event.at), event_id=event.id,
+            model_called=model_called)
         return (f"analysis {report.outcome}" + (f" ({report.reason})" if report.reason else "")
                 + f", {report.created} lessons proposed, {report.reinforced} reinforced")
 

@@ -205,3 +205,33 @@ def test_knowledge_entries_link_the_lessons_their_patterns_name(server: Loopback
         entry = lore.get_lesson(report.lessons[0].id)
         assert [e.to_id for e in entry.edges] == [breaker.id]
         assert unrelated.id not in report.lessons[0].related
+
+
+def test_a_session_end_asks_the_model_once_at_most(server: LoopbackServer, lore_home: Path,
+                                                    real_embedder: Any, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The judge asked about the session: the pattern pass reads it alone. A session the pattern
+    pass finds nothing in is not sent either."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-1234")
+    server.replies = [reply(GOOD)]
+    settings = make_settings(lore_home, llm=LLM | {"base_url": server.url})
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"type": "user", "uuid": "u1", "sessionId": "s-chat", "cwd": "/p",
+         "timestamp": "2026-01-01T10:00:00Z",
+         "message": {"role": "user", "content": "What does this function return?"}},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s-chat", "cwd": "/p",
+         "timestamp": "2026-01-01T10:00:05Z",
+         "message": {"role": "assistant", "content": [{"type": "text", "text": "A list of names."}]}}]))
+    with Lore.open(settings, embedder=real_embedder) as lore:
+        judged = lore.analyzer.session_ended(TRANSCRIPT.stem, None, str(TRANSCRIPT), "2026-01-01T12:00:00Z",
+                                             model_called=True)
+        assert judged.session_pass["by"] == "patterns" and judged.session_pass["kept"] >= 1
+        assert judged.session_pass["llm_skipped"] == "the judge already asked the model about this session"
+        quiet = lore.analyzer.session_ended("s-chat", None, str(chat), "2026-01-01T12:00:00Z")
+        assert quiet.session_pass == {"by": "patterns", "kept": 0,
+                                      "llm_skipped": "the pattern pass finds nothing to weigh in it"}
+        assert not server.received
+        # Nothing else asked and something to weigh: the model reads it, once.
+        again = lore.analyzer.session_ended("s-other", None, str(TRANSCRIPT), "2026-01-01T12:00:00Z")
+        assert again.session_pass["by"] == "llm" and len(server.received) == 1

@@ -187,10 +187,15 @@ class Analyzer:
         return self.store.analysis.record_start(session_id, project, at, commit, branch, state)
 
     def session_ended(self, session_id: str, project: str | None, transcript: str | None, at: str,
-                      *, event_id: str | None = None) -> Report:
+                      *, event_id: str | None = None, model_called: bool = False) -> Report:
         """The worker's SessionEnd: the session's changes since it started, scored with its
         corrections, analysed above the threshold; its transcript's learnings proposed too. A
-        folder without git is recorded as skipped, with the reason."""
+        folder without git is recorded as skipped, with the reason.
+
+        The language model reads the transcript only when nothing else asked it about this
+        session (``model_called``: the judge did; or the analysis of its changes did) and the
+        pattern pass finds something in it to weigh: a session end is one reading of the
+        session by the model at most, and none for a session with nothing to learn."""
         if event_id and self.store.analysis.has_run(event_id):
             return Report("session_end", "skipped", "already handled", project, session_id)
         corrections = [Correction(text, message_id)
@@ -221,7 +226,8 @@ class Analyzer:
             report.project = project
         report.start = _start_note(start, report.changes)
         if self.cfg.session_learnings and messages:
-            self._session_pass(report, messages, session_id)
+            self._session_pass(report, messages, session_id,
+                               model=_why_no_model(model_called, report, messages, session_id))
         self._record(report, event_id=event_id)
         return report
 
@@ -258,12 +264,16 @@ class Analyzer:
         return report
 
     def _session_pass(self, report: Report, messages: Sequence[SessionMessage], session_id: str | None,
-                      *, dry_run: bool = False) -> None:
+                      *, dry_run: bool = False, model: str | None = None) -> None:
         """The language model's pass over the session when a provider is configured; the pattern
-        pass without one, or when the model fails (the error is reported)."""
+        pass without one, or when the model fails (the error is reported). ``model``: why the
+        model is not asked this time (the pattern pass reads the session alone, and the note
+        says why), or None to ask it."""
         found: list[SessionLearning] | None = None
         note: dict[str, Any] = {"by": "patterns"}
-        if self.settings.config.llm.provider:
+        if self.settings.config.llm.provider and model is not None:
+            note["llm_skipped"] = model
+        elif self.settings.config.llm.provider:
             from lore.llm import open_provider
 
             try:
@@ -565,3 +575,15 @@ def _transcript_messages(transcript: str | None) -> list[Any]:
     if reader is None:
         return []
     return messages_from_turns(reader.read(Path(transcript)))
+
+
+def _why_no_model(judged: bool, report: Report, messages: Sequence[SessionMessage],
+                  session_id: str | None) -> str | None:
+    """Why the model's session pass is skipped at a session end, or None to run it."""
+    if judged:
+        return "the judge already asked the model about this session"
+    if report.outcome in ("analysed", "summarised"):  # a model configured is always tried there
+        return "the analysis of its changes already asked the model"
+    if not session_learnings(messages, session_id=session_id):
+        return "the pattern pass finds nothing to weigh in it"
+    return None

@@ -113,6 +113,7 @@ class JudgeReport:
     invented: int = 0            # items dropped: their quote is not in the message
     error: str | None = None     # why the judge stopped (provider error, budget)
     given_up: int = 0            # messages left without a verdict too often: they stop waiting
+    asked: int = 0               # sessions the model was asked about (sent, answered or not)
     requests: list[str] = field(default_factory=list)  # a dry run: each request as it would go
 
     def to_dict(self) -> dict[str, Any]:
@@ -354,9 +355,12 @@ class Learner:
                 if self._judge_provider is None:
                     assert self.judge is not None
                     self._judge_provider = self.judge()
+                report.asked += 1
                 got = judge(self._judge_provider, candidates, known_rules=known,
                             max_input_tokens=self.judge_tokens)
             except (ProviderError, BudgetExceeded, ConfigError) as exc:
+                if isinstance(exc, BudgetExceeded) and report.asked:
+                    report.asked -= 1  # refused before anything was sent
                 report.error = str(exc)
                 report.waiting = left
                 self.log.warning("the judge is unavailable, %d messages keep waiting: %s", left, exc)
