@@ -28,7 +28,7 @@ from lore.core.lessons import Lessons, content_hash, require_id
 from lore.embed import Embedder
 from lore.errors import InvalidInput, NotFound, StoreBusy
 from lore.home import check_device
-from lore.ids import now
+from lore.ids import CROCKFORD, ID_PREFIX, is_id, now
 from lore.models import (
     RULE_KINDS,
     Edge,
@@ -393,10 +393,31 @@ class Lore:
         """One lesson; another user's personal lesson is not found, as in every read."""
         return self.store.get(self.shown(lesson_id))
 
+    def resolve_id(self, value: str) -> str:
+        """The full id a person means: an id in any case, or a unique prefix of at least
+        ``ID_PREFIX`` characters of a lesson's or a check's id. An ambiguous prefix is bad
+        input (it says how many ids it starts), an unknown one NotFound."""
+        text = value.strip()
+        if is_id(text) or len(text) < ID_PREFIX or len(text) >= 26:
+            return require_id(text).upper()
+        prefix = text.upper()
+        if any(c not in CROCKFORD for c in prefix):
+            raise InvalidInput(f"'{text}' is not an id or the start of one (ids look like "
+                               "01JD8X3Q5M0000000000000000; 6 characters are enough)")
+        found = [*self.store.ids_with_prefix(prefix), *self.store.guards.check_ids_with_prefix(prefix)]
+        if len(found) > 1:
+            raise InvalidInput(f"'{text}' starts more than one id ({', '.join(found[:2])} …); "
+                               "give more characters")
+        if not found:
+            raise NotFound(f"no lesson or check id starts with '{text}'; `lore review` and "
+                           "`lore recall search` show ids")
+        return found[0]
+
     def shown(self, lesson_id: str) -> str:
         """``lesson_id`` when its lesson may be shown to this user; else NotFound, the same
-        error as for an id that names nothing (a hidden lesson is not confirmed to exist)."""
-        lesson_id = require_id(lesson_id)
+        error as for an id that names nothing (a hidden lesson is not confirmed to exist).
+        A unique prefix of 6+ characters stands for the id (:meth:`resolve_id`)."""
+        lesson_id = self.resolve_id(lesson_id)
         if not self.store.visible_ids([lesson_id]):
             raise NotFound(f"no lesson with id {lesson_id}; `lore recall search` finds ids")
         return lesson_id
@@ -824,6 +845,41 @@ class Lore:
             out.append({"id": lesson.id, "title": lesson.title, "project": lesson.project,
                         "reason": reason})
         return out
+
+    def why(self, lesson_id: str) -> dict[str, Any]:
+        """Where a rule came from and what it did: the user's words (evidence), the decision
+        on it, the session starts that told it, its checks and what they blocked."""
+        import json as _json
+
+        lesson = self.get_lesson(lesson_id)
+        meta = (lesson.metadata.get("learning") or lesson.metadata.get("analysis") or {})
+        review = meta.get("review") or {}
+        told = []
+        for load in self.guards.loads():
+            try:
+                shown = _json.loads(load["shown"] or "[]")
+            except ValueError:
+                continue
+            if lesson.id in shown:
+                told.append(load["at"])
+        events = self.guards.matches(lesson.id)
+        outcomes: dict[str, int] = {}
+        for e in events:
+            outcomes[e["outcome"]] = outcomes.get(e["outcome"], 0) + 1
+        return {"id": lesson.id, "title": lesson.title, "status": lesson.status,
+                "scope": lesson.project or "global", "created_at": lesson.created_at,
+                "evidence": [{"said": e.quote, "session": e.session_id, "date": e.observed_at,
+                              "source": e.source} for e in lesson.evidence],
+                "decision": {"action": review.get("action"), "at": review.get("at"),
+                             "reason": review.get("reason"), "via": review.get("via")}
+                if review else None,
+                "approved_at": self.approved_at(lesson) if approved(lesson) else None,
+                "told": {"sessions": len(told), "last": max(told) if told else None},
+                "checks": [{"id": c["id"], "status": c["status"], "mode": c["mode"],
+                            "words": c["words"]} for c in self.guards.checks(lesson.id)],
+                "matches": outcomes,
+                "last_blocked": max((e["at"] for e in events if e["outcome"] == "blocked"),
+                                    default=None)}
 
     @staticmethod
     def approved_at(lesson: Lesson) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from lore.errors import LoreError, StorageError
+from lore.extras import add_extra, package_command
 
 # Below this much free space SQLite's writes (WAL, checkpoints, VACUUM) start to fail.
 LOW_SPACE = 16 * 1024 * 1024
@@ -120,13 +121,13 @@ def _model(settings: Any) -> Check:
     from importlib.util import find_spec
 
     from lore.embed import DEFAULT_MODEL, canonical_model
-    from lore.embed.packaged import PACKAGE, PACKAGE_VERSION, packaged_model_file
+    from lore.embed.packaged import packaged_model_file
 
     if canonical_model(cfg.model) != DEFAULT_MODEL:
         if find_spec("fastembed") is None:
             return Check("embedding model", False,
                          f"{cfg.model} needs fastembed, which is not installed",
-                         "pip install 'loreloop[fastembed]'")
+                         add_extra("fastembed"))
         known = fastembed_models()
         if cfg.model.lower() not in known:
             return Check("embedding model", False, f"fastembed knows no model named {cfg.model}",
@@ -135,12 +136,12 @@ def _model(settings: Any) -> Check:
                      f"{cfg.model} via fastembed (downloaded on first use, needs network once)")
     if find_spec("onnxruntime") is None:  # the tokenizer is Lore's own (lore.embed.wordpiece)
         return Check("embedding model", False, "onnxruntime is not installed",
-                     "pip install --force-reinstall loreloop")
+                     package_command("reinstall"))
     try:
         path = packaged_model_file()
     except LoreError as exc:
         return Check("embedding model", False, str(exc),
-                     f"pip install --force-reinstall '{PACKAGE}=={PACKAGE_VERSION}'")
+                     package_command("reinstall"))
     size = path.stat().st_size // (1024 * 1024)
     return Check("embedding model", True,
                  f"{DEFAULT_MODEL} int8 ONNX ({size} MB, sha256 verified) installed, offline")
@@ -212,15 +213,27 @@ def _database(settings: Any, home_ok: bool = True) -> list[Check]:
 
 
 def claude_code_checks(home: Path, project: Path) -> list[Check]:
-    """Whether Claude Code will run Lore's hooks and start its MCP server, in any scope."""
-    from lore.install import SCOPES, installed_scopes
+    """Whether Claude Code will run Lore's hooks and start its MCP server, in any scope:
+    through `lore install` (settings) or the plugin, and never both at once."""
+    from lore.install import SCOPES, installed_scopes, plugin_scopes
 
     try:
         hooks, mcp = installed_scopes(home, project)
+        plugin = plugin_scopes(home, project)
     except LoreError as exc:
         return [Check("claude code", False, str(exc), "fix the file named above")]
-    fix = "lore install (or lore install --scope project)"
+    fix = "lore install (or lore install --scope project), or Claude Code's plugin lore"
     scopes = f" ({', '.join(SCOPES)} scopes looked at)"
+    if plugin and (hooks or mcp):
+        where = ", ".join(sorted({*hooks, *mcp}))
+        return [Check("claude code", False,
+                      f"installed twice: by `lore install` ({where}) and the plugin lore "
+                      f"({', '.join(plugin)}); every hook would run twice",
+                      " ; ".join(f"lore uninstall --scope {s}" for s in sorted({*hooks, *mcp}))
+                      + " (keeps the plugin), or `claude plugin uninstall lore@lore`")]
+    if plugin:
+        by = "by the plugin lore: " + ", ".join(plugin)
+        return [Check("hooks", True, "installed " + by), Check("mcp server", True, "registered " + by)]
     # Not installed is a choice (Lore works from the CLI and MCP alone), so a note, not a failure.
     return [Check("hooks", True, "installed: " + ", ".join(hooks) if hooks
                   else "not installed in Claude Code" + scopes, "" if hooks else fix),

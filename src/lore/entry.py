@@ -28,6 +28,11 @@ def main() -> None:
                   "$LORE_HOME/logs/hooks.log.\n\nEvents: " + ", ".join(EVENTS) + "\n\n"
                   "Example:\n  echo '{\"session_id\": \"s1\"}' | lore hook session-end")
             sys.exit(0)
+    if len(sys.argv) >= 2 and sys.argv[1] == "statusline":
+        # Claude Code runs it every few seconds: one read-only query, nothing else loaded.
+        from lore.statusline import main as statusline_main
+
+        sys.exit(statusline_main(sys.argv[2:]))
     # Pydantic looks for its plugins in every installed package's metadata the first time
     # a model is built (a scan of all dist-info, the largest part of loading the config);
     # Lore uses none. A user who sets the variable keeps their value.

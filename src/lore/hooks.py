@@ -30,7 +30,7 @@ from lore.capture.queue import Queue
 from lore.capture.signals import might_teach
 from lore.capture.tail import MAX_FIELD, last_assistant, last_exchange
 from lore.home import check_device, idle_exit_seconds, is_url, lore_home, spawn_worker, worker_running
-from lore.normalize import json_value
+from lore.normalize import json_value, project_root
 from lore.private import open_private
 from lore.redact import redact, redact_value
 
@@ -109,10 +109,27 @@ def session_context(cwd: Any) -> tuple[str | None, dict[str, Any] | None]:
                       int(learning.get("inject_proposed_min_seen", CONTEXT.inject_proposed_min_seen)),
                       user=os.environ.get("LORE_USER") or settings.get("user") or _login())
     record = {**built.record(), "at": time.time()}
-    if not built.text:
+    text = built.text
+    if not is_url(location):
+        line = _nudge(Path(db), project_root(cwd if isinstance(cwd, str) else None))
+        if line:
+            text = f"{text}\n{line}" if text else line
+    if not text:
         return None, record
     return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart",
-                                              "additionalContext": built.text}}), record
+                                              "additionalContext": text}}), record
+
+
+def _nudge(db: Path, project: str | None) -> str | None:
+    """One line when something waits for review, once a day per project; a failure to read
+    or record it leaves the context as it was (logged)."""
+    try:
+        from lore.apply.nudge import nudge
+
+        return nudge(db, project, lore_home(), plugin=os.environ.get("LORE_PLUGIN") == "1")
+    except Exception:  # noqa: BLE001 - the nudge is a courtesy: the context goes out without it
+        _log("session-start", "could not count what waits for review")
+        return None
 
 
 def _login() -> str | None:

@@ -8,6 +8,11 @@ from datetime import UTC, datetime
 # command that only reads makes no id.
 
 
+# ULIDs are Crockford base32 (no I, L, O, U); a person may type a unique start of one.
+CROCKFORD = frozenset("0123456789ABCDEFGHJKMNPQRSTVWXYZ")
+ID_PREFIX = 6
+
+
 def new_id() -> str:
     from ulid import ULID
 

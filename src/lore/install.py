@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from lore.errors import InvalidInput
+from lore.extras import package_command
 
 # (event, matcher, hook argument, timeout in seconds)
 HOOKS = [
@@ -104,6 +105,65 @@ def installed_scopes(home: Path, project: Path) -> tuple[list[str], list[str]]:
         if isinstance(node, dict) and isinstance(node.get("lore"), dict):
             mcp.append(scope)
     return hooks, mcp
+
+
+def plugin_scopes(home: Path, project: Path) -> list[str]:
+    """The settings scopes that enable Lore's Claude Code plugin (``lore@<marketplace>`` in
+    ``enabledPlugins``); read only, a file that is not JSON raises InvalidInput."""
+    found = []
+    for scope in SCOPES:
+        enabled = _read(settings_path(scope, home, project))[1].get("enabledPlugins")
+        if isinstance(enabled, dict) and any(
+                str(k).split("@")[0] == PLUGIN and v is True for k, v in enabled.items()):
+            found.append(scope)
+    return found
+
+
+PLUGIN = "lore"
+PLUGIN_DOCS = "docs/plugin.md"
+
+
+def claude_supports_plugins(claude: str | None = None) -> bool:
+    """Whether the installed Claude Code has plugins (`claude plugin --help` answers)."""
+    import subprocess
+
+    exe = claude or shutil.which("claude")
+    if not exe:
+        return False
+    try:
+        done = subprocess.run([exe, "plugin", "--help"], capture_output=True, timeout=20,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0 and b"marketplace" in done.stdout
+
+
+def leftovers(home: Path, lore_home: Path, project: Path, model_cache: Path | None
+              ) -> list[tuple[str, str]]:
+    """What `lore uninstall` leaves in place, each with how to remove it: Lore's blocks in
+    the rules files here and in ~/.claude, the home (database, config, logs), the model's
+    cache, the package itself."""
+    files = [project / "CLAUDE.md", project / "CLAUDE.local.md", project / "AGENTS.md",
+             home / ".claude" / "CLAUDE.md"]
+    rules = project / ".claude" / "rules"
+    if rules.is_dir():
+        files += sorted(rules.glob("*.md"))
+    out = []
+    for f in files:
+        try:
+            holds = "<!-- lore:begin" in f.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if holds:
+            out.append((f"Lore's block in {f}",
+                        "delete the lines from <!-- lore:begin … --> to <!-- lore:end -->"))
+    if lore_home.exists():
+        out.append((f"the home {lore_home} (database, config, logs)",
+                    f"rm -r {lore_home}  (lore admin export > lessons.jsonl keeps a copy first)"))
+    if model_cache is not None and model_cache.exists():
+        out.append((f"the model cache {model_cache}", f"rm -r {model_cache}"))
+    out.append(("the lore command itself", package_command("uninstall")))
+    return out
 
 
 def apply(changes: list[Change]) -> list[Path]:

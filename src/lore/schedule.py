@@ -36,8 +36,10 @@ def next_after(expression: str, after: datetime) -> datetime:
     try:
         from cronsim import CronSim, CronSimError
     except ImportError:
+        from lore.extras import add_extra
+
         raise ConfigError("schedule.analysis needs the cron parser of the `server` extra: "
-                          "pip install 'loreloop[server]'") from None
+                          + add_extra("server")) from None
     try:
         return next(CronSim(expression, after.replace(microsecond=0)))
     except (CronSimError, StopIteration) as exc:

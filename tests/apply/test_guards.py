@@ -309,7 +309,7 @@ def test_bad_input_changes_nothing(fake_lore):
         fake_lore.guards.add(lesson.id, {"command": "(", "mode": "block"})
     with pytest.raises(NotFound):
         fake_lore.guards.add("01NOPE", {"command": NPM})
-    with pytest.raises(NotFound, match="lore guard list"):
+    with pytest.raises(NotFound, match="`lore guard` lists them"):
         fake_lore.guards.review("01NOPE", "approve")
     c = fake_lore.guards.add(lesson.id, {"command": NPM})
     for bad in (lambda: fake_lore.guards.review(c["id"], "maybe"),

@@ -84,6 +84,16 @@ class Scripted(BaseHTTPRequestHandler):
         self.wfile.write(raw)
 
 
+def claude_env(home: Path, api: str, **extra: str) -> dict[str, str]:
+    """Claude Code's environment for a test: a home of its own, the scripted API, no Lore
+    variables from outside, nothing sent elsewhere."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LORE_", "ANTHROPIC_"))}
+    env.update(HOME=str(home), ANTHROPIC_BASE_URL=api, ANTHROPIC_API_KEY="sk-ant-test",
+               CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_TELEMETRY="1",
+               DISABLE_AUTOUPDATER="1", CI="true", **extra)
+    return env
+
+
 @pytest.fixture
 def api():
     Scripted.requests = []

@@ -21,7 +21,7 @@ LAYERS = [
     (0, ("lore", "lore.errors", "lore.models", "lore.ids", "lore.normalize", "lore.config",
          "lore.config_models", "lore.config_cache", "lore.tuning",
          "lore.schema", "lore.home", "lore.plugins", "lore.redact", "lore.private",
-         "lore.trusted")),
+         "lore.trusted", "lore.extras")),
     (1, ("lore.store", "lore.embed", "lore.llm")),
     (2, ("lore.capture", "lore.extract", "lore.recall")),
     (3, ("lore.apply",)),
@@ -30,9 +30,11 @@ LAYERS = [
     (6, ("lore.worker", "lore.doctor", "lore.install", "lore.demo", "lore.measure",
          "lore.schedule")),
     # The faces: each parses input, calls the facade, renders the result.
-    (7, ("lore.mcp", "lore.hooks", "lore.cli", "lore.web", "lore.__main__", "lore.entry")),
+    (7, ("lore.mcp", "lore.hooks", "lore.cli", "lore.web", "lore.__main__", "lore.entry",
+         "lore.statusline")),
 ]
-FACES = ("lore.cli", "lore.mcp", "lore.hooks", "lore.web", "lore.entry", "lore.__main__")
+FACES = ("lore.cli", "lore.mcp", "lore.hooks", "lore.web", "lore.entry", "lore.__main__",
+         "lore.statusline")
 INTERFACE_ONLY = {"click": ("lore.cli",), "mcp": ("lore.mcp",), "fastapi": ("lore.web",)}
 # SQL and transaction statements, and the WHERE fragments that carry a filter.
 SQL = re.compile(r"\b(?:SELECT|INSERT\s+(?:OR\s+\w+\s+)?INTO|UPDATE\s+(?:OR\s+\w+\s+)?\w+\s+SET|"

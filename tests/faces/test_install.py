@@ -98,20 +98,6 @@ def test_cli_install_dry_run_and_bad_settings(run, tmp_path, monkeypatch):
     assert settings.read_text() == "[broken"
 
 
-def test_plugin_layout_matches_the_installed_hooks():
-    plugin = json.loads((ROOT / ".claude-plugin" / "plugin.json").read_text())
-    assert plugin["name"] == "lore"
-    hooks = json.loads((ROOT / "hooks" / "hooks.json").read_text())["hooks"]
-    assert {e for e, *_ in HOOKS} == set(hooks)
-    for event, matcher, arg, timeout in HOOKS:
-        [group] = hooks[event]
-        assert group["hooks"][0] == {"type": "command", "command": f"lore hook {arg}",
-                                     "timeout": timeout}
-        assert group.get("matcher") == matcher
-    mcp = json.loads((ROOT / ".mcp.json").read_text())
-    assert mcp["mcpServers"]["lore"]["args"] == ["mcp"]
-
-
 # ---- the judge ----------------------------------------------------------------------------
 
 def _install(args: list[str], home: Path, monkeypatch: pytest.MonkeyPatch, *, tty: bool = False,

@@ -776,3 +776,16 @@ def test_a_row_of_another_shape_is_told_apart():
         "title=None is not <class 'str'>"]
     assert problems({"seq": True, "role": "user", "text": "", "is_meta": 0, "injected": 0},
                     rows.LaterTurn) == ["seq=True is not <class 'int'>"]
+
+
+def test_ids_are_found_by_their_start(store):
+    a, b = "01JD8X3Q5M0000000000000001", "01JD8X3Q5M0000000000000002"
+    c = "01JD9Z0000000000000000000Z"
+    with store.atomic():
+        for lid in (a, b, c):
+            store.insert(row(lid, f"Rule {lid[-1]}"))
+    assert store.ids_with_prefix("01JD8X", 5) == [a, b]
+    assert store.ids_with_prefix("01JD9Z") == [c]
+    assert store.ids_with_prefix(c) == [c] and store.ids_with_prefix("01JD7") == []
+    assert store.ids_with_prefix("01JD", 1) == [a]
+    assert store.guards.check_ids_with_prefix("01JD8X") == []

@@ -18,7 +18,7 @@ from lore.cli.context_cmd import context_group
 from lore.cli.demo_cmd import demo
 from lore.cli.eval_cmd import eval_group
 from lore.cli.guard_cmd import guard
-from lore.cli.hook_cmd import hook
+from lore.cli.hook_cmd import hook, statusline
 from lore.cli.import_cmd import import_group
 from lore.cli.ingest_cmd import ingest
 from lore.cli.install_cmd import install, uninstall
@@ -39,7 +39,8 @@ SECTIONS = (
     ("The loop", ("install", "status", "review", "apply", "search", "doctor")),
     ("Lessons and memory", ("learn", "recall", "guard", "ingest", "analyze", "import", "skills",
                             "context", "stats")),
-    ("Running Lore", ("worker", "mcp", "serve", "sync", "llm", "config", "uninstall")),
+    ("Running Lore", ("worker", "mcp", "serve", "sync", "llm", "config", "statusline",
+                      "uninstall")),
     ("Administration and measurement", ("admin", "eval", "demo", "hook")),
 )
 
@@ -95,6 +96,7 @@ cli.add_command(mcp)
 cli.add_command(ingest)
 cli.add_command(eval_group)
 cli.add_command(hook)
+cli.add_command(statusline)
 cli.add_command(worker)
 cli.add_command(llm_group)
 cli.add_command(analyze)

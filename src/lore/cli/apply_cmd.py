@@ -60,8 +60,6 @@ def apply(ctx: click.Context, dry_run: bool, project: str, global_: bool | None,
       lore apply --yes --agents-md
       lore apply --project ~/src/shop --no-global --yes
     """
-    if not dry_run:
-        refuse_unattended(ctx, "write rules files", yes)
     folder = resolve_project(project)
     if folder is None or not os.path.isdir(folder):
         raise click.BadParameter(f"no such folder: {project}", ctx, param_hint="--project")
@@ -72,6 +70,8 @@ def apply(ctx: click.Context, dry_run: bool, project: str, global_: bool | None,
         left_out = lore.apply_left_out(folder, include_global=global_)
         written: list[str] = []
         if not dry_run and plan.changed:
+            # Asked only when there is something to write: nothing to do is a plain success.
+            refuse_unattended(ctx, "write rules files", yes)
             if not json_:
                 click.echo(diff, nl=False)
             confirm(yes, f"Write {len(plan.changed)} file(s)?")
@@ -87,8 +87,15 @@ def apply(ctx: click.Context, dry_run: bool, project: str, global_: bool | None,
         click.echo(diff, nl=False)
     for s in skipped:
         notice(f"left out {s['id']} in {s['file']}: {s['reason']}")
+    elsewhere = [r for r in left_out if r["project"] is not None]
     for r in left_out:
-        notice(f"not written: {r['id']} \"{r['title']}\": {r['reason']}")
+        if r["project"] is None:
+            notice(f"not written: {r['id']} \"{r['title']}\": {r['reason']}")
+    if elsewhere:
+        projects = len({r["project"] for r in elsewhere})
+        notice(f"not written here: {len(elsewhere)} approved rule(s) of {projects} other "
+               "project(s) (`lore apply` in their folder writes them; `lore apply --json` "
+               "lists them)")
     if not plan.changed:
         notice("nothing to change: the files already hold the approved rules")
     elif dry_run:

@@ -23,3 +23,21 @@ def hook(event: str) -> None:
     from lore.hooks import main
 
     sys.exit(main(event))
+
+
+@click.command("statusline")
+def statusline() -> None:
+    """One line for Claude Code's status bar: what waits for review, what checks blocked today.
+
+    Set it in ~/.claude/settings.json: "statusLine": {"type": "command", "command":
+    "lore statusline"}. Claude Code sends the session's JSON on stdin; the line names the
+    project's rules and checks waiting for review and the tool calls blocked today. It never
+    fails: without a database it prints "Lore".
+
+    \b
+    Example:
+      echo '{"cwd": "."}' | lore statusline
+    """
+    from lore.statusline import main
+
+    sys.exit(main([]))

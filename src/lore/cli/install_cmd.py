@@ -19,10 +19,17 @@ DRY = click.option("--dry-run", is_flag=True, help="Show the diff and change not
 
 def _run(scope: str, dry_run: bool, remove: bool, judge: Any = None) -> None:
     from lore.errors import LoreError
-    from lore.install import apply, lore_command, plan
+    from lore.install import apply, lore_command, plan, plugin_scopes
 
     try:
         changes = plan(scope, Path.home(), Path.cwd().resolve(), lore_command(), remove=remove)
+        plugin = [] if remove else plugin_scopes(Path.home(), Path.cwd().resolve())
+        if plugin:
+            # The plugin runs the hooks and the MCP server already: a second copy in the
+            # settings would queue every event twice.
+            notice(f"Claude Code's plugin lore is enabled ({', '.join(plugin)}): it runs Lore's "
+                   "hooks and MCP server, so the settings are left alone (`lore doctor` checks)")
+            changes = []
         if judge is not None:
             changes.append(judge())
     except LoreError as exc:
@@ -43,6 +50,19 @@ def _run(scope: str, dry_run: bool, remove: bool, judge: Any = None) -> None:
         notice(("updated " if c.before is not None else "created ") + str(c.path))
     if not remove:
         notice(NEXT_STEPS)
+        _offer_plugin()
+
+
+def _offer_plugin() -> None:
+    """Where Claude Code has plugins, say that the plugin does the same with review inside
+    the session (one line; nothing is installed)."""
+    from lore.install import PLUGIN_DOCS, claude_supports_plugins
+
+    if claude_supports_plugins():
+        notice("Your Claude Code supports plugins: Lore's plugin gives the same hooks plus "
+               "/lore:review, /lore:approve … inside the session. To switch: lore uninstall, "
+               "then `claude plugin marketplace add <Lore's repository>` and "
+               f"`claude plugin install lore@lore` ({PLUGIN_DOCS}).")
 
 
 NEXT_STEPS = """
@@ -158,11 +178,34 @@ def _ask_judge(dry_run: bool) -> str | None:
 @click.command("uninstall", cls=LoreCommand)
 @SCOPE
 @DRY
-def uninstall(scope: str, dry_run: bool) -> None:
-    """Remove exactly what `lore install` added.
+@click.pass_context
+def uninstall(ctx: click.Context, scope: str, dry_run: bool) -> None:
+    """Remove exactly what `lore install` added, stop the worker, and say what stays.
+
+    What stays is yours: Lore's block in CLAUDE.md files, the home (database, config, logs),
+    the model's cache and the lore command itself; each is listed with how to remove it.
+    Claude Code's plugin is removed with `claude plugin uninstall lore@lore`.
 
     \b
     Example:
       lore uninstall --scope project
     """
     _run(scope, dry_run, remove=True)
+    if dry_run:
+        return
+    from lore.embed.packaged import graph_cache
+    from lore.install import leftovers
+    from lore.worker import stop_background
+
+    s = settings(ctx)
+    if stop_background(s):
+        notice("worker stopped")
+    cache_dir = None
+    try:
+        cache_dir = s.config.embedding.cache_dir
+    except Exception:  # noqa: BLE001 - a broken config still uninstalls; the default cache is named
+        cache_dir = None
+    stays = leftovers(Path.home(), s.home, Path.cwd().resolve(), graph_cache(cache_dir))
+    notice("What stays (remove what you do not want):")
+    for what, how in stays:
+        notice(f"  {what}: {how}")

@@ -33,7 +33,8 @@ def review(ctx: click.Context, interactive: bool, project: str | None, limit: in
     date, project), occurrences, score and scope. A decision sticks: rescoring and later
     corrections never change a reviewed rule's status. Then the checks on approved rules that
     wait (`lore guard`), each in words with what it would have matched in the recorded tool
-    calls; approve and reject take a check's id too.
+    calls; approve and reject take a check's id too. Any id may be given in any case, or as
+    a unique prefix of 6 or more characters.
 
     With -i: one rule at a time; keys a approve, e edit, r reject (asks a reason), d defer,
     s or n skip, p previous, ? help, q quit. Each decision is stored at once.
@@ -113,12 +114,18 @@ def review_approve(lore: Lore, lesson_id: str, status: str, json_: bool) -> None
     Example:
       lore review approve 01JD…
     """
+    lesson_id = lore.resolve_id(lesson_id)
     if lore.guards.is_check(lesson_id):
         from lore.cli.guard_cmd import done
 
         done(lore.guards.review(lesson_id, "approve"), "approved", json_)
         return
-    show_saved(lore.learner.review(lesson_id, "approve", status=status), "approved", json_)
+    lesson = lore.learner.review(lesson_id, "approve", status=status)
+    show_saved(lesson, "approved", json_)
+    if not json_:
+        for check in lore.guards.checks(lesson.id, statuses=("proposed",)):
+            notice(f"it proposed a check {check['id']}: {check['words']} (`lore review approve "
+                   f"{check['id']}` turns it on, `lore review reject {check['id']}` drops it)")
 
 
 @review.command("edit")
@@ -137,6 +144,7 @@ def review_edit(lore: Lore, lesson_id: str, title: str | None, content: str | No
     """
     if title is None and content is None:
         raise click.UsageError("nothing to edit: give --title or --content")
+    lesson_id = lore.resolve_id(lesson_id)
     show_saved(lore.learner.review(lesson_id, "edit", title=title, content=content), "edited", json_)
 
 
@@ -153,6 +161,7 @@ def review_reject(lore: Lore, lesson_id: str, reason: str | None, json_: bool) -
     Example:
       lore review reject 01JD… --reason "pasted from another tool's prompt"
     """
+    lesson_id = lore.resolve_id(lesson_id)
     if lore.guards.is_check(lesson_id):
         from lore.cli.guard_cmd import done
 
@@ -172,7 +181,65 @@ def review_defer(lore: Lore, lesson_id: str, json_: bool) -> None:
     Example:
       lore review defer 01JD…
     """
+    lesson_id = lore.resolve_id(lesson_id)
     show_saved(lore.learner.review(lesson_id, "defer"), "deferred", json_)
+
+
+@review.command("why")
+@click.argument("lesson_id")
+@json_option
+@with_lore
+def review_why(lore: Lore, lesson_id: str, json_: bool) -> None:
+    """Where a rule came from (the user's words), the decision on it, the sessions it was
+    told to, and what its checks blocked.
+
+    \b
+    Example:
+      lore review why 01JD…
+    """
+    why = lore.why(lesson_id)
+    if json_:
+        emit_json(why)
+        return
+    lines = [f"{why['id']}  {why['title']}", f"  status {why['status']}, scope {why['scope']}, "
+             f"learned {why['created_at'][:10]}"]
+    for e in why["evidence"]:
+        lines.append(f"  said {str(e['date'] or '')[:10]} in session {e['session'] or '-'}: "
+                     f"\"{e['said']}\"")
+    if why["decision"]:
+        d = why["decision"]
+        lines.append(f"  {d['action']} {str(d['at'] or '')[:16]}" + (f" via {d['via']}" if d["via"] else "")
+                     + (f": {d['reason']}" if d["reason"] else ""))
+    told = why["told"]
+    lines.append(f"  told to {told['sessions']} session(s)" +
+                 (f", last {told['last'][:16]}" if told["last"] else ""))
+    for c in why["checks"]:
+        lines.append(f"  check {c['id']} ({c['status']}, {c['mode']}): {c['words']}")
+    if why["matches"]:
+        lines.append("  matched: " + ", ".join(f"{n} {k}" for k, n in sorted(why["matches"].items()))
+                     + (f" (last blocked {why['last_blocked'][:16]})" if why["last_blocked"] else ""))
+    elif why["checks"]:
+        lines.append("  its checks matched no call yet")
+    click.echo("\n".join(lines))
+
+
+@review.command("forget")
+@click.argument("lesson_id")
+@json_option
+@with_lore
+def review_forget(lore: Lore, lesson_id: str, json_: bool) -> None:
+    """Forget a rule: delete it with its evidence and checks (`lore apply` then takes it out
+    of CLAUDE.md). To keep the same correction from coming back as a rule, reject it instead.
+
+    \b
+    Example:
+      lore review forget 01JD…
+    """
+    lesson = lore.delete_lesson(lesson_id)
+    if json_:
+        emit_json({"deleted": lesson.id, "title": lesson.title})
+        return
+    notice(f"forgot rule {lesson.id}: {lesson.title} (`lore apply` takes it out of CLAUDE.md)")
 
 
 FOLDER = click.argument("folder", required=False,

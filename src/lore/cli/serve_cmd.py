@@ -48,8 +48,10 @@ def serve(ctx: click.Context, host: str, port: int, require_token: bool, run_sch
     try:
         from lore.web import serve as run
     except ImportError as exc:
+        from lore.extras import add_extra
+
         raise click.ClickException(f"the web server needs the `server` extra ({exc.name} is "
-                                   "missing): pip install 'loreloop[server]'") from None
+                                   f"missing): {add_extra('server')}") from None
     from lore.cli.common import settings
 
     def ready(tokens: bool, scheduler: Any) -> None:

@@ -32,13 +32,14 @@ def status(ctx: click.Context, json_: bool) -> None:
         approved = len(lore.approved_lessons())
         vectors = lore.embedding_state()
         judging = lore.waiting_for_judge()
+        unwritten = _unwritten(lore) if approved else []
     llm = s.config.llm
     judge = (model_name(llm.provider, llm.model) if s.config.learning.judge or not llm.provider
              else f"{model_name(llm.provider, llm.model)}, second opinions only (learning.judge off)")
     checks = {c.name: c for c in [*claude_code_checks(Path.home(), Path.cwd()), worker_check(s.home)]}
     report: dict[str, Any] = {
         "database": s.db_shown, "lessons": lessons, "waiting_for_review": waiting,
-        "approved_rules": approved, "embeddings": vectors,
+        "approved_rules": approved, "unwritten_files": unwritten, "embeddings": vectors,
         "judge": {"configured": judge, "in_worker": home_model(s.home), "waiting": judging},
         **{name: {"ok": c.ok, "detail": c.detail} for name, c in checks.items()}}
     if json_:
@@ -47,16 +48,32 @@ def status(ctx: click.Context, json_: bool) -> None:
     lines = [
         f"Lessons        {lessons} in {s.db_shown}",
         f"Review         {waiting} waiting" + ("  → lore review" if waiting else ""),
-        f"Rules          {approved} approved" + ("  → lore apply writes them for the agent"
-                                                   if approved else ""),
+        f"Rules          {approved} approved" + (
+            f", not yet written to {', '.join(unwritten)}  → lore apply" if unwritten
+            else ", written where the agent reads them" if approved else ""),
     ]
     if vectors["state"] in ("needed", "half done"):  # only when the user has something to do
         c = embeddings_check(vectors)
         lines.append(f"{'Embeddings':<15}{c.detail}  → {c.fix}")
-    for name, label in (("hooks", "Capture"), ("mcp server", "MCP server"), ("worker", "Worker")):
-        c = checks[name]
-        lines.append(f"{label:<15}{c.detail}" + (f"  → {c.fix}" if c.fix else ""))
+    for name, label in (("claude code", "Claude Code"), ("hooks", "Capture"),
+                        ("mcp server", "MCP server"), ("worker", "Worker")):
+        found = checks.get(name)
+        if found is not None:
+            lines.append(f"{label:<15}{found.detail}" + (f"  → {found.fix}" if found.fix else ""))
     lines.append(f"{'Judge':<15}{judge}{in_worker(s)}")
     if judging["messages"] or judging["given_up"]:
         lines.append(f"{'':<15}waiting: {judge_line(judging)}")
     click.echo("\n".join(lines))
+
+
+def _unwritten(lore: Any) -> list[str]:
+    """The files `lore apply` here would change: approved rules not written yet (a file
+    Lore cannot read counts as not written)."""
+    from lore.errors import LoreError
+    from lore.normalize import project_root
+
+    try:
+        plan = lore.apply_plan(project_root(str(Path.cwd())), Path.home())
+    except (LoreError, OSError):
+        return []
+    return [str(c.path) for c in plan.changed]

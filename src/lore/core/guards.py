@@ -78,7 +78,7 @@ class Guards:
     def get(self, check_id: str) -> dict[str, Any]:
         row = self.store.guards.check(check_id.strip())
         if row is None:
-            raise NotFound(f"no check with id {check_id}; `lore guard list` shows them")
+            raise NotFound(f"no check with id {check_id}; `lore guard` lists them")
         return self.view(row)
 
     def view(self, row: NewCheck, lesson: Lesson | None = None) -> dict[str, Any]:

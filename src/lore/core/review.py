@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from lore.apply import nudge
 from lore.models import Lesson
 from lore.store import Store
 
@@ -75,15 +76,9 @@ def review_item(lesson: Lesson, meta: dict[str, Any], conflicts: Sequence[str]) 
 def waits(lesson: Lesson) -> bool:
     """Nobody decided on this learned rule or proposed lesson yet (deferred ones wait again
     once seen again). An active rule waits only while in conflict, which :func:`waiting`
-    checks; a lesson from the work waits while it is proposed."""
-    found = review_meta(lesson)
-    if found is None or decided(found[1]) or lesson.status not in LIVE:
-        return False
-    key, meta = found
-    if key == "analysis" and lesson.status != "proposed":
-        return False
-    occurrences = int(meta.get("occurrences", 1))
-    return not (meta.get("deferred_at") and occurrences <= int(meta.get("deferred_seen", 0)))
+    checks; a lesson from the work waits while it is proposed. The status line and the
+    SessionStart nudge decide with the same function (:func:`lore.apply.nudge.waits`)."""
+    return nudge.waits(lesson.status, lesson.metadata)
 
 
 def waiting(store: Store, project: str | None = None, *, all_projects: bool = True,

@@ -55,6 +55,7 @@ from lore.core.embedding import Embedding
 from lore.core.learner import decided
 from lore.core.lessons import Lessons
 from lore.errors import BackendUnavailable, ConfigError, Forbidden, InvalidInput, NotFound
+from lore.extras import package_command
 from lore.ids import now, parse_time
 from lore.models import Lesson
 from lore.redact import redact_value
@@ -869,7 +870,7 @@ class Client:
         theirs = info.get("protocol")
         if theirs != PROTOCOL:
             older = ("upgrade Lore on the server" if isinstance(theirs, int) and theirs < PROTOCOL
-                     else "upgrade Lore here (pip install -U lore-memory)")
+                     else f"upgrade Lore here ({package_command('upgrade')})")
             raise ConfigError(f"the sync server {self.server} speaks sync protocol {theirs} "
                               f"(Lore {info.get('version')}); this Lore speaks {PROTOCOL}: "
                               f"{older}")

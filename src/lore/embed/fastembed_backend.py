@@ -65,8 +65,10 @@ class FastEmbedEmbedder:
                 try:
                     from fastembed import TextEmbedding
                 except ImportError:
+                    from lore.extras import add_extra
+
                     raise BackendUnavailable(f"model '{self.cfg.model}' needs fastembed: "
-                                             "pip install 'loreloop[fastembed]'") from None
+                                             f"{add_extra('fastembed')}") from None
                 model = TextEmbedding(self.cfg.model, **kwargs)
         except ValueError as exc:
             raise BackendUnavailable(f"fastembed cannot load model '{self.cfg.model}': {exc}") from None

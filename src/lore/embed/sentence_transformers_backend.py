@@ -23,10 +23,11 @@ class SentenceTransformersEmbedder:
             try:
                 from sentence_transformers import SentenceTransformer
             except ImportError:
+                from lore.extras import add_extra
+
                 raise BackendUnavailable(
                     "the sentence-transformers backend needs its extra: "
-                    "pip install 'loreloop[sentence-transformers]'"
-                ) from None
+                    f"{add_extra('sentence-transformers')}") from None
             model = self.cfg.model
             if self.name == DEFAULT_MODEL:
                 model = "sentence-transformers/all-MiniLM-L6-v2"

@@ -107,10 +107,9 @@ async def review_list(t: LoreTools, ctx: Context | None, project: str | None,
 
 async def review_action(t: LoreTools, lesson_id: str, action: str, **kw: Any) -> dict[str, Any]:
     def call(lore: Lore) -> dict[str, Any]:
-        from lore.api import require_id
         from lore.core.review import review_meta
 
-        lesson = lore.learner.review(require_id(lesson_id), action, via="mcp", **kw)
+        lesson = lore.learner.review(lore.resolve_id(lesson_id), action, via="mcp", **kw)
         meta = (review_meta(lesson) or ("", {}))[1]
         return {"id": lesson.id, "title": lesson.title, "rule": lesson.content,
                 "status": lesson.status, "reviewed": bool(meta.get("reviewed")),

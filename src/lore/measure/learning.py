@@ -210,7 +210,9 @@ def chart(points: Sequence[SessionPoint], path: Path, title: str = "Repeated cor
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise InvalidInput("charts need matplotlib: pip install 'loreloop[charts]'") from None
+        from lore.extras import add_extra
+
+        raise InvalidInput(f"charts need matplotlib: {add_extra('charts')}") from None
     xs = list(range(1, len(points) + 1))
     repeated = [p.repeated for p in points]
     window = max(1, len(points) // 10)

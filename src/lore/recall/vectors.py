@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from lore.extras import add_extra
 from lore.store import LessonStore
 
 
@@ -170,7 +171,6 @@ class ChunkSource(VectorSource, Protocol):
     def chunk_projects(self, ids: Sequence[int]) -> dict[int, str | None]: ...
 
 
-SCALE_HINT = "pip install 'loreloop[scale]'"
 
 
 def faiss_available() -> bool:
@@ -347,7 +347,7 @@ class ChunkIndex:
         if total < self.MIN_SIZE and not force:
             return f"no index below {self.MIN_SIZE} vectors"
         if not faiss_available():
-            return (f"no index: {total} vectors are searched exactly; {SCALE_HINT} makes "
+            return (f"no index: {total} vectors are searched exactly; {add_extra('scale')} makes "
                     "searches of this many faster")
         rec = self.usable(store)
         version = store.vector_versions()[0]

@@ -11,22 +11,43 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from lore import plugins
 from lore.errors import LoreError, StorageError
-from lore.store.protocol import (
-    PREFERENCE_COLUMNS,
-    PREFERENCE_KEYS,
-    TEXT_FIELDS,
-    ConversationStore,
-    CorrectionStore,
-    LessonRow,
-    LessonStore,
-    SessionStore,
-    Store,
-    TokenStore,
-)
-from lore.store.sqlite.search import fts_query, fts_terms  # query text as quoted index terms
+
+if TYPE_CHECKING:
+    from lore.store.protocol import (
+        PREFERENCE_COLUMNS,
+        PREFERENCE_KEYS,
+        TEXT_FIELDS,
+        ConversationStore,
+        CorrectionStore,
+        LessonRow,
+        LessonStore,
+        SessionStore,
+        Store,
+        TokenStore,
+    )
+    from lore.store.sqlite.search import fts_query, fts_terms
+
+# The protocols and the search helpers load on first use: `lore statusline` reads its counts
+# through lore.store.glance (the standard library's sqlite3) without importing the backends.
+_PROTOCOL = ("PREFERENCE_COLUMNS", "PREFERENCE_KEYS", "TEXT_FIELDS", "ConversationStore",
+             "CorrectionStore", "LessonRow", "LessonStore", "SessionStore", "Store", "TokenStore")
+_LAZY = {**dict.fromkeys(_PROTOCOL, "lore.store.protocol"),
+         "fts_query": "lore.store.sqlite.search", "fts_terms": "lore.store.sqlite.search"}
+
+
+def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'lore.store' has no attribute '{name}'")
+
 
 _SCHEME = re.compile(r"^([a-z][a-z0-9+.-]*)://", re.IGNORECASE)
 

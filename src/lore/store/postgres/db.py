@@ -17,9 +17,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from lore.errors import BackendUnavailable, StorageError, StoreBusy
+from lore.extras import add_extra
 from lore.home import mask_url as masked
 
-INSTALL = "pip install 'loreloop[postgres]'"
+INSTALL = add_extra("postgres")  # the way this Lore was installed (pipx, uv, a venv, pip)
 
 
 def driver() -> Any:

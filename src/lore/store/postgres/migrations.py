@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from lore.errors import BackendUnavailable, MigrationError, NotALoreDatabase
+from lore.extras import package_command
 from lore.store.postgres.db import Connection, atomic, driver, masked
 
 APP_ID = "lore"
@@ -497,7 +498,7 @@ def migrate(conn: Connection, schema: str) -> int:
         if newest > SCHEMA_VERSION:
             raise MigrationError(
                 f"{masked(conn.location)} was written by a newer Lore (schema {newest}; this Lore "
-                f"knows up to {SCHEMA_VERSION}); upgrade with `pip install -U loreloop`")
+                f"knows up to {SCHEMA_VERSION}); upgrade with `{package_command('upgrade')}`")
         for number, migration in MIGRATIONS:
             if number in applied:
                 continue

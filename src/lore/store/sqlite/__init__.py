@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lore.errors import InvalidInput, NotFound
+from lore.extras import package_command
 from lore.store.protocol import VISIBILITIES, Store
 from lore.store.sqlite import migrations
 from lore.store.sqlite.analysis import AnalysisTables
@@ -63,7 +64,7 @@ class SQLiteStore(LessonTables, CopyTables):
             sqlite3 = driver()
             out.append(("sqlite driver", True, f"sqlean.py with SQLite {sqlite3.sqlite_version}", ""))
         except Exception as exc:  # noqa: BLE001 - report whatever broke
-            out.append(("sqlite driver", False, str(exc), "pip install --force-reinstall loreloop"))
+            out.append(("sqlite driver", False, str(exc), package_command("reinstall")))
         try:
             check_fts5()
             out.append(("fts5", True, "available", ""))

@@ -53,6 +53,12 @@ class GuardTables(Tables):
                                 (check_id,)).fetchone()
         return cast(Check, dict(row)) if row else None
 
+    def check_ids_with_prefix(self, prefix: str, limit: int = 2) -> list[str]:
+        """Check ids starting with ``prefix`` (upper case), by a range on the primary key."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT id FROM checks WHERE id >= ? AND id <= ? ORDER BY id LIMIT ?",
+            (prefix, prefix + "Z" * (26 - len(prefix)), limit))]
+
     def checks(self, lesson_ids: Sequence[str] | None = None,
                statuses: Sequence[str] | None = None) -> list[Check]:
         """Checks, oldest first; of these rules and in these statuses when given."""

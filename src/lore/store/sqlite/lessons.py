@@ -50,6 +50,15 @@ class LessonTables(VectorTables, KeywordIndex, EdgeTables, UsageTables):
                 + (f" AND {visible}" if visible else ""), [*part, *who]))
         return found
 
+    def ids_with_prefix(self, prefix: str, limit: int = 2) -> list[str]:
+        """Visible lesson ids starting with ``prefix`` (upper case, as ids are stored): a range
+        on the primary key, so any backend's index answers it."""
+        visible, who = self.visible()
+        return [r[0] for r in self.conn.execute(
+            "SELECT l.id FROM lessons l WHERE l.id >= ? AND l.id <= ?"
+            + (f" AND {visible}" if visible else "") + " ORDER BY l.id LIMIT ?",
+            [prefix, prefix + "Z" * (26 - len(prefix)), *who, limit])]
+
     def insert(self, row: LessonRow) -> int:
         values = stamped(row.values, *self.who)
         cols = ["id", *values]

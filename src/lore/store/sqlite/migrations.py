@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from lore.errors import MigrationError, NotALoreDatabase
+from lore.extras import package_command
 from lore.store.sqlite.db import atomic, driver
 
 APP_ID = "lore"
@@ -895,7 +896,7 @@ def migrate(conn: Any, path: str = "") -> int:
     if current > SCHEMA_VERSION:
         raise MigrationError(
             f"{path or 'the database'} was written by a newer Lore (schema {current}; this "
-            f"Lore knows up to {SCHEMA_VERSION}); upgrade with `pip install -U loreloop`"
+            f"Lore knows up to {SCHEMA_VERSION}); upgrade with `{package_command('upgrade')}`"
         )
     ran = 0
     for position, migration in enumerate(MIGRATIONS):

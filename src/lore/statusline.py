@@ -1,0 +1,86 @@
+"""`lore statusline`: one line for Claude Code's status bar (its ``statusLine`` setting).
+
+Claude Code runs it every few seconds with the session's JSON on stdin (``workspace``,
+``cwd``); it prints what waits for review in that project (and globally) and how many tool
+calls Lore's checks blocked today, in one line. It takes the executable's fast path: no
+click, no config validation, no model; one read-only query (``lore.apply.nudge``). Anything
+wrong (no database, bad stdin) prints a plain ``Lore`` line and exits 0: a status bar is
+never an error.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+USAGE = """Usage: lore statusline
+
+One line for Claude Code's status bar: rules and checks waiting for review here, and the
+tool calls Lore's checks blocked today. Claude Code runs it with the session's JSON on stdin.
+
+In ~/.claude/settings.json:
+  "statusLine": {"type": "command", "command": "lore statusline"}
+
+Example:
+  echo '{"cwd": "'$PWD'"}' | lore statusline
+"""
+
+
+def database() -> Path | None:
+    """The SQLite file, as the other commands find it ($LORE_DB, the config's ``database``,
+    $LORE_HOME/lore.db); None for a server URL (nothing to show at a glance)."""
+    from lore.home import is_url, lore_home
+
+    location = os.environ.get("LORE_DB") or os.environ.get("LORE_DATABASE_URL")
+    if not location:
+        config = Path(os.environ.get("LORE_CONFIG") or lore_home() / "config.yaml")
+        try:
+            text = config.read_text(encoding="utf-8")
+        except OSError:
+            text = ""
+        if any(line.startswith("database:") for line in text.splitlines()):
+            import yaml  # only when the file names a database: YAML costs the line its budget
+
+            data = yaml.safe_load(text)
+            location = data.get("database") if isinstance(data, dict) else None
+    if is_url(location):
+        return None
+    return Path(location).expanduser() if location else lore_home() / "lore.db"
+
+
+def folder(stdin: str) -> str | None:
+    import json
+
+    try:
+        data = json.loads(stdin) if stdin.strip() else {}
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    workspace = data.get("workspace")
+    found = workspace.get("current_dir") if isinstance(workspace, dict) else None
+    found = found or data.get("cwd")
+    return found if isinstance(found, str) else None
+
+
+def main(args: list[str]) -> int:
+    if args and args[0] in ("-h", "--help"):
+        sys.stdout.write(USAGE)
+        return 0
+    if args:
+        sys.stderr.write(f"lore statusline takes no arguments (got {args[0]!r}); see --help\n")
+        return 2
+    try:
+        from lore.apply.nudge import statusline
+        from lore.normalize import project_root
+
+        stdin = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+        db = database()
+        line = "Lore" if db is None else statusline(
+            db, project_root(folder(stdin) or os.getcwd()),
+            plugin=os.environ.get("LORE_PLUGIN") == "1")
+    except Exception:  # noqa: BLE001 - a status bar never shows an error
+        line = "Lore"
+    sys.stdout.write(line + "\n")
+    return 0
