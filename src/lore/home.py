@@ -143,12 +143,26 @@ def alive(pid: int) -> bool:
     return True
 
 
+def lock_target(home: Path, *, create: bool = False) -> int:
+    """A descriptor to take the home's worker lock on: the queue folder itself (made first
+    with ``create``), which nothing removes while Lore runs. A lock on ``worker.pid`` was lost
+    with the file: a worker started after someone deleted it locked a new file and ran beside
+    the first. (Windows locks no folder: ``worker.lock`` there.) FileNotFoundError when there
+    is no queue yet (so no worker)."""
+    queue = home / "queue"
+    if create:
+        private_dir(queue)
+    if os.name == "nt":  # pragma: no cover - exercised on Windows only
+        flags = os.O_RDWR | (os.O_CREAT if create else 0)
+        return os.open(queue / "worker.lock", flags, 0o600)
+    return os.open(queue, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+
+
 def worker_running(home: Path) -> bool:
-    """Whether a worker holds this home's lock (``worker.pid``): an open and a lock attempt,
-    never fooled by a pid that another process took over."""
+    """Whether a worker holds this home's lock (:func:`lock_target`): an open and a lock
+    attempt, never fooled by a pid that another process took over or a deleted pid file."""
     try:
-        fd = os.open(home / "worker.pid", os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-                     | os.O_NONBLOCK)
+        fd = lock_target(home)
     except FileNotFoundError:
         return False
     except OSError:

@@ -1,6 +1,8 @@
 """The background worker: the single writer that turns queued hook events into memory.
 
-One instance per home, enforced by an exclusive lock on ``worker.pid``. SIGTERM lets
+One instance per home, enforced by an exclusive lock on the queue folder
+(:func:`lore.home.lock_target`); ``worker.pid`` only shows the pid, and a worker whose pid
+file was deleted writes it again. SIGTERM lets
 the event in hand finish. An event leaves the queue only after it was handled, so a
 ``kill -9`` means it is handled again on restart; handlers are idempotent (transcript
 import is incremental and dedups by uuid).
@@ -37,9 +39,11 @@ from lore.home import (
     check_device,
     file_logger,
     lock_file,
+    lock_target,
     read_pid,
     spawn_worker,
     unlock_file,
+    worker_running,
     write_model_in_use,
 )
 
@@ -68,7 +72,8 @@ class Worker:
         self._lore = lore
         self._owns_lore = lore is None
         self._stop = False
-        self._lock_fd: int | None = None
+        self._lock_fd: int | None = None  # the lock's (the queue folder)
+        self._pid_fd: int | None = None   # worker.pid's, written while the lock is held
         self._holding = False  # whether this worker holds the lock (and so owns the pid file)
         try:
             self.log = _logger(self.home / "logs" / "worker.log")
@@ -92,7 +97,7 @@ class Worker:
     # ---- lifecycle --------------------------------------------------------------------
     def acquire(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.pid_file, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = lock_target(self.home, create=True)
         try:
             _lock(fd)
         except OSError:
@@ -106,14 +111,30 @@ class Worker:
     def _write_pid(self, text: str) -> None:
         """The pid in place, padded to a fixed width (blank when leaving): rewriting the same
         bytes needs no new space, so a worker still starts on a full disk. Only shown by
-        `lore worker status`; the lock is what counts."""
+        `lore worker status`; the lock is what counts. A pid file deleted meanwhile is made
+        again."""
         if self._lock_fd is None:
             return
         try:
-            os.pwrite(self._lock_fd, f"{text:<{PID_WIDTH - 1}}\n".encode(), 0)
-            os.ftruncate(self._lock_fd, PID_WIDTH)
+            if self._pid_fd is not None and os.fstat(self._pid_fd).st_nlink == 0:
+                os.close(self._pid_fd)  # deleted: write a new one
+                self._pid_fd = None
+            if self._pid_fd is None:
+                self._pid_fd = os.open(self.pid_file, os.O_RDWR | os.O_CREAT, 0o600)
+            os.pwrite(self._pid_fd, f"{text:<{PID_WIDTH - 1}}\n".encode(), 0)
+            os.ftruncate(self._pid_fd, PID_WIDTH)
         except OSError:
             self.log.warning("could not write %s (a full disk?)", self.pid_file)
+
+    def _keep_pid_file(self) -> None:
+        """Write the pid file again if someone deleted it (one fstat)."""
+        if self._holding and self._pid_fd is not None:
+            try:
+                gone = os.fstat(self._pid_fd).st_nlink == 0
+            except OSError:
+                gone = True
+            if gone:
+                self._write_pid(str(os.getpid()))
 
     def _still_idle(self) -> bool:
         """Give up the lock, then look at the queue once more: a hook that queued an event
@@ -142,6 +163,9 @@ class Worker:
             finally:
                 os.close(self._lock_fd)
                 self._lock_fd = None
+                if self._pid_fd is not None:
+                    os.close(self._pid_fd)
+                    self._pid_fd = None
         if self._lore is not None and self._owns_lore:
             self._lore.close()
             self._lore = None
@@ -167,6 +191,7 @@ class Worker:
         idle_since = time.monotonic()
         try:
             while not self._stop:
+                self._keep_pid_file()
                 self.follow_config()
                 if time.monotonic() - last_rescore > RESCORE_SECONDS:
                     last_rescore = time.monotonic()
@@ -473,7 +498,7 @@ class Worker:
     def status(self) -> dict[str, Any]:
         pid = read_pid(self.pid_file)
         return {
-            "running": pid is not None and alive(pid) and self._locked_by_other(),
+            "running": self._locked_by_other(),
             "pid": pid,
             "queue_depth": self.queue.depth(),
             "last_processed": self.queue.last_done(),
@@ -497,18 +522,7 @@ class Worker:
             return None
 
     def _locked_by_other(self) -> bool:
-        if not self.pid_file.exists():
-            return False
-        fd = os.open(self.pid_file, os.O_RDWR)
-        try:
-            _lock(fd)
-        except OSError:
-            return True
-        else:
-            _unlock(fd)
-            return False
-        finally:
-            os.close(fd)
+        return worker_running(self.home)
 
 
 def start_background(settings: Settings) -> int | None:

@@ -155,6 +155,55 @@ def test_one_worker_per_home_and_sigterm_stops_it(lore_home):
             proc.kill()
 
 
+def test_a_deleted_pid_file_lets_no_second_worker_run(lore_home):
+    """The attack: `rm worker.pid` while a worker ran, then `lore worker run`: the second
+    worker locked a new pid file and both took events (100 of 240 handled twice). The lock is
+    on the queue folder now: with the pid file gone the worker still counts as running, a
+    second worker refuses, a hook starts none, the first writes its pid file again, and 60
+    events queued meanwhile are each handled once."""
+    from lore.home import worker_running
+
+    env = {**os.environ, "LORE_HOME": str(lore_home)}
+    proc = subprocess.Popen([LORE, "worker", "run"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    settings = make_settings(lore_home)
+    pid_file = lore_home / "worker.pid"
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not Worker(settings).status()["running"]:
+            time.sleep(0.2)
+        assert Worker(settings).status()["pid"] == proc.pid
+        pid_file.unlink()
+        assert worker_running(lore_home) and Worker(settings).status()["running"]
+        with pytest.raises(AlreadyRunning):
+            Worker(settings).acquire()
+        second = subprocess.Popen([LORE, "worker", "run"], env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        try:
+            assert second.wait(timeout=60) == 1
+            assert "already running" in second.stderr.read()
+        finally:
+            if second.poll() is None:
+                second.kill()
+                second.wait()
+        q = Queue(lore_home / "queue")
+        for n in range(60):
+            q.append("Stop", {"session_id": f"s{n}"})
+        deadline = time.time() + 120
+        while time.time() < deadline and (q.depth() or not pid_file.exists()):
+            time.sleep(0.2)
+        assert q.depth() == 0 and int(pid_file.read_text()) == proc.pid
+        ids = [json.loads(line)["id"] for line in q.done.read_bytes().splitlines()]
+        assert len(ids) == len(set(ids)) == 60
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        assert not worker_running(lore_home)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_session_start_context_is_scoped_budgeted_and_marked(lore_home, tmp_path):
     from conftest import FakeEmbedder
     from lore.api import Lore

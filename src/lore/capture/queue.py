@@ -294,8 +294,8 @@ class Queue:
         """Count one failure in ``errors.json``: an event's failed attempt (``event``), one
         the database raised (``database``), or an event a hook could not queue (``dropped``).
         Never raises: on a full disk the fixed-size file is rewritten in place. Writers (the
-        worker, any number of hooks) take turns on a lock of the queue's folder, so no count
-        is lost to another's."""
+        worker, any number of hooks) take turns on ``errors.lock``, so no count is lost to
+        another's."""
         with _turn(self.root):
             data = self.error_count()
             last = {"reason": reason[:MAX_REASON], "at": time.time()}
@@ -495,18 +495,20 @@ class Queue:
 
 
 class _turn:  # noqa: N801 - used as a context manager, like a function
-    """An exclusive lock on a folder (flock on its descriptor; POSIX), held for a block; no
-    lock where a folder cannot be locked (the block runs all the same)."""
+    """An exclusive lock on ``errors.lock`` in a folder (flock; POSIX), held for a block; no
+    lock where none can be taken (the block runs all the same). Not the folder itself: the
+    worker holds the queue folder's lock for as long as it runs."""
 
     def __init__(self, folder: Path) -> None:
-        self.folder = folder
+        self.path = folder / "errors.lock"
         self.fd: int | None = None
 
     def __enter__(self) -> None:
         try:
             import fcntl
 
-            self.fd = os.open(self.folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
+                              0o600)
             fcntl.flock(self.fd, fcntl.LOCK_EX)
         except (ImportError, OSError):
             if self.fd is not None:
