@@ -80,6 +80,16 @@ def test_sessions_imported_before_are_removed_by_the_next_import(fake_lore: Lore
     assert len(first.sessions) == 5
     fake_lore.conversations.embed_pending()
     assert fake_lore.conversations.search("single word ok", limit=10)
+    # A learning pass captured a message from one of them; it waits for the judge.
+    with fake_lore.store.atomic():
+        fake_lore.store.corrections.add_correction(
+            event_id="backfill:old-check:1", session_id="old-check", project=TEMP,
+            user_message="Reply with the single word: ok", proposal=None, files=(), at="2026-11-20",
+            origin="backfill")
+        fake_lore.store.corrections.add_correction(
+            event_id="backfill:user-shop:1", session_id="user-shop", project="/work/shop",
+            user_message="Add a login page with vitest tests", proposal=None, files=(),
+            at="2026-11-20", origin="backfill")
     # The old judge's transcript is gone from disk (Claude Code cleans up): known by its
     # folder and its prompt all the same.
     (projects / own.project_folder_name(TEMP) / "old-judge.jsonl").unlink()
@@ -91,6 +101,7 @@ def test_sessions_imported_before_are_removed_by_the_next_import(fake_lore: Lore
     assert kept == {"user-tmp", "user-shop"}
     hits = fake_lore.conversations.search("single word ok vitest jest", limit=10)
     assert {h.session_id for h in hits} <= {"user-tmp", "user-shop"}
+    assert [r["session_id"] for r in fake_lore.store.corrections.pending(10)] == ["user-shop"]
     stats = fake_lore.store.conversations.stats()
     assert stats["sessions"] == 2 and stats["messages"] == 4
     assert fake_lore.conversations.ingest([projects], embed=False).purged == 0  # nothing left

@@ -538,6 +538,20 @@ def test_an_imported_session_is_removed_whole(store):
     assert conv.delete_sessions([]) == 0
 
 
+def test_unsettled_messages_of_sessions_are_dropped(store):
+    cor = store.corrections
+    with store.atomic():
+        ids = [cor.add_correction(event_id=f"e{n}", session_id=sid, project="/p", user_message=f"m{n}",
+                                  proposal=None, files=(), at="2026-01-01", origin="hook")
+               for n, sid in enumerate(["own", "own", "own", "user"])]
+        cor.set_judge_attempt(ids[1], "unjudged", "unanswered 3: left out")
+        cor.set_verdict(ids[2], status="learned", label="correction", correction_type=None,
+                        durable=True, probability=0.9, cues=(), lesson_id=None, action="created")
+        assert cor.drop_unsettled(["own", "nobody"]) == 2
+    assert [cor.correction(i) is not None for i in ids] == [False, False, True, True]
+    assert cor.unjudged() == (0, None)
+
+
 def test_corrections_sessions_analysis_and_tokens(store):
     got = fill(store)
     a, b, c = got["ids"]

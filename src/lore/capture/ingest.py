@@ -151,7 +151,8 @@ class Ingest:
     def purge_own(self, transcripts: Sequence[Path]) -> int:
         """Remove the sessions of Lore's own model calls imported before they were told apart:
         those read from ``transcripts``, and those that ran in the temporary folder and began
-        with Lore's prompt (a transcript Claude Code has since deleted).
+        with Lore's prompt (a transcript Claude Code has since deleted), with the messages a
+        learning pass captured from them that no verdict settled yet.
         Returns how many sessions were removed."""
         from lore.llm.own import own_session, temp_folders
 
@@ -161,7 +162,10 @@ class Ingest:
             ids |= {sid for sid, title in self.tables.sessions_of(project=folder)
                     if own_session(folder, title)}
         if ids:
-            self.tables.delete_sessions(sorted(ids))
+            with self.store.atomic():
+                self.tables.delete_sessions(sorted(ids))
+                # What a learning pass captured from them must never reach the judge either.
+                self.store.corrections.drop_unsettled(sorted(ids))
         return len(ids)
 
     def _plan(self, path: Path, report: IngestReport) -> _Plan | None:

@@ -87,6 +87,16 @@ class CorrectionTables(Tables):
                                  "ORDER BY id DESC LIMIT 1").fetchone()
         return int(row[0]), last[0] if last else None
 
+    def drop_unsettled(self, session_ids: Sequence[str]) -> int:
+        """Remove the captured messages of these sessions that no verdict has settled yet (new,
+        waiting for the judge or given up by it); returns how many."""
+        removed = 0
+        for sid in session_ids:
+            removed += self.conn.execute(
+                "DELETE FROM corrections WHERE session_id = ? AND status IN ('new', 'judging', "
+                "'unjudged')", (sid,)).rowcount
+        return removed
+
     def set_judge_attempt(self, correction_id: int, status: str, action: str) -> None:
         """A judge's attempt that gave no verdict: the message's status and what happened."""
         self.conn.execute("UPDATE corrections SET status = ?, action = ? WHERE id = ?",
