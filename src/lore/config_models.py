@@ -191,7 +191,7 @@ class LLMConfig(_Strict):
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None  # the NAME of the variable holding the key, never the key
-    timeout: float = Field(default=60.0, gt=0, le=3600)  # seconds per attempt
+    timeout: float = Field(default=60.0, gt=0, le=3600)  # seconds per attempt; a call ≤ 2× this
     max_retries: int = Field(default=3, ge=0, le=10)
     max_input_tokens: int = Field(default=8000, ge=100)  # longer prompts are cut (estimate)
     daily_token_budget: int | None = Field(default=200_000, ge=0)  # per provider; None: no limit

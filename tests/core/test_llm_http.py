@@ -249,15 +249,29 @@ def test_long_retry_after_is_reported_not_slept(server: LoopbackServer, tmp_path
     assert time.monotonic() - started < 1.0 and len(server.received) == 1
 
 
-def test_unreachable_server_is_retried_then_named(tmp_path: Path) -> None:
+def test_a_refused_connection_fails_at_once_and_says_so(tmp_path: Path) -> None:
+    """Refused is refused: no retry, no waiting out the timeout, no advice to raise it."""
     closed = LoopbackServer()
     url = closed.url
     closed.httpd.server_close()  # the port is now refused
-    p = open_provider(LLMConfig(provider="openai", model="m", base_url=url + "/v1", max_retries=1),
-                      tmp_path, env={})
-    with pytest.raises(ProviderError, match="cannot reach .*llm.base_url") as err:
+    p = open_provider(LLMConfig(provider="openai", model="m", base_url=url + "/v1", max_retries=3,
+                                timeout=30), tmp_path, env={})
+    with pytest.raises(ProviderError) as err:
         p.complete(Request.ask("x"))
-    assert err.value.attempts == 2
+    assert str(err.value) == ("openai: cannot reach 127.0.0.1: connection refused; is the server "
+                              "running and llm.base_url right?")
+    assert err.value.attempts == 1
+    assert log_lines(tmp_path)[-1]["outcome"] == "error"
+
+
+def test_an_unknown_host_fails_at_once_and_says_so(tmp_path: Path) -> None:
+    p = open_provider(LLMConfig(provider="openai", model="m", base_url="http://lore-test.invalid/v1",
+                                max_retries=3, timeout=30), tmp_path, env={})
+    with pytest.raises(ProviderError) as err:
+        p.complete(Request.ask("x"))
+    assert str(err.value) == ("openai: cannot reach lore-test.invalid: unknown host; is the server "
+                              "running and llm.base_url right?")
+    assert err.value.attempts == 1 and "llm.timeout" not in str(err.value)
 
 
 def test_not_json_reply(server: LoopbackServer, tmp_path: Path) -> None:
@@ -308,7 +322,8 @@ def test_cost_budget_and_cost_in_the_log(server: LoopbackServer, tmp_path: Path)
     server.replies = [Reply(anthropic_body("ok", tokens_in=1_000_000, tokens_out=100_000))]
     p = provider_for(server, tmp_path, daily_token_budget=None, daily_cost_budget=2.0,
                      cost_per_mtok=LLMCostConfig(input=1.0, output=5.0))
-    p.complete(Request.ask("x"))
+    # A reply of up to 110,000 tokens: the usage claimed is within ten times what was asked.
+    p.complete(Request.ask("x", max_tokens=110_000))
     assert log_lines(tmp_path)[0]["cost_usd"] == pytest.approx(1.5)
     with pytest.raises(BudgetExceeded, match=r"spent \$1.5000 of \$2.00"):
         p.complete(Request.ask("y", max_tokens=200_000))

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from lore.errors import ConfigError, ProviderError
-from lore.llm.base import Completion, ProviderSettings, Request, retries_for
+from lore.llm.base import Completion, ProviderSettings, Request, claimed_tokens, retries_for
 from lore.llm.http import post_json
 from lore.llm.retry import RetryPolicy
 
@@ -55,9 +55,10 @@ def _completion(name: str, data: dict[str, Any], model: str, latency: float, att
     usage = data.get("usage")
     if not isinstance(blocks, list) or not isinstance(usage, dict):
         raise ProviderError(f"{name}: the reply has no content or usage; is llm.base_url an Anthropic API?")
-    text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+    text = "".join(str(b.get("text") or "") for b in blocks
+                   if isinstance(b, dict) and b.get("type") == "text")
     return Completion(text=text, input_tokens=input_tokens(usage),
-                      output_tokens=int(usage.get("output_tokens") or 0),
+                      output_tokens=claimed_tokens(usage.get("output_tokens")),
                       model=str(data.get("model") or model), latency_s=latency,
                       stop_reason=data.get("stop_reason"), attempts=attempts)
 
@@ -65,7 +66,9 @@ def _completion(name: str, data: dict[str, Any], model: str, latency: float, att
 def input_tokens(usage: dict[str, Any]) -> int:
     """Prompt tokens of an Anthropic usage object (claude -p prints the same one).
 
-    Cached prompt tokens are billed too, so they count against the budget.
+    Cached prompt tokens are billed too, so they count against the budget. -1 when one of
+    them is no count (:func:`lore.llm.base.claimed_tokens`).
     """
-    return sum(int(usage.get(k) or 0) for k in
-               ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+    counts = [claimed_tokens(usage.get(k)) for k in
+              ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")]
+    return -1 if min(counts) < 0 else sum(counts)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 Role = Literal["user", "assistant"]
 
@@ -96,6 +96,57 @@ def estimate_tokens(text: str) -> int:
 
 def request_tokens(request: Request) -> int:
     return estimate_tokens(request.system) + sum(estimate_tokens(m.content) for m in request.messages)
+
+
+MAX_DEPTH = 100  # a reply's JSON nested deeper than this is refused (a few levels are real)
+
+
+class TooDeep(ValueError):
+    """JSON nested deeper than :data:`MAX_DEPTH`."""
+
+
+def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
+    """``json.loads``, nesting-safe: JSON nested deeper than ``max_depth`` levels raises
+    :class:`TooDeep` (a ValueError, one line) instead of a RecursionError from the parser or
+    from whatever walks the value later. Other bad JSON raises ValueError as json does."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise TooDeep(f"the JSON is nested deeper than {max_depth} levels") from None
+    if depth_over(value, max_depth):
+        raise TooDeep(f"the JSON is nested deeper than {max_depth} levels")
+    return value
+
+
+def depth_over(value: Any, max_depth: int) -> bool:
+    """Whether ``value`` (lists and dicts) nests deeper than ``max_depth``; no recursion."""
+    level: list[Any] = [value]
+    depth = 0
+    while level:
+        children = [v for item in level if isinstance(item, (list, dict))
+                    for v in (item.values() if isinstance(item, dict) else item)]
+        if not children and not any(isinstance(item, (list, dict)) for item in level):
+            return False
+        depth += 1
+        if depth > max_depth:
+            return True
+        level = children
+    return False
+
+
+def claimed_tokens(value: object) -> int:
+    """A token count a provider reports, as an int; -1 when it is no count (missing is 0;
+    text, a negative number, not finite, or past any real count is -1): the guard then
+    counts its own estimate instead."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return -1
+    if value != value or value < 0 or value > 10**12:  # NaN, negative, inf and beyond
+        return -1
+    return int(value)
 
 
 def cut_middle(text: str, cap: int) -> str:

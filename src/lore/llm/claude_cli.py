@@ -23,9 +23,9 @@ imported.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -33,7 +33,7 @@ from typing import Any
 
 from lore.errors import ConfigError, ProviderError
 from lore.llm.anthropic import input_tokens
-from lore.llm.base import Completion, ProviderSettings, Request
+from lore.llm.base import Completion, ProviderSettings, Request, claimed_tokens, loads
 from lore.llm.own import call_folder
 
 EXECUTABLE = "claude"
@@ -88,9 +88,8 @@ class ClaudeCliProvider:
         env = self.environment()
         started = time.monotonic()
         try:
-            done = subprocess.run(self.command(request), input=_transcript(request), capture_output=True,
-                                  text=True, timeout=self._timeout, env=env, cwd=self.workdir(),
-                                  check=False)
+            done = _run(self.command(request), _transcript(request), self._timeout, env,
+                        self.workdir())
         except subprocess.TimeoutExpired:
             raise ProviderError(f"{self.name}: `claude -p` gave no answer within {self._timeout:g} s; "
                                 "raise llm.timeout") from None
@@ -104,9 +103,36 @@ class ClaudeCliProvider:
         models = data.get("modelUsage")
         model = next(iter(models)) if isinstance(models, dict) and models else self.model
         return Completion(text=str(data.get("result") or ""), input_tokens=input_tokens(usage),
-                          output_tokens=int(usage.get("output_tokens") or 0), model=model,
+                          output_tokens=claimed_tokens(usage.get("output_tokens")), model=model,
                           latency_s=latency, stop_reason=data.get("stop_reason") or data.get("subtype"),
                           cost_usd=float(cost) if isinstance(cost, int | float) else None)
+
+
+def _run(cmd: list[str], prompt: str, timeout: float, env: dict[str, str],
+         cwd: str) -> subprocess.CompletedProcess[str]:
+    """``cmd`` with ``prompt`` on stdin, its output captured, ended within ``timeout`` seconds:
+    at the deadline its whole process group (Claude Code and anything it started) is killed
+    and TimeoutExpired raised."""
+    with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
+                          start_new_session=os.name == "posix") as proc:
+        try:
+            out, err = proc.communicate(prompt, timeout=timeout)
+        except BaseException:  # the deadline, or Ctrl-C: nothing of the call is left running
+            _kill_group(proc)
+            raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    try:
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # pragma: no cover - Windows
+            proc.kill()
+    except OSError:
+        pass
+    proc.wait()
 
 
 def _transcript(request: Request) -> str:
@@ -120,7 +146,7 @@ def _transcript(request: Request) -> str:
 def _envelope(name: str, done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     """The JSON result object `claude -p --output-format json` prints, or a one-line error."""
     try:
-        data = json.loads(done.stdout)
+        data = loads(done.stdout)
     except ValueError:
         data = None
     if not isinstance(data, dict):

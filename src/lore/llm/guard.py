@@ -7,6 +7,7 @@ creates the backend through the registry and wraps it in a :class:`GuardedProvid
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Mapping
@@ -23,6 +24,7 @@ from lore.llm.base import (
     Provider,
     ProviderSettings,
     Request,
+    estimate_tokens,
     request_tokens,
 )
 from lore.llm.ledger import Budget, Prices
@@ -32,6 +34,10 @@ if TYPE_CHECKING:
     from lore.config import LLMConfig
 
 CUT_MARK = "\n[…]\n"
+USAGE_FACTOR = 10  # claimed usage past this many times Lore's estimate is not believed …
+USAGE_SLACK = 20_000  # … plus this many tokens of the provider's own framing
+MAX_CALL_COST = 100.0  # dollars: a reported cost above this for one call is no cost
+log = logging.getLogger("lore.llm")
 
 
 class GuardedProvider:
@@ -79,7 +85,8 @@ class GuardedProvider:
         except ProviderError as exc:
             self._log(request, None, time.monotonic() - started, "error", exc.attempts)
             raise
-        self._log(request, completion, completion.latency_s, "ok", completion.attempts)
+        completion, claimed = believable(request, completion)
+        self._log(request, completion, completion.latency_s, "ok", completion.attempts, claimed)
         return completion
 
     def _cost(self, completion: Completion) -> float | None:
@@ -90,7 +97,15 @@ class GuardedProvider:
         return self.prices.cost(completion.input_tokens, completion.output_tokens)
 
     def _log(self, request: Request, completion: Completion | None, latency: float, outcome: str,
-             attempts: int) -> None:
+             attempts: int, claimed: tuple[int, int] | None = None) -> None:
+        extra: dict[str, object] = {}
+        if claimed is not None:  # what the provider said it used, not believed
+            extra["claimed_tokens"] = list(claimed)
+            log.warning("%s: the reply claims %s input and %s output tokens, more than %d times "
+                        "Lore's estimate of the request and reply (or no count); counted %d and "
+                        "%d instead", self.name, *claimed, USAGE_FACTOR,
+                        completion.input_tokens if completion else 0,
+                        completion.output_tokens if completion else 0)
         ledger.append(self.home, {
             "ts": ledger.now().isoformat(timespec="milliseconds"),
             "provider": self.name,
@@ -103,7 +118,30 @@ class GuardedProvider:
             "latency_s": round(latency, 3),
             "attempts": attempts,
             "outcome": outcome,
+            **extra,
         })
+
+
+def believable(request: Request, completion: Completion) -> tuple[Completion, tuple[int, int] | None]:
+    """``completion`` with token counts the budget may believe, and the counts the provider
+    claimed when they were not (None: believed). A count that is no count (-1, see
+    :func:`lore.llm.base.claimed_tokens`), or a total past :data:`USAGE_FACTOR` times Lore's
+    own estimate of the request and the reply plus :data:`USAGE_SLACK` (a provider's own
+    framing: Claude Code's prompt, a cached prefix), is replaced by the estimate: a server
+    cannot spend the day's budget by what it says it used. A reported cost that is negative,
+    not a number or past :data:`MAX_CALL_COST` is dropped too."""
+    cost = completion.cost_usd
+    if cost is not None and not 0 <= cost <= MAX_CALL_COST:  # negative, NaN, inf, absurd
+        completion = replace(completion, cost_usd=None)
+    tokens_in, tokens_out = completion.input_tokens, completion.output_tokens
+    estimate_in = request_tokens(request)
+    estimate_out = estimate_tokens(completion.text)
+    limit = USAGE_FACTOR * (estimate_in + max(estimate_out, request.max_tokens)) + USAGE_SLACK
+    if min(tokens_in, tokens_out) >= 0 and tokens_in + tokens_out <= limit:
+        return completion, None
+    # The cost a provider reported goes with the usage it claimed: the prices, if set, count.
+    return (replace(completion, input_tokens=estimate_in, output_tokens=estimate_out, estimated=True,
+                    cost_usd=None), (tokens_in, tokens_out))
 
 
 def cut_messages(messages: tuple[Message, ...], max_chars: int) -> tuple[Message, ...]:

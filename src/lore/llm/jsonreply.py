@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from lore.errors import UnusableReply
-from lore.llm.base import Message, Provider, Request
+from lore.llm.base import MAX_DEPTH, Message, Provider, Request, TooDeep, loads
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -55,7 +55,8 @@ _FAILED = object()
 
 
 def _balanced(text: str, start: int) -> int | None:
-    """Index just past the bracket closing the one at ``start``, skipping strings; None if open."""
+    """Index just past the bracket closing the one at ``start``, skipping strings; None if open.
+    NoJSON when the brackets nest deeper than :data:`lore.llm.base.MAX_DEPTH`."""
     stack: list[str] = []
     quote = ""
     i = start
@@ -70,6 +71,9 @@ def _balanced(text: str, start: int) -> int | None:
             quote = ch
         elif ch in _OPENERS:
             stack.append(_OPENERS[ch])
+            if len(stack) > MAX_DEPTH:
+                raise NoJSON(f"the JSON is nested deeper than {MAX_DEPTH} levels; reply with a "
+                             "flat object")
         elif ch in "}]":
             if not stack or stack.pop() != ch:
                 return None
@@ -87,7 +91,9 @@ def _apostrophe(text: str, i: int) -> bool:
 def _loads(candidate: str) -> Any:
     for attempt in (candidate, _mend(candidate)):
         try:
-            return json.loads(attempt)
+            return loads(attempt)
+        except TooDeep as exc:
+            raise NoJSON(f"{exc}; reply with a flat object") from None
         except ValueError:
             continue
     return _FAILED

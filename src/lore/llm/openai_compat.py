@@ -10,6 +10,7 @@ from lore.llm.base import (
     Completion,
     ProviderSettings,
     Request,
+    claimed_tokens,
     estimate_tokens,
     request_tokens,
     retries_for,
@@ -55,8 +56,8 @@ class OpenAICompatProvider:
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise ProviderError(f"{self.name}: the reply has no choices; is llm.base_url a chat "
                                 "completions API (…/v1)?")
-        message = choices[0].get("message") or {}
-        text = str(message.get("content") or "")
+        message = choices[0].get("message")
+        text = str(message.get("content") or "") if isinstance(message, dict) else ""
         usage = data.get("usage")
         # Some servers (older llama.cpp builds, proxies) leave usage out: estimate it.
         estimated = not (isinstance(usage, dict) and "prompt_tokens" in usage)
@@ -64,8 +65,8 @@ class OpenAICompatProvider:
             tokens_in, tokens_out = request_tokens(request), estimate_tokens(text)
         else:
             assert isinstance(usage, dict)
-            tokens_in = int(usage.get("prompt_tokens") or 0)
-            tokens_out = int(usage.get("completion_tokens") or 0)
+            tokens_in = claimed_tokens(usage.get("prompt_tokens"))
+            tokens_out = claimed_tokens(usage.get("completion_tokens"))
         return Completion(text=text, input_tokens=tokens_in, output_tokens=tokens_out,
                           model=str(data.get("model") or self.model), latency_s=latency,
                           stop_reason=choices[0].get("finish_reason"), estimated=estimated,

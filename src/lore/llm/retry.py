@@ -58,19 +58,27 @@ def parse_retry_after(value: str | None) -> float | None:
 
 
 def with_retries(attempt: Callable[[], T], policy: RetryPolicy,
-                 sleep: Callable[[float], None] = time.sleep) -> tuple[T, int]:
-    """Run ``attempt`` until it returns; give back its result and how many attempts it took."""
+                 sleep: Callable[[float], None] = time.sleep,
+                 deadline: float | None = None) -> tuple[T, int]:
+    """Run ``attempt`` until it returns; give back its result and how many attempts it took.
+    ``deadline`` (``time.monotonic()``): no wait for another attempt that would end past it;
+    the last error is raised instead."""
     tries = 0
     while True:
         tries += 1
         try:
             return attempt(), tries
+        except ProviderError as exc:
+            exc.attempts = tries
+            raise
         except Retryable as exc:
             wait = exc.retry_after if exc.retry_after is not None else backoff(tries - 1, policy)
+            exc.error.attempts = tries
             if tries > policy.max_retries:
-                exc.error.attempts = tries
                 raise exc.error from None
             if wait > policy.max_wait_s:
                 raise ProviderError(f"{exc.error} (the server asks to wait {wait:.0f} s; try again later)") \
                     from None
+            if deadline is not None and time.monotonic() + wait >= deadline:
+                raise exc.error from None
             sleep(wait)
