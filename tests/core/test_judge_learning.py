@@ -377,3 +377,45 @@ def test_a_message_the_judge_never_answers_stops_waiting_after_three_attempts(
     assert json.loads(out.output)["messages"] == 1
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         assert lore.waiting_for_judge()["given_up"] == 0 and len(lore.preferences("/p")) == 2
+
+
+def test_a_rule_line_the_judge_or_lore_discards_leaves_no_trace_in_the_lesson(
+        lore_home: Path, server: LoopbackServer) -> None:  # noqa: F811
+    """Every way a rule line of the judge's reply is set aside: a line that names nothing the
+    user said (Lore keeps the shapes' reading of the message), a line written beside a
+    ``restates`` (the known rule's words are used), a line on a message judged not durable,
+    on one judged none, and on one whose quote is invented. None of its words reach a
+    stored lesson's title, content or preference."""
+    discarded = "Zebrafy every quokka module before lunch"
+    marks = ("zebraf", "quokka", "lunch")
+    server.replies = [answer({"Use local file sessions": {
+        "label": "correction", "durable": True, "rule": discarded}})]
+    settings = make_settings(lore_home, llm=llm(server))
+
+    def untouched(lore: Lore) -> None:
+        for lesson in lore.store.iter_lessons():
+            text = json.dumps(lesson.to_dict(), ensure_ascii=False).lower()
+            assert not any(m in text for m in marks), (lesson.title, lesson.content)
+
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:
+        capture(lore, (REDIS, "I added a Redis-backed session store."))
+        lore.learner.judge_waiting()
+        [rule] = lore.preferences("/p")
+        assert rule.content.startswith("Use local file sessions instead of Redis")
+        untouched(lore)
+
+        def reply(items: list[dict[str, Any]]):
+            return lambda body: Reply(openai_body(json.dumps({"items": items})))
+
+        for n, item in enumerate([
+                {"label": "correction", "durable": True, "quote": "no Redis", "restates": 1},
+                {"label": "correction", "durable": False, "quote": "no Redis"},
+                {"label": "none", "quote": "no Redis"},
+                {"label": "preference", "durable": True, "quote": "zebras everywhere"}]):
+            server.replies = [reply([{"id": "m1", "rule": discarded, **item}])]
+            capture(lore, ("I told you: no Redis, use local file sessions", "I'll add Redis."),
+                    session=f"s-discard-{n}")
+            lore.learner.judge_waiting()
+            untouched(lore)
+        [again] = lore.preferences("/p")
+        assert again.id == rule.id and again.content == rule.content
