@@ -350,3 +350,12 @@ def test_a_home_others_can_write_caches_nothing(home, tmp_path, monkeypatch):
         assert s._config is not None and s.user == "ada"
     assert not (home / config_cache.CACHE_FILE).exists()
     assert not (home / config_cache.KEY_FILE).exists()
+
+
+def test_writing_the_checks_never_follows_a_link_planted_at_its_temporary_name(home, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("keep me\n")
+    (home / f"guards.json.{os.getpid()}.tmp").symlink_to(victim)
+    g.write_compiled(str(guards_file(home)), [CHECK], "now")
+    assert victim.read_text() == "keep me\n"
+    assert g.read_compiled(str(guards_file(home))) == [CHECK]

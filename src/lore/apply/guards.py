@@ -471,7 +471,11 @@ def write_compiled(path: str, entries: list[dict[str, Any]], stamp: str) -> None
     folder = os.path.dirname(path) or "."
     os.makedirs(folder, mode=0o700, exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:  # a stale one of a process with this pid; a link planted there is never written through
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(data, fh, ensure_ascii=False, separators=(",", ":"))
     os.replace(tmp, path)
