@@ -33,6 +33,7 @@ from typing import Any
 from lore.api import Lore
 from lore.capture.queue import Event, Queue
 from lore.config import Settings
+from lore.llm.own import CALL_FOLDER
 from lore.errors import AlreadyRunning, ConfigError
 from lore.home import (
     alive,
@@ -357,6 +358,9 @@ class Worker:
     def outcome(self, event: Event) -> str:
         """What handling ``event`` did, in a few words; raises on failure."""
         event.payload = typed_payload(event.payload)
+        cwd = event.payload.get("cwd")
+        if isinstance(cwd, str) and Path(cwd).name == CALL_FOLDER:
+            return "Lore's own model call: nothing learned from it"
         outcome = "kept"
         path = event.payload.get("transcript_path")
         if event.kind in TRANSCRIPT_EVENTS and isinstance(path, str) and os.path.isfile(path):

@@ -121,3 +121,23 @@ def test_every_request_lore_builds_opens_as_lore_prompt(text: str, turn: str | N
     assert own.own_session(TEMP, text) == own.is_lore_prompt(text)
     first = batches([Candidate("k", text, turn)])[0].request.messages[0].content
     assert not own.own_session("/work/shop", first)
+
+
+def test_the_worker_ignores_events_of_lores_own_calls(fake_lore: Lore, projects: Path,
+                                                     lore_home: Path) -> None:
+    """Were Lore's hooks to run in its own call anyway (a managed hook, an environment without
+    LORE_DISABLED), the worker learns nothing from what they queue."""
+    import time
+
+    from lore.capture.queue import Event
+    from lore.worker import Worker
+
+    calls = str(lore_home / own.CALL_FOLDER)
+    path = projects / own.project_folder_name(calls) / "new-call.jsonl"
+    event = Event("e-own", "Stop", time.time(), {
+        "session_id": "new-call", "cwd": calls, "transcript_path": str(path),
+        "lore_signals": {"correction": True, "user_message": "no, use vitest not jest"}})
+    outcome = Worker(fake_lore.settings, fake_lore).outcome(event)
+    assert outcome == "Lore's own model call: nothing learned from it"
+    assert fake_lore.store.conversations.session("new-call") is None
+    assert fake_lore.store.corrections.list_corrections(None, 10, all_projects=True) == []
