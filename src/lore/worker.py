@@ -33,7 +33,6 @@ from typing import Any
 from lore.api import Lore
 from lore.capture.queue import Event, Queue
 from lore.config import Settings
-from lore.llm.own import CALL_FOLDER
 from lore.errors import AlreadyRunning, ConfigError
 from lore.home import (
     alive,
@@ -47,6 +46,7 @@ from lore.home import (
     worker_running,
     write_model_in_use,
 )
+from lore.llm.own import CALL_FOLDER
 
 POLL_SECONDS = 1.0
 RESCORE_SECONDS = 3600.0  # recency fades: learned rules are rescored this often
