@@ -36,7 +36,7 @@ import stat
 GUARDS_BYTES = 16 * 1024 * 1024  # a checks file holds short patterns: thousands fit in 1 MB
 CONFIG_BYTES = 1024 * 1024  # config.yaml: a few dozen keys
 CACHE_BYTES = 8 * 1024 * 1024  # the config's validated copy: the values, a few kB
-_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 POSIX = os.name == "posix"
 _KINDS = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a device"),
