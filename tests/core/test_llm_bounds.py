@@ -66,8 +66,8 @@ class RawServer:
 
     def _one(self, conn: socket.socket) -> None:
         with conn:
-            _read_request(conn)
             try:
+                _read_request(conn)
                 self.serve(conn)
             except OSError:  # the client hung up
                 self.finished.append(False)
@@ -86,14 +86,20 @@ class RawServer:
 
 
 def _read_request(conn: socket.socket) -> None:
+    def more() -> bytes:
+        chunk = conn.recv(65536)
+        if not chunk:
+            raise ConnectionResetError("the client hung up before its request was in")
+        return chunk
+
     data = b""
     while b"\r\n\r\n" not in data:
-        data += conn.recv(65536)
+        data += more()
     head, _, body = data.partition(b"\r\n\r\n")
     length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
                    if line.lower().startswith(b"content-length:")), 0)
     while len(body) < length:
-        body += conn.recv(65536)
+        body += more()
 
 
 def trickle(data: bytes, every: float) -> Callable[[socket.socket], None]:
