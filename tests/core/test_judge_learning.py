@@ -419,3 +419,54 @@ def test_a_rule_line_the_judge_or_lore_discards_leaves_no_trace_in_the_lesson(
             untouched(lore)
         [again] = lore.preferences("/p")
         assert again.id == rule.id and again.content == rule.content
+
+
+def test_a_judge_added_while_the_worker_runs_reads_the_next_session(
+        lore_home: Path, server: LoopbackServer) -> None:  # noqa: F811
+    """`lore install --judge` while a worker process runs: the worker reads config.yaml again
+    and its next session end asks the new judge; `lore status` names the judge it uses."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from lore.capture.queue import Queue
+
+    server.replies = [answer(JUDGED)]
+    lore_home.mkdir(parents=True, exist_ok=True)
+    config = lore_home / "config.yaml"
+    config.write_text("search:\n  default_limit: 7\n")
+    env = {**os.environ, "LORE_HOME": str(lore_home)}
+    lore = str(Path(sys.executable).parent / "lore")
+    proc = subprocess.Popen([lore, "worker", "run"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        model = lore_home / "worker-model.json"
+        deadline = time.time() + 30
+        while time.time() < deadline and not model.exists():
+            time.sleep(0.2)
+        assert json.loads(model.read_text())["provider"] is None
+        tmp = lore_home / ".config.new"
+        tmp.write_text("llm:\n  provider: openai\n  model: small-1\n  base_url: " + server.url + "/v1\n")
+        os.replace(tmp, config)  # as `lore install --judge openai` writes it
+        queue = Queue(lore_home / "queue")
+        queue.append("Stop", {"session_id": "s-live", "cwd": "/p", "lore_signals": {
+            "correction": True, "user_message": REDIS,
+            "assistant_proposal": "I added a Redis-backed session store."}})
+        queue.append("SessionEnd", {"session_id": "s-live", "cwd": "/p"})
+        deadline = time.time() + 90  # a cold worker loads the embedding model first
+        while time.time() < deadline and not server.received:
+            time.sleep(0.3)
+        assert server.received, "the worker did not ask the judge it was given"
+        assert REDIS in server.received[0]["body"]["messages"][-1]["content"]
+        assert json.loads(model.read_text())["provider"] == "openai"
+        shown = subprocess.run([lore, "status"], env=env, capture_output=True, text=True, timeout=60)
+        assert f"Judge          openai (small-1); the running worker (pid {proc.pid}) uses openai" \
+            in shown.stdout, shown.stdout + shown.stderr
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
