@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 USAGE = """Usage: lore statusline
 
@@ -27,26 +26,27 @@ Example:
 """
 
 
-def database() -> Path | None:
+def database() -> str | None:
     """The SQLite file, as the other commands find it ($LORE_DB, the config's ``database``,
-    $LORE_HOME/lore.db); None for a server URL (nothing to show at a glance)."""
-    from lore.home import is_url, lore_home
-
+    $LORE_HOME/lore.db); None for a server URL (nothing to show at a glance). pathlib and
+    lore.home are not imported: they cost the line more than its query."""
+    home = os.path.expanduser(os.environ.get("LORE_HOME") or os.path.join("~", ".lore"))
     location = os.environ.get("LORE_DB") or os.environ.get("LORE_DATABASE_URL")
     if not location:
-        config = Path(os.environ.get("LORE_CONFIG") or lore_home() / "config.yaml")
+        config = os.environ.get("LORE_CONFIG") or os.path.join(home, "config.yaml")
         try:
-            text = config.read_text(encoding="utf-8")
-        except OSError:
+            with open(config, encoding="utf-8") as fh:
+                text = fh.read()
+        except (OSError, UnicodeDecodeError):
             text = ""
         if any(line.startswith("database:") for line in text.splitlines()):
             import yaml  # only when the file names a database: YAML costs the line its budget
 
             data = yaml.safe_load(text)
             location = data.get("database") if isinstance(data, dict) else None
-    if is_url(location):
+    if location and "://" in str(location):
         return None
-    return Path(location).expanduser() if location else lore_home() / "lore.db"
+    return os.path.expanduser(str(location)) if location else os.path.join(home, "lore.db")
 
 
 def folder(stdin: str) -> str | None:
@@ -73,7 +73,7 @@ def main(args: list[str]) -> int:
         return 2
     try:
         from lore.apply.nudge import statusline
-        from lore.normalize import project_root
+        from lore.projects import project_root
 
         stdin = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
         db = database()

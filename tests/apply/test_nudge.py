@@ -130,3 +130,19 @@ def test_the_command_never_fails_on_bad_input(lore, tmp_path):
     assert broken.returncode == 0 and broken.stdout.startswith("Lore")
     wrong = run_statusline("{}", "extra")
     assert wrong.returncode == 2 and "no arguments" in wrong.stderr and not wrong.stdout
+
+
+def test_the_status_line_loads_no_click_no_backend_no_model(lore, tmp_path):
+    learn(lore, "No, don't use npm, use pnpm instead", "I'll run npm install", str(tmp_path))
+    probe = ("import atexit, sys\n"
+             "heavy = ('click', 'lore.store.protocol', 'lore.store.sqlite', 'numpy', 'yaml',"
+             " 'pydantic', 'lore.config', 'pathlib')\n"
+             "atexit.register(lambda: sys.stderr.write(repr([m for m in heavy"
+             " if m in sys.modules])))\n"
+             "sys.argv = ['lore', 'statusline']\n"
+             "from lore.entry import main\n"
+             "main()\n")
+    out = subprocess.run([sys.executable, "-c", probe], input=json.dumps({"cwd": str(tmp_path)}),
+                         capture_output=True, text=True, timeout=60)
+    assert out.stdout == "Lore: 1 rule to review (lore review)\n"
+    assert out.stderr == "[]"

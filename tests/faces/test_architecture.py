@@ -21,7 +21,7 @@ LAYERS = [
     (0, ("lore", "lore.errors", "lore.models", "lore.ids", "lore.normalize", "lore.config",
          "lore.config_models", "lore.config_cache", "lore.tuning",
          "lore.schema", "lore.home", "lore.plugins", "lore.redact", "lore.private",
-         "lore.trusted", "lore.extras")),
+         "lore.trusted", "lore.extras", "lore.projects")),
     (1, ("lore.store", "lore.embed", "lore.llm")),
     (2, ("lore.capture", "lore.extract", "lore.recall")),
     (3, ("lore.apply",)),

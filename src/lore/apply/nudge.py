@@ -13,7 +13,6 @@ What waits is decided as ``lore review`` decides it (:func:`waits`, which
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
@@ -80,18 +79,18 @@ def review_command(plugin: bool) -> str:
     return "/lore:review" if plugin else "lore review"
 
 
-def nudge(db: Path, project: str | None, home: Path, *, plugin: bool,
+def nudge(db: str | Path, project: str | None, home: str | Path, *, plugin: bool,
           now: float | None = None) -> str | None:
     """The one line for this session's context, or None: nothing waits, or this project was
     told today already. Telling it is recorded (a state file that cannot be written means
     no nudge: never the same line in every session)."""
-    seen = glance(db, project, today_start(now))
+    seen = glance(str(db), project, today_start(now))
     rules = waiting_rules(seen)
     if not rules and not seen.checks_waiting:
         return None
     day = time.strftime("%Y-%m-%d", time.localtime(now))
     key = project or "(global)"
-    state_path = home / STATE
+    state_path = os.path.join(home, STATE)
     state = _read_state(state_path)
     if state.get(key) == day:
         return None
@@ -109,26 +108,32 @@ def nudge(db: Path, project: str | None, home: Path, *, plugin: bool,
             "them (only the user decides).")
 
 
-def _read_state(path: Path) -> dict[str, Any]:
+def _read_state(path: str) -> dict[str, Any]:
+    import json  # here: the status line never reads the state
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
 
 
-def _write_state(path: Path, state: dict[str, Any]) -> None:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+def _write_state(path: str, state: dict[str, Any]) -> None:
+    import json
+    folder, name = os.path.split(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(state, fh, sort_keys=True)
     os.replace(tmp, path)
 
 
-def statusline(db: Path, project: str | None, *, plugin: bool, now: float | None = None) -> str:
+def statusline(db: str | Path, project: str | None, *, plugin: bool,
+               now: float | None = None) -> str:
     """One short line: what waits for review here, what the checks blocked today."""
-    seen = glance(db, project, today_start(now))
+    seen = glance(str(db), project, today_start(now))
     rules = waiting_rules(seen)
     parts = []
     if rules or seen.checks_waiting:

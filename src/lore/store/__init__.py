@@ -7,16 +7,18 @@ a plain path is an SQLite file (:mod:`lore.store.sqlite`).
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from lore import plugins
 from lore.errors import LoreError, StorageError
 
+# typing, pathlib, re and the plugin loader cost `lore statusline` more than its query:
+# names for mypy only, the loader imported where a backend is loaded.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+    from typing import Any
+
     from lore.store.protocol import (
         PREFERENCE_COLUMNS,
         PREFERENCE_KEYS,
@@ -49,19 +51,26 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'lore.store' has no attribute '{name}'")
 
 
-_SCHEME = re.compile(r"^([a-z][a-z0-9+.-]*)://", re.IGNORECASE)
-
-
 def backend_name(location: str | Path) -> str:
-    m = _SCHEME.match(str(location))
-    return m.group(1).lower() if m else "sqlite"
+    """The scheme of ``scheme://…`` (a letter, then letters, digits, ``+.-``), else sqlite."""
+    scheme, sep, _ = str(location).partition("://")
+    if (sep and scheme[:1].isascii() and scheme[:1].isalpha()
+            and all(c.isascii() and (c.isalnum() or c in "+.-") for c in scheme)):
+        return scheme.lower()
+    return "sqlite"
+
+
+def _backend(location: str | Path) -> Any:
+    from lore import plugins
+
+    return plugins.load("lore.stores", backend_name(location), "database backend")
 
 
 def storage_error(exc: Exception, location: str | Path) -> StorageError | None:
     """A backend's own exception (a read-only file, a full disk …) as the StorageError that says
     what to do; None when it is something else. A backend offers this as ``storage_error``."""
     try:
-        cls = plugins.load("lore.stores", backend_name(location), "database backend")
+        cls = _backend(location)
     except LoreError:
         return None
     translate = getattr(cls, "storage_error", None)
@@ -72,7 +81,7 @@ def storage_error(exc: Exception, location: str | Path) -> StorageError | None:
 def diagnose(location: str | Path) -> list[tuple[str, bool, str, str]]:
     """The backend's own health checks for ``lore admin doctor``: (name, ok, detail, fix)."""
     try:
-        cls = plugins.load("lore.stores", backend_name(location), "database backend")
+        cls = _backend(location)
     except LoreError as exc:
         return [("database backend", False, str(exc), "use a path or a postgresql:// URL")]
     checks: list[tuple[str, bool, str, str]] = cls.diagnose() if hasattr(cls, "diagnose") else []
@@ -83,7 +92,7 @@ def diagnose(location: str | Path) -> list[tuple[str, bool, str, str]]:
 def session_reader(location: str | Path, user: str | None = None) -> Iterator[SessionStore]:
     """The SessionStart context's queries on an existing database, without migrating or
     loading a model (the hook's path); ``user``: whose personal lessons count."""
-    cls = plugins.load("lore.stores", backend_name(location), "database backend")
+    cls = _backend(location)
     if hasattr(cls, "session_reader"):
         with cls.session_reader(str(location), user) as reader:
             yield reader
@@ -98,7 +107,7 @@ def session_reader(location: str | Path, user: str | None = None) -> Iterator[Se
 
 def open_store(location: str | Path, *, create: bool = True) -> Store:
     """Open (and migrate) the database at ``location`` with the backend it names."""
-    cls = plugins.load("lore.stores", backend_name(location), "database backend")
+    cls = _backend(location)
     store: Store = cls.open(location, create=create)
     return store
 

@@ -8,13 +8,11 @@ an older schema reads as nothing to say.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 
 # dataclasses and typing cost a status line more than its query: a plain class, names for mypy.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
     from typing import Any
 
 LIVE = ("candidate", "proposed", "active")
@@ -36,36 +34,56 @@ class Glance:
         self.blocked = blocked
 
 
-def glance(db: Path, project: str | None, since: str) -> Glance:
+def glance(db: str, project: str | None, since: str) -> Glance:
     """This project's and global rules (every project's when ``project`` is None); blocks
     recorded at or after ``since`` (an ISO time, as the store writes them)."""
-    if not db.is_file():
+    import os
+
+    if not os.path.isfile(db):
         return Glance()
-    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=0.2)
+    # An SQLite URI: %, ? and # in the path are escaped (urllib costs more than the query).
+    path = os.path.realpath(db).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    uri = f"file:{path}?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, timeout=0.2)
     try:
         scope, args = ("", []) if project is None else (
             " AND (project IS NULL OR project = ?)", [project])
+        lesson_scope = "" if project is None else " AND (l.project IS NULL OR l.project = ?)"
+        # The review fields are read by SQLite's JSON functions: no json (nor re) imported here.
+        fields = ("reviewed", "by_hand", "occurrences", "deferred_at", "deferred_seen")
+        picks = ", ".join(f"json_extract(metadata, '$.{key}.{f}')" for key in
+                          ("learning", "analysis") for f in fields)
         rows = conn.execute(
-            "SELECT id, status, metadata FROM lessons WHERE status IN ('candidate', 'proposed', "
-            "'active') AND (json_extract(metadata, '$.learning') IS NOT NULL OR "
-            f"json_extract(metadata, '$.analysis') IS NOT NULL){scope}", args).fetchall()
-        rules = []
-        for lesson_id, status, raw in rows:
-            try:
-                meta = json.loads(raw or "{}")
-            except ValueError:
-                continue
-            if isinstance(meta, dict):
-                rules.append((lesson_id, status, meta))
-        named = sorted({str(c) for _, _, m in rules
-                        for c in (m.get("learning") or {}).get("conflicts") or []})
+            f"SELECT id, status, json_type(metadata, '$.learning'), {picks} FROM lessons "
+            # An active rule waits only in conflict: instr() spares the JSON parse of the others.
+            "WHERE (status IN ('candidate', 'proposed') OR (status = 'active' AND "
+            "instr(metadata, '\"conflicts\"') > 0)) AND (json_type(metadata, '$.learning') = "
+            f"'object' OR json_type(metadata, '$.analysis') = 'object'){scope}", args).fetchall()
+        rules: list[tuple[str, str, dict[str, Any]]] = []
+        for lesson_id, status, learning, *values in rows:
+            key = "learning" if learning == "object" else "analysis"
+            part = values[:5] if key == "learning" else values[5:]
+            meta: dict[str, Any] = {f: v for f, v in zip(fields, part, strict=True)
+                                    if v is not None}
+            rules.append((lesson_id, status, {key: meta}))
+        conflicts: dict[str, list[str]] = {}
+        for lesson_id, other in conn.execute(
+                "SELECT l.id, c.value FROM lessons l, json_each(l.metadata, "
+                "'$.learning.conflicts') c WHERE l.status = 'active' AND "
+                "instr(l.metadata, '\"conflicts\"') > 0 AND "
+                f"json_type(l.metadata, '$.learning.conflicts') = 'array'{lesson_scope}",
+                args):
+            conflicts.setdefault(lesson_id, []).append(str(other))
+        for lesson_id, _, meta in rules:
+            if lesson_id in conflicts and "learning" in meta:
+                meta["learning"]["conflicts"] = conflicts[lesson_id]
+        named = sorted({c for found in conflicts.values() for c in found})
         statuses: dict[str, str] = {}
         for start in range(0, len(named), 500):
             part = named[start:start + 500]
             statuses.update(conn.execute(
                 f"SELECT id, status FROM lessons WHERE id IN ({', '.join('?' * len(part))})",
                 part).fetchall())
-        lesson_scope = "" if project is None else " AND (l.project IS NULL OR l.project = ?)"
         checks = conn.execute(
             "SELECT count(*) FROM checks c JOIN lessons l ON l.id = c.lesson_id "
             f"WHERE c.status = 'proposed'{lesson_scope}", args).fetchone()[0]
