@@ -9,7 +9,9 @@ request's head (``head_seconds``, from its first byte or its opening) and then f
 (``body_seconds``); neither is moved by data arriving. A connection past its deadline is
 closed. Past ``max_connections`` open connections, a new one closes the oldest connection
 still waiting for its request (or itself, when every connection is being answered), so a
-normal request gets in while slow ones are held off. Uvicorn's own limits stay: the head of a
+normal request gets in while slow ones are held off. The listening socket's backlog is 128
+(Uvicorn's default of 2048 is also how many connections asyncio accepts in one go, so a burst
+of them passed the cap before any was closed). Uvicorn's own limits stay: the head of a
 request may be at most 16 kB (h11's bound), and an idle kept-alive connection closes after
 five seconds.
 """
@@ -28,6 +30,7 @@ BODY_SECONDS = 120.0      # and its body within this after them (a sync batch is
 MAX_CONNECTIONS = 256     # open connections; past it the oldest still waiting is closed
 KEEP_ALIVE_SECONDS = 5    # an idle kept-alive connection closes after this (Uvicorn's default)
 MAX_HEAD_BYTES = 16 * 1024  # the line and headers of one request (h11's default bound)
+BACKLOG = 128  # connections accepted in one go (Uvicorn's 2048 let a burst pass the cap)
 _OPENED = itertools.count()  # the order connections were opened in
 
 
@@ -105,4 +108,4 @@ def server_options(*, head_seconds: float = HEAD_SECONDS, body_seconds: float = 
                                                 "body_seconds": body_seconds,
                                                 "max_connections": max_connections})
     return {"http": protocol, "timeout_keep_alive": KEEP_ALIVE_SECONDS,
-            "h11_max_incomplete_event_size": MAX_HEAD_BYTES}
+            "h11_max_incomplete_event_size": MAX_HEAD_BYTES, "backlog": BACKLOG}
