@@ -24,6 +24,7 @@ stdin = sys.stdin.read()
 record = {{"argv": sys.argv[1:], "stdin": stdin, "lore_disabled": os.environ.get("LORE_DISABLED"),
           "simple": os.environ.get("CLAUDE_CODE_SIMPLE"),
           "thinking_off": os.environ.get("CLAUDE_CODE_DISABLE_THINKING"),
+          "max_out": os.environ.get("CLAUDE_CODE_MAX_OUTPUT_TOKENS"),
           "cwd": os.getcwd()}}
 with open({record!r}, "a") as fh:
     fh.write(json.dumps(record) + "\\n")
@@ -87,6 +88,7 @@ def test_claude_print_json_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert call["stdin"] == "ping"  # the prompt goes on stdin, not in the arguments
     assert call["lore_disabled"] == "1"  # Lore's own hooks stay quiet in that session
     assert call["thinking_off"] == "1" and call["simple"] is None  # no key: the login is read
+    assert call["max_out"] == "1024"  # the request's max_tokens bounds the reply
     # Run in Lore's call folder, private, so a transcript written anyway is known as Lore's.
     folder = tmp_path / "home" / "lore-model-calls"
     assert Path(call["cwd"]) == folder and folder.stat().st_mode & 0o777 == 0o700

@@ -128,6 +128,7 @@ def test_a_judge_call_is_a_bare_completion_of_lores_prompt(tmp_path, judge_api, 
     for request in sent:
         assert not request.get("tools") and "mcp__" not in json.dumps(request)
         assert MEMORY not in json.dumps(request) and "thinking" not in request
+        assert request["max_tokens"] <= 1024  # Lore's bound on the reply, not Claude Code's
     assert not marker.exists(), "the user's SessionStart hook ran in Lore's call"
     if login:
         assert all(h.get("authorization") == f"Bearer {OAUTH}" for h in Judge.headers_seen)

@@ -68,9 +68,12 @@ class ClaudeCliProvider:
         cmd += ["--system-prompt", request.system or PLAIN_SYSTEM]
         return cmd
 
-    def environment(self) -> dict[str, str]:
-        """The child's environment: the user's, Lore's hooks quiet, Claude Code's extras off."""
+    def environment(self, request: Request | None = None) -> dict[str, str]:
+        """The child's environment: the user's, Lore's hooks quiet, Claude Code's extras off,
+        the reply bounded by the request's ``max_tokens`` as the HTTP providers bound it."""
         env = dict(os.environ, **BARE_ENV)
+        if request is not None:
+            env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(request.max_tokens)
         if env.get(KEY_ENV):
             env["CLAUDE_CODE_SIMPLE"] = "1"
         return env
@@ -85,7 +88,7 @@ class ClaudeCliProvider:
             return tempfile.gettempdir()
 
     def complete(self, request: Request) -> Completion:
-        env = self.environment()
+        env = self.environment(request)
         started = time.monotonic()
         try:
             done = _run(self.command(request), _transcript(request), self._timeout, env,
