@@ -1241,7 +1241,8 @@ def test_a_lesson_dated_hours_ahead_is_clamped_to_the_servers_clock(guarded):
     a.update_lesson(lesson.id, content="A's real edit")
     sync(a, url, token_a)
     assert server.get_lesson(lesson.id).content == "A's real edit"
-    # A date within the tolerance is kept as it was sent.
+    # A date within the tolerance is kept as it was sent; a creation ahead of a clamped
+    # change is not left after it.
     near = (datetime.now(UTC) + timedelta(minutes=2)).isoformat(timespec="milliseconds")
     other = b.add_lesson("Prefer ruff over flake8", "Lint with ruff.", status="active")
     data = {**other.to_dict(), "updated_at": near}
@@ -1249,6 +1250,13 @@ def test_a_lesson_dated_hours_ahead_is_clamped_to_the_servers_clock(guarded):
                                              "device": device_b, "data": data}])
     assert answer.json()["clamped"] == 0
     assert server.get_lesson(other.id).updated_at == near
+    third = b.add_lesson("Prefer uv over pip", "Install with uv.", status="active")
+    data = {**third.to_dict(), "created_at": near, "updated_at": ahead}
+    answer = forge(url, token_b, device_b, [{"kind": "lesson", "id": third.id,
+                                             "device": device_b, "data": data}])
+    assert answer.json()["clamped"] == 1
+    stored = server.get_lesson(third.id)
+    assert stored.created_at <= stored.updated_at < near
 
 
 def test_a_device_whose_clock_runs_ahead_is_told(guarded, tmp_path):

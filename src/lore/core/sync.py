@@ -179,6 +179,10 @@ def clamped(data: dict[str, Any], now_: datetime) -> float:
         if when - now_ > SKEW:
             ahead = max(ahead, (when - now_).total_seconds())
             data[name] = stamp
+    created, updated = data.get("created_at"), data.get("updated_at")
+    if ahead and isinstance(created, str) and isinstance(updated, str) \
+            and parse_time(created) > parse_time(updated):
+        data["created_at"] = updated  # a lesson is not created after its last change
     return ahead
 
 
