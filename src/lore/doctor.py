@@ -50,6 +50,7 @@ def run_checks(load_settings: Callable[[], Any]) -> list[Check]:
     checks.append(_model(settings))
     checks += claude_code_checks(Path.home(), Path.cwd())
     checks.append(worker_check(settings.home))
+    checks.append(checks_file_check(settings.home))
     checks.append(model_provider_check(settings))
     if settings.db_is_url:
         home = _home(settings.home, settings.home) if settings.home.exists() else []
@@ -256,6 +257,22 @@ def worker_check(home: Path) -> Check:
         return Check("worker", False, f"not running and {waiting} event(s) wait in the queue",
                      "lore worker start")
     return Check("worker", True, "not running, nothing waiting (the next hook starts it)")
+
+
+def checks_file_check(home: Path) -> Check:
+    """Whether the PreToolUse hook reads the checks file (lore.trusted): a file another user
+    owns, or in a home others can write, is ignored by the hooks, which say so only in
+    hooks.log."""
+    from lore.apply.guards import compiled_path, read_compiled, refused
+
+    path = compiled_path(str(home))
+    why = refused(path)
+    if why:
+        return Check("checks", False, f"the hooks ignore the checks: {why}",
+                     "do as the line says, then `lore guard compile`")
+    if not os.path.lexists(path):
+        return Check("checks", True, "none approved (the PreToolUse hook returns at once)")
+    return Check("checks", True, f"{len(read_compiled(path))} the PreToolUse hook enforces ({path})")
 
 
 def model_provider_check(settings: Any) -> Check:

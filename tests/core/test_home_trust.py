@@ -359,3 +359,21 @@ def test_writing_the_checks_never_follows_a_link_planted_at_its_temporary_name(h
     g.write_compiled(str(guards_file(home)), [CHECK], "now")
     assert victim.read_text() == "keep me\n"
     assert g.read_compiled(str(guards_file(home))) == [CHECK]
+
+
+def test_doctor_and_guard_compile_say_when_the_hooks_would_ignore_the_checks(home):
+    """The hooks say it only in hooks.log; the commands a person runs say it too."""
+    env = {**os.environ, "LORE_HOME": str(home), "HF_HUB_OFFLINE": "1"}
+
+    def lore(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([LORE, *args], capture_output=True, text=True, timeout=300, env=env)
+
+    ok = {c["check"]: c for c in json.loads(lore("doctor", "--json").stdout)}["checks"]
+    assert ok["ok"] and "none approved" in ok["detail"]
+    home.chmod(0o770)
+    bad = {c["check"]: c for c in json.loads(lore("doctor", "--json").stdout)}["checks"]
+    assert not bad["ok"] and "can be written by other users (mode 0770)" in bad["detail"]
+    out = lore("guard", "compile")
+    assert out.returncode == 0
+    assert "note: the hooks will not enforce them: the folder" in out.stderr
+    assert json.loads(lore("guard", "compile", "--json").stdout)["refused"].startswith("the folder")

@@ -505,6 +505,25 @@ def read_compiled(path: str) -> list[dict[str, Any]]:
     return [c for c in checks if isinstance(c, dict)] if isinstance(checks, list) else []
 
 
+def refused(path: str) -> str | None:
+    """Why the hooks would not read the checks file ``path`` (one line, as they log it), or
+    None when they would: a file there is read, and with none the folder must be one a file
+    written there would be read from."""
+    from lore import trusted
+
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        if os.path.lexists(path):
+            read_compiled(path)
+        elif os.path.isdir(folder):
+            trusted.check_folder(folder, "checks file")
+    except trusted.Untrusted as exc:
+        return str(exc)
+    except OSError as exc:
+        return f"cannot read {path}: {exc.strerror or exc}"
+    return None
+
+
 def in_scope(check: dict[str, Any], cwd: str | None) -> bool:
     """A global rule's check holds everywhere; a project's inside its folder."""
     project = check.get("project")

@@ -272,8 +272,11 @@ def guard_compile(lore: Lore, json_: bool) -> None:
       lore guard compile
     """
     n = lore.guards.compile()
+    refused = lore.guards.refused()
     if json_:
-        emit_json({"checks": n, "path": lore.guards.path})
+        emit_json({"checks": n, "path": lore.guards.path, "refused": refused})
     else:
         notice(f"{n} checks hold; wrote {lore.guards.path}" if n else
                "no check holds: the hooks' file is removed, so they return at once")
+        if refused:
+            notice(f"note: the hooks will not enforce them: {refused}")

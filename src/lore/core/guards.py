@@ -244,6 +244,11 @@ class Guards:
             Path(self.path).unlink(missing_ok=True)
         return len(entries)
 
+    def refused(self) -> str | None:
+        """Why the hooks would not read the compiled file (another user's, in a home others
+        can write: :mod:`lore.trusted`), in one line; None when they would."""
+        return engine.refused(self.path)
+
     def rule_changed(self, lesson_id: str) -> None:
         """A rule was changed or deleted: its checks' entries change with it, and a rule just
         approved gets the checks its words call for, proposed for review (once each)."""
