@@ -24,10 +24,12 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import re
+    from collections.abc import Callable
 
 __all__ = ["clip", "contains_secret", "redact", "redact_clipped", "redact_value", "secret_field"]
 
 _I = 2  # re.IGNORECASE, spelled out: ``re`` is imported only when a rule first runs
+_MULTILINE = 8  # re.MULTILINE
 _DOTALL = 16  # re.DOTALL
 _MARK = "[REDACTED:"
 
@@ -212,7 +214,16 @@ _CLI = (
     r"|\bhtpasswd\b[ \t]+-\w*b\w*[ \t]+(?:-\w+[ \t]+)*\S+[ \t]+\S+[ \t]+"
     r"|\bConvertTo-SecureString\b[ \t]+(?:-String[ \t]+)?"
     r"|\bgh[ \t]+secret[ \t]+set\b" + _LINE + r"(?:-b|--body)[ \t]*=?[ \t]*"
-    r"|\baz[ \t]+keyvault[ \t]+secret[ \t]+set\b" + _LINE + r"--value[ \t]+"
+    r"|\bglab[ \t]+variable[ \t]+(?:set|update)\b" + _LINE + r"(?:-v|--value)[ \t]*=?[ \t]*"
+    r"|\baz[ \t]+(?:keyvault[ \t]+secret[ \t]+set|pipelines[ \t]+variable(?:-group[ \t]+variable)?"
+    r"[ \t]+(?:create|update))\b" + _LINE + r"--value[ \t]+"
+    r"|\baz[ \t]+login\b" + _LINE + r"-p[ \t]+"
+    r"|\baws[ \t]+ssm[ \t]+put-parameter\b" + _LINE + r"--value[ \t]+"
+    r"|\bsecurity[ \t]+add-(?:generic|internet)-password\b" + _LINE + r"-w[ \t]+"
+    r"|\bssh-keygen\b" + _LINE + r"-[NP][ \t]+"
+    r"|\brabbitmqctl[ \t]+(?:add_user|change_password)[ \t]+\S+[ \t]+"
+    r"|\bnmcli\b" + _LINE + r"(?:password|wifi-sec\.psk|802-11-wireless-security\.psk)[ \t]+"
+    r"|\bmc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+[ \t]+\S+[ \t]+"
     r"|\bopenssl\b" + _LINE + r"-k[ \t]+"
     r"|\b(?:un)?zip\b" + _LINE + r"(?:-P[ \t]*|--password[ \t]+)"
     r"|\b(?:7z|7za|7zr|rar|unrar)\b" + _LINE + r"-p(?=[^\s-])"
@@ -232,13 +243,79 @@ _LONG_FLAG = (
 )
 
 # A secret piped to a command that reads it from stdin: `echo X | docker login
-# --password-stdin`, `echo X | sudo -S …`, `echo user:X | chpasswd`.
-_PIPED = (
-    r"(?P<head>\b(?:echo|printf)[ \t]+(?:-[neE]+[ \t]+)?)"
-    r"(?P<value>'[^'\n]{1,4000}'|\"[^\"\n]{1,4000}\"|[^\s'\"`;|&<>]+)"
-    r"(?=[ \t]*\|[ \t]*[^\n|;&]{0,200}?(?:--password-stdin|--pass-stdin|\bsudo[ \t]+-S\b"
-    r"|\bchpasswd\b|-passin[ \t]+stdin))"
+# --password-stdin`, `echo X | sudo -S …`, `echo user:X | chpasswd`, `printf 'X\n' | passwd
+# --stdin me`, `echo X | wrangler secret put NAME`, `echo -n X | gcloud secrets create N
+# --data-file=-`. printf's format goes too when it holds no `%` (then the secret is an argument).
+_STDIN_READERS = (
+    r"--password-stdin|--pass-stdin|--with-token\b|\bsudo[ \t]+-S\b|\bchpasswd\b"
+    r"|-pass(?:in|out)?[ \t]+(?:stdin|fd:0)|\bpasswd\b[^\n|;&]{0,40}--stdin|\bsmbpasswd\b[^\n|;&]{0,40}-s\b"
+    r"|\bwrangler[ \t]+(?:pages[ \t]+)?secret[ \t]+put\b|\bvercel[ \t]+env[ \t]+add\b"
+    r"|\bgh[ \t]+secret[ \t]+set\b|\bdocker[ \t]+secret[ \t]+create\b|\bpodman[ \t]+secret[ \t]+create\b"
+    r"|\bgcloud[ \t]+secrets[ \t]+(?:create|versions[ \t]+add)\b|\bdoppler[ \t]+secrets[ \t]+set\b"
+    r"|\bfirebase[ \t]+functions:secrets:set\b|\bcircleci[ \t]+context[ \t]+store-secret\b"
+    r"|\bpass[ \t]+(?:insert|add)\b|\bsecret-tool[ \t]+store\b|\bvault[ \t]+login[ \t]+-(?![\w-])"
+    r"|\bkinit\b|\bhtpasswd[ \t]+-\w*i|--passphrase-fd[ \t]+0|\bansible-vault[ \t]+encrypt_string\b"
+    r"|\bcryptsetup\b|\bwg[ \t]+pubkey\b|\bkeyring[ \t]+set\b|\bop[ \t]+item[ \t]+create\b"
 )
+_PIPED = (
+    r"(?P<head>\b(?:echo[ \t]+(?:-[neE]+[ \t]+)*|printf[ \t]+(?:--[ \t]+)?"
+    r"(?:(?:'[^'\n]{0,40}%[^'\n]{0,40}'|\"[^\"\n]{0,40}%[^\"\n]{0,40}\"|[^\s'\"`;|&<>]*%[^\s'\"`;|&<>]*)"
+    r"[ \t]+)?))"
+    r"(?P<value>'[^'\n]{1,4000}'|\"[^\"\n]{1,4000}\"|[^\s'\"`;|&<>]+)"
+    r"(?=(?:[ \t]+(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"`;|&<>]+)){0,4}"
+    r"[ \t]*\|[ \t]*[^\n|;&]{0,200}?(?:" + _STDIN_READERS + r"))"
+)
+# The same readers fed a here-string: `passwd --stdin me <<< 'X'`, `gh secret set N <<< X`.
+_HERE_STRING = (r"(?P<head>(?:" + _STDIN_READERS + r")[^\n|;&]{0,200}?<<<[ \t]*)"
+                r"(?P<value>'[^'\n]{1,4000}'|\"[^\"\n]{1,4000}\"|[^\s'\"`;|&<>]+)")
+
+# Commands that store secrets or config vars: every value they are given is a secret,
+# whatever its name (`heroku config:set STRIPE_KEY=…`, `dotnet user-secrets set "Db:Pw" "…"`).
+# (command, how its values are given): "pairs" NAME=VALUE words (a `--from-literal=`, `--set`
+# or `--settings` flag before one is read through); a number n: the n-th word that is not a
+# flag; "secret-name": the second word, when the first names a secret (`aws configure set
+# aws_secret_access_key X`); "if-secret": the second word after `--secret` or a secret's name.
+_SETTERS: tuple[tuple[str, str | int], ...] = (
+    (r"heroku[ \t]+config:(?:set|add)", "pairs"),
+    (r"dokku[ \t]+config:set", "pairs"),
+    (r"(?:fly|flyctl)[ \t]+secrets[ \t]+set", "pairs"),
+    (r"doppler[ \t]+secrets[ \t]+set", "pairs"),
+    (r"supabase[ \t]+secrets[ \t]+set", "pairs"),
+    (r"railway[ \t]+variables(?:[ \t]+set)?", "pairs"),
+    (r"eb[ \t]+setenv", "pairs"),
+    (r"firebase[ \t]+functions:config:set", "pairs"),
+    (r"vault[ \t]+kv[ \t]+(?:put|patch)", "pairs"),
+    (r"(?:kubectl|oc)[ \t]+create[ \t]+secret", "pairs"),
+    (r"az[ \t]+(?:webapp|functionapp)[ \t]+config[ \t]+appsettings[ \t]+set", "pairs"),
+    (r"az[ \t]+containerapp[ \t]+secret[ \t]+set", "pairs"),
+    (r"dotnet[ \t]+user-secrets[ \t]+set", 2),
+    (r"netlify[ \t]+env:set", 2),
+    (r"convex[ \t]+env[ \t]+set", 2),
+    (r"glab[ \t]+variable[ \t]+(?:set|update)", 2),
+    (r"travis[ \t]+env[ \t]+set", 2),
+    (r"vercel[ \t]+secrets?[ \t]+add", 2),
+    (r"cf[ \t]+set-env", 3),
+    (r"aws[ \t]+configure[ \t]+set", "secret-name"),
+    (r"(?:npm|pnpm|yarn)[ \t]+config[ \t]+set", "secret-name"),
+    (r"git[ \t]+config", "secret-name"),
+    (r"pulumi[ \t]+config[ \t]+set", "if-secret"),
+)
+_SETTER_MODES = {i: mode for i, (_, mode) in enumerate(_SETTERS)}
+_WORD = r"(?:[^\s'\"`;|&<>]|'[^'\n]*'|\"[^\"\n]*\")+"  # a shell word, quotes and all
+_SETTER_NAMES = ("heroku", "dokku", "fly", "flyctl", "doppler", "supabase", "railway", "eb", "firebase",
+                 "vault", "kubectl", "oc", "az", "dotnet", "netlify", "convex", "glab", "travis",
+                 "vercel", "cf", "aws", "npm", "pnpm", "yarn", "git", "pulumi")
+# A word that starts the next command (`heroku config:set A=1 vercel secrets add …`) ends the
+# words of this one.
+_SETTER = (r"\b(?:" + "|".join(f"(?P<s{i}>{c})" for i, (c, _) in enumerate(_SETTERS)) + r")"
+           r"(?P<args>(?:(?:[ \t]|\\\r?\n)+(?!(?:" + "|".join(_SETTER_NAMES) + r")[ \t])"
+           + _WORD + r"){1,60})")
+# Flags of those commands that take a value: the value is not one of the command's words.
+_VALUE_FLAGS = frozenset({"-a", "--app", "-p", "--project", "--id", "--context", "--scope", "-s",
+                          "--stack", "-e", "--environment", "--env", "-g", "--group", "-c",
+                          "--config", "--cwd", "-r", "--repo", "-R", "--org", "-o", "--type",
+                          "--description", "-n", "--name", "--namespace", "--mount",
+                          "--resource-group", "--service", "--profile", "--deployment"})
 
 # Signed URLs: the signature and session token in the query string (S3, GCS, Azure SAS).
 _URL_SIGNATURE = (r"(?P<head>[?&](?:sig|signature|X-Amz-Signature|X-Amz-Security-Token|"
@@ -254,7 +331,8 @@ _CLI_ANCHORS = ("mysql", "mariadb", "sshpass", "redis-cli", "keydb-cli", "valkey
                 "mongo", "sqlcmd", "ldap", "twine", "rclone", "psexec", "smbclient", "htpasswd",
                 "-storepass", "-keypass", "-srcstorepass", "-deststorepass", "-srckeypass",
                 "-destkeypass", "-pass", "ConvertTo-SecureString", "gh secret", "az keyvault",
-                "openssl", "zip", "unzip", "7z", "rar", "unrar", "useradd", "net user", "chpasswd")
+                "openssl", "zip", "unzip", "7z", "rar", "unrar", "useradd", "net user", "chpasswd",
+                "glab", "az ", "aws ssm", "security", "ssh-keygen", "rabbitmqctl", "nmcli", "mc ")
 
 # Cookie headers and cookie flags: every cookie's value goes, the names stay.
 _COOKIE = (r"(?P<head>(?:\b(?:Set-)?Cookie[\"']?[ \t]*[:=][ \t]*|(?<![\w-])--cookie[ \t]+"
@@ -267,13 +345,14 @@ _COOKIE = (r"(?P<head>(?:\b(?:Set-)?Cookie[\"']?[ \t]*[:=][ \t]*|(?<![\w-])--coo
 _WORDS = (r"password|passwd|passphrase|passcode|pwd|pass|secret|token|api[_-]?key|apikey|_auth|"
           r"access[_-]?key|secret[_-]?key|private[_-]?key|client[_-]?secret|credentials?|"
           r"accountkey|sharedaccesskey|sas[_-]?token|signing[_-]?key|encryption[_-]?key|"
-          r"master[_-]?key|auth[_-]?key|session[_-]?key|webhook[_-]?secret")
+          r"master[_-]?key|auth[_-]?key|session[_-]?key|webhook[_-]?secret|psk|pre[_-]?shared[_-]?key|"
+          r"presharedkey")
 _KEY = r"[A-Za-z0-9_.-]{0,40}?(?:" + _WORDS + r")"
 # The match starts at the key's last word; the callback reads the rest of the key backwards
 # (a leading run of any length before each keyword would make the scan quadratic-ish).
 _ASSIGN = (
-    r"(?P<key>pass(?:word|wd|phrase|code)?|pwd|secret|token|key|credentials?|_auth)"
-    r"(?![A-Za-z0-9])(?P<sep>[\"']?[ \t]*(?:=>|:=|=(?!=)|:(?!:)|：|＝)[ \t]*"
+    r"(?P<key>pass(?:word|wd|phrase|code)?|pwd|secret|token|key|credentials?|_auth|psk)"
+    r"(?![A-Za-z0-9])(?P<sep>(?:[\"']\]?)?[ \t]*(?:=>|:=|=(?!=)|:(?!:)|：|＝)[ \t]*"
     r"|[ \t]+(?=[\"']))"
     r"(?P<value>\"[^\"\n]{1,4000}\"|'[^'\n]{1,4000}'|`[^`\n]{1,4000}`|[^\s,;'\"`]+)"
 )
@@ -289,6 +368,78 @@ _PROSE_PASSWORD = (
     r"|(?P<c2>" + _COPULA + r")|[ \t]+(?:to|as)[ \t]+|[ \t]+))"
     r"(?P<value>\"[^\"\n]{1,4000}\"|'[^'\n]{1,4000}'|`[^`\n]{1,4000}`|[^\s\"'`]+)"
 )
+
+# Passwords in other languages: "Das Passwort ist X", "le mot de passe du serveur est X",
+# "密码是X", "パスワードは X です", "비밀번호는 X", "пароль: X". Words of scripts written without
+# spaces (Chinese, Japanese, Korean, Thai) may be glued to the words around them.
+_I18N_SPACED = (r"passw(?:ort|ord)(?:e?s|et)?|passord(?:et)?|kennw(?:ort|ord)(?:e?s)?"
+                r"|mot[ \t]+de[ \t]+passe|mdp"
+                r"|contrase(?:ñ|n)a|senha|parola(?:[ \t]+d['’]ordine)?|wachtwoord|adgangskode(?:n)?"
+                r"|l(?:ö|o)senord(?:et)?|salasana|heslo|jelsz(?:ó|o|ava)|has(?:ł|l)o"
+                r"|(?:ş|s)ifre(?:m|n|niz)?|kata[ \t]+sandi(?:nya)?|mật[ \t]+khẩu|пароль|пароля"
+                r"|κωδικός|κωδικό|كلمة[ \t]+(?:المرور|السر)|पासवर्ड")
+# (Hebrew too: its article and prepositions are glued to the word)
+_I18N_GLUED = r"パスワード|暗証番号|密码|密碼|口令|비밀번호|암호|패스워드|รหัสผ่าน|סיסמה|סיסמא"
+_I18N_OF = (r"[ \t]+(?:für|fuer|vom|von|zum|zur|du|de|des|del|do|da|dos|das|della|dello|di|van|voor"
+            r"|от|для|dla|till|för|til|for|pro|na|untuk|ke|al|of|to)[ \t]+"
+            r"(?:[\w.@/-]+[ \t]+){0,3}?[\w.@/-]+(?![\w.@/-])")
+_I18N_COPULA = (r"[ \t]*(?::|=|：|＝|->|—|–)[ \t]*"
+                r"|[ \t]+(?:ist|lautet|war|heißt|est|était|sera|es|era|será|é|è|sarà|is|was|wordt"
+                r"|это|—|to|jest|är|er|on|je|là|adalah|este|είναι)[ \t]+"
+                r"|[ \t]*(?:是|为|為|は|が|는|은|가|이|คือ|היא)[ \t]*")
+_I18N_VALUE = (r"\"[^\"\n]{1,4000}\"|'[^'\n]{1,4000}'|`[^`\n]{1,4000}`|«[^»\n]{1,4000}»"
+               r"|„[^“”\n]{1,4000}[“”]|“[^”\n]{1,4000}”|「[^」\n]{1,4000}」|『[^』\n]{1,4000}』"
+               r"|[^\s\"'`«»„“”「」『』\u3000-\u303f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af"
+               r"\uff01-\uff0f\uff1a-\uff20]+")
+_PROSE_PASSWORD_I18N = (
+    r"(?P<head>(?:(?<![\w-])(?:" + _I18N_SPACED + r")(?![\w-])|(?:" + _I18N_GLUED + r"))"
+    r"(?:(?:" + _I18N_OF + r")?(?P<c>" + _I18N_COPULA + r")[ \t]*|[ \t]+|(?<=[^\x00-\x7f])))"
+    r"(?P<value>" + _I18N_VALUE + r")"
+)
+# Looked up in every text: each costs a scan, so only the spellings in ASCII that a user of
+# that language types (the others are looked up in texts that are not ASCII).
+_I18N_TRIGGERS = ("passwort", "passord", "kennwort", "mot de", "mdp", "senha", "parola",
+                  "wachtwoord", "salasana", "heslo", "sandi", "contrase", "adgangskode", "haslo",
+                  "sifre")
+_I18N_ANCHORS = ("passwort", "passord", "password", "kennw", "mot de", "mdp", "contrase", "senha",
+                 "parola", "wachtwoord",
+                 "adgangskode", "lösenord", "salasana", "heslo", "jelszó", "jelszava", "hasło",
+                 "haslo", "şifre", "sifre", "kata", "mật", "пароль", "пароля",
+                 "κωδικ", "كلمة", "סיסמ", "पासवर्ड", "パスワード", "暗証番号", "密码", "密碼",
+                 "口令", "비밀번호", "암호", "패스워드", "รหัสผ่าน")
+# A PIN: "my PIN is 4821", "PIN: 4821", "the pin for the card is 4821", "PIN 4821",
+# "PIN-Code: 4821", "code PIN : 4821", "PIN码是4821", "暗証番号は4821".
+_PIN = (
+    r"(?P<head>(?:(?<![\w-])(?:pin|пин)(?:[ \t-]?(?:code|number|nummer|número|numero|код|码|번호))?"
+    r"(?:'s)?(?:" + _I18N_OF + r")?(?:" + _COPULA + r"|" + _I18N_COPULA + r")"
+    r"|(?<![\w-])(?-i:PIN)[ \t]+|暗証番号(?:は|：|:)?[ \t]*|핀[ \t]*번호(?:는|:)?[ \t]*)[\"'`]?)"
+    r"(?P<value>\d{4,12})(?![\w.,:/-]\d|\w)"
+)
+
+# Credential files. ~/.pgpass: host:port:database:user:password, one a line (a host with a
+# letter or a dot: a MAC address or an IPv6 address is not one).
+# Matched against one line at a time (see _LineRule); in a sentence, the value ends at a blank.
+# A host with a letter or a dot (not a MAC address, an IPv6 address or a timestamp), a port,
+# then a database and a user in the characters their names are made of.
+_PGPASS_FIELDS = (r"(?:\*|(?!\d{4}-\d\d-\d\dT)(?=[\w.-]*[A-Za-z.])[A-Za-z0-9][\w.-]{0,252})"
+                  r":(?:\*|\d{1,5}):(?:[\w.*@$+-]|\\:){1,100}:(?:[\w.*@$+-]|\\:){1,100}:")
+_PGPASS = (r"(?P<head>[ \t]*(?![0-9A-Fa-f:.]+(?:\s|$))" + _PGPASS_FIELDS + r")"
+           r"(?P<value>(?:[^\s\\]|\\.)(?:[^\r\n\\]|\\.){0,4000}?)[ \t]*\r?")
+_PGPASS_WORDS = (r"(?P<head>(?<![\w.:/@*-])(?![0-9A-Fa-f:.]+(?:\s|$))" + _PGPASS_FIELDS + r")"
+                 r"(?P<value>\S+)")
+
+# ~/.netrc: `machine HOST login USER password X` on one line or several.
+_NETRC = (r"(?P<head>\b(?:machine[ \t\r\n]+\S+|default)(?:[ \t\r\n]+(?:login|account|port)[ \t\r\n]+\S+)*"
+          r"[ \t\r\n]+password[ \t\r\n]+)(?P<value>\S+)")
+# A config line that is only `password X` (msmtp, fetchmail, mutt's account files), or such a
+# line joined to the next command by `;`, `&&` or `|`.
+_PASSWORD_LINE = (r"^(?P<head>[ \t]*(?:password|passwd|passphrase)[ \t]+)(?P<value>[^\s;&|]+)"
+                  r"[ \t]*(?:$|[;&|])")
+# wp-config.php: define('DB_PASSWORD', '…'), the AUTH_KEY and SALT family.
+_DEFINE = (r"(?P<head>\bdefine[ \t]*\([ \t]*(?P<q>['\"])(?P<name>[A-Za-z0-9_]{1,60})(?P=q)[ \t]*,[ \t]*)"
+           r"(?P<value>'(?:[^'\\\n]|\\.){1,4000}'|\"(?:[^\"\\\n]|\\.){1,4000}\")")
+# ~/.kube/config: a client's private key, base64 on one line.
+_KUBE_KEY = r"(?P<head>\bclient-key-data:[ \t]*[\"']?)(?P<value>[A-Za-z0-9+/]{20,}={0,2})"
 
 # A long hex or base64 string right after a key/token/secret word ("my API key is 3f9a...").
 _NEAR_KEYWORD = (
@@ -380,7 +531,7 @@ def _assign_kind(key: str) -> str:
         return "aws-key"
     if "private" in k:
         return "private-key"
-    if "pass" in k or "pwd" in k:
+    if "pass" in k or "pwd" in k or "psk" in k:
         return "password"
     if "token" in k:
         return "token"
@@ -509,6 +660,146 @@ def _cli(m: re.Match[str]) -> str:
     return quote + _tag(kind) + quote
 
 
+def _setter_value(value: str, kind: str) -> str:
+    """A value given to a command that stores it: redacted unless it names where the secret
+    lives (``$VAR``, ``<placeholder>``, ``@file``, ``-`` for stdin) or is a flag's true/false."""
+    quote = value[0] if value[:1] in ("'", '"') and value[-1:] == value[:1] and len(value) > 1 else ""
+    inner = value[1:-1] if quote else value
+    v = inner.strip()
+    if (not v or _MARK in v or _reference(v) or v.startswith("@") or v == "-"
+            or v.lower() in ("true", "false", "yes", "no", "on", "off")):
+        return value
+    return quote + _tag(kind) + quote
+
+
+def _secret_name(name: str) -> bool:
+    """``aws_secret_access_key``, ``//registry.npmjs.org/:_authToken``, ``github.token``."""
+    last = name.strip("'\"").replace(":", "/").replace(".", "/").rsplit("/", 1)[-1]
+    return bool(last) and secret_field(last)
+
+
+def _setter(m: re.Match[str]) -> str:
+    import re  # loaded by the rule that called this
+
+    mode = next(_SETTER_MODES[i] for i in _SETTER_MODES if m.group(f"s{i}") is not None)
+    args = m.group("args")
+    words = list(re.finditer(r"(?:[ \t]|\\\r?\n)+(?P<w>" + _WORD + ")", args))
+    plain: list[re.Match[str]] = []  # the words that are not flags nor a flag's value
+    skip = False
+    for w in words:
+        word = w.group("w")
+        if skip:
+            skip = False
+        elif word.startswith("-") and mode != "pairs":
+            skip = word in _VALUE_FLAGS
+        else:
+            plain.append(w)
+    new: dict[int, tuple[int, str]] = {}  # a word's start in args -> (its end, its new text)
+    if mode == "pairs":
+        for w in words:
+            word = w.group("w")
+            flag = re.match(r"--(?:from-literal|set|settings|secrets)=", word)
+            if word.startswith("-") and not flag:
+                continue
+            body = word[flag.end():] if flag else word
+            quote = body[0] if body[:1] in ("'", '"') and body[-1:] == body[:1] else ""
+            name, eq, value = body.strip(quote).partition("=") if quote else body.partition("=")
+            if not eq or not re.fullmatch(r"[A-Za-z_][\w.:/-]{0,100}", name):
+                continue
+            done = _setter_value(value, _assign_kind(name))
+            if done != value:
+                new[w.start("w")] = (w.end("w"), (word[:flag.end()] if flag else "") + quote + name
+                                     + eq + done + quote)
+    else:
+        at = mode - 1 if isinstance(mode, int) else 1
+        if mode == "secret-name":
+            if not plain or not _secret_name(plain[0].group("w")):
+                return m.group(0)
+        elif mode == "if-secret":
+            flagged = any(w.group("w") == "--secret" for w in words)
+            if not plain or not (flagged or _secret_name(plain[0].group("w"))):
+                return m.group(0)
+        if len(plain) > at:
+            w = plain[at]
+            name = plain[0].group("w") if at else "secret"
+            done = _setter_value(w.group("w"), _assign_kind(name.strip("'\"")))
+            if done != w.group("w"):
+                new[w.start("w")] = (w.end("w"), done)
+    if not new:
+        return m.group(0)
+    out: list[str] = []
+    last = 0
+    for start in sorted(new):
+        end, text = new[start]
+        out += (args[last:start], text)
+        last = end
+    out.append(args[last:])
+    return m.group(0)[:m.start("args") - m.start()] + "".join(out)
+
+
+def _quoted(value: str) -> tuple[str, str, str]:
+    """(opening quote, inside, closing quote) of a value, quotes of any script."""
+    pairs = {'"': '"', "'": "'", "`": "`", "«": "»", "„": "“”", "“": "”", "「": "」", "『": "』"}
+    close = pairs.get(value[:1])
+    if close and len(value) > 1 and value[-1] in close:
+        return value[0], value[1:-1], value[-1]
+    return "", value, ""
+
+
+def _i18n_password(m: re.Match[str]) -> str:
+    """A password after its word in another language: quoted, or shaped like one (a digit or
+    a symbol with letters, mixed case), or digits after "is" / ":" (a PIN-like password)."""
+    value = m.group("value")
+    left, inner, right = _quoted(value)
+    tail = ""
+    if not left:
+        inner = value.rstrip(".,;:!?)]}")
+        tail = value[len(inner):]
+    v = inner.strip()
+    if not v or _MARK in v or _reference(v) or (not left and any(c in v for c in "([{")):
+        return m.group(0)  # password: form.get(...) is code
+    if not left and not (_password_shaped(v) or (m.group("c") and v.isdigit() and len(v) >= 4
+                                                 and not _year_in_a_sentence(m))):
+        return m.group(0)
+    return m.group("head") + left + _tag("password") + right + tail
+
+
+def _year_in_a_sentence(m: re.Match[str]) -> bool:
+    """A year followed by a word: "das Passwort ist 2024 abgelaufen" (expired in 2024)."""
+    value = m.group("value")
+    rest = m.string[m.end():m.end() + 40].lstrip(" \t")
+    return (len(value) == 4 and value[:2] in ("19", "20") and rest[:1].isascii()
+            and rest[:1].isalpha())
+
+
+def _config_value(m: re.Match[str]) -> str:
+    """A value in a credential file: any word but a reference or prose ("default password is")."""
+    value = m.group("value")
+    if _MARK in value or _reference(value) or _plain_word(value):
+        return m.group(0)
+    return m.group("head") + _tag("password")
+
+
+# wp-config.php's placeholders: the sample file's values, not secrets.
+_WP_PLACEHOLDERS = ("put your unique phrase here", "password_here", "database_name_here",
+                    "username_here")
+
+
+def _define(m: re.Match[str]) -> str:
+    name, value = m.group("name").upper(), m.group("value")
+    inner = value[1:-1]
+    if not (name.endswith(("_KEY", "_SALT")) or _KEY_RULE.pattern().fullmatch(name)):
+        return m.group(0)
+    if not inner.strip() or _MARK in inner or _reference(inner) or inner.lower() in _WP_PLACEHOLDERS:
+        return m.group(0)
+    kind = "secret" if name.endswith("_SALT") else _assign_kind(name)
+    return m.group("head") + value[0] + _tag(kind) + value[0]
+
+
+def _pin(m: re.Match[str]) -> str:
+    return m.group("head") + _tag("pin")
+
+
 def _xml(m: re.Match[str]) -> str:
     value = m.group("value")
     if not value.strip() or _MARK in value or _reference(value.strip()):
@@ -580,12 +871,17 @@ class _Rule:
     there (``str.find`` is much faster than a case-insensitive scan of every position)."""
 
     __slots__ = ("triggers", "source", "flags", "replace", "anchors", "in_runs", "values",
-                 "_compiled")
+                 "wide", "gate", "_compiled")
 
     def __init__(self, triggers: tuple[str, ...], source: str, flags: int, replace,  # type: ignore[no-untyped-def]
                  anchors: tuple[str, ...] = (), in_runs: bool = False,
-                 values: bool = False) -> None:
+                 values: bool = False, wide: tuple[str, ...] = (),
+                 gate: Callable[[str], bool] | None = None) -> None:
         self.triggers = triggers
+        # triggers looked up only in a text that is not ASCII (words of other scripts)
+        self.wide = wide
+        # a cheap test the text must pass besides a trigger (.pgpass: four colons)
+        self.gate = gate
         self.source = source
         self.flags = flags
         self.replace = replace
@@ -603,9 +899,19 @@ class _Rule:
             self._compiled = re.compile(self.source, self.flags)
         return self._compiled
 
+    def wanted(self, seen: str) -> bool:
+        """Whether the rule can match ``seen``: a trigger is in it and the gate lets it by."""
+        if not (any(t in seen for t in self.triggers)
+                or (self.wide and not seen.isascii() and _wide(self.wide).search(seen))):
+            return False
+        return self.gate is None or self.gate(seen)
+
     def _starts(self, seen: str) -> set[int]:
         starts = set()
+        ascii_only = seen.isascii()
         for a in self.anchors:
+            if ascii_only and not a.isascii():
+                continue
             i = seen.find(a)
             while i >= 0:
                 starts.add(i)
@@ -661,7 +967,48 @@ class _Rule:
         return "".join(out)
 
 
+@lru_cache(maxsize=8)
+def _wide(words: tuple[str, ...]) -> re.Pattern[str]:
+    """The words as one pattern: one scan of a long text instead of one a word."""
+    import re
+
+    return re.compile("|".join(re.escape(w) for w in words))
+
+
+class _LineRule(_Rule):
+    """A pattern that must match a whole line, tried only on lines with ``colons`` colons or
+    more: a scan of every line start costs more than splitting the text."""
+
+    __slots__ = ("colons",)
+
+    def __init__(self, source: str, replace, colons: int) -> None:  # type: ignore[no-untyped-def]
+        super().__init__((":",), source, 0, replace, gate=lambda s: s.count(":") >= colons)
+        self.colons = colons
+
+    def apply(self, text: str, seen: str) -> str:
+        lines = text.split("\n")
+        changed = False
+        for i, line in enumerate(lines):
+            if line.count(":") < self.colons:
+                continue
+            if m := self.pattern().fullmatch(line):
+                new = self.replace(m)
+            else:  # pasted into a sentence: the value ends at the next blank
+                new = _PGPASS_INLINE.pattern().sub(self.replace, line)
+            changed = changed or new != line
+            lines[i] = new
+        return "\n".join(lines) if changed else text
+
+
+_PGPASS_INLINE = _Rule((), _PGPASS_WORDS, 0, None)
 _PASSWORD_TRIGGERS = ("pass", "pwd", "pw ", "pw:", "pw=", "pw'")
+# Each setter holds one of these (`config:set`, `secrets set`, `kv put`, `git config`, ...).
+_SETTER_TRIGGERS = ("set ", "set\t", ":set", ":add", "setenv", "set-env", " put", " patch", "create secret",
+                    "git config", "secret add", "secrets add", "variable update")
+_SETTER_ANCHORS = tuple(f"{c} " for c in _SETTER_NAMES)
+# A word each stdin reader holds ("pass" covers passwd, --password-stdin, pass insert).
+_STDIN_TRIGGERS = ("pass", "sudo", "-stdin", "--with-token", "secret", "vercel", "kinit", "htpasswd",
+                   "ansible-vault", "cryptsetup", "wg pubkey", "keyring", "op item")
 _RULES: list[_Rule] = [
     _Rule(("-----BEGIN",), _PEM, _DOTALL, _fixed("private-key")),
     _Rule(("://",), _URL_CREDENTIALS, 0, _url),
@@ -669,9 +1016,12 @@ _RULES: list[_Rule] = [
       for k, t, p in _FORMATS),
     _Rule(("aws",), _AWS_SECRET, _I, _head("aws-key")),
     # every flag follows a blank (" -p", "\t-a"); compiled only where a command's name is
-    _Rule((" -", "\t-", "chpasswd", "net user"), _CLI, 0, _cli, anchors=_CLI_ANCHORS, values=True),
+    _Rule((" -", "\t-", "chpasswd", "net user", "rabbitmqctl", "mc alias", "mc config", "nmcli"), _CLI,
+          0, _cli, anchors=_CLI_ANCHORS, values=True),
     _Rule(("pass", "token", "secret", "key"), _LONG_FLAG, 0, _cli, anchors=("--",), values=True),
-    _Rule(("-stdin", "sudo", "chpasswd"), _PIPED, 0, _cli, anchors=("echo", "printf"), values=True),
+    _Rule(_SETTER_TRIGGERS, _SETTER, 0, _setter, anchors=_SETTER_ANCHORS),
+    _Rule(("echo", "printf"), _PIPED, 0, _cli, anchors=("echo", "printf"), values=True),
+    _Rule(("<<<",), _HERE_STRING, 0, _cli, values=True),
     _Rule(("cookie", "curl"), _COOKIE, _I, _cookie, anchors=("set-cookie", "cookie", "--cookie", "curl"),
           values=True),
     _Rule(("sig", "x-amz-", "x-goog-"), _URL_SIGNATURE, _I, _head("signature")),
@@ -682,12 +1032,22 @@ _RULES: list[_Rule] = [
     _Rule(("authorization",), _AUTH_HEADER, _I, _auth_header),
     _Rule(("x-",), _KEY_HEADER, _I, _auth_header, anchors=("x-",)),
     _Rule(("bearer",), _BEARER, _I, _bearer),
-    _Rule(("pass", "pwd", "secret", "token", "key", "credential", "_auth"), _ASSIGN, _I, _assignment,
-          anchors=("pass", "pwd", "secret", "token", "key", "credential", "_auth")),
+    _Rule(("pass", "pwd", "secret", "token", "key", "credential", "_auth", "psk"), _ASSIGN, _I,
+          _assignment, anchors=("pass", "pwd", "secret", "token", "key", "credential", "_auth", "psk")),
     # ~/.docker/config.json: "auth": "<base64 of user:password>"
     _Rule(('"auth"',), r'(?P<head>"auth"[ \t]*:[ \t]*")(?P<value>[A-Za-z0-9+/]{12,}={0,2})(?=")', 0,
           _head("credentials")),
+    _Rule(("machine", "default"), _NETRC, 0, _config_value, anchors=("machine", "default")),
+    _Rule(("password", "passwd", "passphrase"), _PASSWORD_LINE, _MULTILINE, _config_value),
+    _LineRule(_PGPASS, _head("password"), colons=4),
+    _Rule(("define",), _DEFINE, _I, _define, anchors=("define",)),
+    _Rule(("client-key-data",), _KUBE_KEY, 0, _head("private-key")),
     _Rule(_PASSWORD_TRIGGERS, _PROSE_PASSWORD, _I, _prose_password, anchors=("pass", "pwd", "pw")),
+    # English "password" is the rule above's: only Italian's "password è" brings it here
+    _Rule(_I18N_TRIGGERS, _PROSE_PASSWORD_I18N, _I, _i18n_password, anchors=_I18N_ANCHORS,
+          wide=("password è", "password é", *(a for a in _I18N_ANCHORS if not a.isascii()))),
+    _Rule(("pin",), _PIN, _I,
+          _pin, anchors=("pin", "пин", "暗証番号", "핀"), wide=("пин", "暗証番号", "핀")),
     _Rule(("key", "token", "secret", "passw", "credential"), _NEAR_KEYWORD, _I, _near_keyword,
           anchors=("key", "token", "secret", "passw", "credential", "api")),
 ]
@@ -748,10 +1108,8 @@ def _redact(text: str) -> str:
             seen = low
         else:
             seen = text
-        for t in rule.triggers:
-            if t in seen:
-                text = rule.apply(text, seen)
-                break
+        if rule.wanted(seen):
+            text = rule.apply(text, seen)
     return text
 
 

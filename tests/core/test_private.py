@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,8 @@ def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-def leaked(conn, secrets: tuple[str, ...] | list[str] = SECRETS) -> list[str]:
+def leaked(conn, secrets: tuple[str, ...] | list[str] = SECRETS,
+           holds: Callable[[str, str], bool] = lambda text, s: s in text) -> list[str]:
     """Every text cell of every table (FTS shadow tables included) that holds a secret."""
     found = []
     for (table,) in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'").fetchall():
@@ -49,7 +51,7 @@ def leaked(conn, secrets: tuple[str, ...] | list[str] = SECRETS) -> list[str]:
         for row in rows:
             for cell in row:
                 text = cell.decode("utf-8", "replace") if isinstance(cell, bytes) else str(cell)
-                found += [f"{table}: {s}" for s in secrets if s in text]
+                found += [f"{table}: {s}" for s in secrets if holds(text, s)]
     return found
 
 

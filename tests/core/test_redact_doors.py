@@ -47,8 +47,15 @@ TOOL_INPUTS, FIELD_SECRETS = _structured()
 ALL = SECRETS + FIELD_SECRETS
 
 
+def holds(text: str, secret: str) -> bool:
+    """Whether ``text`` holds ``secret``; a PIN (digits) only where no digit touches it: four
+    digits turn up inside any timestamp or id."""
+    return secret in text and (not secret.isdigit() or re.search(rf"(?<!\d){secret}(?!\d)", text)
+                               is not None)
+
+
 def leaks(text: str) -> list[str]:
-    return [s for s in ALL if s in text]
+    return [s for s in ALL if holds(text, s)]
 
 
 def files_leaking(root: Path) -> dict[str, list[str]]:
@@ -63,7 +70,7 @@ def files_leaking(root: Path) -> dict[str, list[str]]:
 
 def table_leaks(conn: Any) -> list[str]:
     """Every text cell of every table (FTS shadow tables included) that holds a secret."""
-    return leaked(conn, ALL)
+    return leaked(conn, ALL, holds)
 
 
 def chunks(items: list[str], n: int) -> list[list[str]]:
@@ -136,7 +143,7 @@ def test_lessons_and_corrections_from_the_api_hold_no_secret(fake_lore: Lore):
     for i, part in enumerate(chunks(TEXTS, 20)):
         fake_lore.add_lesson(f"Deploy notes {i}: {part[0]}", "\n".join(part),
                              metadata={"inputs": TOOL_INPUTS[i % len(TOOL_INPUTS)]})
-        fake_lore.learner.capture("No, use this one: " + " ".join(part), "I'll use the old key",
+        fake_lore.learner.capture("No, use this one:\n" + "\n".join(part), "I'll use the old key",
                                   project="/p", session_id=f"s{i}")
     assert table_leaks(fake_lore.store.conn) == []
 
