@@ -380,9 +380,12 @@ _I18N_SPACED = (r"passw(?:ort|ord)(?:e?s|et)?|passord(?:et)?|kennw(?:ort|ord)(?:
                 r"|κωδικός|κωδικό|كلمة[ \t]+(?:المرور|السر)|पासवर्ड")
 # (Hebrew too: its article and prepositions are glued to the word)
 _I18N_GLUED = r"パスワード|暗証番号|密码|密碼|口令|비밀번호|암호|패스워드|รหัสผ่าน|סיסמה|סיסמא"
-_I18N_OF = (r"[ \t]+(?:für|fuer|vom|von|zum|zur|du|de|des|del|do|da|dos|das|della|dello|di|van|voor"
-            r"|от|для|dla|till|för|til|for|pro|na|untuk|ke|al|of|to)[ \t]+"
-            r"(?:[\w.@/-]+[ \t]+){0,3}?[\w.@/-]+(?![\w.@/-])")
+_OF_WORDS = ("für|fuer|vom|von|zum|zur|du|de|des|del|do|da|dos|das|della|dello|di|van|voor"
+             "|от|для|dla|till|för|til|pro|na|untuk|ke|al")
+# "das Passwort für den Server ist X": up to four words that say whose password it is
+# (English "password for …" is the English rule's; "to" is a Polish copula).
+_I18N_OF = r"[ \t]+(?:" + _OF_WORDS + r")[ \t]+(?:[\w.@/-]+[ \t]+){0,3}?[\w.@/-]+(?![\w.@/-])"
+_PIN_OF = _I18N_OF.replace("(?:" + _OF_WORDS, "(?:for|of|on|to|at|in|" + _OF_WORDS, 1)
 _I18N_COPULA = (r"[ \t]*(?::|=|：|＝|->|—|–)[ \t]*"
                 r"|[ \t]+(?:ist|lautet|war|heißt|est|était|sera|es|era|será|é|è|sarà|is|was|wordt"
                 r"|это|—|to|jest|är|er|on|je|là|adalah|este|είναι)[ \t]+"
@@ -411,7 +414,7 @@ _I18N_ANCHORS = ("passwort", "passord", "password", "kennw", "mot de", "mdp", "c
 # "PIN-Code: 4821", "code PIN : 4821", "PIN码是4821", "暗証番号は4821".
 _PIN = (
     r"(?P<head>(?:(?<![\w-])(?:pin|пин)(?:[ \t-]?(?:code|number|nummer|número|numero|код|码|번호))?"
-    r"(?:'s)?(?:" + _I18N_OF + r")?(?:" + _COPULA + r"|" + _I18N_COPULA + r")"
+    r"(?:'s)?(?:" + _PIN_OF + r")?(?:" + _COPULA + r"|" + _I18N_COPULA + r")"
     r"|(?<![\w-])(?-i:PIN)[ \t]+|暗証番号(?:は|：|:)?[ \t]*|핀[ \t]*번호(?:는|:)?[ \t]*)[\"'`]?)"
     r"(?P<value>\d{4,12})(?![\w.,:/-]\d|\w)"
 )
@@ -747,8 +750,8 @@ def _quoted(value: str) -> tuple[str, str, str]:
 
 
 def _i18n_password(m: re.Match[str]) -> str:
-    """A password after its word in another language: quoted, or shaped like one (a digit or
-    a symbol with letters, mixed case), or digits after "is" / ":" (a PIN-like password)."""
+    """A password after its word in another language (the new value): quoted, or shaped like
+    one (a digit or a symbol with letters, mixed case), or digits after "is" / ":"."""
     value = m.group("value")
     left, inner, right = _quoted(value)
     tail = ""
@@ -757,11 +760,11 @@ def _i18n_password(m: re.Match[str]) -> str:
         tail = value[len(inner):]
     v = inner.strip()
     if not v or _MARK in v or _reference(v) or (not left and any(c in v for c in "([{")):
-        return m.group(0)  # password: form.get(...) is code
+        return value  # password: form.get(...) is code
     if not left and not (_password_shaped(v) or (m.group("c") and v.isdigit() and len(v) >= 4
                                                  and not _year_in_a_sentence(m))):
-        return m.group(0)
-    return m.group("head") + left + _tag("password") + right + tail
+        return value
+    return left + _tag("password") + right + tail
 
 
 def _year_in_a_sentence(m: re.Match[str]) -> bool:
@@ -1044,7 +1047,7 @@ _RULES: list[_Rule] = [
     _Rule(("client-key-data",), _KUBE_KEY, 0, _head("private-key")),
     _Rule(_PASSWORD_TRIGGERS, _PROSE_PASSWORD, _I, _prose_password, anchors=("pass", "pwd", "pw")),
     # English "password" is the rule above's: only Italian's "password è" brings it here
-    _Rule(_I18N_TRIGGERS, _PROSE_PASSWORD_I18N, _I, _i18n_password, anchors=_I18N_ANCHORS,
+    _Rule(_I18N_TRIGGERS, _PROSE_PASSWORD_I18N, _I, _i18n_password, anchors=_I18N_ANCHORS, values=True,
           wide=("password è", "password é", *(a for a in _I18N_ANCHORS if not a.isascii()))),
     _Rule(("pin",), _PIN, _I,
           _pin, anchors=("pin", "пин", "暗証番号", "핀"), wide=("пин", "暗証番号", "핀")),
