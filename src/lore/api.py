@@ -716,7 +716,8 @@ class Lore:
         this event was recorded before."""
         load: ContextLoadData = {
             "shown": list(data.get("shown") or []), "dropped": list(data.get("dropped") or []),
-            "chars": int(data.get("chars") or 0), "dropped_chars": int(data.get("dropped_chars") or 0)}
+            "chars": int(data.get("chars") or 0), "dropped_chars": int(data.get("dropped_chars") or 0),
+            "in_files": list(data.get("in_files") or [])}
         return self.store.sessions.insert_context_load(event_id, session_id, project, at, load)
 
     def context_loads(self, session_id: str | None = None, limit: int = 20
@@ -856,9 +857,10 @@ class Lore:
         review = meta.get("review") or {}
         told = []
         for load in self.guards.loads():
-            try:
-                shown = _json.loads(load["shown"] or "[]")
-            except ValueError:
+            try:  # told by the context, or held by a file the session read at start
+                shown = [*_json.loads(load["shown"] or "[]"),
+                         *_json.loads(load.get("in_files") or "[]")]
+            except (TypeError, ValueError):
                 continue
             if lesson.id in shown:
                 told.append(load["at"])

@@ -148,3 +148,19 @@ def test_a_change_the_user_allowed_is_not_held_against_the_rule(fake_lore):
     matched(fake_lore, "r2", rule.id, check["id"], "s2", "ran", at)
     [r] = [x for x in rule_follow(fake_lore) if x.id == rule.id]
     assert (r.situations, r.followed) == (2, 1)  # s1 followed (allowed); s2 ran after a reminder
+
+
+def test_a_rule_the_session_read_from_claude_md_counts_as_loaded(fake_lore):
+    """The SessionStart context leaves out a rule CLAUDE.md already holds (in_files): the
+    session had it all the same, so stats --rules and `lore review why` count it."""
+    rule = approved_rule(fake_lore)
+    since = fake_lore.approved_at(rule)
+    at = (datetime.fromisoformat(since.replace("Z", "+00:00")) + timedelta(minutes=5)
+          ).isoformat().replace("+00:00", "Z")
+    fake_lore.record_context_load("load-a", "sa", "/shop", at, {"shown": [rule.id]})
+    fake_lore.record_context_load("load-b", "sb", "/shop", at, {"shown": [],
+                                                                  "in_files": [rule.id]})
+    fake_lore.record_context_load("load-c", "sc", "/shop", at, {"shown": ["other"]})
+    [r] = [x for x in rule_follow(fake_lore) if x.id == rule.id]
+    assert r.loaded == 2
+    assert fake_lore.why(rule.id[:12].lower())["told"]["sessions"] == 2

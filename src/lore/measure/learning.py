@@ -135,8 +135,10 @@ def rule_follow(lore: Lore, project: str | None = None, at: datetime | None = No
         ran = {e["session_id"] for e in mine if e["outcome"] == "ran"} - \
             {e["session_id"] for e in mine if e["outcome"] == "allowed"}
         relevant = hit | matched | corrected
+        # Loaded: told by the context, or held by a file the session read at start (Lore's
+        # block in CLAUDE.md), which the context then leaves out.
         loaded = {ld["session_id"] for ld in loads if (ld["at"] or "") > since
-                  and rule.id in _ids(ld["shown"])}
+                  and (rule.id in _ids(ld["shown"]) or rule.id in _ids(ld.get("in_files")))}
         moments = [when.get(s, "") for s in relevant] + [e["at"] for e in mine] + \
             [c["at"] or "" for c in later]
         last = max((m for m in moments if m), default=None)

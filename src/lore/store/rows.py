@@ -302,12 +302,14 @@ class LaterTurn(TypedDict):
 
 
 class LoadedSession(TypedDict):
-    """A recorded session start: the lesson ids it showed (``shown``: a JSON list)."""
+    """A recorded session start: the lesson ids it showed (``shown``: a JSON list) and the
+    rules the files it read at start held (``in_files``: a JSON list)."""
 
     session_id: str | None
     project: str | None
     at: str
     shown: str
+    in_files: str
 
 
 # ---- session context ---------------------------------------------------------------------
@@ -342,6 +344,7 @@ class ContextLoadData(TypedDict, total=False):
     dropped: list[str]
     chars: int
     dropped_chars: int
+    in_files: list[str]  # rules a file the agent reads at start already states
 
 
 class ContextLoad(TypedDict):

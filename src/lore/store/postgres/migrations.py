@@ -454,6 +454,12 @@ def m023_project_roots(conn: Connection) -> None:
     project_keys(conn)
 
 
+def m026_context_in_files(conn: Connection) -> None:
+    """Mirrors SQLite m026: the rules a session had from the files it reads at start."""
+    conn.execute("ALTER TABLE context_loads ADD COLUMN IF NOT EXISTS in_files TEXT NOT NULL "
+                 "DEFAULT '[]'")
+
+
 # (number, migration): the numbers of the SQLite migrations they mirror. m005 and m006 have
 # no counterpart of their own (m003 holds m005's columns; m006 redacted text stored before).
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
@@ -463,7 +469,7 @@ MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (15, m015_session_start_commit), (16, m016_lesson_deletions),
     (17, m017_chunk_vector_index), (20, m020_sync_identity), (21, m021_checks),
     (22, m022_redact_search_log),
-    (23, m023_project_roots),
+    (23, m023_project_roots), (26, m026_context_in_files),
 ]
 SCHEMA_VERSION = max(n for n, _ in MIGRATIONS)
 

@@ -361,10 +361,11 @@ class PGSessionTables(SessionTables):
                             at: str, data: ContextLoadData) -> bool:
         cur = self.conn.execute(
             "INSERT INTO context_loads (event_id, session_id, project, at, shown, "
-            "dropped, chars, dropped_chars) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            "dropped, chars, dropped_chars, in_files) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
             (event_id, session_id, project, at, json.dumps(list(data.get("shown") or [])),
              json.dumps(list(data.get("dropped") or [])), int(data.get("chars") or 0),
-             int(data.get("dropped_chars") or 0)))
+             int(data.get("dropped_chars") or 0), json.dumps(list(data.get("in_files") or []))))
         return bool(cur.rowcount > 0)
 
 

@@ -145,7 +145,7 @@ class GuardTables(Tables):
     def loaded_sessions(self) -> list[LoadedSession]:
         """Each recorded session start: session, project, time, the lesson ids it showed."""
         return [cast(LoadedSession, dict(r)) for r in self.conn.execute(
-            "SELECT session_id, project, at, shown FROM context_loads ORDER BY at")]
+            "SELECT session_id, project, at, shown, in_files FROM context_loads ORDER BY at")]
 
 
 def _scoped(where: list[str], project: str | None, time_column: str,

@@ -856,6 +856,12 @@ def m022_redact_search_log(conn: Any) -> None:
         conn.execute(f"PRAGMA secure_delete = {int(before)}")
 
 
+def m026_context_in_files(conn: Any) -> None:
+    """The rules a SessionStart left out because a file the agent reads at start states them
+    (Lore's block in CLAUDE.md): the session had them all the same."""
+    run_script(conn, "ALTER TABLE context_loads ADD COLUMN in_files TEXT NOT NULL DEFAULT '[]';")
+
+
 # Each migration keeps its number (the digits of its name): migrations are added on several
 # lines of work at once, and a database records which numbers it has run, not a count.
 MIGRATIONS: list[Callable[[Any], None]] = [
@@ -863,6 +869,7 @@ MIGRATIONS: list[Callable[[Any], None]] = [
     m006_redact_stored, m007_analysis, m008_server_tokens, m009_context_loads, m011_sync,
     m012_schedule_runs, m013_who_and_where, m015_session_start_commit, m016_lesson_deletions,
     m020_sync_identity, m021_checks, m022_redact_search_log, m023_project_roots,
+    m026_context_in_files,
 ]
 
 

@@ -73,10 +73,10 @@ class SessionTables(Tables):
                             at: str, data: ContextLoadData) -> bool:
         cur = self.conn.execute(
             "INSERT OR IGNORE INTO context_loads (event_id, session_id, project, at, shown, "
-            "dropped, chars, dropped_chars) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "dropped, chars, dropped_chars, in_files) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (event_id, session_id, project, at, json.dumps(list(data.get("shown") or [])),
              json.dumps(list(data.get("dropped") or [])), int(data.get("chars") or 0),
-             int(data.get("dropped_chars") or 0)))
+             int(data.get("dropped_chars") or 0), json.dumps(list(data.get("in_files") or []))))
         return cur.rowcount > 0
 
     def context_loads(self, session_id: str | None, limit: int) -> list[ContextLoad]:
