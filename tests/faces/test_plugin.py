@@ -199,3 +199,23 @@ def test_each_way_gets_its_own_command():
     assert package_command("upgrade", "uv-tool") == "uv tool upgrade loreloop"
     assert package_command("reinstall", "pip") == "pip install --force-reinstall loreloop"
     assert package_command("uninstall", "uv-venv") == "uv pip uninstall loreloop"
+
+
+def test_install_offers_the_plugin_only_where_claude_code_has_plugins(tmp_path, monkeypatch):
+    from conftest import npm_tool
+    from lore.cli import cli
+    from lore.install import claude_supports_plugins
+
+    claude = npm_tool("claude")
+    assert claude_supports_plugins(claude)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", f"{Path(claude).parent}{os.pathsep}{os.environ['PATH']}")
+    offered = CliRunner().invoke(cli, ["install"])
+    assert offered.exit_code == 0 and "supports plugins" in offered.stderr
+    assert "claude plugin install lore@lore" in offered.stderr
+    old = tmp_path / "claude"
+    old.write_text("#!/bin/sh\necho \"error: unknown command 'plugin'\" >&2\nexit 1\n")
+    old.chmod(0o755)
+    assert not claude_supports_plugins(str(old))
+    assert not claude_supports_plugins(str(tmp_path / "missing"))
