@@ -97,6 +97,15 @@ def approved(lesson: Lesson) -> bool:
     return not isinstance(meta, dict) or decided(meta)
 
 
+def holds(lesson: Lesson) -> bool:
+    """Active and allowed to steer the agent: approved by a person (:func:`approved`), or
+    active by repetition within the bounds — every piece of its evidence typed by the user,
+    and it asks the agent to run, fetch or send nothing (:mod:`lore.extract.steer`)."""
+    from lore.core.review import needs_person
+
+    return lesson.status == "active" and not needs_person(lesson)
+
+
 class ToldLesson(TypedDict):
     """A lesson a SessionStart context showed or left out, by its title."""
 
@@ -119,7 +128,7 @@ class ContextLoadView(TypedDict):
     dropped_chars: int
 
 
-__all__ = ["Lore", "approved", "Progress", "content_hash", "require_id", "storage_error",
+__all__ = ["Lore", "approved", "holds", "Progress", "content_hash", "require_id", "storage_error",
            "ContextLoadView", "ScheduleRun", "ToldLesson"]  # rows the facade returns
 
 T = TypeVar("T")
@@ -802,14 +811,15 @@ class Lore:
 
     # ---- apply: approved rules into the files agents read ------------------------------
     def approved_rules(self, project: str | None) -> list[Lesson]:
-        """The rules a person approved that hold in ``project`` (its own and global ones),
-        most confident first. Every caller goes through here (or ``approved_lessons``)."""
+        """The rules that hold in ``project`` (its own and global ones), most confident first:
+        approved by a person, or active by repetition within the bounds of :func:`holds`.
+        Every caller goes through here (or ``approved_lessons``)."""
         from lore.normalize import project_root
 
         ids = self.store.corrections.preferences(project_root(project), all_projects=False,
                                                  file_type=None, statuses=("active",),
                                                  limit=1_000_000)
-        rules = [x for x in (self.store.get(i) for i in ids) if approved(x)]
+        rules = [x for x in (self.store.get(i) for i in ids) if holds(x)]
         # A rule an active lesson supersedes is not written, as the session context leaves it out.
         seqs = {self.store.seq_of(x.id): x for x in rules}
         replaced = self.store.successors(list(seqs))

@@ -50,7 +50,7 @@ def test_a_rule_written_by_apply_is_not_repeated_at_session_start(fake_lore, pro
     fake_lore.add_lesson("Use httpx, not requests", "x", kind="preference", status="proposed",
                          project=str(project), preference={"rejected": "requests",
                                                           "preferred": "httpx"},
-                         metadata={"learning": {"occurrences": 2}})
+                         metadata={"learning": {"occurrences": 2, "untyped": ""}})
     ctx = fake_lore.session_context(str(project))
     assert "Use httpx, not requests (unconfirmed)" in ctx
     assert pnpm and typed

@@ -219,7 +219,7 @@ def test_session_start_context_is_scoped_budgeted_and_marked(lore_home, tmp_path
         lore.add_lesson("Use pnpm, not npm", "Use pnpm instead of npm.", kind="preference",
                         status="proposed", project="/work/shop",
                         preference={"rejected": "npm", "preferred": "pnpm"},
-                        metadata={"learning": {"occurrences": 2}})
+                        metadata={"learning": {"occurrences": 2, "untyped": ""}})
         # A proposed rule seen once waits for review instead of reaching the session.
         lore.add_lesson("Use yarn, not npm", "Use yarn instead of npm.", kind="preference",
                         status="proposed", project="/work/shop",

@@ -55,11 +55,11 @@ def test_a_correction_becomes_a_proposed_preference_with_evidence(fake_lore):
 def test_restating_reinforces_instead_of_duplicating(fake_lore):
     learning = fake_lore.learner
     first = learning.record("don't use Redis, use local file sessions instead", PROPOSAL,
-                            project="/p", session_id="s1")
+                            project="/p", session_id="s1", origin="hook")
     second = learning.record("No! use file sessions instead of Redis", PROPOSAL, project="/p",
-                             session_id="s2")
+                             session_id="s2", origin="hook")
     third = learning.record("again: local file sessions, not Redis", PROPOSAL, project="/p",
-                            session_id="s3")
+                            session_id="s3", origin="hook")
     assert first.lesson and second.lesson and third.lesson
     assert second.action == "reinforced" and second.lesson.id == first.lesson.id
     assert third.action == "reinforced"

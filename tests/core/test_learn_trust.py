@@ -274,10 +274,10 @@ def test_review_refuses_an_unknown_action(fake_lore):
 def test_proposed_rules_reach_the_session_only_once_seen_twice(fake_lore):
     learner = fake_lore.learner
     learner.record("No, don't use Redis, use local file sessions instead", None, project="/p",
-                   session_id="s1")
+                   session_id="s1", origin="hook")
     assert "file sessions" not in fake_lore.session_context("/p")
     learner.record("use local file sessions instead of Redis", None, project="/p",
-                   session_id="s2")
+                   session_id="s2", origin="hook")
     assert "file sessions" in fake_lore.session_context("/p")
 
 
@@ -285,7 +285,7 @@ def test_a_measurement_can_vary_the_injection_threshold(lore_home):
     settings = make_settings(lore_home, tuning={"learning.inject_proposed_min_seen": 1})
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         lore.learner.record("No, don't use Redis, use local file sessions instead", None,
-                            project="/p", session_id="s1")
+                            project="/p", session_id="s1", origin="hook")
         assert "file sessions" in lore.session_context("/p")
 
 
@@ -495,7 +495,7 @@ def test_the_session_start_hook_reads_the_injection_threshold(fake_lore, lore_ho
     from lore.hooks import session_context
 
     fake_lore.learner.record("No, don't use Redis, use local file sessions instead", None,
-                             project="/p", session_id="s1")
+                             project="/p", session_id="s1", origin="hook")
     assert session_context("/p")[0] is None  # proposed, seen once: not told
     (lore_home / "config.yaml").write_text("learning:\n  inject_proposed_min_seen: 1\n")
     told, record = session_context("/p")

@@ -604,10 +604,13 @@ def decide(checks: list[dict[str, Any]], payload: dict[str, Any], at: float | No
 
 def reason(check: dict[str, Any], seen: str, *, blocked: bool) -> str:
     """What the agent reads: the rule, why, when the user said it, what matched, and (for a
-    block) how the user lets it through. Facts, not commands."""
+    block) how the user lets it through. Facts, not commands. No text of the rule, the
+    user's words or the call can pose as another check's line."""
+    from lore.extract.steer import neutral  # stdlib only, as this hook path needs
+
     said = check.get("said")
     when = check.get("said_at")
-    lines = [f"{MARK} The user's rule: {check.get('rule', '').strip()}"]
+    lines = [f"The user's rule: {check.get('rule', '').strip()}"]
     if check.get("why"):
         lines.append(f"Why: {check['why'].strip()}")
     if said:
@@ -616,7 +619,7 @@ def reason(check: dict[str, Any], seen: str, *, blocked: bool) -> str:
     if blocked:
         lines.append("The call was not run. A call that follows the rule will run; if the user "
                      f"wants this one anyway, they can run `lore guard allow {check.get('id')}`.")
-    text = "\n".join(lines)
+    text = f"{MARK} " + neutral("\n".join(lines))
     return text if len(text) <= REASON_CHARS else text[:REASON_CHARS - 3] + "..."
 
 

@@ -29,8 +29,9 @@ KEEP_DAYS = 400  # projects not nudged for longer are dropped from the state fil
 
 def waits(status: str, metadata: dict[str, Any]) -> bool:
     """Nobody decided on this learned rule or proposed lesson yet (a deferred one waits again
-    once seen again). An active rule waits only while in conflict (checked by the caller);
-    a lesson from the work waits while it is proposed."""
+    once seen again). An active learned rule waits, deferred or not: its score made it active
+    and nobody confirmed it (lore.extract.steer); a lesson from the work waits while it is
+    proposed."""
     key = next((k for k in ("learning", "analysis") if isinstance(metadata.get(k), dict)), None)
     if key is None or status not in LIVE:
         return False
@@ -39,22 +40,15 @@ def waits(status: str, metadata: dict[str, Any]) -> bool:
         return False
     if key == "analysis" and status != "proposed":
         return False
+    if status == "active":
+        return True
     occurrences = int(meta.get("occurrences", 1))
     return not (meta.get("deferred_at") and occurrences <= int(meta.get("deferred_seen", 0)))
 
 
 def waiting_rules(seen: Glance) -> int:
     """How many of the rows wait, as ``lore review`` lists them."""
-    count = 0
-    for _, status, metadata in seen.rules:
-        if not waits(status, metadata):
-            continue
-        if status == "active":
-            meta = metadata.get("learning") or metadata.get("analysis") or {}
-            if not any(seen.statuses.get(str(c)) in LIVE for c in meta.get("conflicts") or []):
-                continue
-        count += 1
-    return count
+    return sum(1 for _, status, metadata in seen.rules if waits(status, metadata))
 
 
 def today_start(now: float | None = None) -> str:

@@ -175,6 +175,11 @@ def render_review(item: Mapping[str, Any], exported: str) -> str:
         body += ["Conflicts with: " + ", ".join(item["conflicts"]), ""]
     if item.get("why_candidate"):
         body += [f"Kept as a candidate: {_one_line(item['why_candidate'])}", ""]
+    if item.get("active_by_repetition") and not item.get("needs_approval"):
+        body += ["**Active by repetition:** its score made it active and the agent is told it; "
+                 "nobody confirmed it yet.", ""]
+    if item.get("needs_approval"):
+        body += [f"Told to the agent only once approved: {_one_line(item['needs_approval'])}", ""]
     body += ["## Rule", "", HINT, "", _escape_rule(rule), "",
              render_evidence(item.get("evidence") or []),
              "## Decision", "", "Tick one box; an edited rule text is approved as edited.", "",

@@ -7,6 +7,10 @@ Code reads at start-up already states (the block ``lore apply`` wrote in CLAUDE.
 CLAUDE.local.md, ``.claude/rules`` or ``~/.claude/CLAUDE.md``, or a line of the user's own) is
 not repeated: each rule reaches the agent once. A rule is told as the rule and its reason,
 never with the agent turn it corrected. A lesson an active lesson supersedes is left out.
+Only the user's own words steer the agent (:mod:`lore.extract.steer`): a learned rule that
+nobody approved is told only when all its evidence is text the user typed and it asks the
+agent to run, fetch or send nothing; and no text of a lesson can close or open the
+``<lore-context>`` wrapper (its bracket becomes a look-alike).
 Everything fits a character budget (Claude Code caps hook context at 10,000 characters); a
 last line says how many items were left out and how to see them. Nothing is printed when
 there is nothing to say. Ranking uses what the database holds: no model on this path.
@@ -14,6 +18,7 @@ there is nothing to say. Ranking uses what the database holds: no model on this 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -21,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from lore.capture.transcripts import LORE_CONTEXT_MARKER
+from lore.extract.steer import held, neutral
 from lore.normalize import clip_words, project_root
 from lore.store import SessionStore
 from lore.store.rows import ContextRule
@@ -91,17 +97,17 @@ def build_report(queries: SessionStore, project: str | None, max_chars: int = 40
     them is not told again."""
     max_chars = min(max_chars, HARD_LIMIT)
     project = project_root(project)  # a session in a repository's subfolder: the repository's
-    active = queries.rules_and_preferences(project, max_items)
+    active = steering(queries.rules_and_preferences(project, max_items * 3), max_items)
     in_files = tuple(r["id"] for r in active if rule_line(r) in carried)
     sections = [
         ("Preferences and rules (follow them unless the user says otherwise):",
          [(r["id"], _rule(r)) for r in active if r["id"] not in in_files]),
         ("Learned from the user's corrections, not confirmed yet (follow unless told otherwise):",
          [(r["id"], _rule(r, unconfirmed=True))
-          for r in queries.rules_and_preferences(project, max_items, "proposed",
-                                                  proposed_min_seen)]),
+          for r in steering(queries.rules_and_preferences(project, max_items * 3, "proposed",
+                                                           proposed_min_seen), max_items)]),
         ("Lessons learned here before:",
-         [(r["id"], f"- {r['title']}") for r in queries.other_lessons(project, max_items)]),
+         [(r["id"], neutral(f"- {r['title']}")) for r in queries.other_lessons(project, max_items)]),
     ]
     total = sum(len(items) for _, items in sections)
     if total == 0:
@@ -139,9 +145,30 @@ def build_report(queries: SessionStore, project: str | None, max_chars: int = 40
     return Built("".join(out), tuple(shown), tuple(dropped), dropped_chars, in_files)
 
 
+def steering(rows: list[ContextRule], limit: int) -> list[ContextRule]:
+    """The rows that may reach the agent (:func:`lore.extract.steer.held`), at most ``limit``."""
+    out = []
+    for r in rows:
+        raw = r.get("learning")
+        try:
+            meta = json.loads(raw) if raw else None
+        except ValueError:
+            meta = {}  # unreadable: nothing says a person decided or the user typed it
+        if meta is not None and not isinstance(meta, dict):
+            meta = {}
+        if not held(meta, " ".join((r["title"] or "", r["content"] or "",
+                                    r["pref_preferred"] or ""))):
+            out.append(r)
+    return out[:limit]
+
+
 def _rule(r: ContextRule, unconfirmed: bool = False) -> str:
     """The rule and why: never the agent turn it corrected (``pref_context``), which would
-    read as an instruction."""
+    read as an instruction; no text of it can open or close the wrapper."""
+    return neutral(_line(r, unconfirmed))
+
+
+def _line(r: ContextRule, unconfirmed: bool) -> str:
     mark = " (unconfirmed)" if unconfirmed else ""
     body = " ".join((r["content"] or "").split())
     if r["pref_preferred"] and r["pref_rejected"]:

@@ -124,7 +124,7 @@ def _learning(c: Any, lore: Lore) -> None:
     learning = lore.learner
     for i, (agent, user) in enumerate(EXCHANGES):
         out = learning.record(user, agent, project=DEMO_PROJECT, session_id=f"demo-{i}",
-                              asserted=False)
+                              asserted=False, origin="hook")  # as the hooks capture it
         what = out.action
         if out.lesson is not None:
             what += f" -> {out.lesson.title} [{out.lesson.status}, score {out.lesson.score:.2f}]"

@@ -28,13 +28,14 @@ def review(ctx: click.Context, interactive: bool, project: str | None, limit: in
            json_: bool) -> None:
     """List what waits for review, or decide on one rule (approve, edit, reject, defer).
 
-    Without a verb: candidates, proposed rules and rules in conflict that nobody reviewed,
-    each with its evidence verbatim (the user's words, the agent turn they answer, session,
-    date, project), occurrences, score and scope. A decision sticks: rescoring and later
-    corrections never change a reviewed rule's status. Then the checks on approved rules that
-    wait (`lore guard`), each in words with what it would have matched in the recorded tool
-    calls; approve and reject take a check's id too. Any id may be given in any case, or as
-    a unique prefix of 6 or more characters.
+    Without a verb: candidates, proposed rules, rules in conflict and rules active by
+    repetition (their score made them active) that nobody reviewed, each with its evidence
+    verbatim (the user's words, the agent turn they answer, session, date, project),
+    occurrences, score and scope, and why one reaches the agent only once approved. A
+    decision sticks: rescoring and later corrections never change a reviewed rule's status.
+    Then the checks on approved rules that wait (`lore guard`), each in words with what it
+    would have matched in the recorded tool calls; approve and reject take a check's id too.
+    Any id may be given in any case, or as a unique prefix of 6 or more characters.
 
     With -i: one rule at a time; keys a approve, e edit, r reject (asks a reason), d defer,
     s or n skip, p previous, ? help, q quit. Each decision is stored at once.

@@ -40,6 +40,11 @@ def item_lines(item: dict[str, Any], quotes: int = 3, rule: bool = False,
     if item["recorrections"]:
         flags.append(f"re-corrected {item['recorrections']}x")
     lines = [f"{item['id']}  {item['title']}", f"  [{', '.join(f for f in flags if f)}]"]
+    if item.get("active_by_repetition") and not item.get("needs_approval"):
+        lines.append("  ACTIVE BY REPETITION: its score made it active, the agent is told it; "
+                     "nobody confirmed it yet (approve to confirm, reject to stop it)")
+    if item.get("needs_approval"):
+        lines.append(f"  told to the agent only once approved: {item['needs_approval']}")
     if item["why_candidate"]:
         lines.append(f"  needs more evidence: {item['why_candidate']}")
     if rule and item["rule"] and one_line(item["rule"]) != one_line(item["title"]):

@@ -18,6 +18,9 @@ from lore.home import model_in_use as home_model
 def status(ctx: click.Context, json_: bool) -> None:
     """Where the loop stands: lessons, rules waiting for review, approved rules, capture.
 
+    Rules whose score made them active (they recurred in the user's own words) are counted
+    apart until the user confirms or rejects them in `lore review`.
+
     \b
     Example:
       lore status
@@ -28,7 +31,10 @@ def status(ctx: click.Context, json_: bool) -> None:
     s = settings(ctx)
     with open_lore(ctx) as lore:
         lessons = lore.lesson_count()
-        waiting = len(lore.waiting(limit=10_000))
+        items = lore.waiting(limit=10_000)
+        waiting = len(items)
+        repeated = [{"id": i["id"], "title": i["title"]} for i in items
+                    if i.get("active_by_repetition")]
         approved = len(lore.approved_lessons())
         vectors = lore.embedding_state()
         judging = lore.waiting_for_judge()
@@ -39,7 +45,8 @@ def status(ctx: click.Context, json_: bool) -> None:
     checks = {c.name: c for c in [*claude_code_checks(Path.home(), Path.cwd()), worker_check(s.home)]}
     report: dict[str, Any] = {
         "database": s.db_shown, "lessons": lessons, "waiting_for_review": waiting,
-        "approved_rules": approved, "unwritten_files": unwritten, "embeddings": vectors,
+        "approved_rules": approved, "unwritten_files": unwritten,
+        "active_by_repetition": repeated, "embeddings": vectors,
         "judge": {"configured": judge, "in_worker": home_model(s.home), "waiting": judging},
         **{name: {"ok": c.ok, "detail": c.detail} for name, c in checks.items()}}
     if json_:
@@ -52,6 +59,9 @@ def status(ctx: click.Context, json_: bool) -> None:
             f", not yet written to {', '.join(unwritten)}  → lore apply" if unwritten
             else ", written where the agent reads them" if approved else ""),
     ]
+    if repeated:
+        lines.append(f"{'':15}{len(repeated)} active by repetition, nobody confirmed them  → "
+                     "lore review (approve or reject)")
     if vectors["state"] in ("needed", "half done"):  # only when the user has something to do
         c = embeddings_check(vectors)
         lines.append(f"{'Embeddings':<15}{c.detail}  → {c.fix}")

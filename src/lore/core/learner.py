@@ -49,6 +49,7 @@ from lore.extract.detect import FILTER_THRESHOLD, Detection, detect, words_of
 from lore.extract.merge import CHANGE_OF_MIND, contradicts, may_restate, same_rule
 from lore.extract.score import confidence, status_for
 from lore.extract.shapes import Extracted, names_what_was_said
+from lore.extract.steer import UNRECORDED, evidence_untyped, held, own_words
 from lore.extract.worthy import UNFINISHED, fragment, refusal, worthiness
 from lore.ids import new_id, now
 from lore.models import Evidence, Lesson
@@ -272,7 +273,7 @@ class Learner:
         # The stored (redacted) message without client wrappers or a pasted block.
         said = words_of(row["user_message"])[0] or row["user_message"]
         ex = None
-        if rule_text and names_what_was_said(rule_text, said):
+        if rule_text and names_what_was_said(rule_text, own_words(said)[0] if judged else said):
             line = redact_cut(" ".join(rule_text.split()), 1000)
             ex = self.extractor.extract(line, row["assistant_proposal"])
             if ex is not None and judged:  # the judge's line is the rule, worded as it wrote it
@@ -419,6 +420,12 @@ class Learner:
         if not verdict.positive:
             det = Detection("none", False, None, p, cues, "the judge: not a lesson")
             return self._settle(row, Outcome("none", det, reason=det.reason))
+        if verdict.quote and not _quoted(verdict.quote, own_words(row["user_message"])[0]):
+            # The detector's pasted-text gate, applied to the judge: a lesson read from a
+            # paste, a log, a code fence or quoted text is not the user speaking.
+            det = Detection("none", False, None, p, cues,
+                            "the judge quoted pasted text, not the user's own words")
+            return self._settle(row, Outcome("none", det, reason=det.reason))
         kind = "explicit" if verdict.label == "preference" or verdict.restates else "refinement"
         det = Detection(verdict.label, verdict.durable, kind, p, cues, "")
         return self._learn_rule(row, det, row["user_message"], verdict.rule,
@@ -470,7 +477,7 @@ class Learner:
               gate: dict[str, Any] | None = None) -> Outcome:
         """``gate``: what :mod:`lore.extract.worthy` said (``gate`` — why it may not be proposed
         on its own, ``forced``, ``confirmed``); None: no gate (suggested rules, silent fixes)."""
-        gate = gate or {}
+        gate = {**(gate or {}), "untyped": evidence_untyped(evidence.source, evidence.quote)}
         scope = None if ex.scope_hint == "global" else project
         everything = self.captured.rule_candidates(scope, (*LIVE, "rejected"))
         rejected = [c for c in everything if c["status"] == "rejected"]
@@ -534,16 +541,19 @@ class Learner:
         meta = {"occurrences": 1, "first_seen": seen, "last_seen": seen, "explicit": explicit,
                 "conflicts": list(conflicts), "types": [det.type or "explicit"], "reviewed": False,
                 "sessions": [_session_key(evidence)], "gate": gate.get("gate", ""),
-                "forced": bool(gate.get("forced")), "confirmed": bool(gate.get("confirmed"))}
+                "forced": bool(gate.get("forced")), "confirmed": bool(gate.get("confirmed")),
+                "untyped": gate.get("untyped", "")}
         score = confidence(1, explicit, seen, bool(conflicts), self.tuning.recent_days)
         content = ex.rule
         if ex.reasoning and ex.reasoning.lower() not in ex.rule.lower():
             content += f"\n\nWhy: {ex.reasoning}"
+        text = " ".join((ex.title, content, ex.preferred or ""))
         source = {"preference": "preference"}.get(det.label, "correction")
         if det.type == "silent_fix":
             source = "silent_fix"
         return self.lessons.add(
-            ex.title, content, kind=ex.kind, status=self.gated_status(score, meta), score=score,
+            ex.title, content, kind=ex.kind, status=self.gated_status(score, meta, text),
+            score=score,
             source=source, project=project,
             preference={"context": ex.context or "", "rejected": ex.rejected or "",
                         "preferred": ex.preferred or "", "reasoning": ex.reasoning or ""},
@@ -568,6 +578,8 @@ class Learner:
             meta["gate"] = ""  # a restatement that is specific enough lifts the gate
         meta["forced"] = bool(meta.get("forced")) or bool(gate.get("forced"))
         meta["confirmed"] = bool(meta.get("confirmed")) or bool(gate.get("confirmed"))
+        # Every piece of evidence must be the user's typing: the first that is not is kept.
+        meta["untyped"] = _untyped(lesson, meta) or gate.get("untyped", "")
         meta["occurrences"] = int(meta.get("occurrences", len(lesson.evidence) or 1)) + 1
         meta["last_seen"] = max(meta.get("last_seen") or "", evidence.observed_at or now())
         meta.setdefault("first_seen", lesson.created_at)
@@ -600,12 +612,16 @@ class Learner:
     def status_for(self, score: float) -> str:
         return status_for(score, self.cfg)
 
-    def gated_status(self, score: float, meta: dict[str, Any]) -> str:
+    def gated_status(self, score: float, meta: dict[str, Any], text: str = "") -> str:
         """The score's status, held at candidate until the rule may be trusted: specific and
-        durable, seen in two sessions, confirmed by the second opinion, or forced."""
+        durable, seen in two sessions, confirmed by the second opinion, or forced; and held at
+        proposed (a person decides) unless all its evidence is the user's typing and its
+        ``text`` asks the agent to run, fetch or send nothing (:mod:`lore.extract.steer`)."""
         status = self.status_for(score)
         if status != "candidate" and not proposable(meta):
             return "candidate"
+        if status == "active" and held(meta, text):
+            return "proposed"
         return status
 
     def _scored(self, lesson: Lesson, meta: dict[str, Any]) -> dict[str, Any]:
@@ -614,7 +630,9 @@ class Learner:
         out: dict[str, Any] = {"score": score,
                                "confidence": self.store.confidence_for_score(score)}
         if lesson.status in LIVE and not decided(meta):
-            out["status"] = self.gated_status(score, meta)
+            if meta.get("untyped") is None:  # learned before the evidence was checked
+                meta["untyped"] = _untyped(lesson, meta)
+            out["status"] = self.gated_status(score, meta, _rule_text(lesson))
         return out
 
     def rescore(self) -> int:
@@ -624,11 +642,12 @@ class Learner:
             lesson = self.lessons.get(lid)
             meta = lesson.metadata.get("learning") or {}
             live = [c for c in meta.get("conflicts", []) if self._is_live(c)]
-            if live != meta.get("conflicts", []):
-                meta = {**meta, "conflicts": live}
+            unchecked = "untyped" not in meta
+            meta = {**meta, "conflicts": live}
             new = self._scored(lesson, meta)
             if new["score"] != lesson.score or new.get("status", lesson.status) != lesson.status \
-                    or live != (lesson.metadata.get("learning") or {}).get("conflicts", []):
+                    or live != (lesson.metadata.get("learning") or {}).get("conflicts", []) \
+                    or unchecked and "untyped" in meta:
                 self.lessons.update(lid, metadata={**lesson.metadata, "learning": meta}, **new)
                 changed += 1
         return changed
@@ -874,6 +893,30 @@ class Learner:
                 and outcome.lesson.status == "candidate":
             outcome.lesson = self.lessons.update(outcome.lesson.id, status="proposed")
         return outcome
+
+
+def _untyped(lesson: Lesson, meta: dict[str, Any]) -> str:
+    """Why a learned rule's evidence so far is not all the user's typing ('' when it is);
+    read from its evidence when the rule was learned before this was recorded."""
+    known = meta.get("untyped")
+    if known is not None:
+        return str(known)
+    for e in lesson.evidence:
+        why = evidence_untyped(e.source, e.quote)
+        if why:
+            return why
+    return "" if lesson.evidence else UNRECORDED
+
+
+def _rule_text(lesson: Lesson) -> str:
+    return " ".join((lesson.title, lesson.content,
+                     lesson.preference.preferred if lesson.preference else ""))
+
+
+def _quoted(quote: str, message: str) -> bool:
+    from lore.llm.judge import quoted
+
+    return quoted(quote, message)
 
 
 def _session_key(e: Evidence) -> str:

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from lore.apply import nudge
+from lore.extract.steer import auto_approved, held
+from lore.extract.steer import decided as decided  # what a person decided: one definition
 from lore.models import Lesson
 from lore.store import Store
 
@@ -22,11 +24,6 @@ def proposable(meta: dict[str, Any]) -> bool:
     """May a learned rule leave the candidates? (A rule stored before the gate existed may.)"""
     return (not meta.get("gate") or len(set(meta.get("sessions") or [])) >= 2
             or bool(meta.get("confirmed")) or bool(meta.get("forced")))
-
-
-def decided(meta: dict[str, Any]) -> bool:
-    """A person decided this rule's status: reviewed, added by hand or set by hand."""
-    return bool(meta.get("reviewed") or meta.get("by_hand"))
 
 
 def why_candidate(lesson: Lesson) -> str:
@@ -57,9 +54,27 @@ def _sessions(lesson: Lesson, meta: dict[str, Any]) -> int:
     return max(len(seen), 1)
 
 
+def active_by_repetition(lesson: Lesson) -> bool:
+    """A learned rule its score made active (it recurred) that nobody confirmed or rejected."""
+    meta = lesson.metadata.get("learning")
+    return auto_approved(lesson.status, meta if isinstance(meta, dict) else None)
+
+
+def needs_person(lesson: Lesson) -> str:
+    """Why this lesson may not reach the agent without a person's decision ('' when it may):
+    :func:`lore.extract.steer.held` over its learning record and its words."""
+    meta = lesson.metadata.get("learning")
+    return held(meta if isinstance(meta, dict) else None, " ".join((
+        lesson.title, lesson.content, lesson.preference.preferred if lesson.preference else "")))
+
+
 def review_item(lesson: Lesson, meta: dict[str, Any], conflicts: Sequence[str]) -> dict[str, Any]:
-    """One rule or lesson waiting for review, with its evidence verbatim."""
+    """One rule or lesson waiting for review, with its evidence verbatim. ``active_by_repetition``:
+    its score made it active and nobody confirmed it yet; ``needs_approval``: why it reaches
+    the agent only once a person approves it ('' when its score may bring it there)."""
     return {"id": lesson.id, "title": lesson.title, "rule": lesson.content, "status": lesson.status,
+            "active_by_repetition": active_by_repetition(lesson),
+            "needs_approval": needs_person(lesson) if "learning" in lesson.metadata else "",
             "origin": "work" if "analysis" in lesson.metadata and "learning" not in lesson.metadata
             else "correction",
             "score": lesson.score, "occurrences": int(meta.get("occurrences", 1)),
@@ -75,18 +90,19 @@ def review_item(lesson: Lesson, meta: dict[str, Any], conflicts: Sequence[str]) 
 
 def waits(lesson: Lesson) -> bool:
     """Nobody decided on this learned rule or proposed lesson yet (deferred ones wait again
-    once seen again). An active rule waits only while in conflict, which :func:`waiting`
-    checks; a lesson from the work waits while it is proposed. The status line and the
-    SessionStart nudge decide with the same function (:func:`lore.apply.nudge.waits`)."""
+    once seen again). An active rule waits: its score made it active, a person confirms or
+    rejects it (deferring does not hide it); a lesson from the work waits while it is
+    proposed. The status line and the SessionStart nudge decide with the same function
+    (:func:`lore.apply.nudge.waits`)."""
     return nudge.waits(lesson.status, lesson.metadata)
 
 
 def waiting(store: Store, project: str | None = None, *, all_projects: bool = True,
             limit: int = 100) -> list[dict[str, Any]]:
-    """What waits for a person, in one queue: candidates, proposed rules and rules in
-    conflict that nobody reviewed, and the lessons the analysis of the work proposed
-    (deferred ones return when seen again), with their evidence; ranked by how often they
-    recurred (sessions seen), then by how recently."""
+    """What waits for a person, in one queue: candidates, proposed rules, rules active by
+    repetition and rules in conflict that nobody reviewed, and the lessons the analysis of
+    the work proposed (deferred ones return when seen again), with their evidence; ranked by
+    how often they recurred (sessions seen), then by how recently."""
     ids = store.corrections.preferences(project, all_projects=all_projects, file_type=None,
                                         statuses=LIVE, limit=max(limit * 5, 500))
     ids = list(dict.fromkeys([*ids, *store.corrections.work_lesson_ids(
@@ -101,8 +117,6 @@ def waiting(store: Store, project: str | None = None, *, all_projects: bool = Tr
         for lesson in batch:
             meta = metas[lesson.id]
             conflicts = [c for c in meta.get("conflicts", []) if c in live]
-            if lesson.status == "active" and not conflicts:
-                continue
             chosen.append((lesson, meta, conflicts))
             if len(chosen) >= limit:
                 break

@@ -55,6 +55,7 @@ from lore.core.embedding import Embedding
 from lore.core.learner import decided
 from lore.core.lessons import Lessons
 from lore.errors import BackendUnavailable, ConfigError, Forbidden, InvalidInput, NotFound
+from lore.extract.steer import SYNCED
 from lore.extras import package_command
 from lore.ids import now, parse_time
 from lore.models import Lesson
@@ -238,6 +239,20 @@ def shared(lesson: Lesson) -> bool:
     if isinstance(meta, dict):
         return decided(meta)
     return lesson.status == "active"
+
+
+def trust_gate(data: dict[str, Any]) -> dict[str, Any]:
+    """A lesson received from another device, as this device may hold it: a learned rule
+    nobody decided on is not the user's typing here (:mod:`lore.extract.steer`), so it
+    arrives proposed, never active, and waits for a person; a decided one keeps its status."""
+    metadata = data.get("metadata")
+    meta = metadata.get("learning") if isinstance(metadata, dict) else None
+    if not isinstance(metadata, dict) or not isinstance(meta, dict) or decided(meta):
+        return data
+    out = {**data, "metadata": {**metadata, "learning": {**meta, "untyped": SYNCED}}}
+    if out.get("status") == "active":
+        out["status"] = "proposed"
+    return out
 
 
 class BatchTooLarge(BackendUnavailable):
@@ -582,7 +597,7 @@ class Sync:
         known |= {d["id"] for _, d in winners}
         lines = []
         for _, data in winners:
-            data = redacted("lesson", data)
+            data = trust_gate(redacted("lesson", data))
             data["edges"] = [e for e in data.get("edges") or []
                              if isinstance(e, dict) and e.get("to") in known]
             lines.append(json.dumps(data, ensure_ascii=False))

@@ -329,6 +329,7 @@ class ContextRule(TypedDict):
     pref_reasoning: str | None
     score: float | None
     ordinal: int
+    learning: str | None  # metadata.learning as JSON text (None: not a learned rule)
 
 
 class OtherLesson(TypedDict):

@@ -332,7 +332,8 @@ class PGSessionTables(SessionTables):
         vis, who = self._visible()
         return [cast(ContextRule, dict(r)) for r in self.conn.execute(
             "SELECT l.id, l.title, l.content, l.kind, l.project, l.pref_context, l.pref_rejected, "
-            "l.pref_preferred, l.pref_reasoning, l.score, c.ordinal FROM lessons l "
+            "l.pref_preferred, l.pref_reasoning, l.score, c.ordinal, "
+            "(l.metadata::jsonb -> 'learning')::text AS learning FROM lessons l "
             "JOIN confidence_levels c ON c.name = l.confidence "
             f"WHERE l.status = ? AND l.kind IN {_RULE_KINDS} "
             "AND (l.project IS NULL OR l.project = ?) "

@@ -21,11 +21,13 @@ class SessionTables(Tables):
     def rules_and_preferences(self, project: str | None, limit: int, status: str = "active",
                               min_seen: int = 1) -> list[ContextRule]:
         """Preferences and rules of this project and global ones in one status, most confident
-        first; ``min_seen``: only rules learned that many times (a lesson added by hand counts once)."""
+        first; ``min_seen``: only rules learned that many times (a lesson added by hand counts once).
+        Each row carries its ``metadata.learning`` as JSON text, for the caller's trust check."""
         vis, who = self._visible()
         return [cast(ContextRule, dict(r)) for r in self.conn.execute(
             "SELECT l.id, l.title, l.content, l.kind, l.project, l.pref_context, l.pref_rejected, "
-            "l.pref_preferred, l.pref_reasoning, l.score, c.ordinal FROM lessons l "
+            "l.pref_preferred, l.pref_reasoning, l.score, c.ordinal, "
+            "json_extract(l.metadata, '$.learning') AS learning FROM lessons l "
             "JOIN confidence_levels c ON c.name = l.confidence "
             f"WHERE l.status = ? AND l.kind IN {_RULE_KINDS} "
             "AND (l.project IS NULL OR l.project = ?) "
