@@ -18,6 +18,8 @@ import anyio
 import httpx
 import pytest
 from click.testing import CliRunner
+from test_llm_http import LoopbackServer, Reply, openai_body
+from test_llm_http import server as judge  # noqa: F401 - a fixture: the judge's loopback server
 from test_private import leaked
 
 from bench.secret_corpus import STRUCTURED, secret_cases, structured_case
@@ -325,3 +327,78 @@ def test_a_secret_across_the_hook_cut_leaves_no_prefix(tmp_path: Path, event: st
         assert len(kept) <= MAX_FIELD + 1 and kept.endswith("…")
         assert secret not in kept
         assert redact(long).startswith(kept[:-1]), (secret, kept[-100:])
+
+
+# ---- credential files, commands that set a secret, other languages: every door, every byte ----
+NEW_SHAPES = ("pgpass-line", "pgpass-plain-word", "wpa-supplicant-psk", "networkmanager-psk",
+              "wp-config-db-password", "wp-config-auth-salt", "netrc-multiline", "my-cnf-password",
+              "heroku-config-set", "flyctl-secrets-set", "dotnet-user-secrets", "passwd-stdin-printf",
+              "gcloud-secrets-create", "kubectl-from-literal-any-name", "aws-configure-set-short-secret",
+              "password-german", "password-french", "password-chinese", "password-korean",
+              "password-russian", "pin-in-prose")
+SHAPES = {name: (text, secret) for name, text, secret in secret_cases(1) if name in NEW_SHAPES}
+
+
+def _judge(body: dict[str, Any]) -> Reply:
+    """A model that takes every message for a correction and quotes its first words."""
+    user = body["messages"][-1]["content"]
+    items = [{"id": ref, "label": "correction", "durable": True, "quote": said.strip()[:24],
+              "rule": "Use the connection settings the user gave: " + said.strip()[:200]}
+             for ref, said in re.findall(r'<message id="(m\d+)">.*?<developer_message>\n(.*?)\n'
+                                         r"</developer_message>", user, re.S)]
+    return Reply(openai_body(json.dumps({"items": items})))
+
+
+def _bytes_leaking(root: Path, secrets: list[str]) -> dict[str, list[str]]:
+    """Every file under ``root`` (the database, its -wal and -shm files too) that holds one."""
+    out = {}
+    for p in root.rglob("*"):
+        if p.is_file():
+            text = p.read_bytes().decode("utf-8", errors="replace")
+            found = [s for s in secrets if holds(text, s)]
+            if found:
+                out[str(p.relative_to(root))] = found
+    return out
+
+
+def test_credential_files_and_setters_leave_no_byte_in_the_home(lore_home: Path, tmp_path: Path,
+                                                                judge: LoopbackServer) -> None:  # noqa: F811
+    """A .pgpass line, a wpa_supplicant psk, wp-config's define('DB_PASSWORD'), secret-setting
+    commands and passwords in other languages, given as prompts, Bash commands and a written
+    wp-config.php: the queue, done.jsonl, lore.db and its WAL, the judge's request, the export
+    and the review folder hold none of them, byte for byte."""
+    assert len(SHAPES) == len(NEW_SHAPES)
+    secrets = [secret for _, secret in SHAPES.values()]
+    judge.replies = [_judge]
+    settings = make_settings(lore_home, llm={"provider": "openai", "base_url": judge.url + "/v1",
+                                             "model": "small-1", "timeout": 5.0, "max_retries": 1})
+    base = {"session_id": "s-doors", "cwd": str(tmp_path)}
+    for name, (text, _) in SHAPES.items():
+        hooks.run("user-prompt-submit", json.dumps(
+            {**base, "prompt": f"No, don't use the old one. Use this instead ({name}):\n{text}"}))
+        hooks.run("post-tool-use", json.dumps(
+            {**base, "tool_name": "Bash", "tool_input": {"command": text},
+             "tool_response": {"stdout": "ok"}}))
+    hooks.run("post-tool-use", json.dumps(
+        {**base, "tool_name": "Write", "tool_input": {
+            "file_path": str(tmp_path / "wp-config.php"),
+            "content": "<?php\n" + "\n".join(t for n, (t, _) in SHAPES.items() if "wp-config" in n)}}))
+    hooks.run("session-end", json.dumps({**base, "reason": "exit"}))
+    assert _bytes_leaking(lore_home, secrets) == {}  # the pending events
+
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:
+        assert Worker(settings, lore).run(once=True) > 0
+        requests = [r["raw"] for r in judge.received]
+        assert requests and all("[REDACTED:" in r for r in requests)
+        assert [s for s in secrets for r in requests if holds(r, s)] == []
+        exported = list(lore.export())  # the judge's rule, which quotes a message as sent
+        assert exported and "[REDACTED:" in json.dumps(exported)
+        lore.review_export(lore_home / "review")
+        with (lore_home / "export.jsonl").open("w") as f:
+            f.writelines(json.dumps(row) + "\n" for row in exported)
+        assert table_leaks(lore.store.conn) == []
+        assert (lore_home / "lore.db-wal").stat().st_size > 0  # grepped while it holds the writes
+        assert (lore_home / "queue" / "done.jsonl").stat().st_size > 0
+        assert any((lore_home / "review").rglob("*.md"))
+        assert _bytes_leaking(lore_home, secrets) == {}
+    assert _bytes_leaking(lore_home, secrets) == {}
