@@ -49,7 +49,7 @@ def analyze_run(ctx: click.Context, path: str, since: str | None, range_: str | 
     the threshold (`analysis.threshold`, 5) or with --force, propose lessons: the four-stage
     analysis when a language model is configured, else a summary marked as not analysed.
 
-    Proposed lessons wait for review (`lore learn review`); one that restates a known lesson
+    Proposed lessons wait for review (`lore review`); one that restates a known lesson
     reinforces it instead.
 
     \b
