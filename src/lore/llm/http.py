@@ -101,11 +101,14 @@ def _exchange(client: httpx.Client, url: str, body: dict[str, Any], headers: dic
     late = threading.Event()
 
     def trace(event: str, info: dict[str, Any]) -> None:
-        if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
-            stream = info.get("return_value")
-            sock = stream.get_extra_info("socket") if stream is not None else None
-            if isinstance(sock, socket.socket):
-                sockets.append(sock)
+        if event not in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            return
+        try:
+            sock = info["return_value"].get_extra_info("socket")
+        except Exception:  # noqa: BLE001 - a transport without one: the read checks remain
+            return
+        if isinstance(sock, socket.socket):
+            sockets.append(sock)
 
     def cut() -> None:
         late.set()
