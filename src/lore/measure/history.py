@@ -276,9 +276,8 @@ def replay(lore: Lore, root: Path, messages: Sequence[Message], *, reviewer: boo
     quiet.addHandler(logging.NullHandler())
     quiet.propagate = False
     lore.learner.log = quiet  # a missing reply is reported once, in the summary
-    if judge is not None:
+    if judge is not None:  # the learner opens its provider from this on first use
         lore.learner.judge = lambda: judge
-        lore.learner._judge_provider = judge
     reports: list[RepoReport] = []
     for repo, sessions in sessions_of(messages).items():
         project = root / "projects" / _slug(repo)
