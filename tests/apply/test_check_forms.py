@@ -80,6 +80,16 @@ def test_each_form_is_blocked_and_each_look_alike_is_not(row):
         assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
+def test_a_literal_needed_apart_still_finds_an_import_read_from_the_syntax():
+    check = {"id": "c", "path": "*.py", "content": r"^\s*import requests\b",
+             "needles": {"content": g.needle("content", r"^\s*import requests\b")}}
+    assert check["needles"]["content"] == "import requests"
+    for text in ("import os, requests\n", "x = __import__('requests')\n"):
+        assert g.match(check, "Write", {"file_path": "/p/a.py", "content": text}, "/p")
+    assert g.match(check, "Write", {"file_path": "/p/a.txt", "content": "import os, requests"},
+                   "/p") is None
+
+
 def test_what_a_blocked_call_reports_is_the_line_the_user_wrote():
     check = CHECKS["npm"]
     assert g.match(check, "Bash", {"command": "ls\ncd web && sudo -u node /usr/bin/npm ci"}) == \
@@ -287,3 +297,20 @@ def test_off_the_main_thread_a_slow_pattern_is_bounded_too():
     worker.join(30)
     assert not worker.is_alive()
     assert [f["check_id"] for f in found] == ["txt"] and slow == ["bad"]
+
+
+def test_the_grammar_loads_through_its_packages_too_and_without_it_the_text_is_matched(monkeypatch):
+    def missing(package):
+        raise ImportError(package)
+
+    monkeypatch.setattr(shell, "_PARSER", None)
+    monkeypatch.setattr(shell, "_extension", missing)
+    assert [a for a, _ in shell.commands("sudo npm i")] == [["sudo", "npm", "i"], ["npm", "i"]]
+
+    def no_grammar(_line):
+        raise ImportError("tree_sitter")
+
+    monkeypatch.setattr(shell, "commands", no_grammar)
+    monkeypatch.setattr(g, "_PARSED", {})
+    assert g.match(CHECKS["npm"], "Bash", {"command": "cd web && npm ci"}) is not None
+    assert g.match(CHECKS["npm"], "Bash", {"command": "echo npm"}) is None

@@ -405,13 +405,17 @@ def _content_match(check: dict[str, Any], texts: list[str], cut: str, tool: str,
                    tool_input: Any, paths: list[str], deadline: float | None) -> str | None:
     """The line of a written text the content pattern matches: in the text itself, or, in
     Python that parses, in one of its imports read as a plain line."""
+    if not texts:
+        return None
     from lore.apply.pyimports import import_lines, is_python
 
-    rx = _compiled("content", check["content"])
     python = is_python(paths[0] if paths else None, tool, tool_input)
     for text in texts:
-        if cut not in text:
+        # An import read from the syntax holds each word of the literal, not always in a row
+        # (``import os, requests`` for ``import requests``).
+        if cut not in text and not (python and all(part in text for part in cut.split())):
             continue
+        rx = _compiled("content", check["content"])
         m = _run("search", rx, text, check, deadline)
         if m:
             return _line_of(text, m.start())
@@ -708,7 +712,10 @@ def main(stdin: Any = None, stdout: Any = None) -> int:
 def _alarm(deadline: float) -> Any:
     """Raise Deadline in the main thread at ``deadline`` (time.monotonic); returns what cancels
     it. Elsewhere (another thread, no SIGALRM) nothing: the matcher keeps the deadline."""
-    import signal
+    try:  # the C module: signal.py builds its enums on import, a millisecond of the hook's
+        import _signal as signal  # time
+    except ImportError:  # pragma: no cover - another interpreter
+        import signal  # type: ignore[no-redef]
 
     def ring(_signum: int, _frame: Any) -> None:
         raise Deadline

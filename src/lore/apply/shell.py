@@ -75,11 +75,38 @@ def forms(argv: Argv) -> list[str]:
 def _parser() -> Any:
     global _PARSER
     if _PARSER is None:
-        import tree_sitter
-        import tree_sitter_bash
+        try:
+            # The two compiled modules alone: the packages' __init__ import typing and
+            # importlib.resources (for queries Lore does not use), 13 of the 15 ms it costs
+            # the hook to load the grammar (docs/benchmarks.md).
+            ts, bash = _extension("tree_sitter"), _extension("tree_sitter_bash")
+            _PARSER = ts.Parser(ts.Language(bash.language()))
+        except (ImportError, AttributeError, OSError, TypeError, ValueError):
+            import tree_sitter
+            import tree_sitter_bash
 
-        _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+            _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
     return _PARSER
+
+
+def _extension(package: str) -> Any:
+    """``package._binding`` (its compiled module) loaded without running the package's
+    ``__init__``."""
+    import importlib.machinery
+    import importlib.util
+    import sys
+
+    name = f"{package}._binding"
+    if name in sys.modules:
+        return sys.modules[name]
+    top = importlib.util.find_spec(package)
+    where = list(top.submodule_search_locations or []) if top else []
+    spec = importlib.machinery.PathFinder.find_spec(name, where)
+    if spec is None or spec.loader is None:
+        raise ImportError(name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _collect(line: str, out: Found, depth: int, at: int | None) -> bool:

@@ -77,7 +77,8 @@ def replay_lines(r: dict[str, Any], indent: str = "") -> list[str]:
 @guard.command("add")
 @click.argument("rule_id")
 @click.option("--command", "command_", help="A regular expression for a Bash command, matched "
-                                            "where a command starts: 'npm(?=\\s|$)'.")
+                                            "at the start of each command the line runs (also "
+                                            "through sudo, env, bash -c …): 'npm(?=\\s|$)'.")
 @click.option("--path", help="A glob for the file written: 'gen/', '**/*.min.js', "
                              "'src/{a,b}/*.py'.")
 @click.option("--content", help="A regular expression for the text written: "
