@@ -314,3 +314,11 @@ def test_the_grammar_loads_through_its_packages_too_and_without_it_the_text_is_m
     monkeypatch.setattr(g, "_PARSED", {})
     assert g.match(CHECKS["npm"], "Bash", {"command": "cd web && npm ci"}) is not None
     assert g.match(CHECKS["npm"], "Bash", {"command": "echo npm"}) is None
+
+
+def test_post_tool_use_keeps_the_deadline_too():
+    call = {"tool_name": "Write", "tool_input": {"file_path": "/p/a.txt", "content": "a" * 60 + "!"}}
+    fast = g.after([_slow("ok", content="a!")], call)
+    assert [m["check_id"] for m in fast] == ["ok"]
+    # Twenty checks at their bound each pass the deadline: the event goes without matches.
+    assert g.after([_slow(f"c{i}", content=r"^(a|aa)+$") for i in range(20)], call) == []

@@ -103,16 +103,16 @@ def _compiled(kind: str, pattern: str) -> Any:
 def _compile(kind: str, pattern: str) -> Any:
     import re
 
+    if kind == "path":  # globs and tool names become patterns without nested repeats
+        return re.compile(glob_source(pattern))
+    if kind == "tool":
+        return re.compile("".join(".*" if ch == "*" else re.escape(ch) for ch in pattern))
     from lore.apply import patterns
 
     if kind == "command":  # the line as text, where a command starts
         return patterns.compile_(_START + "(?:" + pattern + ")")
     if kind == "argv":  # one command's words, from their start
         return patterns.compile_("(?:" + pattern + ")")
-    if kind == "path":  # globs and tool names become patterns without nested repeats
-        return re.compile(glob_source(pattern))
-    if kind == "tool":
-        return re.compile("".join(".*" if ch == "*" else re.escape(ch) for ch in pattern))
     return patterns.compile_(pattern, multiline=True)
 
 
@@ -365,9 +365,7 @@ def _has_needle(command: str, cut: Any) -> bool:
         return True
     if "$'" in command:
         return True  # $'\x6epm' spells its words in escapes
-    from lore.apply.shell import dequoted
-
-    plain = dequoted(command) if ("'" in command or '"' in command or "\\" in command) else command
+    plain = command.replace("'", "").replace('"', "").replace("\\", "")  # every parsed word is in it
     return all(part in plain for part in cut.split())
 
 
@@ -629,9 +627,14 @@ def reason(check: dict[str, Any], seen: str, *, blocked: bool) -> str:
 
 def after(checks: list[dict[str, Any]], payload: dict[str, Any]) -> list[dict[str, Any]]:
     """For one PostToolUse call: the checks whose calls ran all the same (reminded, or
-    allowed by the user), as ``ran`` matches."""
+    allowed by the user), as ``ran`` matches; none once DEADLINE_SECONDS have passed (the
+    event is queued without them)."""
+    try:
+        found = hits(checks, payload, time.monotonic() + DEADLINE_SECONDS)
+    except Deadline:
+        return []
     return [{"check_id": check.get("id"), "lesson_id": check.get("lesson_id"), "outcome": "ran",
-             "matched": seen} for check, seen in hits(checks, payload)]
+             "matched": seen} for check, seen in found]
 
 
 # ---- the PreToolUse hook ------------------------------------------------------------------------

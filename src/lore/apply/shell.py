@@ -468,9 +468,3 @@ def _git(args: Argv) -> str | None:
                 split.append(a)
         rest = [rest[0], *split]
     return " ".join(["git", *rest])
-
-
-def dequoted(line: str) -> str:
-    """The line without quotes and backslashes: a literal every parsed word holds is in it."""
-    return line.replace("'", "").replace('"', "").replace("\\", "")
-
