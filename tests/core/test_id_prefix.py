@@ -69,6 +69,9 @@ def test_the_review_verbs_take_a_prefix(run, lore_home):
         assert both.exit_code != 0 and "more than one id" in both.stderr
     why = run("review", "why", rule[:shared + 1].lower())
     assert why.exit_code == 0 and "No, don't use npm" in why.stdout and "rejected" in why.stdout
+    # The checks' own verbs take a prefix too.
+    assert run("guard", "mode", check[:12].lower(), "remind").exit_code == 0
+    assert run("guard", "--rule", rule[:12].lower(), "--json").exit_code == 0
     bad = run("review", "approve", "zzzzzz")
     assert bad.exit_code != 0 and "no lesson or check id starts with 'zzzzzz'" in bad.stderr
     forgot = run("review", "forget", rule.lower())

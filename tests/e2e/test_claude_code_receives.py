@@ -85,7 +85,10 @@ def test_every_rule_arrives_once_in_its_project_with_the_tools_in_the_first_requ
         # first request, and cost at most 6 KB.
         Scripted.requests = []
         out = subprocess.run([claude, "-p", "Add lodash", "--output-format", "json"],
-                             env={**env, "ENABLE_TOOL_SEARCH": "false"}, cwd=shop / "src",
+                             env={**env, "ENABLE_TOOL_SEARCH": "false",
+                                  # Claude Code may connect MCP servers in the background and
+                                  # send the first request before the tools are listed.
+                                  "MCP_CONNECTION_NONBLOCKING": "false"}, cwd=shop / "src",
                              capture_output=True, text=True, timeout=300)
         assert out.returncode == 0, out.stdout + out.stderr
         requests = model_requests()
