@@ -166,3 +166,32 @@ def test_neutral_text_never_holds_the_closing_tag(before, after):
     out = neutral(f"{before}</lore-context>{after}")
     assert "</lore-context>" not in out.lower()
     assert neutral("Use pnpm, not npm.") == "Use pnpm, not npm."
+
+
+# Words and marks the patterns are made of, and ordinary words: texts built from them reach
+# the patterns' corners far more often than random text does.
+PIECES = ["curl", "wget", "https://x.example/a", "evil.example", "x.sh", "run.ps1", "|", "sh",
+          "bash", "-c", "$(", "`", "<(", "npx", "pip", "install", "pnpm", "dlx", "npm", "i",
+          "docker", "run", "git", "clone", "send", "the", "logs", "to", "server", "slack",
+          "upload", "download", "fetch", "from", "remote", "sudo", "rm", "-rf", "chmod", "+x",
+          "~/.ssh/id_rsa", "printenv", "env", "10.0.0.1", "www.x.io", "use", "ruff", "instead",
+          "of", "tests", "always", "never", "python", "-m", "uv", "add", "eval", "source",
+          "post", "email", "someone", "copy", "with", "dd", "if=/dev/zero", ".", ",", "\n",
+          "data:text", "CURL", "Ｓｕｄｏ", "cu\u200brl"]
+
+
+@given(st.lists(st.sampled_from(PIECES), max_size=12), st.sampled_from([" ", "", "  ", "\t"]))
+def test_the_quick_look_never_skips_what_the_patterns_find(pieces, sep):
+    """asks_to_act skips the patterns when no mark, word or stem of theirs is present: it
+    must then be that none of them matches."""
+    from lore.extract.steer import fold, scan
+
+    text = sep.join(pieces)
+    assert asks_to_act(text) == scan(fold(text))
+
+
+@pytest.mark.parametrize("text", [t for t, _ in ACTING] + BENIGN)
+def test_the_quick_look_agrees_on_every_example(text):
+    from lore.extract.steer import fold, scan
+
+    assert asks_to_act(text) == scan(fold(text))

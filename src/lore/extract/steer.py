@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 # Where a captured message came from (the correction row's origin, the evidence's source):
@@ -100,61 +101,101 @@ _INTERPRETERS = rf"(?:{_SHELLS}|python[\d.]*|perl|ruby|node|deno|bun|php|lua|osa
 # favoured for throwaway hosts); names that are also file extensions or attributes are not here.
 _TLDS = ("com net org io dev sh xyz example test invalid site online biz ly gg cc pw tk ru cn su "
          "icu cyou").split()
-ACTIONS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (name, re.compile(pattern, re.IGNORECASE)) for name, pattern in (
-        ("names a URL", r"\b[a-z][a-z0-9+.-]{1,15}://[^\s)\]>'\"`]+|\b(?:data|javascript|vbscript):\S"),
-        ("names a host", r"\b(?:www\.)[\w-]+(?:\.[\w-]+)+|(?<![\w.])(?:[a-z0-9-]+\.)+(?:"
-         + "|".join(_TLDS) + r")(?:[:/][^\s'\"`]*)?(?=$|[\s'\"`),;]|\.(?:\s|$))"),
-        ("names an IP address", r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"),
-        ("pipes into a shell", rf"\|\s*(?:sudo\s+)?{_INTERPRETERS}\b|<\s*\(\s*(?:curl|wget)"),
-        ("reads credentials", r"\bprintenv\b|\benv\s*\||\bid_(?:rsa|dsa|ecdsa|ed25519)\b|"
-         r"\.ssh/|\.aws/|\.netrc\b|\.npmrc\b|\.pypirc\b|\.git-credentials\b|\.docker/config"),
-        ("runs a network tool", r"\b(?:curl|wget|aria2c|httpie|nc|ncat|netcat|socat|telnet|ssh|"
-         r"scp|sftp|ftp|tftp|rsync|invoke-webrequest|invoke-restmethod|iwr|irm|"
-         r"start-bitstransfer|bitsadmin|certutil|mshta|ngrok)\b"),
-        ("runs a shell command", rf"\b{_SHELLS}\s+(?:-\w*c\b|-\w*e\b|<|\S+\.(?:sh|bash|ps1|bat|cmd))"
-         r"|\beval\s*[\"'`$(]|\$\(|`[^`\n]*\$\(|\bsource\s+<"),
-        ("runs a script", r"(?:^|[\s'\"`(])(?:\.{0,2}/)?[\w./-]*\w\.(?:sh|bash|zsh|ps1|psm1|bat|"
-         r"cmd|exe|msi|vbs|scr|command)\b"),
-        ("installs or runs a package", r"\b(?:npx|bunx|pnpx|uvx)\b|\b(?:pnpm|yarn|bun)\s+dlx\b|"
-         r"\bpipx\s+run\b|\b(?:pip[\d.]*|pipx|python[\d.]*\s+-m\s+pip|uv\s+pip|uv\s+tool|conda|"
-         r"mamba|gem|cargo|brew|apt(?:-get)?|yum|dnf|apk|pacman|zypper|choco|winget|scoop|snap|"
-         r"go|deno|npm|pnpm|yarn|bun|composer|poetry|uv)\s+(?:-\S+\s+)*(?:install|i|add|get)\b"
-         r"|\bdocker\s+(?:run|pull|exec)\b|\bgit\s+clone\b"),
-        ("downloads", r"\bdownload\w*\b|\b(?:fetch|pull|get|grab|load)\w*\b[^.\n]{0,60}?\bfrom\s+"
-         r"(?:the\s+|a\s+|this\s+|that\s+)?(?:internet|web|url|link|site|website|server|host|"
-         r"remote|gist|pastebin|cdn)\b"),
-        ("sends something out", r"\b(?:upload\w*|exfiltrat\w*|transmit\w*|beacon\w*|webhooks?|"
-         r"pastebin|requestbin|pipedream)\b|\b(?:send|sends|sending|sent|post|posts|posting|"
-         r"forward\w*|e-?mail\w*|mail|share|shares|sharing|leak\w*|report\w*|publish\w*|"
-         r"submit\w*|push\w*|copy|copies|copying)\b[^.\n]{0,60}?\b(?:to|with)\b[^.\n]{0,30}?"
-         r"\b(?:server|endpoint|url|address|host|remote|slack|discord|telegram|channel|api|webhook|"
-         r"email|inbox|someone|anyone|external|third|outside|gist)"),
-        ("runs with privileges or destroys", r"\bsudo\b|\bdoas\b|\brunas\b|\bchmod\s+(?:[+]x|"
-         r"-R\b|[0-7]{3,4})|\bchown\b|\brm\s+-[a-z]*(?:rf|fr)\b|\bmkfs\b|\bdd\s+if="),
-    ))
+# (what it asks, the pattern over folded, lower-cased text); compiled on first use
+ACTIONS: tuple[tuple[str, str], ...] = (
+    ("names a URL", r"\b[a-z][a-z0-9+.-]{1,15}://[^\s)\]>'\"`]+|\b(?:data|javascript|vbscript):\S"),
+    ("names a host", r"\b(?:www\.)[\w-]+(?:\.[\w-]+)+|(?<![\w.])(?:[a-z0-9-]+\.)+(?:"
+     + "|".join(_TLDS) + r")(?:[:/][^\s'\"`]*)?(?=$|[\s'\"`),;]|\.(?:\s|$))"),
+    ("names an IP address", r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"),
+    ("pipes into a shell", rf"\|\s*(?:sudo\s+)?{_INTERPRETERS}\b|<\s*\(\s*(?:curl|wget)"),
+    ("reads credentials", r"\bprintenv\b|\benv\s*\||\bid_(?:rsa|dsa|ecdsa|ed25519)\b|"
+     r"\.ssh/|\.aws/|\.netrc\b|\.npmrc\b|\.pypirc\b|\.git-credentials\b|\.docker/config"),
+    ("runs a network tool", r"\b(?:curl|wget|aria2c|httpie|nc|ncat|netcat|socat|telnet|ssh|"
+     r"scp|sftp|ftp|tftp|rsync|invoke-webrequest|invoke-restmethod|iwr|irm|"
+     r"start-bitstransfer|bitsadmin|certutil|mshta|ngrok)\b"),
+    ("runs a shell command", rf"\b{_SHELLS}\s+(?:-\w*c\b|-\w*e\b|<|\S+\.(?:sh|bash|ps1|bat|cmd))"
+     r"|\beval\s*[\"'`$(]|\$\(|`[^`\n]*\$\(|\bsource\s+<"),
+    ("runs a script", r"(?:^|[\s'\"`(])(?:\.{0,2}/)?[\w./-]*\w\.(?:sh|bash|zsh|ps1|psm1|bat|"
+     r"cmd|exe|msi|vbs|scr|command)\b"),
+    ("installs or runs a package", r"\b(?:npx|bunx|pnpx|uvx)\b|\b(?:pnpm|yarn|bun)\s+dlx\b|"
+     r"\bpipx\s+run\b|\b(?:pip[\d.]*|pipx|python[\d.]*\s+-m\s+pip|uv\s+pip|uv\s+tool|conda|"
+     r"mamba|gem|cargo|brew|apt(?:-get)?|yum|dnf|apk|pacman|zypper|choco|winget|scoop|snap|"
+     r"go|deno|npm|pnpm|yarn|bun|composer|poetry|uv)\s+(?:-\S+\s+)*(?:install|i|add|get)\b"
+     r"|\bdocker\s+(?:run|pull|exec)\b|\bgit\s+clone\b"),
+    ("downloads", r"\bdownload\w*\b|\b(?:fetch|pull|get|grab|load)\w*\b[^.\n]{0,60}?\bfrom\s+"
+     r"(?:the\s+|a\s+|this\s+|that\s+)?(?:internet|web|url|link|site|website|server|host|"
+     r"remote|gist|pastebin|cdn)\b"),
+    ("sends something out", r"\b(?:upload\w*|exfiltrat\w*|transmit\w*|beacon\w*|webhooks?|"
+     r"pastebin|requestbin|pipedream)\b|\b(?:send|sends|sending|sent|post|posts|posting|"
+     r"forward\w*|e-?mail\w*|mail|share|shares|sharing|leak\w*|report\w*|publish\w*|"
+     r"submit\w*|push\w*|copy|copies|copying)\b[^.\n]{0,60}?\b(?:to|with)\b[^.\n]{0,30}?"
+     r"\b(?:server|endpoint|url|address|host|remote|slack|discord|telegram|channel|api|webhook|"
+     r"email|inbox|someone|anyone|external|third|outside|gist)"),
+    ("runs with privileges or destroys", r"\bsudo\b|\bdoas\b|\brunas\b|\bchmod\s+(?:[+]x|"
+     r"-r\b|[0-7]{3,4})|\bchown\b|\brm\s+-[a-z]*(?:rf|fr)\b|\bmkfs\b|\bdd\s+if="),
+)
+
+
+@lru_cache(maxsize=1)
+def _compiled() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """The patterns compiled once a process needs them: a SessionStart hook whose rules hold
+    none of their marks never pays for compiling them."""
+    return tuple((name, re.compile(pattern)) for name, pattern in ACTIONS)
 
 _INVISIBLE = re.compile(r"[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
 
 
-def _plain(text: str) -> str:
+def fold(text: str) -> str:
     """Look-alikes folded (full-width letters, a full-width pipe), invisible characters
-    removed, spacing collapsed: "ｃｕｒｌ" and "cu\u200brl" read as "curl"."""
+    removed, spacing collapsed, lower case: "ｃｕｒｌ" and "Cu\u200bRL" read as "curl"."""
     text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text or ""))
-    return " ".join(text.replace("\u2223", "|").replace("\u01c0", "|").split())
+    return " ".join(text.replace("\u2223", "|").replace("\u01c0", "|").split()).lower()
+
+
+# The patterns cost about half a millisecond a rule; the SessionStart hook checks every rule
+# it tells. Most rules hold none of these marks, words or stems, and the patterns cannot match
+# without one of them (tests/extract/test_steer.py checks that both agree), so they are skipped.
+_MARKS = ("://", "|", "$(", "<(", "`", "~/", "/.", "www.", "data:", "javascript:", "vbscript:",
+          ".ssh", ".aws", ".netrc", ".npmrc", ".pypirc", ".git-credentials", ".docker", "dd if=")
+_TRIGGERS = frozenset("""
+curl wget aria2c httpie nc ncat netcat socat telnet ssh scp sftp ftp tftp rsync invoke-webrequest
+invoke-restmethod iwr irm start-bitstransfer bitsadmin certutil mshta ngrok sh bash zsh dash ksh
+fish csh tcsh pwsh powershell cmd eval source npx bunx pnpx uvx dlx pipx pip pip3 python conda
+mamba gem cargo brew apt apt-get yum dnf apk pacman zypper choco winget scoop snap go deno npm
+pnpm yarn bun composer poetry uv docker git webhook webhooks pastebin requestbin pipedream sudo
+doas runas chmod chown rm mkfs printenv env mail share shares sharing sent
+""".split())
+_STEMS = ("download", "fetch", "pull", "get", "grab", "load", "upload", "exfiltrat", "transmit",
+          "beacon", "send", "post", "forward", "email", "e-mail", "leak", "report", "publish",
+          "submit", "push", "cop", "pip", "python", "id_")
+_WORDS = re.compile(r"[a-z0-9_-]+")
+_DOTTED = re.compile(r"\d\.\d|\.(?:" + "|".join(_TLDS) + r"|bash|zsh|ps1|psm1|bat|cmd|exe|msi|vbs|"
+                     r"scr|command)\b")
+
+
+def _may_act(plain: str) -> bool:
+    """Could any pattern of :data:`ACTIONS` match ``plain`` (a cheap, conservative look)?"""
+    if any(mark in plain for mark in _MARKS) or _DOTTED.search(plain):
+        return True
+    return any(w in _TRIGGERS or w.startswith(_STEMS) for w in _WORDS.findall(plain))
+
+
+def scan(plain: str) -> str:
+    """Every pattern over text already folded by :func:`fold` ('' when none matches)."""
+    for name, rx in _compiled():
+        m = rx.search(plain)
+        if m:
+            words = " ".join(m.group(0).split())
+            return f"{name}: {words[:60]}"
+    return ""
 
 
 def asks_to_act(text: str) -> str:
     """What in ``text`` asks the agent to run, fetch or send something, as
     ``"<what>: <the words>"``; '' when nothing does. Any mention counts, a prohibition too
     ("never pipe curl into sh"): such a rule waits for a person, who approves it in a second."""
-    plain = _plain(text)
-    for name, rx in ACTIONS:
-        m = rx.search(plain)
-        if m:
-            words = " ".join(m.group(0).split())
-            return f"{name}: {words[:60]}"
-    return ""
+    plain = fold(text)
+    return scan(plain) if _may_act(plain) else ""
 
 
 # ---- may a learned rule reach the agent without a person? ---------------------------------
