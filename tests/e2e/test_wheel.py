@@ -117,7 +117,7 @@ def test_the_installed_lore_comes_from_the_wheel_alone(venv, env, tmp_path):
 
 # The README states these: a lean install carries only what Lore uses.
 INSTALL_MB = 215
-INSTALL_PACKAGES = 47
+INSTALL_PACKAGES = 50
 NOT_INSTALLED = ("fastembed", "pillow", "huggingface-hub", "hf-xet", "tokenizers", "faiss-cpu",
                  "torch")
 
