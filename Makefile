@@ -8,7 +8,7 @@ NPM_TOOLS := .npm-tools
 # Real MCP clients for the end-to-end tests, pinned; installed from the npm registry.
 NPM_PACKAGES := @modelcontextprotocol/inspector@2.12.0 @anthropic-ai/claude-code@2.1.330
 
-.PHONY: install npm-tools browser demo test lint bench docs dist clean
+.PHONY: install npm-tools browser demo test quick lint bench docs dist clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,16 +34,27 @@ browser: ## Install Debian's Chromium for the dashboard's browser tests (needs a
 		echo "could not install chromium: the browser tests will be skipped"; \
 	else echo "chromium not found and apt unavailable: the browser tests will be skipped"; fi
 
-test: $(STAMP) npm-tools browser ## Run the whole test suite (tests/e2e/test_wheel.py builds and installs the wheel)
-	$(BIN)/python -m pytest
+# Tests run on both cores (pytest-xdist); PYTEST_ARGS adds to them, e.g. PYTEST_ARGS="-n 0 -x".
+# Bytecode is written (an environment may say not to): pytest then rewrites the test modules'
+# asserts once, not in every run and every worker, which is most of the collection's time.
+PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n 2
+PYTEST_ARGS ?=
+# What the quick loop leaves out (the markers are given in tests/conftest.py).
+QUICK := not slow and not e2e and not postgres and not browser
 
-lint: $(STAMP) ## Ruff and mypy
-	$(BIN)/ruff check src tests bench
+test: $(STAMP) lint npm-tools browser ## Lint, then the whole test suite (tests/e2e/test_wheel.py builds and installs the wheel)
+	$(PYTEST) $(PYTEST_ARGS)
+
+quick: $(STAMP) ## The loop while working: no slow, e2e, Postgres or browser test (under a minute)
+	$(PYTEST) -q -m "$(QUICK)" $(PYTEST_ARGS)
+
+lint: $(STAMP) ## Ruff and mypy (make test runs them first)
+	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/mypy src/lore
 
-bench: $(STAMP) ## Benchmarks; results go to docs/benchmarks.md by hand
-	$(BIN)/python -m bench.search_bench
-	$(BIN)/python -m bench.serve_bench
+bench: $(STAMP) ## Every speed benchmark at its default size; JSON results in bench/results/, then their tables
+	$(BIN)/python -m bench
+	$(BIN)/python -m bench.tables
 
 dist: $(STAMP) ## Build the sdist and the wheel into dist/
 	$(BIN)/python -m build --outdir dist .

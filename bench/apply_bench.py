@@ -12,11 +12,11 @@ rule and writes.
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
 import time
 from pathlib import Path
 
+from bench.harness import Report
 from lore.apply.rules import AppliedRule
 from lore.apply.targets import Targets, plan
 
@@ -63,11 +63,11 @@ def main() -> None:
     ap.add_argument("--rules", type=int, default=200)
     args = ap.parse_args()
     results = [run_once(args.rules) for _ in range(args.runs)]
-    files = results[0][3]
+    report = Report("apply_bench", rules=args.rules, runs=args.runs, files=results[0][3])
     for i, label in enumerate(["first plan + write", "again (no change)", "one more rule"]):
-        times = sorted(r[i] for r in results)
-        print(f"{args.rules} rules, {files} files, {label}: median {statistics.median(times):.1f} ms, "
-              f"max {times[-1]:.1f} ms over {args.runs} runs")
+        report.add(label, [r[i] for r in results], max=round(max(r[i] for r in results), 1),
+                   baseline=None if i == 1 else "again (no change)")
+    report.write()
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.harness import Report
+
 TAGS = ["testing", "tooling", "style", "git", "docs", "python", "review", "deploy"]
 
 
@@ -107,6 +109,11 @@ def main() -> None:
               f"median and max of {args.runs} runs")
         for k, v in times.items():
             print(f"  {k:<24} median {statistics.median(v):6.0f} ms   max {max(v):6.0f} ms")
+        report = Report("apply_cli_bench", **vars(args), bullet_lines=lines)
+        for k, v in times.items():
+            report.add(k, v, quiet=True, max=round(max(v), 1),
+                       baseline="lore admin stats" + k[k.index(" ("):] if k.startswith("command") else None)
+        report.write()
 
 
 if __name__ == "__main__":

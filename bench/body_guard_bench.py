@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.harness import Report
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -94,6 +96,8 @@ def main() -> None:
                 time.sleep(0.1)
         time.sleep(1)
         print(f"server at {memory(server.pid, 'VmRSS')} MB before")
+        report = Report("body_guard_bench", **vars(args))
+        report.value("server RSS before", memory(server.pid, "VmRSS"), unit="MB")
         base = "POST /api/v1/lessons HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         for label, extra in (("chunked, no token", ""),
                              ("chunked, write token", f"Authorization: Bearer {token.group(0)}\r\n")):
@@ -101,8 +105,12 @@ def main() -> None:
                                       args.mb)
             print(f"{label}: {status} after {took:.3f} s, {sent} MB sent; server at "
                   f"{memory(server.pid, 'VmRSS')} MB, peak {memory(server.pid, 'VmHWM')} MB")
+            report.value(label, round(took, 3), unit="s", status=status, sent_mb=sent,
+                         peak_mb=memory(server.pid, "VmHWM"))
         status, took, _ = post(port, base + f"Content-Length: {args.mb << 20}\r\n\r\n", 0)
         print(f"declared {args.mb} MB, nothing sent: {status} after {took:.3f} s")
+        report.value(f"declared {args.mb} MB, nothing sent", round(took, 3), unit="s", status=status)
+        report.write()
     finally:
         server.terminate()
         server.wait(10)

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.harness import pct
+from bench.harness import Report, pct, stats
 
 NO_CONFIG, CONFIG_FILE, VALIDATED = "", "config.yaml", "config.yaml, validated"
 # (name, argv, home): the home without a config file, with one, or with one and no cache.
@@ -132,6 +132,10 @@ def main() -> None:
         w, c = statistics.median(walls[name]), statistics.median(cpus[name])
         print(f"| `{name}` | {w:.0f} ms | {pct(walls[name], 0.9):.0f} ms | {c:.0f} ms | "
               f"{w / base_wall:.2f} / {c / base_cpu:.2f} |")
+    report = Report("cli_bench", **vars(args))
+    for name, _, _ in rows:
+        report.add(name, walls[name], quiet=True, cpu=stats(cpus[name]), baseline="lore --version")
+    report.write()
 
 
 if __name__ == "__main__":

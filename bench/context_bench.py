@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from bench.harness import pct
+from bench.harness import Report
 
 
 def main() -> None:
@@ -68,9 +67,11 @@ def main() -> None:
                 timed[name].append((time.perf_counter() - t0) * 1000)
                 if name.startswith("with"):
                     assert len(built.in_files) == min(60, args.rules)
+        report = Report("context_bench", **vars(args))
         for name, ms in timed.items():
-            print(f"- context for a project with {args.rules} applied rules, {name}: median "
-                  f"{statistics.median(ms):.2f} ms, p90 {pct(ms, 0.9):.2f} ms ({args.runs} runs)")
+            report.add(f"context for a project with {args.rules} applied rules, {name}", ms,
+                       baseline=None if name.startswith("baseline") else "baseline, no files read")
+        report.write()
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import uuid
 from pathlib import Path
 
 from bench.corpus import corpus_vectors, make_corpus, make_queries
-from bench.harness import pct
+from bench.harness import Report, pct
 from bench.search_bench import CachedEmbedder
 from lore.api import Lore
 from lore.config import EmbeddingConfig, load_config
@@ -37,6 +37,9 @@ from lore.embed import create_embedder
 
 ROOT = Path(__file__).resolve().parents[1]
 LORE = str(Path(sys.executable).parent / "lore")
+
+
+REPORT = Report("conversation_bench")
 
 
 def summary(ms: list[float]) -> str:
@@ -169,6 +172,10 @@ def search_speed(chunks: int, queries: int, compare: list[str] | None = None) ->
             print(f"- conversation search at {chunks:,} chunks (built in {built:.0f} s; first "
                   f"search loads the vectors: {warm:.0f} ms), warm: every project "
                   f"{summary(every)}; one project (1/7 of the chunks) {summary(scoped)}")
+            REPORT.add(f"conversation search at {chunks:,} chunks, warm, every project", every,
+                       quiet=True, first_search_ms=round(warm, 1))
+            REPORT.add(f"conversation search at {chunks:,} chunks, warm, one project (1/7)", scoped,
+                       quiet=True)
 
 
 def compare_models(lore, real, names: list[str], qs: list[str], chunks: int, built: float) -> None:
@@ -221,6 +228,8 @@ def main() -> None:
         print(f"(no transcripts at {args.transcripts}: import benchmarks skipped)")
     if args.chunks:
         search_speed(args.chunks, args.queries)
+    REPORT.params.update(vars(args))
+    REPORT.write()
 
 
 if __name__ == "__main__":

@@ -3,17 +3,18 @@
 The texts are built from a seeded random walk over topics, symptoms, causes and
 fixes, so a 100,000-lesson corpus has a realistic spread of vocabulary and of
 embedding directions (random vectors would flatter quantised search).
-Embeddings of the corpus are cached under ``bench/.cache`` because computing
-them with the real model takes minutes.
+Embeddings of the corpus are cached under ``bench/.cache`` (``$LORE_BENCH_CORPUS_CACHE`` to put them
+elsewhere) because computing them with the real model takes minutes.
 """
 
 from __future__ import annotations
 
+import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
-CACHE = Path(__file__).parent / ".cache"
+CACHE = Path(os.environ.get("LORE_BENCH_CORPUS_CACHE") or Path(__file__).parent / ".cache")
 
 TOPICS = [
     "nginx", "postgres", "sqlite", "redis", "docker", "kubernetes", "terraform", "react",
@@ -118,7 +119,7 @@ def corpus_vectors(docs: list[Doc], embedder, name: str):
     """Embeddings of ``docs`` (title + blank line + content), cached by name and size."""
     import numpy as np
 
-    CACHE.mkdir(exist_ok=True)
+    CACHE.mkdir(parents=True, exist_ok=True)
     path = CACHE / f"{name}-{len(docs)}.npy"
     if path.exists():
         return np.load(path)

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.harness import pct
+from bench.harness import Report, pct, stats
 
 SHAPES = [
     "No, don't use {a}, use {b} instead", "use {b} instead of {a}", "always use {b} for this",
@@ -69,6 +69,10 @@ def main() -> None:
     passed = sum(might_teach(m) for m, _ in msgs)
     print(f"- pre-filter alone (baseline, same run): median {statistics.median(pre):,.0f} messages/s; "
           f"passes {passed} of {len(msgs)} messages to the detector")
+    report = Report("detector_bench", **vars(args), messages=len(msgs))
+    report.add("detector", full, unit="messages/s", quiet=True, cpu=stats(cpu),
+               baseline="pre-filter alone")
+    report.add("pre-filter alone", pre, unit="messages/s", quiet=True, passed=passed)
 
     from lore.api import Lore
     from lore.config import load_config
@@ -91,6 +95,8 @@ def main() -> None:
     print(f"- pipeline (store, detect, extract, merge with the real model): median "
           f"{statistics.median(times):.1f} ms per message, p90 {pct(times, 0.9):.1f} ms "
           f"({1000 / statistics.median(times):.0f} messages/s; 200 messages -> {rules} rules)")
+    report.add("pipeline with the real model, per message", times, quiet=True, rules=rules)
+    report.write()
 
 
 if __name__ == "__main__":

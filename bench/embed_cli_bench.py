@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.harness import pct
+from bench.harness import Report, pct, stats
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERY = "why did the build fail with a timeout"
@@ -195,8 +195,9 @@ def main() -> None:
                     continue
                 n += 1
                 out = Path(tmp) / "probe.json"
-                subprocess.run([sys.executable, __file__, "--probe", str(out),
+                subprocess.run([sys.executable, "-m", "bench.embed_cli_bench", "--probe", str(out),
                                 *argv_of(argv)[1:]], env=base | envs[variant],
+                               cwd=Path(__file__).resolve().parents[1],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
                 probes[(name, variant)] = json.loads(out.read_text())
         cache = Path(tmp) / "cache"
@@ -217,6 +218,13 @@ def main() -> None:
               f"{statistics.median(values):.0f} / {pct(values, 0.9):.0f} ms | "
               f"{statistics.median(cpus[(name, variant)]):.0f} ms | "
               f"{statistics.median(values) / base_wall:.1f} | {made} |")
+    report = Report("embed_cli_bench", **vars(args))
+    for (name, variant), values in walls.items():
+        pr = probes.get((name, variant))
+        report.add(f"{name} ({variant})" if name in EMBEDS else name, values, quiet=True,
+                   first_result=stats(firsts[(name, variant)]), cpu=stats(cpus[(name, variant)]),
+                   baseline="lore --version", **({"onnx_sessions": pr["sessions"]} if pr else {}))
+    report.write()
 
 
 if __name__ == "__main__":

@@ -112,6 +112,16 @@ class Report:
         self.rows.append({"label": label, "value": value, "unit": unit, **extra})
         print(f"- {label}: {value}{' ' + unit if unit else ''}", flush=True)
 
+    def record(self, figures: dict[str, Any], where: str) -> None:
+        """Every figure of ``figures`` at ``where`` (a size): lists of samples as distributions,
+        numbers and flags as values; quietly, as the benchmark prints its own table."""
+        for key, value in figures.items():
+            label = f"{key}, {where}"
+            if isinstance(value, list) and value and all(isinstance(v, int | float) for v in value):
+                self.add(label, value, quiet=True)
+            elif isinstance(value, bool | int | float | str):
+                self.rows.append({"label": label, "value": value})
+
     def write(self) -> Path:
         folder = results_dir()
         folder.mkdir(parents=True, exist_ok=True)
@@ -122,7 +132,7 @@ class Report:
                             "machine": platform.machine(), "cpus": os.cpu_count(),
                             "load": round(os.getloadavg()[0], 2)},
                 "rows": self.rows}
-        path.write_text(json.dumps(data, indent=1) + "\n")
+        path.write_text(json.dumps(data, indent=1, default=str) + "\n")
         print(f"results: {path}", flush=True)
         return path
 

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.harness import pct
+from bench.harness import Report, pct, stats
 
 LORE = str(Path(sys.executable).parent / "lore")
 
@@ -77,6 +77,10 @@ def main() -> None:
             print(f"- {name}: CPU median {statistics.median(cpu):.1f} ms, p90 {pct(cpu, 0.9):.1f} "
                   f"ms; wall median {statistics.median(wall):.1f} ms, p90 {pct(wall, 0.9):.1f} ms "
                   f"({args.runs} runs)")
+        report = Report("home_bench", **vars(args), source=src)
+        for name, wall, cpu in rows:
+            report.add(name, cpu, quiet=True, wall=stats(wall), baseline="plain home")
+        report.write()
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.harness import pct
+from bench.harness import Report, pct, stats
 from lore.capture.queue import Queue
 
 LORE = str(Path(sys.executable).parent / "lore")
@@ -180,6 +180,7 @@ def main() -> None:
     ap.add_argument("--baseline-src", help="Also time the PreToolUse cases with the Lore in this "
                                            "source folder (an earlier version), interleaved.")
     args = ap.parse_args()
+    report = Report("hook_bench", **vars(args))
     # As installed: pip writes the bytecode of every module (PYTHONDONTWRITEBYTECODE, if set,
     # would otherwise make every hook compile its modules from source).
     import compileall
@@ -205,6 +206,7 @@ def main() -> None:
             what = f" ({extra['prompt']!r})" if "prompt" in extra else ""
             print(f"- `lore hook {event}`{what}: median {statistics.median(ms):.1f} ms, "
                   f"p90 {pct(ms, 0.9):.1f} ms ({args.runs} runs)")
+            report.add(f"lore hook {event}{what}", ms, quiet=True, baseline="python -c pass")
         # PreToolUse runs before every tool call: timed interleaved with `python -c pass`
         # (one of each in turn), so the machine's load weighs on both alike.
         cases = list(guard_cases(home, base))
@@ -213,7 +215,9 @@ def main() -> None:
             print(f"- {label}: median {statistics.median(ms):.1f} ms, p90 {pct(ms, 0.9):.1f} ms; "
                   f"CPU median {statistics.median(cpu):.1f} ms, p90 {pct(cpu, 0.9):.1f} ms "
                   f"({args.runs} runs, interleaved)")
+            report.add(label, ms, quiet=True, cpu=stats(cpu))
         if args.checks_only:
+            report.write()
             return
         bare = []
         for _ in range(args.runs):
@@ -222,14 +226,18 @@ def main() -> None:
             bare.append((time.perf_counter() - t0) * 1000)
         print(f"- baseline in the same run, `python -c pass` (the same interpreter): "
               f"median {statistics.median(bare):.1f} ms, p90 {pct(bare, 0.9):.1f} ms")
+        report.add("python -c pass", bare, quiet=True)
     ms = session_start_times(args.runs)
     print(f"- `lore hook session-start` with 10,000 lessons (active and proposed rules) and 1,000 "
           f"captured corrections: median "
           f"{statistics.median(ms):.1f} ms, p90 {pct(ms, 0.9):.1f} ms ({args.runs} runs)")
+    report.add("lore hook session-start, 10,000 lessons", ms, quiet=True, baseline="python -c pass")
     with tempfile.TemporaryDirectory() as root:
         rate = queue_rate(args.events, 4, Path(root))
         print(f"- queue: {args.events:,} events appended by 4 concurrent processes: {rate:,.0f} "
               "events/s; none lost or duplicated")
+        report.value("queue: events appended by 4 concurrent processes", round(rate), unit="events/s")
+    report.write()
 
 
 if __name__ == "__main__":

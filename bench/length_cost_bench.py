@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.harness import pct
+from bench.harness import Report, pct, stats
 from lore.api import Lore
 from lore.config import Config, Settings
 from lore.store.sqlite import conversations as sqlconv
@@ -85,11 +85,15 @@ def main() -> int:
                     times[name].append(1000 * (time.perf_counter() - t))
                     cpu[name].append(1000 * (time.thread_time() - c))
             sqlconv.WORDS, sqlconv.TAIL = saved
+    report = Report("length_cost_bench", **vars(args))
     for name, xs in times.items():
         ys = cpu[name]
         print(f"chunk_meta of {args.candidates} candidates, {name}: wall median "
               f"{statistics.median(xs):.2f} ms, p90 {pct(xs, 0.9):.2f} ms; CPU median "
               f"{statistics.median(ys):.2f} ms, p90 {pct(ys, 0.9):.2f} ms")
+        report.add(f"chunk_meta of {args.candidates} candidates, {name}", xs, quiet=True,
+                   cpu=stats(ys), baseline=None if name == both[0][0] else both[0][0])
+    report.write()
     return 0
 
 

@@ -30,7 +30,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 from bench.corpus import make_queries
-from bench.harness import pct
+from bench.harness import Report, pct
 from bench.search_bench import build
 from lore.config import EmbeddingConfig
 from lore.embed import create_embedder
@@ -152,10 +152,15 @@ def main() -> None:
         build(home, args.size, real)
         start = anyio.run(startup_times, home, args.startups)
         print(f"- `lore mcp` spawn to completed initialize ({args.startups} runs): {summary(start)}")
+        report = Report("mcp_bench", **vars(args))
+        report.add("lore mcp spawn to completed initialize", start, quiet=True)
         searches, first = anyio.run(search_times, home, make_queries(args.queries))
         print(f"- lore_search through the SDK client over stdio at {args.size:,} lessons, warm "
               f"({args.queries} queries): {summary(searches)}; first call after start "
               f"{first:.0f} ms")
+        report.add(f"lore_search over stdio at {args.size:,} lessons, warm", searches, quiet=True,
+                   first_call_ms=round(first, 1))
+        report.write()
 
 
 if __name__ == "__main__":

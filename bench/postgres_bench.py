@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.corpus import corpus_vectors, make_corpus, make_queries
-from bench.harness import pct
+from bench.harness import Report, pct
 from lore.api import Lore
 from lore.config import Config, EmbeddingConfig, Settings
 from lore.embed import create_embedder
@@ -185,6 +185,10 @@ def main() -> None:
     print("|---|" + "---|" * len(sizes))
     for label, fmt in rows:
         print(f"| {label} | " + " | ".join(fmt(results[n]) for n in sizes) + " |")
+    report = Report("postgres_bench", **vars(args))
+    for n in sizes:
+        report.record(results[n], f"{n:,} lessons")
+    report.write()
 
 
 if __name__ == "__main__":

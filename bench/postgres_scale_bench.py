@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from bench.corpus import make_corpus, make_queries
+from bench.harness import Report
 from bench.scale_bench import PER_SESSION, PROJECTS, pct
 from bench.scale_corpus import chunk_text, vectors
 
@@ -331,6 +332,10 @@ def main() -> None:
     print("|---|" + "---|" * len(results))
     for label, cell in ROWS:
         print(f"| {label} | " + " | ".join(str(cell(results[n])) for n in results) + " |")
+    report = Report("postgres_scale_bench", **vars(args))
+    for n, r in results.items():
+        report.record(r, f"{n:,} chunks")
+    report.write()
 
 
 if __name__ == "__main__":

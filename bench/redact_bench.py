@@ -25,9 +25,11 @@ import sys
 import time
 from pathlib import Path
 
-from bench.harness import pct
+from bench.harness import Report, pct, stats
 
 ROOT = Path(__file__).resolve().parents[1]
+
+REPORT = Report("redact_bench")
 
 HOOK_CODE = r"""
 import json, sys, time
@@ -147,6 +149,7 @@ def hook(runs: int) -> None:
             work.append(b)
         print(f"- hook, {name}: import {statistics.median(imports):.1f} ms, redaction "
               f"{statistics.median(work):.2f} ms (CPU, median of {runs} processes)")
+        REPORT.add(f"hook, {name}: redaction (CPU)", work, quiet=True, imports_cpu=stats(imports))
 
 
 def processes(runs: int, before: Path | None = None) -> None:
@@ -190,6 +193,7 @@ def processes(runs: int, before: Path | None = None) -> None:
     for name, ms in times.items():
         print(f"- {name}: median {statistics.median(ms):.1f} ms, p90 {pct(ms, 0.9):.1f} ms "
               f"({runs} processes, wall)")
+        REPORT.add(name, ms, quiet=True, baseline=None if name == "python -c pass" else "python -c pass")
 
 
 def main() -> None:
@@ -206,6 +210,8 @@ def main() -> None:
         real(args.transcripts)
     hook(args.runs)
     processes(args.runs * 2, args.before)
+    REPORT.params.update(vars(args))
+    REPORT.write()
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.harness import Report
+
 TOOLS = ["pytest", "ruff", "httpx", "pnpm", "uv", "mypy", "black", "poetry", "docker", "make"]
 HABITS = ["fixtures over setUp", "small commits", "type hints", "structured logs", "tmp_path",
           "feature flags", "short functions", "one assert per idea", "pathlib", "f-strings"]
@@ -95,10 +97,13 @@ def main() -> None:
         times = timed(rows, env, args.runs)
         base = statistics.median(times["lore --version (baseline)"])
         print(f"{'command':<36} {'median ms':>10} {'p90 ms':>8} {'- baseline':>11}")
+        report = Report("review_bench", **vars(args))
         for name, _ in rows:
-            t = sorted(times[name])
-            med, p90 = statistics.median(t), t[min(len(t) - 1, int(len(t) * 0.9))]
+            row = report.add(name, times[name], quiet=True,
+                             baseline=None if "baseline" in name else "lore --version (baseline)")
+            med, p90 = row["median"], row["p90"]
             print(f"{name:<36} {med:>10.0f} {p90:>8.0f} {med - base:>+11.0f}")
+        report.write()
         print(f"load average after the runs: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
 

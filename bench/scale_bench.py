@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from bench.corpus import make_corpus, make_queries
-from bench.harness import pct
+from bench.harness import Report, pct
 from bench.scale_corpus import CACHE, chunk_text, vectors
 from lore.recall.vectors import ChunkIndex
 
@@ -219,6 +219,9 @@ def read_through(home: Path) -> float:
     return time.perf_counter() - t
 
 
+REPORT = Report("scale_bench")
+
+
 def measure(n: int, queries: int, cold: int, warm_cache: bool = False) -> None:
     home = home_for(n)
     env = dict(os.environ, LORE_HOME=str(home))
@@ -265,6 +268,9 @@ def measure(n: int, queries: int, cold: int, warm_cache: bool = False) -> None:
           f"{statistics.median(base):.2f} s, max {max(base):.2f} s |")
     print(f"| peak resident memory of the searching process | {r['hwm_mb']} MB |")
     print(f"| index used (no vectors loaded into memory) | {r['index_used']} |", flush=True)
+    REPORT.record({**r, "lore recall conversations as a fresh process (s)": colds,
+                   "baseline: a fresh process that loads the model and embeds the query (s)": base},
+                  f"{n:,} chunks")
 
 
 def main() -> None:
@@ -281,6 +287,9 @@ def main() -> None:
         build(n, args.texts_only)
         if not (args.build_only or args.texts_only):
             measure(n, args.queries, args.cold, args.warm_cache)
+    if REPORT.rows:
+        REPORT.params.update(vars(args))
+        REPORT.write()
 
 
 if __name__ == "__main__":

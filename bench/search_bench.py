@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.corpus import corpus_vectors, make_corpus, make_queries
-from bench.harness import pct
+from bench.harness import Report, pct
 from lore.api import Lore
 from lore.config import EmbeddingConfig, Settings, load_config
 from lore.embed import create_embedder, document_text
@@ -182,6 +182,7 @@ def main() -> None:
     real = create_embedder(EmbeddingConfig())
     real.embed_query("warm up")
     queries = make_queries(args.queries)
+    report = Report("search_bench", **vars(args))
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
           f"{platform.python_version()}, {platform.platform()}")
     for n in [int(s) for s in args.sizes.split(",")]:
@@ -194,22 +195,38 @@ def main() -> None:
                 print(f"- warm hybrid search, vector_index={mode}: {summary(r['hybrid'])}; "
                       f"with a tag filter {summary(r['filtered'])}; query embedding alone "
                       f"{summary(r['embed'])} (warm-up {r['warm_up']:.0f} ms)")
+                at = f"{n:,} lessons"
+                report.add(f"warm hybrid search, vector_index={mode}, {at}", r["hybrid"], quiet=True,
+                           baseline=f"query embedding alone, {at}")
+                report.add(f"... with a tag filter, vector_index={mode}, {at}", r["filtered"],
+                           quiet=True, baseline=f"query embedding alone, {at}")
+                if mode == "auto":
+                    report.add(f"query embedding alone, {at}", r["embed"], quiet=True)
             v = vector_stage(settings, real, queries)
             print(f"- vector stage, top {SEARCH.candidates}: exact scan of the "
                   f"in-memory matrix {summary(v['memory'])} (loading it: {v['load_ms']:.0f} ms); "
                   f"sqlite-vec int8 KNN + exact re-scoring {summary(v['sqlite'])}, recall@10 vs "
                   f"exact {v['recall']:.3f}")
+            report.add(f"vector stage: exact scan of the in-memory matrix, {at}", v["memory"],
+                       quiet=True, load_ms=round(v["load_ms"], 1))
+            report.add(f"vector stage: sqlite-vec int8 KNN + exact re-scoring, {at}", v["sqlite"],
+                       quiet=True, recall_at_10=round(v["recall"], 3))
             cold = cold_cli(home, queries, args.cold_runs)
             print(f"- `lore recall search` cold process: {summary(cold)}")
+            report.add(f"lore recall search as a cold process, {at}", cold, quiet=True)
             print(f"- peak RSS of a process doing 50 searches: {peak_memory(home, queries):.0f} MB "
                   f"one-shot, {peak_memory(home, queries, warm=True):.0f} MB with the vectors "
                   "held in memory")
             print(f"- database size: {(home / 'lore.db').stat().st_size / 1e6:.0f} MB")
+            report.value(f"database size, {at}", round((home / "lore.db").stat().st_size / 1e6),
+                         unit="MB")
     if args.import_size:
         rate = import_rate(args.import_size)
         print(f"\n## import\n- `lore admin import` of {args.import_size:,} lessons with real "
               f"embeddings: {rate:.0f} lessons/s")
+        report.value(f"lore admin import of {args.import_size:,} lessons", round(rate), unit="lessons/s")
     print(f"\n(this process peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB)")
+    report.write()
 
 
 if __name__ == "__main__":

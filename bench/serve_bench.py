@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 
 from bench.corpus import make_queries
-from bench.harness import pct, serving
+from bench.harness import Report, pct, serving, stats
 from bench.search_bench import build
 from lore.api import Lore
 from lore.config import EmbeddingConfig
@@ -34,7 +34,12 @@ def server_ms(response: httpx.Response) -> float:
     return float(response.headers["server-timing"].split("dur=")[1])
 
 
+REPORT = Report("serve_bench")
+
+
 def row(name: str, server: list[float], total: list[float]) -> str:
+    REPORT.add(name, total, quiet=True, server=stats(server),
+               baseline=None if name.startswith("baseline") else "baseline: query embedding alone")
     return (f"| {name} | {statistics.median(server):.1f} | {pct(server, 0.9):.1f} | "
             f"{statistics.median(total):.1f} | {pct(total, 0.9):.1f} |")
 
@@ -109,6 +114,8 @@ def main() -> None:
     print("| request | server median ms | server p90 ms | end-to-end median ms | end-to-end p90 ms |")
     print("|---|---|---|---|---|")
     print("\n".join(lines))
+    REPORT.params.update(vars(args))
+    REPORT.write()
 
 
 if __name__ == "__main__":

@@ -29,7 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.harness import pct
+from bench import harness
+from bench.harness import Report, pct
 from lore.capture.git import changes_in_commit
 from lore.extract.significance import score, summarize
 
@@ -73,15 +74,14 @@ def build(repo: Path, files: int) -> None:
 
 
 def timed(fn, runs: int) -> list[float]:
-    out = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - t0) * 1000)
-    return out
+    return harness.timed(fn, runs, warmup=0)
+
+
+REPORT = Report("significance_bench")
 
 
 def line(name: str, ms: list[float]) -> str:
+    REPORT.add(name, ms, quiet=True, baseline=None if name == "git --version" else "git --version")
     return (f"{name:<14} median {statistics.median(ms):7.1f} ms   p90 {pct(ms, 0.9):7.1f} ms   "
             f"({len(ms)} runs)")
 
@@ -117,6 +117,8 @@ def main() -> None:
         print(line("git --version", timed(lambda: subprocess.run(["git", "--version"], capture_output=True,
                                                                  check=True), args.runs)))
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} processors")
+    REPORT.params.update(vars(args))
+    REPORT.write()
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.harness import pct, serving, settings
+from bench.harness import Report, pct, serving, settings
 from lore.api import Lore
 from lore.config import EmbeddingConfig
 from lore.core.sync import Client, run
@@ -104,6 +104,11 @@ def main() -> None:
           f"{pct(full, 0.9):.2f} |")
     print(f"| baseline: nothing to send (info + empty pull) | {statistics.median(empty):.3f} | "
           f"{pct(empty, 0.9):.3f} |")
+    results = Report("sync_bench", **vars(args), shape=shape)
+    results.add(f"push {args.events:,} events + pull", full, unit="s", quiet=True,
+                baseline="nothing to send (info + empty pull)")
+    results.add("nothing to send (info + empty pull)", empty, unit="s", quiet=True)
+    results.write()
 
 
 if __name__ == "__main__":

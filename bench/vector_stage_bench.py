@@ -32,14 +32,19 @@ from pathlib import Path
 import numpy as np
 
 from bench.corpus import make_queries
-from bench.harness import pct
+from bench.harness import Report, pct
 from bench.scale_corpus import vectors
 
 K = 10
 PROJECTS = 7
 
 
+REPORT = Report("vector_stage_bench")
+SIZE = [0]  # the size being measured, for the rows' labels
+
+
 def line(name: str, times: list[float], recall: float, extra: str = "") -> None:
+    REPORT.add(f"{name}, {SIZE[0]:,} vectors", times, quiet=True, recall_at_10=round(recall, 3))
     print(f"| {name} | {statistics.median(times):.1f} | {pct(times, 0.9):.1f} | {recall:.3f} |"
           f" {extra} |", flush=True)
 
@@ -69,6 +74,7 @@ def recall(got: np.ndarray, truth: np.ndarray) -> float:
 
 def run(n: int, qvecs: np.ndarray, rs: list[int], efs: list[int], graph_max: int,
         dtypes: tuple[str, ...] = ("i8",)) -> None:
+    SIZE[0] = n
     mat = np.ascontiguousarray(vectors(n))
     project = np.arange(n) % PROJECTS
     mine = np.flatnonzero(project == 3)
@@ -252,8 +258,11 @@ def main() -> None:
     qvecs = np.asarray([real.embed_query(q) for q in make_queries(args.queries)], dtype=np.float32)
     per = (time.perf_counter() - t) * 1000 / args.queries
     print(f"baseline: query embedding alone {per:.1f} ms a query (mean, same run)")
+    REPORT.params.update(vars(args))
+    REPORT.value("query embedding alone, mean of the queries (baseline)", round(per, 2), unit="ms")
     for n in args.sizes:
         run(n, qvecs, args.rescore, args.ef, args.graph_max, tuple(args.graph_dtype))
+    REPORT.write()
 
 
 if __name__ == "__main__":

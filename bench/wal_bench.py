@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import lore.store.sqlite.db as db
-from bench.harness import HashEmbedder, settings
+from bench.harness import HashEmbedder, Report, settings, stats
 from lore.api import Lore
 
 
@@ -56,11 +56,19 @@ def main() -> None:
     args = ap.parse_args()
     files = sorted(args.folder.rglob("*.jsonl"))
     lore_settings = (db.WAL_CHECKPOINT_PAGES, db.WAL_LIMIT_BYTES)
+    measured: dict[str, list[tuple[float, float, float]]] = {"SQLite default": [], "Lore": []}
     for i in range(args.runs):
         for name, (pages, limit) in (("SQLite default", (1000, -1)), ("Lore", lore_settings)):
             cpu, wall, peak = run(files, pages, limit)
+            measured[name].append((cpu, wall, peak))
             print(f"run {i + 1}, {name}: CPU {cpu:.2f} s (the watcher thread included), wall "
                   f"{wall:.2f} s, largest WAL {peak / 1e6:.1f} MB")
+    report = Report("wal_bench", **vars(args), files=len(files))
+    for name, rows in measured.items():
+        report.add(f"import, {name}: CPU", [r[0] for r in rows], unit="s", quiet=True,
+                   wall=stats([r[1] for r in rows]), largest_wal_mb=round(max(r[2] for r in rows) / 1e6, 1),
+                   baseline=None if name == "SQLite default" else "import, SQLite default: CPU")
+    report.write()
 
 
 if __name__ == "__main__":

@@ -249,3 +249,33 @@ def npm_tool(name: str) -> str:
             pytest.skip(f"npm is not installed, so {name} cannot be installed for this test")
         pytest.fail(f"{path} is missing: run `make npm-tools` (make test does it)")
     return str(path)
+
+
+# ---- markers: what the quick loop leaves out ----------------------------------------------------
+# `make quick` (pytest -m "not slow and not e2e and not postgres and not browser") is the loop
+# while working; `make test` runs everything. The markers are given here, by place and fixture,
+# so a new test is marked by where it lives and what it uses:
+# - e2e: everything in tests/e2e (the real Claude Code, MCP Inspector, the built wheel, Docker);
+# - postgres: a test that uses the Postgres server (the pg_url or pg_server fixture, or a
+#   parameter naming that backend);
+# - browser: the dashboard in a real Chromium;
+# - slow: the tests named in tests/slow.txt, measured slowest of the rest (`--durations`).
+TESTS = Path(__file__).parent
+BROWSER = {"test_dashboard_browser.py"}
+SLOW = {line.split("#")[0].strip() for line in (TESTS / "slow.txt").read_text().splitlines()} - {""}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        path = Path(str(item.path))
+        where = path.relative_to(TESTS).as_posix() if TESTS in path.parents else ""
+        if where.startswith("e2e/"):
+            item.add_marker(pytest.mark.e2e)
+        if path.name in BROWSER:
+            item.add_marker(pytest.mark.browser)
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if {"pg_url", "pg_server"} & set(getattr(item, "fixturenames", ())) or any(
+                v in ("postgres", "postgresql") for v in params.values() if isinstance(v, str)):
+            item.add_marker(pytest.mark.postgres)
+        if f"{where}::{item.name.split('[')[0]}" in SLOW or where in SLOW:
+            item.add_marker(pytest.mark.slow)

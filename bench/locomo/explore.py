@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import re
 import time
 from collections import defaultdict
@@ -44,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import sqlean as sqlite3
 
-CACHE = Path(__file__).parents[1] / ".cache"  # bench/.cache, shared with the other benchmarks
+CACHE = Path(os.environ.get("LORE_BENCH_CORPUS_CACHE") or Path(__file__).parents[1] / ".cache")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-dom", 4: "single-hop", 5: "adversar"}
 
 # --------------------------------------------------------------------------------------

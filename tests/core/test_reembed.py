@@ -259,23 +259,33 @@ def new_chunk_vectors(db: Path) -> int:
     return chunk_vectors(db) if meta(db, STARTED) is not None else 0
 
 
-@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
-def test_killed_process_resumes_to_the_state_of_one_run(tmp_path, how):
-    """The real default model in a subprocess, killed after its first batches of chunks and
-    run again, ends with the vectors an uninterrupted run stores."""
-    seed = tmp_path / "seed"
+@pytest.fixture(scope="module")
+def one_run(tmp_path_factory) -> tuple[Path, Path]:
+    """A database embedded by an old model (its home) and the same database after one
+    uninterrupted `lore admin reembed` to the default model (its home): made once for the
+    killed runs below, which each start from a copy of the first and must end as the second."""
+    root = tmp_path_factory.mktemp("reembed")
+    seed, once = root / "seed", root / "once"
     seed.mkdir()
     with Lore.open(make_settings(seed), embedder=FakeEmbedder("old-model", 48)) as lore:
         fill(lore, 10, 400)
-    homes = {}
-    for name in ("once", "killed"):
-        homes[name] = tmp_path / name
-        homes[name].mkdir()
-        shutil.copy(seed / "lore.db", homes[name] / "lore.db")
-    once = run_reembed(homes["once"])
-    out, err = once.communicate(timeout=600)
-    assert once.returncode == 0, err
+    once.mkdir()
+    shutil.copy(seed / "lore.db", once / "lore.db")
+    proc = run_reembed(once)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
     assert json.loads(out)["embedded"] == 410
+    return seed, once
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
+def test_killed_process_resumes_to_the_state_of_one_run(tmp_path, how, one_run):
+    """The real default model in a subprocess, killed after its first batches of chunks and
+    run again, ends with the vectors an uninterrupted run stores."""
+    seed, once = one_run
+    homes = {"once": once, "killed": tmp_path / "killed"}
+    homes["killed"].mkdir()
+    shutil.copy(seed / "lore.db", homes["killed"] / "lore.db")
 
     db = homes["killed"] / "lore.db"
     proc = run_reembed(homes["killed"])

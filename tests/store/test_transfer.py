@@ -388,7 +388,7 @@ def _linked_to_a_missing_lesson() -> str:
     (json.dumps(_good("X", kind="nonsense")) + "\n", "line 1: invalid kind 'nonsense'"),
     (_linked_to_a_missing_lesson(), "edge to missing lesson"),
     (None, "no such file"),
-])
+], ids=["not json", "not an object", "no id", "unknown kind", "edge to a missing lesson", "no file"])
 def test_cli_refused_import_in_a_new_home_creates_nothing(run, tmp_path, monkeypatch, text,
                                                           reason):
     """Bad input is one line, exit status 1, and no home, database or device file is made,
