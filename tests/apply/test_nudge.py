@@ -10,6 +10,9 @@ import sys
 import time
 from pathlib import Path
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from lore.apply.nudge import STATE, nudge, statusline, today_start, waiting_rules, waits
 from lore.store.glance import glance
 
@@ -146,3 +149,35 @@ def test_the_status_line_loads_no_click_no_backend_no_model(lore, tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert out.stdout == "Lore: 1 rule to review (lore review)\n"
     assert out.stderr == "[]"
+
+
+META = st.fixed_dictionaries({}, optional={
+    "reviewed": st.booleans(), "by_hand": st.booleans(),
+    "occurrences": st.integers(1, 4), "deferred_at": st.just("2026-01-01T00:00:00.000Z"),
+    "deferred_seen": st.integers(0, 4)})
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.tuples(st.sampled_from(["candidate", "proposed", "active", "rejected"]),
+                               st.sampled_from(["learning", "analysis", None]), META,
+                               st.booleans()), min_size=1, max_size=6))
+def test_the_glance_counts_what_review_lists_for_any_metadata(fake_lore, settings, tmp_path,
+                                                               rows):
+    """Whatever the review fields hold, the status line's SQL reading and `lore review`'s
+    Python reading agree on how many rules wait."""
+    project = str(tmp_path)
+    made = []
+    for status, key, meta, here in rows:
+        metadata = {key: dict(meta)} if key else {}
+        made.append(fake_lore.add_lesson(f"Rule {len(made)} {status}", "x", kind="preference",
+                                         status=status, project=project if here else "/else",
+                                         metadata=metadata).id)
+    try:
+        seen = glance(str(settings.db_path), project, today_start())
+        assert waiting_rules(seen) == len(fake_lore.waiting(project, all_projects=False))
+        everywhere = glance(str(settings.db_path), None, today_start())
+        assert waiting_rules(everywhere) == len(fake_lore.waiting())
+    finally:
+        for lesson_id in made:
+            fake_lore.delete_lesson(lesson_id)

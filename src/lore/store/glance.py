@@ -19,17 +19,15 @@ LIVE = ("candidate", "proposed", "active")
 
 
 class Glance:
-    """Rows the review logic decides on: (id, status, metadata) of live learned rules and
-    lessons from the work, the statuses of the rules they conflict with, the proposed
-    checks of rules in scope, and the checks' blocks since a time."""
+    """Rows the review logic decides on: (id, status, review fields) of live learned rules
+    and lessons from the work, the proposed checks of rules in scope, and the checks' blocks
+    since a time."""
 
-    __slots__ = ("rules", "statuses", "checks_waiting", "blocked")
+    __slots__ = ("rules", "checks_waiting", "blocked")
 
     def __init__(self, rules: list[tuple[str, str, dict[str, Any]]] | None = None,
-                 statuses: dict[str, str] | None = None, checks_waiting: int = 0,
-                 blocked: int = 0) -> None:
+                 checks_waiting: int = 0, blocked: int = 0) -> None:
         self.rules = rules or []
-        self.statuses = statuses or {}
         self.checks_waiting = checks_waiting
         self.blocked = blocked
 
@@ -55,10 +53,9 @@ def glance(db: str, project: str | None, since: str) -> Glance:
                           ("learning", "analysis") for f in fields)
         rows = conn.execute(
             f"SELECT id, status, json_type(metadata, '$.learning'), {picks} FROM lessons "
-            # An active rule waits only in conflict: instr() spares the JSON parse of the others.
-            "WHERE (status IN ('candidate', 'proposed') OR (status = 'active' AND "
-            "instr(metadata, '\"conflicts\"') > 0)) AND (json_type(metadata, '$.learning') = "
-            f"'object' OR json_type(metadata, '$.analysis') = 'object'){scope}", args).fetchall()
+            "WHERE status IN ('candidate', 'proposed', 'active') AND (json_type(metadata, "
+            "'$.learning') = 'object' OR json_type(metadata, '$.analysis') = 'object')"
+            f"{scope}", args).fetchall()
         rules: list[tuple[str, str, dict[str, Any]]] = []
         for lesson_id, status, learning, *values in rows:
             key = "learning" if learning == "object" else "analysis"
@@ -66,24 +63,6 @@ def glance(db: str, project: str | None, since: str) -> Glance:
             meta: dict[str, Any] = {f: v for f, v in zip(fields, part, strict=True)
                                     if v is not None}
             rules.append((lesson_id, status, {key: meta}))
-        conflicts: dict[str, list[str]] = {}
-        for lesson_id, other in conn.execute(
-                "SELECT l.id, c.value FROM lessons l, json_each(l.metadata, "
-                "'$.learning.conflicts') c WHERE l.status = 'active' AND "
-                "instr(l.metadata, '\"conflicts\"') > 0 AND "
-                f"json_type(l.metadata, '$.learning.conflicts') = 'array'{lesson_scope}",
-                args):
-            conflicts.setdefault(lesson_id, []).append(str(other))
-        for lesson_id, _, meta in rules:
-            if lesson_id in conflicts and "learning" in meta:
-                meta["learning"]["conflicts"] = conflicts[lesson_id]
-        named = sorted({c for found in conflicts.values() for c in found})
-        statuses: dict[str, str] = {}
-        for start in range(0, len(named), 500):
-            part = named[start:start + 500]
-            statuses.update(conn.execute(
-                f"SELECT id, status FROM lessons WHERE id IN ({', '.join('?' * len(part))})",
-                part).fetchall())
         checks = conn.execute(
             "SELECT count(*) FROM checks c JOIN lessons l ON l.id = c.lesson_id "
             f"WHERE c.status = 'proposed'{lesson_scope}", args).fetchone()[0]
@@ -95,4 +74,4 @@ def glance(db: str, project: str | None, since: str) -> Glance:
         return Glance()
     finally:
         conn.close()
-    return Glance(rules, statuses, int(checks), int(blocked))
+    return Glance(rules, int(checks), int(blocked))
