@@ -496,7 +496,8 @@ def test_the_session_start_hook_reads_the_injection_threshold(fake_lore, lore_ho
 
     fake_lore.learner.record("No, don't use Redis, use local file sessions instead", None,
                              project="/p", session_id="s1", origin="hook")
-    assert session_context("/p")[0] is None  # proposed, seen once: not told
+    first, record = session_context("/p")  # proposed, seen once: not told (the review nudge is)
+    assert record["shown"] == [] and "file sessions" not in (first or "")
     (lore_home / "config.yaml").write_text("learning:\n  inject_proposed_min_seen: 1\n")
     told, record = session_context("/p")
     assert told is not None and len(record["shown"]) == 1
