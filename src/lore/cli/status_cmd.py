@@ -39,9 +39,13 @@ def status(ctx: click.Context, json_: bool) -> None:
         vectors = lore.embedding_state()
         judging = lore.waiting_for_judge()
         unwritten = _unwritten(lore) if approved else []
-    llm = s.config.llm
-    judge = (model_name(llm.provider, llm.model) if s.config.learning.judge or not llm.provider
-             else f"{model_name(llm.provider, llm.model)}, second opinions only (learning.judge off)")
+    if s.llm_provider is None:  # nothing set: no model, and no config built to say so
+        judge = model_name(None, None)
+    else:
+        llm = s.config.llm
+        judge = (model_name(llm.provider, llm.model) if s.config.learning.judge
+                 else f"{model_name(llm.provider, llm.model)}, second opinions only "
+                      "(learning.judge off)")
     checks = {c.name: c for c in [*claude_code_checks(Path.home(), Path.cwd()), worker_check(s.home)]}
     report: dict[str, Any] = {
         "database": s.db_shown, "lessons": lessons, "waiting_for_review": waiting,
