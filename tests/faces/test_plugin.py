@@ -219,3 +219,17 @@ def test_install_offers_the_plugin_only_where_claude_code_has_plugins(tmp_path, 
     old.chmod(0o755)
     assert not claude_supports_plugins(str(old))
     assert not claude_supports_plugins(str(tmp_path / "missing"))
+
+
+def test_claude_code_validates_the_marketplace_and_the_plugin_strictly(tmp_path):
+    from conftest import npm_tool
+
+    claude = npm_tool("claude")
+    for path in (ROOT, PLUGIN):
+        out = subprocess.run([claude, "plugin", "validate", "--strict", str(path)],
+                             capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "HOME": str(tmp_path),
+                                  "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
+                                  "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"})
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "Validation passed" in out.stdout
