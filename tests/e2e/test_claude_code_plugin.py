@@ -93,6 +93,10 @@ def test_the_plugin_runs_the_loop_and_review_happens_in_the_session(tmp_path, ap
         assert {"lore_search", "lore_record_correction"} <= ours, sorted(names)
         # The model gets no tool that decides a review: only the user's commands do.
         assert not {n for n in ours if n.startswith("lore_review_")}
+        # Nor is it told the review commands exist (disable-model-invocation: no Skill entry).
+        sent = json.dumps(model_requests())
+        assert not [c for c in ("lore:review", "lore:approve", "lore:reject", "lore:forget")
+                    if c in sent]
         ask(CORRECTION, "--resume", first["session_id"])
 
         # The worker the hooks started records the correction as a rule waiting for review.

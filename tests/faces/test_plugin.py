@@ -66,6 +66,9 @@ def test_every_command_runs_an_existing_lore_command_only_when_the_user_types_it
     for name in sorted(found):
         fields, body = frontmatter(PLUGIN / "commands" / f"{name}.md")
         assert fields["disable-model-invocation"] == "true", name
+        # Claude Code refuses a command's shell line unless the command allows it (tried: without
+        # this line `claude -p "/lore:status"` ends with "Shell command permission check failed").
+        assert fields["allowed-tools"] == "Bash(${CLAUDE_PLUGIN_ROOT}/bin/lore-run:*)", name
         assert fields["description"]
         [line] = re.findall(r"^!`(.*)`$", body, re.M)
         words = shlex.split(line.replace("$ARGUMENTS", ""))
