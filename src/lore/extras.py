@@ -76,9 +76,11 @@ def add_extra(extra: str, how: str | None = None) -> str:
 def package_command(verb: str, how: str | None = None) -> str:
     """``uninstall``, ``upgrade`` or ``reinstall`` Lore itself, the way it was installed."""
     how = how or method()
-    tool = {"pipx": "pipx", "uv-tool": "uv tool"}.get(how)
-    if tool:
-        return f"{tool} {verb} {PACKAGE}"
+    if how == "pipx":
+        return f"pipx {verb} {PACKAGE}"
+    if how == "uv-tool":  # uv has no `tool reinstall`: install again with --reinstall
+        return (f"uv tool install --reinstall {PACKAGE}" if verb == "reinstall"
+                else f"uv tool {verb} {PACKAGE}")
     pip = {"uv-venv": "uv pip", "venv": f"{Path(sys.prefix) / 'bin' / 'python'} -m pip"}.get(
         how, "pip")
     flags = {"uninstall": "", "upgrade": "install -U ", "reinstall": "install --force-reinstall "}

@@ -200,6 +200,8 @@ def test_each_way_gets_its_own_command():
     assert add_extra("server", "pip") == "pip install 'loreloop[server]'"
     assert package_command("uninstall", "pipx") == "pipx uninstall loreloop"
     assert package_command("upgrade", "uv-tool") == "uv tool upgrade loreloop"
+    assert package_command("reinstall", "uv-tool") == "uv tool install --reinstall loreloop"
+    assert package_command("reinstall", "pipx") == "pipx reinstall loreloop"
     assert package_command("reinstall", "pip") == "pip install --force-reinstall loreloop"
     assert package_command("uninstall", "uv-venv") == "uv pip uninstall loreloop"
 

@@ -30,6 +30,8 @@ from lore.store.sqlite.sessions import SessionTables
 from lore.store.sqlite.sync import SyncTables
 from lore.store.sqlite.tokens import TokenTables
 
+REINSTALL_DEPS = "reinstall Lore with its dependencies: {}"
+
 
 class SQLiteStore(LessonTables, CopyTables):
     """One Lore database file (implements :class:`lore.store.protocol.Store`)."""
@@ -69,14 +71,15 @@ class SQLiteStore(LessonTables, CopyTables):
             check_fts5()
             out.append(("fts5", True, "available", ""))
         except Exception as exc:  # noqa: BLE001
-            out.append(("fts5", False, str(exc), "reinstall sqlean.py: pip install -U sqlean.py"))
+            out.append(("fts5", False, str(exc), REINSTALL_DEPS.format(package_command("reinstall"))))
         try:
             conn = connect(":memory:")
             v = versions(conn)["sqlite_vec"]
             conn.close()
             out.append(("sqlite-vec", True, f"loaded {v}", ""))
         except Exception as exc:  # noqa: BLE001
-            out.append(("sqlite-vec", False, str(exc), "pip install -U sqlite-vec"))
+            out.append(("sqlite-vec", False, str(exc),
+                        REINSTALL_DEPS.format(package_command("reinstall"))))
         return out
 
     @classmethod
