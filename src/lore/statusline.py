@@ -49,6 +49,29 @@ def database() -> str | None:
     return os.path.expanduser(str(location)) if location else os.path.join(home, "lore.db")
 
 
+def plugin_enabled(cwd: str | None) -> bool:
+    """Whether Claude Code's settings enable Lore's plugin (user, project or local scope): the
+    line then names /lore:review. The plugin's wrapper says so itself ($LORE_PLUGIN)."""
+    if os.environ.get("LORE_PLUGIN") == "1":
+        return True
+    import json
+
+    files = [os.path.join(os.path.expanduser("~"), ".claude", "settings.json")]
+    if cwd:
+        files += [os.path.join(cwd, ".claude", name)
+                  for name in ("settings.json", "settings.local.json")]
+    for path in files:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                enabled = json.load(fh).get("enabledPlugins")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(enabled, dict) and any(
+                str(k).split("@")[0] == "lore" and v is True for k, v in enabled.items()):
+            return True
+    return False
+
+
 def folder(stdin: str) -> str | None:
     import json
 
@@ -77,9 +100,9 @@ def main(args: list[str]) -> int:
 
         stdin = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
         db = database()
-        line = "Lore" if db is None else statusline(
-            db, project_root(folder(stdin) or os.getcwd()),
-            plugin=os.environ.get("LORE_PLUGIN") == "1")
+        project = project_root(folder(stdin) or os.getcwd())
+        line = "Lore" if db is None else statusline(db, project,
+                                                    plugin=plugin_enabled(project))
     except Exception:  # noqa: BLE001 - a status bar never shows an error
         line = "Lore"
     sys.stdout.write(line + "\n")

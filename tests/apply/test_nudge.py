@@ -114,7 +114,9 @@ def test_the_status_line_counts_rules_checks_and_blocks(lore, settings, tmp_path
 
 def run_statusline(stdin: str, *args: str, env: dict[str, str] | None = None):
     return subprocess.run([LORE, "statusline", *args], input=stdin, capture_output=True,
-                          text=True, timeout=60, env={**os.environ, **(env or {})})
+                          text=True, timeout=60,
+                          # HOME: the test's own, so the user's Claude Code settings stay out.
+                          env={**os.environ, "HOME": os.environ["LORE_HOME"], **(env or {})})
 
 
 def test_the_command_never_fails_on_bad_input(lore, tmp_path):
@@ -125,6 +127,13 @@ def test_the_command_never_fails_on_bad_input(lore, tmp_path):
     assert good.returncode == 0 and good.stdout == "Lore: 1 rule to review (lore review)\n"
     plugin = run_statusline(json.dumps({"cwd": str(shop)}), env={"LORE_PLUGIN": "1"})
     assert plugin.stdout == "Lore: 1 rule to review (/lore:review)\n"
+    # The plugin enabled in the project's settings: the line names its command too.
+    (shop / ".claude").mkdir()
+    (shop / ".claude" / "settings.json").write_text(json.dumps({"enabledPlugins": {"lore@lore": True}}))
+    enabled = run_statusline(json.dumps({"cwd": str(shop)}))
+    assert enabled.stdout == "Lore: 1 rule to review (/lore:review)\n"
+    (shop / ".claude" / "settings.json").write_text("{broken")
+    assert run_statusline(json.dumps({"cwd": str(shop)})).stdout.endswith("(lore review)\n")
     for bad in ("", "[1, 2]", "{not json", '{"cwd": 5}'):
         out = run_statusline(bad)
         assert out.returncode == 0 and out.stdout.startswith("Lore") and not out.stderr
