@@ -322,3 +322,23 @@ def test_post_tool_use_keeps_the_deadline_too():
     assert [m["check_id"] for m in fast] == ["ok"]
     # Twenty checks at their bound each pass the deadline: the event goes without matches.
     assert g.after([_slow(f"c{i}", content=r"^(a|aa)+$") for i in range(20)], call) == []
+
+
+def test_words_past_ascii_are_kept_and_offsets_are_characters():
+    line = 'echo "héllo wörld" 🎉 && sudo npm i'
+    found = shell.commands(line)
+    assert [a for a, _ in found] == [["echo", "héllo wörld", "🎉"], ["sudo", "npm", "i"], ["npm", "i"]]
+    assert line[found[1][1]:].startswith("sudo npm i")
+    assert g.match(CHECKS["npm"], "Bash", {"command": "git commit -m '✨ npm'"}) is None
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(max_size=80))
+def test_any_text_at_all_is_read_or_refused(line):
+    """Any characters (the grammar is given ASCII: its scanner crashed the process on some
+    non-ASCII input when it read them itself)."""
+    found = shell.commands(line)
+    for argv, at in found or []:
+        assert 0 <= at <= len(line)
+        assert all(w in line or "$" in line or "\\" in line or "'" in line or '"' in line
+                   for w in argv[:1] if w.isalnum())

@@ -34,6 +34,8 @@ MAX_DEPTH = 4  # strings run by a shell inside strings run by a shell…
 MAX_LAYERS = 12  # wrappers around one command
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish"})
 _PARSER: Any = None
+_SOURCE: list[str] = []  # the lines being read, innermost last
+_ASCII = re.compile(r"[^\x00-\x7f]")
 _ESCAPE = re.compile(r"\\(\n|.)", re.S)
 _ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
@@ -110,19 +112,32 @@ def _extension(package: str) -> Any:
 
 
 def _collect(line: str, out: Found, depth: int, at: int | None) -> bool:
-    """Add the commands of ``line`` to ``out``; False when it does not parse (at any depth)."""
+    """Add the commands of ``line`` to ``out``; False when it does not parse (at any depth).
+
+    The grammar reads the line with every character past ASCII as ``a`` (to Bash each is a
+    word's character, as ``a`` is): the grammar's scanner crashed the process on some
+    non-ASCII input in fuzzing. A byte offset is then a character offset, and each node's
+    text is cut from the line itself."""
     if depth > MAX_DEPTH or len(line) > MAX_CHARS:
         return False
-    data = line.encode("utf-8", "surrogatepass")
-    root = _parser().parse(data).root_node
+    tree = _parser().parse(_ASCII.sub("a", line).encode("ascii"))  # held while read
+    root = tree.root_node
     if root.has_error:
         return False
+    _SOURCE.append(line)
+    try:
+        return _walk(root, out, depth, at)
+    finally:
+        _SOURCE.pop()
+
+
+def _walk(root: Any, out: Found, depth: int, at: int | None) -> bool:
     stack = [root]
     while stack:
         node = stack.pop()
         kind = node.type
         if kind == "command":
-            where = at if at is not None else len(data[:node.start_byte].decode("utf-8", "replace"))
+            where = at if at is not None else node.start_byte
             argv = _argv(node)
             if argv and not _unwrap(argv, out, depth, where):
                 return False
@@ -132,7 +147,7 @@ def _collect(line: str, out: Found, depth: int, at: int | None) -> bool:
         elif kind == "pipeline":
             piped = _piped_shell(node)
             if piped is not None:
-                where = at if at is not None else len(data[:node.start_byte].decode("utf-8", "replace"))
+                where = at if at is not None else node.start_byte
                 if not _collect(piped, out, depth + 1, where):
                     return False
         stack.extend(reversed(node.children))
@@ -157,7 +172,7 @@ def _argv(node: Any) -> Argv:
 
 
 def _text(node: Any) -> str:
-    return node.text.decode("utf-8", "replace")
+    return _SOURCE[-1][node.start_byte:node.end_byte]  # the line's own characters
 
 
 def _word(node: Any) -> str:
