@@ -7,9 +7,10 @@
    secrets caught of those drawn, look-alikes redacted of those drawn, secret-named JSON fields.
 2. Every text of the transcripts in DIR (default ../shared/data/transcripts): how many the
    redactor changes (each one is printed for review: on real work a change is more often a
-   false positive than a secret) and its throughput, rules compiled beforehand.
+   false positive than a secret) and its throughput, rules compiled beforehand; with
+   ``--before``, the other tree's figures too, measured in the same run.
 3. What the hook path pays, in CPU time of fresh processes (robust on a busy machine):
-   importing the redactor, and redacting four payloads.
+   importing the redactor, and redacting four payloads (both trees, interleaved).
 4. `lore hook` as whole processes on the same four payloads, with `python -c pass` in the
    same run: medians and 90th percentiles of wall time.
 """
@@ -107,25 +108,73 @@ def texts_of(folder: Path) -> list[str]:
     return out
 
 
-def real(folder: Path) -> None:
+REAL_CODE = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from bench.redact_bench import texts_of
+from pathlib import Path
+from lore import redact as r
+texts = texts_of(Path(sys.argv[2]))
+for rule in r._RULES:
+    rule.pattern()
+t0 = time.process_time()
+changed = sum(r.redact(t) != t for t in texts)
+print(json.dumps([time.process_time() - t0, changed]))
+"""
+
+
+def trees(before: Path | None) -> dict[str, str]:
+    """PYTHONPATH of each tree measured: this one, and the one before when given."""
+    import os
+
+    if before is None:
+        return {"": os.environ.get("PYTHONPATH", "")}
+    return {"before: ": str(before), "after: ": str(ROOT / "src")}
+
+
+def real(folder: Path, before: Path | None = None, rounds: int = 5) -> None:
+    """Every transcript text redacted once, rules compiled beforehand; with ``before``, that
+    tree's redactor measured in the same run, the two alternating in fresh processes."""
+    import os
+
     from lore import redact as r
 
     texts = texts_of(folder)
+    size = sum(map(len, texts)) / 1e6
+    if before is not None:
+        cpu: dict[str, list[float]] = {}
+        changed: dict[str, int] = {}
+        for _ in range(rounds):
+            for tree, path in trees(before).items():
+                out = subprocess.run([sys.executable, "-c", REAL_CODE, str(ROOT), str(folder)],
+                                     env=dict(os.environ, PYTHONPATH=path), capture_output=True,
+                                     text=True, check=True).stdout
+                seconds, n = json.loads(out)
+                cpu.setdefault(tree, []).append(seconds)
+                changed[tree] = n
+        for tree, xs in cpu.items():
+            print(f"- {tree}{len(texts):,} texts ({size:.1f} MB) from {folder.name}: "
+                  f"{changed[tree]} changed; {statistics.median(xs):.3f} s CPU median "
+                  f"(p90 {pct(xs, 0.9):.3f}, {rounds} processes), "
+                  f"{size / statistics.median(xs):.1f} MB/s")
     for rule in r._RULES:  # compile everything first: throughput, not start-up
         rule.pattern()
     t0 = time.process_time()
-    changed = [(t, r.redact(t)) for t in texts]
-    cpu = time.process_time() - t0
-    size = sum(map(len, texts)) / 1e6
-    diffs = [(a, b) for a, b in changed if a != b]
+    redacted = [(t, r.redact(t)) for t in texts]
+    seconds = time.process_time() - t0
+    diffs = [(a, b) for a, b in redacted if a != b]
     print(f"- {len(texts):,} texts ({size:.1f} MB) from {folder.name}: {len(diffs)} changed; "
-          f"{cpu:.2f} s CPU, {size / cpu:.1f} MB/s")
+          f"{seconds:.2f} s CPU, {size / seconds:.1f} MB/s")
     for _, b in diffs:
         for m in re.finditer(r"\[REDACTED:[a-z-]+\]", b):
             print("    …" + b[max(0, m.start() - 60):m.end() + 20].replace("\n", " ") + "…")
 
 
-def hook(runs: int) -> None:
+def hook(runs: int, before: Path | None = None) -> None:
+    """CPU of importing the hook module and redacting each payload, in fresh processes (both
+    trees interleaved when ``before`` is given)."""
+    import os
+
     prompt = ("No, use the password Tr0ub4dor&3 for the staging box, not the default; "
               "AWS key AKIA" + "Z7Q2M4XK9TBR3WPL")
     source = (ROOT / "src" / "lore" / "api.py").read_text()[:20000]
@@ -140,16 +189,22 @@ def hook(runs: int) -> None:
                                                                     "content": source}},
     }
     for name, payload in payloads.items():
-        imports, work = [], []
+        imports: dict[str, list[float]] = {}
+        work: dict[str, list[float]] = {}
         for _ in range(runs):
-            out = subprocess.run([sys.executable, "-c", HOOK_CODE, json.dumps(payload)],
-                                 capture_output=True, text=True, check=True).stdout
-            a, b = json.loads(out)
-            imports.append(a)
-            work.append(b)
-        print(f"- hook, {name}: import {statistics.median(imports):.1f} ms, redaction "
-              f"{statistics.median(work):.2f} ms (CPU, median of {runs} processes)")
-        REPORT.add(f"hook, {name}: redaction (CPU)", work, quiet=True, imports_cpu=stats(imports))
+            for tree, path in trees(before).items():
+                out = subprocess.run([sys.executable, "-c", HOOK_CODE, json.dumps(payload)],
+                                     env=dict(os.environ, PYTHONPATH=path), capture_output=True,
+                                     text=True, check=True).stdout
+                a, b = json.loads(out)
+                imports.setdefault(tree, []).append(a)
+                work.setdefault(tree, []).append(b)
+        for tree in imports:
+            print(f"- {tree}hook, {name}: import {statistics.median(imports[tree]):.1f} ms, "
+                  f"redaction {statistics.median(work[tree]):.2f} ms (p90 "
+                  f"{pct(work[tree], 0.9):.2f}; CPU, median of {runs} processes)")
+            REPORT.add(f"{tree}hook, {name}: redaction (CPU)", work[tree], quiet=True,
+                       imports_cpu=stats(imports[tree]))
 
 
 def processes(runs: int, before: Path | None = None) -> None:
@@ -172,16 +227,14 @@ def processes(runs: int, before: Path | None = None) -> None:
                 "file_path": "/x/api.py",
                 "content": (ROOT / "src" / "lore" / "api.py").read_text()[:20000]}}),
     }
-    trees = {"": os.environ.get("PYTHONPATH", "")}
-    if before is not None:
-        trees = {"before: ": str(before), "after: ": str(ROOT / "src")}
-    times: dict[str, list[float]] = {f"{t}{name}": [] for name in calls for t in trees}
+    paths = trees(before)
+    times: dict[str, list[float]] = {f"{t}{name}": [] for name in calls for t in paths}
     times["python -c pass"] = []
     with tempfile.TemporaryDirectory() as home:
         for _ in range(runs):
             for name, (event, payload) in calls.items():
                 data = json.dumps({"session_id": "s1", "cwd": "/tmp", **payload})
-                for tree, path in trees.items():
+                for tree, path in paths.items():
                     env = dict(os.environ, LORE_HOME=home, PYTHONPATH=path)
                     t0 = time.perf_counter()
                     subprocess.run([lore, "hook", event], input=data, text=True, env=env,
@@ -207,8 +260,8 @@ def main() -> None:
     corpus()
     generated(args.seeds)
     if args.transcripts.is_dir():
-        real(args.transcripts)
-    hook(args.runs)
+        real(args.transcripts, args.before)
+    hook(args.runs, args.before)
     processes(args.runs * 2, args.before)
     REPORT.params.update(vars(args))
     REPORT.write()

@@ -874,17 +874,20 @@ class _Rule:
     there (``str.find`` is much faster than a case-insensitive scan of every position)."""
 
     __slots__ = ("triggers", "source", "flags", "replace", "anchors", "in_runs", "values",
-                 "wide", "gate", "_compiled")
+                 "wide", "gate", "words", "_compiled")
 
     def __init__(self, triggers: tuple[str, ...], source: str, flags: int, replace,  # type: ignore[no-untyped-def]
                  anchors: tuple[str, ...] = (), in_runs: bool = False,
                  values: bool = False, wide: tuple[str, ...] = (),
-                 gate: Callable[[str], bool] | None = None) -> None:
+                 gate: Callable[[str], bool] | None = None, words: bool = False) -> None:
         self.triggers = triggers
         # triggers looked up only in a text that is not ASCII (words of other scripts)
         self.wide = wide
         # a cheap test the text must pass besides a trigger (.pgpass: four colons)
         self.gate = gate
+        # every match starts a word (the pattern opens with \b): an anchor inside a word
+        # ("git " in "digit ") is no start, and no start means no compiling
+        self.words = words
         self.source = source
         self.flags = flags
         self.replace = replace
@@ -905,9 +908,17 @@ class _Rule:
     def wanted(self, seen: str) -> bool:
         """Whether the rule can match ``seen``: a trigger is in it and the gate lets it by."""
         if not (any(t in seen for t in self.triggers)
-                or (self.wide and not seen.isascii() and _wide(self.wide).search(seen))):
+                or (self.wide and not seen.isascii() and self._wide_in(seen))):
             return False
         return self.gate is None or self.gate(seen)
+
+    def _wide_in(self, seen: str) -> bool:
+        # A hook's one text is cheaper to search word by word than to compile a pattern for;
+        # past 100 KB (an import, the worker) the pattern pays for itself.
+        if _WIDE_SCANNED[0] < 100_000:
+            _WIDE_SCANNED[0] += len(seen)
+            return any(t in seen for t in self.wide)
+        return _wide(self.wide).search(seen) is not None
 
     def _starts(self, seen: str) -> set[int]:
         starts = set()
@@ -917,7 +928,8 @@ class _Rule:
                 continue
             i = seen.find(a)
             while i >= 0:
-                starts.add(i)
+                if not (self.words and i and seen[i - 1].isalnum()):
+                    starts.add(i)
                 i = seen.find(a, i + 1)
         return starts
 
@@ -970,6 +982,9 @@ class _Rule:
         return "".join(out)
 
 
+_WIDE_SCANNED = [0]  # characters searched word by word so far in this process
+
+
 @lru_cache(maxsize=8)
 def _wide(words: tuple[str, ...]) -> re.Pattern[str]:
     """The words as one pattern: one scan of a long text instead of one a word."""
@@ -985,14 +1000,14 @@ class _LineRule(_Rule):
     __slots__ = ("colons",)
 
     def __init__(self, source: str, replace, colons: int) -> None:  # type: ignore[no-untyped-def]
-        super().__init__((":",), source, 0, replace, gate=lambda s: s.count(":") >= colons)
+        super().__init__((":",), source, 0, replace, gate=_port_field)
         self.colons = colons
 
     def apply(self, text: str, seen: str) -> str:
         lines = text.split("\n")
         changed = False
         for i, line in enumerate(lines):
-            if line.count(":") < self.colons:
+            if line.count(":") < self.colons or not _port_field(line):
                 continue
             if m := self.pattern().fullmatch(line):
                 new = self.replace(m)
@@ -1004,11 +1019,36 @@ class _LineRule(_Rule):
 
 
 _PGPASS_INLINE = _Rule((), _PGPASS_WORDS, 0, None)
+def _pin_word(seen: str) -> bool:
+    """Whether "pin" stands as a word (not "typing", "mapping", "spinner"; "PIN码" is one), or
+    a PIN's word of another script is there."""
+    i = seen.find("pin")
+    while i >= 0:
+        before, after = seen[i - 1:i] if i else "", seen[i + 3:i + 4]
+        if not (before.isascii() and before.isalpha()) and not (after.isascii() and after.isalpha()):
+            return True
+        i = seen.find("pin", i + 1)
+    return not seen.isascii() and any(w in seen for w in ("пин", "暗証番号", "핀"))
+
+
+def _port_field(seen: str) -> bool:
+    """Four colons, and a field between two of them that is a port or `*` (.pgpass)."""
+    if seen.count(":") < 4:
+        return False
+    return any(len(f) <= 5 and (f.isdigit() or f == "*") for f in seen.split(":")[1:-1])
+
+
 _PASSWORD_TRIGGERS = ("pass", "pwd", "pw ", "pw:", "pw=", "pw'")
 # Each setter holds one of these (`config:set`, `secrets set`, `kv put`, `git config`, ...).
 _SETTER_TRIGGERS = ("set ", "set\t", ":set", ":add", "setenv", "set-env", " put", " patch", "create secret",
                     "git config", "secret add", "secrets add", "variable update")
-_SETTER_ANCHORS = tuple(f"{c} " for c in _SETTER_NAMES)
+# Each setter's first two words (one blank between them: a command typed with two is missed)
+_SETTER_ANCHORS = ("heroku config:", "dokku config:", "fly secrets", "flyctl secrets", "doppler secrets",
+                   "supabase secrets", "railway variables", "eb setenv", "firebase functions:",
+                   "vault kv", "kubectl create", "oc create", "az webapp", "az functionapp",
+                   "az containerapp", "dotnet user-secrets", "netlify env:", "convex env",
+                   "glab variable", "travis env", "vercel secret", "cf set-env", "aws configure",
+                   "npm config", "pnpm config", "yarn config", "git config", "pulumi config")
 # A word each stdin reader holds ("pass" covers passwd, --password-stdin, pass insert).
 _STDIN_TRIGGERS = ("pass", "sudo", "-stdin", "--with-token", "secret", "vercel", "kinit", "htpasswd",
                    "ansible-vault", "cryptsetup", "wg pubkey", "keyring", "op item")
@@ -1020,9 +1060,9 @@ _RULES: list[_Rule] = [
     _Rule(("aws",), _AWS_SECRET, _I, _head("aws-key")),
     # every flag follows a blank (" -p", "\t-a"); compiled only where a command's name is
     _Rule((" -", "\t-", "chpasswd", "net user", "rabbitmqctl", "mc alias", "mc config", "nmcli"), _CLI,
-          0, _cli, anchors=_CLI_ANCHORS, values=True),
+          0, _cli, anchors=_CLI_ANCHORS, values=True, words=True),
     _Rule(("pass", "token", "secret", "key"), _LONG_FLAG, 0, _cli, anchors=("--",), values=True),
-    _Rule(_SETTER_TRIGGERS, _SETTER, 0, _setter, anchors=_SETTER_ANCHORS),
+    _Rule(_SETTER_TRIGGERS, _SETTER, 0, _setter, anchors=_SETTER_ANCHORS, words=True),
     _Rule(("echo", "printf"), _PIPED, 0, _cli, anchors=("echo", "printf"), values=True),
     _Rule(("<<<",), _HERE_STRING, 0, _cli, values=True),
     _Rule(("cookie", "curl"), _COOKIE, _I, _cookie, anchors=("set-cookie", "cookie", "--cookie", "curl"),
@@ -1040,7 +1080,8 @@ _RULES: list[_Rule] = [
     # ~/.docker/config.json: "auth": "<base64 of user:password>"
     _Rule(('"auth"',), r'(?P<head>"auth"[ \t]*:[ \t]*")(?P<value>[A-Za-z0-9+/]{12,}={0,2})(?=")', 0,
           _head("credentials")),
-    _Rule(("machine", "default"), _NETRC, 0, _config_value, anchors=("machine", "default")),
+    _Rule(("machine", "default"), _NETRC, 0, _config_value, anchors=("machine", "default"),
+          gate=lambda s: "password" in s, words=True),
     _Rule(("password", "passwd", "passphrase"), _PASSWORD_LINE, _MULTILINE, _config_value),
     _LineRule(_PGPASS, _head("password"), colons=4),
     _Rule(("define",), _DEFINE, _I, _define, anchors=("define",)),
@@ -1049,8 +1090,8 @@ _RULES: list[_Rule] = [
     # English "password" is the rule above's: only Italian's "password è" brings it here
     _Rule(_I18N_TRIGGERS, _PROSE_PASSWORD_I18N, _I, _i18n_password, anchors=_I18N_ANCHORS, values=True,
           wide=("password è", "password é", *(a for a in _I18N_ANCHORS if not a.isascii()))),
-    _Rule(("pin",), _PIN, _I,
-          _pin, anchors=("pin", "пин", "暗証番号", "핀"), wide=("пин", "暗証番号", "핀")),
+    _Rule(("pin",), _PIN, _I, _pin, anchors=("pin", "пин", "暗証番号", "핀"),
+          wide=("пин", "暗証番号", "핀"), gate=_pin_word),
     _Rule(("key", "token", "secret", "passw", "credential"), _NEAR_KEYWORD, _I, _near_keyword,
           anchors=("key", "token", "secret", "passw", "credential", "api")),
 ]
