@@ -248,7 +248,7 @@ _LONG_FLAG = (
 # --data-file=-`. printf's format goes too when it holds no `%` (then the secret is an argument).
 _STDIN_READERS = (
     r"--password-stdin|--pass-stdin|--with-token\b|\bsudo[ \t]+-S\b|\bchpasswd\b"
-    r"|-pass(?:in|out)?[ \t]+(?:stdin|fd:0)|\bpasswd\b[^\n|;&]{0,40}--stdin|\bsmbpasswd\b[^\n|;&]{0,40}-s\b"
+    r"|-pass(?:in|out)?[ \t]+(?:stdin|fd:0)|\bpasswd\b[^\n|;&]{0,40}?--stdin|\bsmbpasswd\b[^\n|;&]{0,40}?-s\b"
     r"|\bwrangler[ \t]+(?:pages[ \t]+)?secret[ \t]+put\b|\bvercel[ \t]+env[ \t]+add\b"
     r"|\bgh[ \t]+secret[ \t]+set\b|\bdocker[ \t]+secret[ \t]+create\b|\bpodman[ \t]+secret[ \t]+create\b"
     r"|\bgcloud[ \t]+secrets[ \t]+(?:create|versions[ \t]+add)\b|\bdoppler[ \t]+secrets[ \t]+set\b"
@@ -1031,6 +1031,14 @@ def _pin_word(seen: str) -> bool:
     return not seen.isascii() and any(w in seen for w in ("пин", "暗証番号", "핀"))
 
 
+def _a_line_starts_with_password(seen: str) -> bool:
+    """Whether a line opens with the word (a long text is left to the pattern)."""
+    if len(seen) > 20000:
+        return True
+    return any(line.lstrip(" \t").startswith(("password", "passwd", "passphrase"))
+               for line in seen.split("\n"))
+
+
 def _port_field(seen: str) -> bool:
     """Four colons, and a field between two of them that is a port or `*` (.pgpass)."""
     if seen.count(":") < 4:
@@ -1062,7 +1070,6 @@ _RULES: list[_Rule] = [
     _Rule((" -", "\t-", "chpasswd", "net user", "rabbitmqctl", "mc alias", "mc config", "nmcli"), _CLI,
           0, _cli, anchors=_CLI_ANCHORS, values=True, words=True),
     _Rule(("pass", "token", "secret", "key"), _LONG_FLAG, 0, _cli, anchors=("--",), values=True),
-    _Rule(_SETTER_TRIGGERS, _SETTER, 0, _setter, anchors=_SETTER_ANCHORS, words=True),
     _Rule(("echo", "printf"), _PIPED, 0, _cli, anchors=("echo", "printf"), values=True),
     _Rule(("<<<",), _HERE_STRING, 0, _cli, values=True),
     _Rule(("cookie", "curl"), _COOKIE, _I, _cookie, anchors=("set-cookie", "cookie", "--cookie", "curl"),
@@ -1080,9 +1087,10 @@ _RULES: list[_Rule] = [
     # ~/.docker/config.json: "auth": "<base64 of user:password>"
     _Rule(('"auth"',), r'(?P<head>"auth"[ \t]*:[ \t]*")(?P<value>[A-Za-z0-9+/]{12,}={0,2})(?=")', 0,
           _head("credentials")),
-    _Rule(("machine", "default"), _NETRC, 0, _config_value, anchors=("machine", "default"),
-          gate=lambda s: "password" in s, words=True),
-    _Rule(("password", "passwd", "passphrase"), _PASSWORD_LINE, _MULTILINE, _config_value),
+    _Rule(("machine", "default login", "default password", "default account"), _NETRC, 0,
+          _config_value, anchors=("machine", "default"), gate=lambda s: "password" in s, words=True),
+    _Rule(("password", "passwd", "passphrase"), _PASSWORD_LINE, _MULTILINE, _config_value,
+          gate=_a_line_starts_with_password),
     _LineRule(_PGPASS, _head("password"), colons=4),
     _Rule(("define",), _DEFINE, _I, _define, anchors=("define",)),
     _Rule(("client-key-data",), _KUBE_KEY, 0, _head("private-key")),
@@ -1092,6 +1100,9 @@ _RULES: list[_Rule] = [
           wide=("password è", "password é", *(a for a in _I18N_ANCHORS if not a.isascii()))),
     _Rule(("pin",), _PIN, _I, _pin, anchors=("pin", "пин", "暗証番号", "핀"),
           wide=("пин", "暗証番号", "핀"), gate=_pin_word),
+    # last: a setter's words are read as the other rules left them, so a second pass reads
+    # the same words
+    _Rule(_SETTER_TRIGGERS, _SETTER, 0, _setter, anchors=_SETTER_ANCHORS, words=True),
     _Rule(("key", "token", "secret", "passw", "credential"), _NEAR_KEYWORD, _I, _near_keyword,
           anchors=("key", "token", "secret", "passw", "credential", "api")),
 ]
