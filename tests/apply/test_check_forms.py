@@ -303,7 +303,7 @@ def test_the_grammar_loads_through_its_packages_too_and_without_it_the_text_is_m
     def missing(package):
         raise ImportError(package)
 
-    monkeypatch.setattr(shell, "_PARSER", None)
+    monkeypatch.setattr(shell, "_LANGUAGE", None)
     monkeypatch.setattr(shell, "_extension", missing)
     assert [a for a, _ in shell.commands("sudo npm i")] == [["sudo", "npm", "i"], ["npm", "i"]]
 
@@ -342,3 +342,14 @@ def test_any_text_at_all_is_read_or_refused(line):
         assert 0 <= at <= len(line)
         assert all(w in line or "$" in line or "\\" in line or "'" in line or '"' in line
                    for w in argv[:1] if w.isalnum())
+
+
+def test_threads_read_lines_at_once_each_its_own():
+    """The server's threads replay checks side by side: no parser or line is shared."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    lines = [r["input"] for r in ROWS if r["tool"] == "Bash"][:120] * 4
+    alone = [shell.commands(line) for line in lines]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(shell.commands, lines))
+    assert together == alone

@@ -370,16 +370,17 @@ def _has_needle(command: str, cut: Any) -> bool:
 
 
 def _parsed(command: str) -> Any:
-    if command not in _PARSED:
-        try:
-            from lore.apply.shell import commands
+    if command in _PARSED:
+        return _PARSED.get(command)
+    try:
+        from lore.apply.shell import commands
 
-            found = commands(command)
-        except ImportError:  # the grammar's wheel missing: the text alone
-            found = None
-        _PARSED.clear()
-        _PARSED[command] = found
-    return _PARSED[command]
+        found = commands(command)
+    except ImportError:  # the grammar's wheel missing: the text alone
+        found = None
+    _PARSED.clear()  # one line kept: the checks of one call read it in turn
+    _PARSED[command] = found
+    return found
 
 
 def _command_match(check: dict[str, Any], command: str, deadline: float | None) -> str | None:

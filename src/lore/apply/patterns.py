@@ -106,11 +106,13 @@ def _with_regex(compiled: re.Pattern[str], how: str, text: str, seconds: float) 
 # ---- refusing patterns that backtrack -------------------------------------------------------------
 def unsafe(source: str) -> str | None:
     """Why ``source`` may run without end (None: it is safe to hold)."""
-    if source not in _UNSAFE:
-        if len(_UNSAFE) > 512:
-            _UNSAFE.clear()
-        _UNSAFE[source] = _unsafe(source)
-    return _UNSAFE[source]
+    if source in _UNSAFE:
+        return _UNSAFE.get(source)
+    why = _unsafe(source)
+    if len(_UNSAFE) > 512:
+        _UNSAFE.clear()
+    _UNSAFE[source] = why
+    return why
 
 
 def _unsafe(source: str) -> str | None:

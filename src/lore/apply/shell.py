@@ -33,8 +33,8 @@ MAX_CHARS = 50_000  # longer lines are matched as text
 MAX_DEPTH = 4  # strings run by a shell inside strings run by a shell…
 MAX_LAYERS = 12  # wrappers around one command
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish"})
-_PARSER: Any = None
-_SOURCE: list[str] = []  # the lines being read, innermost last
+_LANGUAGE: Any = None  # the grammar, loaded once; a parser per line (threads share none)
+_SOURCES: dict[int, list[str]] = {}  # per thread: the lines being read, innermost last
 _ASCII = re.compile(r"[^\x00-\x7f]")
 _ESCAPE = re.compile(r"\\(\n|.)", re.S)
 _ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
@@ -75,20 +75,22 @@ def forms(argv: Argv) -> list[str]:
 
 # ---- parsing -------------------------------------------------------------------------------------
 def _parser() -> Any:
-    global _PARSER
-    if _PARSER is None:
+    """A new parser for one line (a microsecond; a parser is not shared between threads)."""
+    global _LANGUAGE
+    if _LANGUAGE is None:
         try:
             # The two compiled modules alone: the packages' __init__ import typing and
             # importlib.resources (for queries Lore does not use), 13 of the 15 ms it costs
             # the hook to load the grammar (docs/benchmarks.md).
             ts, bash = _extension("tree_sitter"), _extension("tree_sitter_bash")
-            _PARSER = ts.Parser(ts.Language(bash.language()))
+            _LANGUAGE = (ts.Parser, ts.Language(bash.language()))
         except (ImportError, AttributeError, OSError, TypeError, ValueError):
             import tree_sitter
             import tree_sitter_bash
 
-            _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
-    return _PARSER
+            _LANGUAGE = (tree_sitter.Parser, tree_sitter.Language(tree_sitter_bash.language()))
+    parser, language = _LANGUAGE
+    return parser(language)
 
 
 def _extension(package: str) -> Any:
@@ -124,11 +126,16 @@ def _collect(line: str, out: Found, depth: int, at: int | None) -> bool:
     root = tree.root_node
     if root.has_error:
         return False
-    _SOURCE.append(line)
+    from _thread import get_ident
+
+    sources = _SOURCES.setdefault(get_ident(), [])
+    sources.append(line)
     try:
         return _walk(root, out, depth, at)
     finally:
-        _SOURCE.pop()
+        sources.pop()
+        if not sources:
+            _SOURCES.pop(get_ident(), None)
 
 
 def _walk(root: Any, out: Found, depth: int, at: int | None) -> bool:
@@ -172,7 +179,9 @@ def _argv(node: Any) -> Argv:
 
 
 def _text(node: Any) -> str:
-    return _SOURCE[-1][node.start_byte:node.end_byte]  # the line's own characters
+    from _thread import get_ident
+
+    return _SOURCES[get_ident()][-1][node.start_byte:node.end_byte]  # the line's own characters
 
 
 def _word(node: Any) -> str:
