@@ -40,7 +40,6 @@ _ESCAPE = re.compile(r"\\(\n|.)", re.S)
 _ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
-
 def commands(line: str) -> Found | None:
     """Every simple command the line runs, as its words (the wrapped ones after their wrapper),
     each with the offset of the top-level command it belongs to; None: not parsed."""
