@@ -327,8 +327,11 @@ def test_a_recorded_correction_is_evidence_the_judge_decides(lore_home: Path,
         assert not server.received
         report = lore.learner.judge_waiting(session_id="s-rec")
         assert report.messages == 1 and len(server.received) == 1
-        assert lore.preferences(None, all_projects=True,
-                                statuses=("candidate", "proposed", "active")) == []
+        # one-off in the judge's eyes: kept hidden, waiting to be said again, not for review
+        [kept] = lore.preferences(None, all_projects=True,
+                                  statuses=("candidate", "proposed", "active"))
+        assert kept.status == "candidate" and kept.metadata["learning"]["one_off"]
+        assert lore.waiting() == []
         # --force is the user's own wish: learned at once, no judge asked
         forced = lore.learner.record("always use pathlib, not os.path", None, project="/p",
                                      force=True)
@@ -470,3 +473,41 @@ def test_a_judge_added_while_the_worker_runs_reads_the_next_session(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def test_a_one_off_said_again_in_another_session_is_proposed_through_the_judge(
+        lore_home: Path, server: LoopbackServer) -> None:  # noqa: F811
+    """The judge reads a correction as one-off: it waits, hidden, as an earlier correction.
+    The next session's request shows it beside the known rules; the judge says the new message
+    makes it again, and the rule is proposed with both messages as evidence."""
+    first = "no, put the date helpers in utils/dates.py"
+    second = "again: date helpers belong in utils/dates.py, not next to the component"
+
+    def reply(body: dict[str, Any]) -> Reply:
+        user = body["messages"][-1]["content"]
+        ref = re.search(r'<message id="(m\d+)">', user).group(1)
+        if "<earlier_corrections>" not in user:
+            item = {"id": ref, "label": "correction", "durable": False, "quote": "utils/dates.py"}
+        else:
+            number = re.search(r"(\d+)\. [^\n]*utils/dates\.py", user.split(
+                "<earlier_corrections>")[1]).group(1)
+            item = {"id": ref, "label": "correction", "durable": True,
+                    "quote": "date helpers belong in utils/dates.py",
+                    "rule": "Keep date helpers in utils/dates.py.", "restates": int(number)}
+        return Reply(openai_body(json.dumps({"items": [item]})))
+
+    server.replies = [reply, reply]
+    settings = make_settings(lore_home, llm=llm(server))
+    with Lore.open(settings, embedder=FakeEmbedder()) as lore:
+        capture(lore, (first, "I added formatDate to the component file."), session="s1")
+        lore.learner.judge_waiting(session_id="s1")
+        [kept] = lore.preferences(None, all_projects=True, statuses=("candidate",))
+        assert kept.metadata["learning"]["one_off"] and lore.waiting() == []
+        capture(lore, (second, "I added parseDate beside the component."), session="s2")
+        lore.learner.judge_waiting(session_id="s2")
+        sent = server.received[-1]["body"]["messages"][-1]["content"]
+        assert "<earlier_corrections>" in sent and "utils/dates.py" in sent.split(
+            "<earlier_corrections>")[1]
+        rule = lore.get_lesson(kept.id)
+        assert rule.status == "proposed" and len(rule.evidence) == 2
+        assert [w["id"] for w in lore.waiting()] == [kept.id]

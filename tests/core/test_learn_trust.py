@@ -538,3 +538,71 @@ def test_a_hyphenated_word_written_apart_is_the_same_rule(fake_lore):
     again = fake_lore.learner.record("Never force push to main.", None, project="/p",
                                      session_id="s2")
     assert again.action == "reinforced" and again.lesson.id == first.lesson.id
+
+
+# ---- the second time is enough: a one-off correction said again ------------------------------
+
+HELPER_PREV = "I added the helper to main.py."
+
+
+def test_a_one_off_correction_waits_hidden_and_its_repeat_is_proposed(fake_lore):
+    """Without a model: a correction the detector reads as one-off is kept as a hidden
+    candidate (not for review, not told); said again in another session it is proposed, with
+    both messages as evidence."""
+    learner = fake_lore.learner
+    first = learner.record("no, put the helper in utils/helpers.py", HELPER_PREV, project="/p",
+                           session_id="s1", origin="hook", asserted=False)
+    assert first.lesson is not None and first.lesson.status == "candidate"
+    meta = first.lesson.metadata["learning"]
+    assert meta["one_off"] and meta["gate"] == "a one-off fix, not a standing rule"
+    assert fake_lore.waiting() == []
+    again = learner.record("no, put the helper in utils/helpers.py", "I put the helper in app.py.",
+                           project="/p", session_id="s2", origin="hook", asserted=False)
+    assert again.action == "reinforced" and again.lesson.id == first.lesson.id
+    assert again.lesson.status == "proposed"
+    assert not again.lesson.metadata["learning"]["one_off"]
+    assert again.lesson.metadata["learning"]["repeated"]
+    assert {e.session_id for e in again.lesson.evidence} == {"s1", "s2"}
+    assert [w["id"] for w in fake_lore.waiting()] == [first.lesson.id]
+
+
+def test_a_one_off_said_twice_in_one_session_stays_hidden(fake_lore):
+    learner = fake_lore.learner
+    for text in ("no, put the helper in utils/helpers.py", "No! put the helper in utils/helpers.py"):
+        out = learner.record(text, HELPER_PREV, project="/p", session_id="s1", origin="hook",
+                             asserted=False)
+    assert out.lesson is not None and out.lesson.status == "candidate"
+    assert fake_lore.waiting() == []
+
+
+def test_a_vague_one_off_leaves_nothing_behind(fake_lore):
+    out = fake_lore.learner.record("revert that", "I renamed the helper.", project="/p",
+                                   session_id="s1", origin="hook", asserted=False)
+    assert out.action in ("one-off", "none") and out.lesson is None
+
+
+def test_a_one_off_never_conflicts_with_a_known_rule(fake_lore):
+    learner = fake_lore.learner
+    rule = learner.record("always use pnpm, never npm", None, project="/p", session_id="s1",
+                          origin="hook").lesson
+    from lore.extract.detect import Detection
+    from lore.extract.shapes import extract
+    from lore.models import Evidence
+
+    said = "no, just use npm instead of pnpm for this one script"
+    det = Detection("correction", False, "explicit", 0.7, (), "")
+    evidence = Evidence(quote=said, session_id="s2", source="hook")
+    out = learner.merge(extract(said), det, evidence, "/p", [], said,
+                        {"gate": "a one-off fix, not a standing rule", "one_off": True})
+    assert out.action == "one-off" and out.lesson is None
+    assert not fake_lore.get_lesson(rule.id).metadata["learning"].get("conflicts")
+
+
+def test_a_one_off_not_said_again_is_archived(fake_lore):
+    learner = fake_lore.learner
+    first = learner.record("no, put the helper in utils/helpers.py", HELPER_PREV, project="/p",
+                           session_id="s1", origin="hook", asserted=False,
+                           at="2020-01-01T00:00:00Z")
+    assert first.lesson is not None and first.lesson.status == "candidate"
+    learner.rescore()
+    assert fake_lore.get_lesson(first.lesson.id).status == "archived"

@@ -31,7 +31,7 @@ def waits(status: str, metadata: dict[str, Any]) -> bool:
     """Nobody decided on this learned rule or proposed lesson yet (a deferred one waits again
     once seen again). An active learned rule waits, deferred or not: its score made it active
     and nobody confirmed it (lore.extract.steer); a lesson from the work waits while it is
-    proposed."""
+    proposed. A correction read as one-off is not shown until it is said again."""
     key = next((k for k in ("learning", "analysis") if isinstance(metadata.get(k), dict)), None)
     if key is None or status not in LIVE:
         return False
@@ -42,6 +42,8 @@ def waits(status: str, metadata: dict[str, Any]) -> bool:
         return False
     if status == "active":
         return True
+    if status == "candidate" and meta.get("one_off"):
+        return False  # a correction read as one-off waits, hidden, for the user to say it again
     occurrences = int(meta.get("occurrences", 1))
     return not (meta.get("deferred_at") and occurrences <= int(meta.get("deferred_seen", 0)))
 

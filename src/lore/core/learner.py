@@ -74,6 +74,9 @@ UNJUDGED = "unjudged"  # ... after JUDGE_ATTEMPTS without a verdict: no session 
 JUDGE_ATTEMPTS = 3  # requests that may leave a message without a verdict before it stops waiting
 UNANSWERED = "unanswered"  # the action of a message the judge left without a verdict: "unanswered N: why"
 MAX_KNOWN_RULES = 30  # the project's rules shown to the judge, so a restatement reinforces
+MAX_EARLIER = 20  # the project's recent one-off corrections shown to the judge beside them
+ONE_OFF = "a one-off fix, not a standing rule"
+ONE_OFF_DAYS = 90  # a correction read as one-off and not said again within this is archived
 
 _DETECTOR = Bench("scripts/train_detector.py",
                   "docs/benchmarks.md#Correction detection (`lore eval corrections`, "
@@ -265,11 +268,14 @@ class Learner:
         return self._learn_rule(row, det, message, rule_text, confirmed=confirmed, force=force)
 
     def _learn_rule(self, row: Correction, det: Detection, message: str, rule_text: str | None,
-                    *, confirmed: bool, force: bool = False, judged: bool = False) -> Outcome:
-        """Learn the rule of a message judged a durable correction or preference."""
-        if not det.positive or not det.durable:
-            return self._settle(row, Outcome("none" if not det.positive else "one-off", det,
-                                             reason=det.reason))
+                    *, confirmed: bool, force: bool = False, judged: bool = False,
+                    restates: str | None = None) -> Outcome:
+        """Learn the rule of a message judged a correction or preference. One judged one-off
+        is kept as a hidden candidate: if the user says it again in another session, the
+        repeat is the proof it was not one-off, and it is proposed with both messages."""
+        if not det.positive:
+            return self._settle(row, Outcome("none", det, reason=det.reason))
+        one_off = not det.durable
         # The stored (redacted) message without client wrappers or a pasted block.
         said = words_of(row["user_message"])[0] or row["user_message"]
         ex = None
@@ -281,20 +287,37 @@ class Learner:
         if ex is None:
             ex = self.extractor.extract(said, row["assistant_proposal"])
         if ex is None:  # nothing left to read once redacted and cut
-            return self._settle(row, Outcome("none", det, reason="no rule could be read from it"))
+            return self._settle(row, Outcome("one-off" if one_off else "none", det,
+                                             reason=det.reason or "no rule could be read from it"))
         broken = "" if force else fragment(ex.title)
         if broken and broken != UNFINISHED:  # "Now", "1", "The pages should be:": no rule
-            return self._settle(row, Outcome("none", det, reason="no rule could be read from it "
+            return self._settle(row, Outcome("one-off" if one_off else "none", det,
+                                             reason="no rule could be read from it "
                                              f"(it would read as {broken})"))
         worth = worthiness(said, det)
+        if one_off and not (worth.specific and worth.directive):
+            # "revert that": nothing a repeat could turn into a rule worth keeping
+            return self._settle(row, Outcome("one-off", det, reason=det.reason or ONE_OFF))
         # A rule whose words stop mid-way waits as a candidate, never proposed as it reads.
         gate = {"gate": worth.reason or (f"the rule read from it is {broken}" if broken else ""),
-                "forced": force, "confirmed": confirmed}
+                "forced": force, "confirmed": confirmed, "one_off": one_off}
+        if one_off and not gate["gate"]:
+            gate["gate"] = ONE_OFF
         evidence = Evidence(quote=row["user_message"], session_id=row["session_id"],
                             message_id=row.get("message_uuid"), observed_at=row["at"],
                             source=row.get("origin") or "hook",
                             context=row["assistant_proposal"] or row.get("diff"))
         files = [*json.loads(row["files"] or "[]"), *ex.globs]  # "in Python files": *.py
+        if restates is not None and self._is_live(restates):
+            # The judge read it as a known rule or an earlier correction said again.
+            lesson = self.lessons.get(restates)
+            if any(e.quote == evidence.quote and e.session_id == evidence.session_id
+                   for e in lesson.evidence):
+                return self._settle(row, Outcome("duplicate", det, lesson=lesson))
+            explicit = det.type == "explicit" or det.label == "preference"
+            lesson = self._reinforce(lesson, evidence, _file_types(files), explicit, det, gate)
+            return self._settle(row, Outcome("reinforced", det, lesson=lesson,
+                                             reason=why_candidate(lesson)))
         return self._settle(row, self.merge(ex, det, evidence, row["project"], _file_types(files),
                                             message, gate))
 
@@ -347,17 +370,20 @@ class Learner:
             by_id = {str(r["id"]): r for r in group}
             candidates = [Candidate(str(r["id"]), strip_wrappers(r["user_message"]) or r["user_message"],
                                     r["assistant_proposal"]) for r in group]
-            known = self._known_rules(group[0]["project"])
+            known, earlier = self._known_rules(group[0]["project"])
             if dry_run:
                 report.requests += [b.text() for b in batches(
-                    candidates, known_rules=known, max_input_tokens=self.judge_tokens)]
+                    candidates, known_rules=[line for _, line in known],
+                    earlier=[line for _, line in earlier], max_input_tokens=self.judge_tokens)]
                 continue
             try:
                 if self._judge_provider is None:
                     assert self.judge is not None
                     self._judge_provider = self.judge()
                 report.asked += 1
-                got = judge(self._judge_provider, candidates, known_rules=known,
+                got = judge(self._judge_provider, candidates,
+                            known_rules=[line for _, line in known],
+                            earlier=[line for _, line in earlier],
                             max_input_tokens=self.judge_tokens)
             except (ProviderError, BudgetExceeded, ConfigError) as exc:
                 if isinstance(exc, BudgetExceeded) and report.asked:
@@ -378,8 +404,9 @@ class Learner:
                                 tuple(json.loads(row["cues"] or "[]")),
                                 "the judge quoted words that are not in the message")
                 report.outcomes.append(self._settle(row, Outcome("none", det, reason=det.reason)))
+            restated = [lid for lid, _ in [*known, *earlier]]
             for v in got.verdicts:
-                report.outcomes.append(self._apply_verdict(by_id[v.key], v))
+                report.outcomes.append(self._apply_verdict(by_id[v.key], v, restated))
             report.messages += len(group) - len(got.missing)
             report.waiting += len(got.missing)
             if got.missing:
@@ -406,15 +433,29 @@ class Learner:
             stopped += gave_up
         return stopped
 
-    def _known_rules(self, project: str | None) -> list[str]:
-        rules = []
-        for c in self.captured.rule_candidates(project, LIVE)[:MAX_KNOWN_RULES]:
+    def _known_rules(self, project: str | None
+                     ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """(id, first line) of the project's known rules, and of its recent corrections judged
+        one-off (hidden candidates, newest first, until they expire): both are shown to the
+        judge, which says when a message restates one."""
+        rules: list[tuple[str, str]] = []
+        earlier: list[tuple[str, str, str]] = []
+        for c in self.captured.rule_candidates(project, LIVE):
             first = (c["content"] or c["title"] or "").strip().splitlines()
-            if first:
-                rules.append(cut(first[0], 200))
-        return rules
+            if not first:
+                continue
+            meta = json.loads(c["metadata"] or "{}").get("learning") or {}
+            if c["status"] == "candidate" and meta.get("one_off"):
+                earlier.append((str(meta.get("last_seen") or ""), str(c["id"]), cut(first[0], 200)))
+            elif len(rules) < MAX_KNOWN_RULES:
+                rules.append((str(c["id"]), cut(first[0], 200)))
+        earlier.sort(reverse=True)
+        return rules, [(lid, line) for _, lid, line in earlier[:MAX_EARLIER]]
 
-    def _apply_verdict(self, row: Correction, verdict: Any) -> Outcome:
+    def _apply_verdict(self, row: Correction, verdict: Any,
+                       restated: Sequence[str] = ()) -> Outcome:
+        """A verdict learned from; ``restated``: the ids the request's numbered rules and
+        earlier corrections stand for (a verdict that restates one reinforces that lesson)."""
         cues = tuple(json.loads(row["cues"] or "[]"))
         p = row["probability"] or 0.0
         if not verdict.positive:
@@ -428,8 +469,10 @@ class Learner:
             return self._settle(row, Outcome("none", det, reason=det.reason))
         kind = "explicit" if verdict.label == "preference" or verdict.restates else "refinement"
         det = Detection(verdict.label, verdict.durable, kind, p, cues, "")
+        target = restated[verdict.restates - 1] if verdict.restates and \
+            verdict.restates <= len(restated) else None
         return self._learn_rule(row, det, row["user_message"], verdict.rule,
-                                confirmed=verdict.durable, judged=True)
+                                confirmed=verdict.durable, judged=True, restates=target)
 
     def _second_opinion(self, message: str, previous: str | None,
                         det: Detection) -> tuple[Detection, bool, str | None]:
@@ -486,6 +529,8 @@ class Learner:
         # A rule that prefers what a known one rejects (or the reverse) is a conflict.
         for c in candidates:
             if contradicts(ex, c):
+                if gate.get("one_off"):  # a one-off remark against a known rule decides nothing
+                    return Outcome("one-off", det, reason=det.reason or ONE_OFF)
                 if CHANGE_OF_MIND.search(message):
                     lesson = self._create(ex, det, evidence, scope, file_types, explicit, gate)
                     self._supersede(lesson.id, c["id"])
@@ -542,6 +587,7 @@ class Learner:
                 "conflicts": list(conflicts), "types": [det.type or "explicit"], "reviewed": False,
                 "sessions": [_session_key(evidence)], "gate": gate.get("gate", ""),
                 "forced": bool(gate.get("forced")), "confirmed": bool(gate.get("confirmed")),
+                "one_off": bool(gate.get("one_off")),
                 "untyped": gate.get("untyped", "")}
         score = confidence(1, explicit, seen, bool(conflicts), self.tuning.recent_days)
         content = ex.rule
@@ -578,6 +624,9 @@ class Learner:
             meta["gate"] = ""  # a restatement that is specific enough lifts the gate
         meta["forced"] = bool(meta.get("forced")) or bool(gate.get("forced"))
         meta["confirmed"] = bool(meta.get("confirmed")) or bool(gate.get("confirmed"))
+        if meta.get("one_off") and (not gate.get("one_off") or len(meta["sessions"]) >= 2):
+            meta["one_off"] = False  # said again (or said to last): no longer hidden
+            meta["repeated"] = True
         # Every piece of evidence must be the user's typing: the first that is not is kept.
         meta["untyped"] = _untyped(lesson, meta) or gate.get("untyped", "")
         meta["occurrences"] = int(meta.get("occurrences", len(lesson.evidence) or 1)) + 1
@@ -641,6 +690,12 @@ class Learner:
         for lid in self.captured.learned_rule_ids():
             lesson = self.lessons.get(lid)
             meta = lesson.metadata.get("learning") or {}
+            if lesson.status == "candidate" and meta.get("one_off") and _older_than(
+                    meta.get("last_seen") or lesson.updated_at, ONE_OFF_DAYS):
+                # Not said again in ONE_OFF_DAYS: it was one-off after all.
+                self.lessons.update(lid, status="archived")
+                changed += 1
+                continue
             live = [c for c in meta.get("conflicts", []) if self._is_live(c)]
             unchecked = "untyped" not in meta
             meta = {**meta, "conflicts": live}
@@ -917,6 +972,20 @@ def _quoted(quote: str, message: str) -> bool:
     from lore.llm.judge import quoted
 
     return quoted(quote, message)
+
+
+def _older_than(at: str | None, days: int) -> bool:
+    from datetime import UTC, datetime, timedelta
+
+    if not at:
+        return False
+    try:
+        when = datetime.fromisoformat(at.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return datetime.now(UTC) - when > timedelta(days=days)
 
 
 def _session_key(e: Evidence) -> str:

@@ -42,7 +42,8 @@ REPLY_TOKENS_BASE = 200
 REPLY_TOKENS_PER_MESSAGE = 90
 LABELS = ("correction", "preference", "none")
 NO_TURN = "(no earlier assistant turn)"
-_TAG = tag_pattern("messages", "message", "assistant_turn", "developer_message", "known_rules")
+_TAG = tag_pattern("messages", "message", "assistant_turn", "developer_message", "known_rules",
+                   "earlier_corrections")
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,19 +119,26 @@ def message_block(ref: str, text: str, agent_turn: str | None) -> tuple[str, str
     return block, said
 
 
-def _known(rules: Sequence[str]) -> str:
-    if not rules:
-        return ""
-    lines = "".join(f"{i}. {_neutral(redact(r.strip()))}\n" for i, r in enumerate(rules, 1))
-    return f"<known_rules>\n{lines}</known_rules>\n\n"
+def _known(rules: Sequence[str], earlier: Sequence[str] = ()) -> str:
+    """The known rules, then the earlier one-off corrections, numbered on from the rules."""
+    out = ""
+    if rules:
+        lines = "".join(f"{i}. {_neutral(redact(r.strip()))}\n" for i, r in enumerate(rules, 1))
+        out += f"<known_rules>\n{lines}</known_rules>\n\n"
+    if earlier:
+        lines = "".join(f"{i}. {_neutral(redact(r.strip()))}\n"
+                        for i, r in enumerate(earlier, len(rules) + 1))
+        out += f"<earlier_corrections>\n{lines}</earlier_corrections>\n\n"
+    return out
 
 
 def batches(candidates: Sequence[Candidate], *, known_rules: Sequence[str] = (),
-            max_input_tokens: int = 8000) -> list[Batch]:
+            earlier: Sequence[str] = (), max_input_tokens: int = 8000) -> list[Batch]:
     """The requests for one session's candidates: as few as fit ``max_input_tokens`` each
-    (and :data:`MAX_MESSAGES`), the messages in order, numbered m1, m2 … across them."""
+    (and :data:`MAX_MESSAGES`), the messages in order, numbered m1, m2 … across them.
+    ``earlier``: the project's recent corrections judged one-off, numbered after the rules."""
     system = system_prompt()
-    known = _known(known_rules)
+    known = _known(known_rules, earlier)
     room = max_input_tokens * CHARS_PER_TOKEN - len(system) - len(known) - 64
     out: list[Batch] = []
     blocks: list[tuple[str, str, str, str]] = []  # ref, key, block, sent
@@ -252,7 +260,8 @@ def parse(text: str, batch: Batch, known_rules: Sequence[str] = ()) -> Judgement
 
 
 def judge(provider: Provider, candidates: Sequence[Candidate], *, known_rules: Sequence[str] = (),
-          max_input_tokens: int = 8000, retries: int = 1) -> Judgement:
+          earlier: Sequence[str] = (), max_input_tokens: int = 8000,
+          retries: int = 1) -> Judgement:
     """Ask ``provider`` about every candidate; a reply without usable JSON, or one that leaves
     messages unanswered, is followed by a request for the messages still open (``retries``
     more times). Provider errors and budget refusals propagate: the caller keeps the session
@@ -265,10 +274,11 @@ def judge(provider: Provider, candidates: Sequence[Candidate], *, known_rules: S
         by_key = {c.key: c for c in pending}
         left: list[Candidate] = []
         failures: list[str] = []
-        for batch in batches(pending, known_rules=known_rules, max_input_tokens=max_input_tokens):
+        for batch in batches(pending, known_rules=known_rules, earlier=earlier,
+                             max_input_tokens=max_input_tokens):
             completion = provider.complete(batch.request)
             try:
-                got = parse(completion.text, batch, known_rules)
+                got = parse(completion.text, batch, [*known_rules, *earlier])
             except ValueError as exc:
                 failures.append(str(exc))
                 left += [by_key[k] for k in batch.keys.values()]
