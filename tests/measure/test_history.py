@@ -153,3 +153,25 @@ def test_the_command_reports_and_fails_in_one_line(tmp_path):
     bad = CliRunner().invoke(main, ["eval", "history", str(tmp_path / "missing.jsonl")])
     assert bad.exit_code != 0 and "Traceback" not in bad.output
     assert len(bad.output.strip().splitlines()) == 1
+
+
+def test_each_repository_is_another_developer(tmp_path, settings):
+    """A global rule learned in one repository never reaches another's judge or context."""
+    data = [
+        {"id": "a-1", "text": "always use jq, never grep, for JSON output, in every project",
+         "label": "preference", "durable": True, "prev_agent": "I grepped the JSON.",
+         "source": {"repo": "acme/app"}},
+        {"id": "b-1", "text": "no, use yarn instead of npm here", "label": "correction",
+         "durable": True, "prev_agent": "I ran npm install.", "source": {"repo": "beta/tool"}},
+    ]
+    path = write(tmp_path, data)
+    replies = tmp_path / "replies"
+    replies.mkdir()
+    (replies / "acme-app-s001.md").write_text(json.dumps({"items": [
+        {"id": "m1", "label": "preference", "durable": True, "quote": "always use jq",
+         "rule": "Use jq, never grep, for JSON output, in every project."}]}), encoding="utf-8")
+    prompts = tmp_path / "prompts"
+    evaluate([path], settings, FakeEmbedder(), judge_replies=replies, judge_prompts=prompts)
+    beta = (prompts / "beta-tool-s001.md").read_text(encoding="utf-8")
+    user = beta.split("===== USER =====", 1)[1]
+    assert "<known_rules>" not in user and "jq" not in user

@@ -11,7 +11,8 @@ A history file is the labelled message format of ``lore eval corrections`` (JSON
   repository) teach the same practice, tool, place or rule (docs/learning.md has the protocol
   the groups are labelled by).
 
-Each repository is a project of its own; its sessions are replayed in order, each message as
+Each repository is a project of its own, in a home of its own (another repository is another
+developer, whose global rules are not this one's); its sessions are replayed in order, each message as
 the hooks capture it and the worker learns from it (detector, merge, scores, the review queue).
 Between sessions a simulated reviewer decides what waits: it approves a proposal whose
 evidence holds a message labelled durable (what the developer would keep) and rejects the
@@ -193,9 +194,12 @@ def _learned_from(lore: Lore, project: str, keys: set[str]) -> list[Any]:
 
 
 def _front(lore: Lore, project: str, root: Path) -> tuple[str, str]:
-    """What the agent has in front of it as a session starts: (CLAUDE.md, the context)."""
-    md = Path(project) / "CLAUDE.md"
-    written = md.read_text(encoding="utf-8") if md.is_file() else ""
+    """What the agent has in front of it as a session starts: (the project's CLAUDE.md and the
+    user's ~/.claude/CLAUDE.md, the session's context)."""
+    written = ""
+    for md in (Path(project) / "CLAUDE.md", root / "home" / ".claude" / "CLAUDE.md"):
+        if md.is_file():
+            written += md.read_text(encoding="utf-8") + "\n"
     return written, lore.session_context(project)
 
 
@@ -268,73 +272,66 @@ def _review(lore: Lore, project: str, lessons_of: dict[str, Message], report: Re
             report.rejected += 1
 
 
-def replay(lore: Lore, root: Path, messages: Sequence[Message], *, reviewer: bool = True,
-           judge: ReplayedJudge | None = None, progress: Any = None) -> dict[str, Any]:
-    """Replay ``messages`` repository by repository, session by session (module docstring)."""
-    by_key = {m.key: m for m in messages}
+def replay(lore: Lore, root: Path, repo: str, sessions: Sequence[Sequence[Message]], *,
+           reviewer: bool = True, judge: ReplayedJudge | None = None,
+           progress: Any = None) -> tuple[RepoReport, dict[str, str]]:
+    """Replay one repository's sessions in order on ``lore`` (a home of its own: another
+    repository is another developer, whose global rules are not this one's). Returns its
+    report and, for each message, the best status of a lesson it is evidence of."""
+    by_key = {m.key: m for s in sessions for m in s}
     quiet = logging.getLogger("lore.history.replay")
     quiet.addHandler(logging.NullHandler())
     quiet.propagate = False
     lore.learner.log = quiet  # a missing reply is reported once, in the summary
     if judge is not None:  # the learner opens its provider from this on first use
         lore.learner.judge = lambda: judge
-    reports: list[RepoReport] = []
-    for repo, sessions in sessions_of(messages).items():
-        project = root / "projects" / _slug(repo)
-        project.mkdir(parents=True, exist_ok=True)
-        report = RepoReport(repo)
-        first_session: dict[str, int] = {}
-        taught: dict[str, set[str]] = {}   # group → keys of its earlier occurrences
-        decided: set[str] = set()
-        for number, session in enumerate(sessions, 1):
-            day = _START + timedelta(days=len(reports) * 400 + number)
-            sid = f"{_slug(repo)}-{number}"
-            front = _front(lore, str(project), root)
-            report.sessions += 1
-            for k, m in enumerate(session):
-                report.messages += 1
-                if m.group is not None:
-                    if m.group in taught:
-                        lessons = _learned_from(lore, str(project), taught[m.group])
-                        state = _state(lessons, front)
-                        report.occurrences.append(Occurrence(
-                            m.group, m.key, number, number > first_session[m.group], state))
-                    else:
-                        first_session[m.group] = number
-                    taught.setdefault(m.group, set()).add(m.key)
-                at = (day + timedelta(minutes=k)).isoformat(timespec="seconds")
-                lore.learner.capture(m.text, m.previous, project=str(project), session_id=sid,
-                                     message_uuid=m.key, at=at, origin="hook")
-                lore.learner.process_pending()
-                if progress is not None:
-                    progress()
-            if judge is not None:
-                judge.start(f"{_slug(repo)}-s{number:03d}")
-                lore.learner.judge_waiting(session_id=sid)
-            if reviewer:
-                _review(lore, str(project), by_key, report, decided)
-                plan = lore.apply_plan(str(project), root / "home", include_global=False)
-                plan.write()
-        reports.append(report)
-    out = summary(reports)
-    out["lessons"] = _where_lessons_went(lore, root, messages)
-    return out
-
-
-def _where_lessons_went(lore: Lore, root: Path, messages: Sequence[Message]) -> dict[str, Any]:
-    """Of the messages labelled a lasting lesson, how many ended as evidence of a rule that
-    was proposed or approved, only of a candidate, or of nothing (recall); of the rules
-    proposed, how many hold a lasting lesson (the reviewer's approvals: precision)."""
-    keys = {m.key for m in messages}
+    project = root / "projects" / _slug(repo)
+    project.mkdir(parents=True, exist_ok=True)
+    report = RepoReport(repo)
+    first_session: dict[str, int] = {}
+    taught: dict[str, set[str]] = {}   # group → keys of its earlier occurrences
+    decided: set[str] = set()
+    for number, session in enumerate(sessions, 1):
+        day = _START + timedelta(days=number)
+        sid = f"{_slug(repo)}-{number}"
+        front = _front(lore, str(project), root)
+        report.sessions += 1
+        for k, m in enumerate(session):
+            report.messages += 1
+            if m.group is not None:
+                if m.group in taught:
+                    lessons = _learned_from(lore, str(project), taught[m.group])
+                    state = _state(lessons, front)
+                    report.occurrences.append(Occurrence(
+                        m.group, m.key, number, number > first_session[m.group], state))
+                else:
+                    first_session[m.group] = number
+                taught.setdefault(m.group, set()).add(m.key)
+            at = (day + timedelta(minutes=k)).isoformat(timespec="seconds")
+            lore.learner.capture(m.text, m.previous, project=str(project), session_id=sid,
+                                 message_uuid=m.key, at=at, origin="hook")
+            lore.learner.process_pending()
+            if progress is not None:
+                progress()
+        if judge is not None:
+            judge.start(f"{_slug(repo)}-s{number:03d}")
+            lore.learner.judge_waiting(session_id=sid)
+        if reviewer:
+            _review(lore, str(project), by_key, report, decided)
+            lore.apply_plan(str(project), root / "home", include_global=True).write()
     found: dict[str, str] = {}
     rank = {"active": 3, "proposed": 2, "candidate": 1}
-    for repo in {m.repo for m in messages}:
-        project = str(root / "projects" / _slug(repo))
-        for lesson in _learned_from(lore, project, keys):
-            for e in lesson.evidence:
-                k = e.message_id or ""
-                if rank.get(lesson.status, 0) > rank.get(found.get(k, ""), 0):
-                    found[k] = lesson.status
+    for lesson in _learned_from(lore, str(project), set(by_key)):
+        for e in lesson.evidence:
+            key = e.message_id or ""
+            if rank.get(lesson.status, 0) > rank.get(found.get(key, ""), 0):
+                found[key] = lesson.status
+    return report, found
+
+
+def _where_lessons_went(messages: Sequence[Message], found: dict[str, str]) -> dict[str, Any]:
+    """Of the messages labelled a lasting lesson, how many ended as evidence of a rule that
+    was proposed or approved, or only of a candidate (recall)."""
     lasting = [m for m in messages if m.lesson]
     learned = sum(found.get(m.key) in ("active", "proposed") for m in lasting)
     candidate = sum(found.get(m.key) == "candidate" for m in lasting)
@@ -378,8 +375,17 @@ def evaluate(paths: Sequence[Path], settings: Settings, embedder: Embedder | Non
         request_folder(judge_prompts)
     judge = ReplayedJudge(judge_replies, judge_prompts) if (
         judge_replies is not None or judge_prompts is not None) else None
-    with opened(settings, embedder) as (lore, root):
-        out = replay(lore, root, messages, reviewer=reviewer, judge=judge, progress=progress)
+    reports: list[RepoReport] = []
+    found: dict[str, str] = {}
+    for repo, sessions in sessions_of(messages).items():
+        with opened(settings, embedder) as (lore, root):
+            embedder = lore.embedder  # loaded once, shared by every repository's home
+            report, statuses = replay(lore, root, repo, sessions, reviewer=reviewer,
+                                      judge=judge, progress=progress)
+        reports.append(report)
+        found.update(statuses)
+    out = summary(reports)
+    out["lessons"] = _where_lessons_went(messages, found)
     out["judge"] = None if judge is None else {
         "requests": judge.requests, "missing_replies": len(judge.missing),
         "first_missing": judge.missing[:5], "reply_rule": REPLY_RULE,
