@@ -14,7 +14,8 @@ names the substrings it cannot match without (its triggers) and is compiled on f
 anchored rule is compiled only once one of its anchors is found. So a hook whose text holds no
 trigger compiles nothing, and a text is scanned only by the rules whose triggers it contains.
 It sits below every layer (see docs/architecture.md) because the capture, import and storage
-paths all call it.
+paths all call it. The patterns themselves are :mod:`lore.redact_patterns`; what a match
+becomes, and which texts each is tried on, is here.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import re
     from collections.abc import Callable
+
+from lore import redact_patterns as p
 
 __all__ = ["clip", "contains_secret", "redact", "redact_clipped", "redact_value", "secret_field"]
 
@@ -38,427 +41,6 @@ def _tag(kind: str) -> str:
     return f"{_MARK}{kind}]"
 
 
-def _b(body: str) -> str:
-    """A token that is a whole run: no word character, dash or dot glued to either side.
-
-    A leading literal goes first and the boundary is checked behind it, so the regular
-    expression engine can search for the literal quickly instead of trying every position."""
-    n = 0
-    while n < len(body) and (body[n].isalnum() or body[n] in "_-"):
-        n += 1
-    if n < len(body) and body[n] in "?*+{":
-        n -= 1  # the last character is quantified: not part of the fixed prefix
-    if n < 2:
-        return r"(?<![\w.-])" + body + r"(?![\w-])"
-    literal = body[:n]
-    return literal + r"(?<![\w.-]" + literal + r")" + body[n:] + r"(?![\w-])"
-
-
-# ---- fixed formats ------------------------------------------------------------------
-# (kind, triggers, pattern): the whole match is replaced. Shapes as published by the
-# providers and by secret scanners; order matters only where prefixes overlap.
-_FORMATS: list[tuple[str, tuple[str, ...], str]] = [
-    # Anthropic before OpenAI: both start with "sk-".
-    ("api-key", ("sk-ant-",), _b(r"sk-ant-(?:api|admin|sid)?\d{0,2}-?[A-Za-z0-9_-]{20,}")),
-    ("api-key", ("sk-",), _b(r"sk-(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z0-9_-]*\d)"
-                             r"[A-Za-z0-9_-]{20,}")),
-    ("api-key", ("xai-",), _b(r"xai-[A-Za-z0-9]{60,}")),
-    ("api-key", ("gsk_",), _b(r"gsk_[A-Za-z0-9]{40,}")),
-    ("api-key", ("pplx-",), _b(r"pplx-[A-Za-z0-9]{40,}")),
-    ("api-key", ("r8_",), _b(r"r8_[A-Za-z0-9]{30,}")),
-    ("token", ("hf_",), _b(r"hf_[A-Za-z]{30,}")),
-    # GitHub, GitLab, Bitbucket, Atlassian, Docker, JFrog
-    ("token", ("gh",), _b(r"gh[pousr]_[A-Za-z0-9]{30,}")),
-    ("token", ("github_pat_",), _b(r"github_pat_[A-Za-z0-9_]{22,}")),
-    ("token", ("gl",), _b(r"gl(?:pat|dt|ptt|rt|cbt|ft|imt|agent|oas|soat|wt)-[A-Za-z0-9_-]{20,}")),
-    ("token", ("GR1348941",), _b(r"GR1348941[A-Za-z0-9_-]{20,}")),
-    ("token", ("ATBB",), _b(r"ATBB[A-Za-z0-9_=.-]{28,}")),
-    ("token", ("ATATT3",), _b(r"ATATT3[A-Za-z0-9_=-]{40,}")),
-    ("token", ("dckr_pat_",), _b(r"dckr_pat_[A-Za-z0-9_-]{20,}")),
-    ("api-key", ("AKCp",), _b(r"AKCp[A-Za-z0-9]{60,}")),
-    # AWS, Google, Azure, Alibaba, DigitalOcean, Cloudflare-style origin keys
-    ("aws-key", ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
-     r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])"),
-    ("api-key", ("AIza",), _b(r"AIza[0-9A-Za-z_-]{35}")),
-    ("secret", ("GOCSPX-",), _b(r"GOCSPX-[A-Za-z0-9_-]{24,}")),
-    ("token", ("ya29.",), _b(r"ya29\.[0-9A-Za-z_-]{20,}")),
-    ("secret", ("Q~",), r"(?<![\w~.-])[A-Za-z0-9_.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![\w~-])"),
-    ("api-key", ("LTAI",), _b(r"LTAI[A-Za-z0-9]{16,24}")),
-    ("token", ("dop_v1_", "doo_v1_", "dor_v1_"), _b(r"do[por]_v1_[a-f0-9]{64}")),
-    ("api-key", ("v1.0-",), _b(r"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}")),
-    # Chat and mail
-    ("token", ("xox",), _b(r"xox[abposre]-[A-Za-z0-9-]{10,}")),
-    ("token", ("xoxe.",), _b(r"xoxe\.xox[bp]-\d-[A-Za-z0-9]{100,}")),
-    ("token", ("xapp-",), _b(r"xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]{30,}")),
-    ("webhook", ("hooks.slack.com",),
-     r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+-]{20,}"),
-    ("webhook", ("/api/webhooks/",),
-     r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{40,}"),
-    ("webhook", ("webhook.office.com",),
-     r"https://[a-z0-9-]+\.webhook\.office\.com/webhookb2/[A-Za-z0-9@/_-]{40,}"),
-    ("token", (":AA",), _b(r"\d{8,10}:AA[A-Za-z0-9_-]{33}")),
-    ("api-key", ("SG.",), _b(r"SG\.[A-Za-z0-9_-]{20,24}\.[A-Za-z0-9_-]{40,45}")),
-    ("api-key", ("xkeysib-",), _b(r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}")),
-    ("api-key", ("key-",), _b(r"key-[0-9a-z]{32}")),
-    # the boundary behind the hex run, not before it: a leading assertion slows every position
-    ("api-key", ("-us",), r"[0-9a-f]{32}(?<![\w.-][0-9a-f]{32})-us\d{1,2}(?![\w-])"),
-    ("api-key", ("SK",), _b(r"SK[0-9a-fA-F]{32}")),
-    # Payments and commerce
-    ("api-key", ("sk_", "rk_"), _b(r"(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{16,}")),
-    ("secret", ("whsec_",), _b(r"whsec_[A-Za-z0-9+/=]{24,}")),
-    ("token", ("shp",), _b(r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}")),
-    ("token", ("sq0",), _b(r"sq0(?:atp|csp)-[0-9A-Za-z_-]{22,60}")),
-    ("api-key", ("FLWSECK",), _b(r"FLWSECK(?:_TEST)?-[a-h0-9]{32}-X")),
-    ("api-key", ("shippo_",), _b(r"shippo_(?:live|test)_[a-f0-9]{40}")),
-    ("api-key", ("duffel_",), _b(r"duffel_(?:test|live)_[A-Za-z0-9_-]{43}")),
-    ("api-key", ("EZAK", "EZTK"), _b(r"EZ[AT]K[a-zA-Z0-9]{54}")),
-    # Package registries and developer platforms
-    ("token", ("npm_",), _b(r"npm_[A-Za-z0-9]{36}")),
-    ("token", ("pypi-AgEIcHlwaS5vcmc",), _b(r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}")),
-    ("token", ("rubygems_",), _b(r"rubygems_[a-f0-9]{48}")),
-    ("api-key", ("oy2",), _b(r"oy2[a-z0-9]{43}")),
-    ("token", ("CLOJARS_",), _b(r"CLOJARS_[a-z0-9]{60}")),
-    ("token", ("pul-",), _b(r"pul-[a-f0-9]{40}")),
-    ("token", ("dapi",), _b(r"dapi[a-f0-9]{32}(?:-\d)?")),
-    ("token", ("dp.",), _b(r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}")),
-    ("token", ("dt0c01.",), _b(r"dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}")),
-    ("token", ("hvs.", "hvb."), _b(r"hv[sb]\.[A-Za-z0-9_-]{24,}")),
-    ("token", (".atlasv1.",), _b(r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,70}")),
-    ("token", ("lin_api_",), _b(r"lin_api_[A-Za-z0-9]{40}")),
-    ("api-key", ("PMAK-",), _b(r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}")),
-    ("api-key", ("NRAK-",), _b(r"NRAK-[A-Z0-9]{27}")),
-    ("token", ("sntrys_", "sntryu_"), _b(r"sntry[su]_[A-Za-z0-9+/=_]{40,}")),
-    ("token", ("glc_", "glsa_"), _b(r"(?:glc_[A-Za-z0-9+/]{32,}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})")),
-    ("token", ("sbp_",), _b(r"sbp_[a-f0-9]{40}")),
-    ("token", ("pscale_",), _b(r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.-]{32,64}")),
-    ("token", ("fo1_",), _b(r"fo1_[A-Za-z0-9_-]{43}")),
-    ("token", ("pnu_",), _b(r"pnu_[A-Za-z0-9]{36}")),
-    ("token", ("rdme_",), _b(r"rdme_[a-z0-9]{70}")),
-    ("token", ("figd_",), _b(r"figd_[A-Za-z0-9_-]{40,}")),
-    ("token", ("ntn_", "secret_"), _b(r"(?:ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43})")),
-    ("token", ("pat",), _b(r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}")),
-    ("token", ("tskey-",), _b(r"tskey-(?:api|auth|client|webhook)-[A-Za-z0-9]{6,}-[A-Za-z0-9]{20,}")),
-    ("token", ("ops_eyJ",), _b(r"ops_eyJ[A-Za-z0-9+/=_-]{100,}")),
-    ("token", ("tfp_",), _b(r"tfp_[A-Za-z0-9_.=-]{40,59}")),
-    ("token", ("aio_",), _b(r"aio_[A-Za-z0-9]{28}")),
-    ("token", ("sk.eyJ",), _b(r"sk\.eyJ[A-Za-z0-9_-]{50,}\.[A-Za-z0-9_-]{20,}")),
-    ("api-key", ("lsv2_",), _b(r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}")),
-    ("api-key", ("pcsk_",), _b(r"pcsk_[A-Za-z0-9_]{50,}")),
-    ("token", ("AZDO",), _b(r"[A-Za-z0-9]{76}AZDO[A-Za-z0-9]{4}")),
-    ("token", ("HRKU-",), _b(r"HRKU-[A-Za-z0-9_-]{40,}")),
-    ("token", ("nfp_",), _b(r"nfp_[A-Za-z0-9]{36}")),
-    ("api-key", ("rnd_",), _b(r"rnd_[A-Za-z0-9]{32}")),
-    ("token", ("CCIPAT_",), _b(r"CCIPAT_[A-Za-z0-9]{22}_[a-f0-9]{40}")),
-    ("token", ("bkua_",), _b(r"bkua_[a-f0-9]{40}")),
-    ("token", ("sqp_", "squ_", "sqa_"), _b(r"sq[pua]_[a-f0-9]{40}")),
-    ("api-key", ("api-", "sdk-"),
-     _b(r"(?:api|sdk)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")),
-    ("api-key", ("rzp_",), _b(r"rzp_(?:live|test)_[A-Za-z0-9]{14}")),
-    ("token", ("pypi-AgENdGVzdC5weXBpLm9yZw",), _b(r"pypi-AgENdGVzdC5weXBpLm9yZw[A-Za-z0-9_-]{50,}")),
-    ("token", ("CFPAT-",), _b(r"CFPAT-[A-Za-z0-9_-]{43}")),
-    ("token", ("pat-na1-", "pat-eu1-"),
-     _b(r"pat-(?:na|eu)1-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")),
-    ("token", ("EAA",), _b(r"EAA[A-Za-z0-9]{100,}")),
-    # Keys that carry their own label
-    ("private-key", ("AGE-SECRET-KEY-",), _b(r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}")),
-    ("private-key", ("PuTTY-User-Key-File",),
-     r"PuTTY-User-Key-File-\d:.*?(?:Private-MAC: [0-9a-f]+|\Z)"),
-    ("jwt", ("eyJ",), _b(r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}")),
-]
-
-_PEM = (r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:.*?-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|.*\Z)")
-
-# user:password@host — the scheme and user stay, the password goes.
-_URL_CREDENTIALS = (
-    r"(?<![A-Za-z0-9+.-])(?P<head>[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:/@?#]*):(?P<pw>[^\s@/?#]+)@"
-)
-
-_AWS_SECRET = (r"(?P<head>\baws_?secret_?(?:access_?)?key[\"']?(?:\s*[:=]\s*|[ \t]+)[\"']?)"
-               r"(?P<value>[A-Za-z0-9/+=]{30,})")
-
-# "Authorization: Bearer <token>", "Authorization: Basic <b64>", "X-Api-Key: <key>"
-_AUTH_HEADER = (
-    r"(?P<head>\b(?:Proxy-)?Authorization[\"']?\s*[:=]\s*[\"']?"
-    r"(?:(?:Bearer|Basic|Token|Bot|Digest|Negotiate|AWS4-HMAC-SHA256|ApiKey|SSWS)\s+)?)"
-    r"(?P<value>[^\s\"',;]+)"
-)
-_KEY_HEADER = (r"(?P<head>\bX-(?:Api-Key|Auth-Token|Access-Token|Secret|Vault-Token|"
-               r"Shopify-Access-Token|Figma-Token|Dropbox-Token|Functions-Key|"
-               r"Postmark-(?:Server|Account)-Token|Gitlab-Token|Consul-Token|Nomad-Token|"
-               r"Goog-Api-Key|RapidAPI-Key|TYPESENSE-API-KEY|Algolia-API-Key|Auth-Key)"
-               r"[\"']?\s*:\s*[\"']?)"
-               r"(?P<value>[^\s\"',;]+)")
-_BEARER = r"(?P<head>\bBearer\s+)(?P<value>[A-Za-z0-9._~+/=-]{8,})"
-
-# A password given to a command on its line: `mysql -uroot -pPASS`, `sshpass -p PASS`,
-# `redis-cli -a PASS`, `curl -u user:PASS`, `docker login -p PASS`, `keytool -storepass PASS`,
-# `--password PASS`, `--api-key KEY` (the `--flag=value` form is an assignment, below).
-_ARG = r"(?P<value>'[^'\n]{1,4000}'|\"[^\"\n]{1,4000}\"|[^\s'\"`;|&<>]+)"
-_LINE = r"[ \t](?:[^\n;|&]{0,200}?[ \t])??"  # after the command's name: its words before the flag
-_CLI = (
-    r"(?P<head>(?:"
-    r"\b(?:mysql(?:dump|admin|import|show|check|sh|binlog|pump|slap)?|mariadb(?:-dump|-admin)?)\b"
-    + _LINE + r"-p(?=[^\s-])"
-    r"|\bsshpass\b" + _LINE + r"-p[ \t]*"
-    r"|\b(?:redis-cli|keydb-cli|valkey-cli)\b" + _LINE + r"(?:-a|--pass)[ \t]+"
-    r"|\b(?:curl|wget|http|httpie)\b" + _LINE
-    + r"(?:-u|--user|--proxy-user|-U)[ \t]*['\"]?[^\s:'\"]{1,100}:"
-    r"|\b(?:docker|podman|helm|buildah|skopeo|oras|nerdctl)[ \t]+(?:\S+[ \t]+)?login\b"
-    + _LINE + r"-p[ \t]+"
-    r"|\bmongo(?:sh|dump|restore|import|export|stat|top)?\b" + _LINE + r"-p[ \t]+"
-    r"|\bsqlcmd\b" + _LINE + r"-P[ \t]*"
-    r"|\bldap\w{0,12}\b" + _LINE + r"-w[ \t]+"
-    r"|\b(?:twine|rclone|psexec)\b" + _LINE + r"(?:-p|--password)[ \t]+"
-    r"|\bsmbclient\b" + _LINE + r"(?:(?:-p|--password)[ \t]+|-U[ \t]*['\"]?[^\s%'\"]{1,100}%)"
-    r"|\bhtpasswd\b[ \t]+-\w*b\w*[ \t]+(?:-\w+[ \t]+)*\S+[ \t]+\S+[ \t]+"
-    r"|\bConvertTo-SecureString\b[ \t]+(?:-String[ \t]+)?"
-    r"|\bgh[ \t]+secret[ \t]+set\b" + _LINE + r"(?:-b|--body)[ \t]*=?[ \t]*"
-    r"|\bglab[ \t]+variable[ \t]+(?:set|update)\b" + _LINE + r"(?:-v|--value)[ \t]*=?[ \t]*"
-    r"|\baz[ \t]+(?:keyvault[ \t]+secret[ \t]+set|pipelines[ \t]+variable(?:-group[ \t]+variable)?"
-    r"[ \t]+(?:create|update))\b" + _LINE + r"--value[ \t]+"
-    r"|\baz[ \t]+login\b" + _LINE + r"-p[ \t]+"
-    r"|\baws[ \t]+ssm[ \t]+put-parameter\b" + _LINE + r"--value[ \t]+"
-    r"|\bsecurity[ \t]+add-(?:generic|internet)-password\b" + _LINE + r"-w[ \t]+"
-    r"|\bssh-keygen\b" + _LINE + r"-[NP][ \t]+"
-    r"|\brabbitmqctl[ \t]+(?:add_user|change_password)[ \t]+\S+[ \t]+"
-    r"|\bnmcli\b" + _LINE + r"(?:password|wifi-sec\.psk|802-11-wireless-security\.psk)[ \t]+"
-    r"|\bmc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+[ \t]+\S+[ \t]+"
-    r"|\bopenssl\b" + _LINE + r"-k[ \t]+"
-    r"|\b(?:un)?zip\b" + _LINE + r"(?:-P[ \t]*|--password[ \t]+)"
-    r"|\b(?:7z|7za|7zr|rar|unrar)\b" + _LINE + r"-p(?=[^\s-])"
-    r"|\buseradd\b" + _LINE + r"-p[ \t]+"
-    r"|\bnet[ \t]+user[ \t]+[\w.$@\\-]{1,64}[ \t]+(?=[^\s/*])"
-    r"|\bchpasswd\b[ \t]*<<<[ \t]*['\"]?[^\s:'\"]{1,100}:"
-    r"|(?<=[ \t])-(?:storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass)[ \t]+"
-    r"|(?<=[ \t])-pass(?:in|out|word)?[ \t]+pass:"
-    r"))" + _ARG
-)
-# `--password X`, `--api-key X` on any command (`--password=X` is an assignment).
-_LONG_FLAG = (
-    r"(?P<head>(?<![\w-])--(?:[a-z0-9]{1,20}-){0,3}(?:password|passwd|passphrase|token|secret"
-    r"|api-?key|access-key|secret-key|private-key|client-secret|auth-token|access-token"
-    r"|secret-string)"
-    r"[ \t]+(?!--?[a-z][a-z-]*(?:[\s=]|$)))" + _ARG  # not the next flag (--verbose)
-)
-
-# A secret piped to a command that reads it from stdin: `echo X | docker login
-# --password-stdin`, `echo X | sudo -S …`, `echo user:X | chpasswd`, `printf 'X\n' | passwd
-# --stdin me`, `echo X | wrangler secret put NAME`, `echo -n X | gcloud secrets create N
-# --data-file=-`. printf's format goes too when it holds no `%` (then the secret is an argument).
-_STDIN_READERS = (
-    r"--password-stdin|--pass-stdin|--with-token\b|\bsudo[ \t]+-S\b|\bchpasswd\b"
-    r"|-pass(?:in|out)?[ \t]+(?:stdin|fd:0)|\bpasswd\b[^\n|;&]{0,40}?--stdin|\bsmbpasswd\b[^\n|;&]{0,40}?-s\b"
-    r"|\bwrangler[ \t]+(?:pages[ \t]+)?secret[ \t]+put\b|\bvercel[ \t]+env[ \t]+add\b"
-    r"|\bgh[ \t]+secret[ \t]+set\b|\bdocker[ \t]+secret[ \t]+create\b|\bpodman[ \t]+secret[ \t]+create\b"
-    r"|\bgcloud[ \t]+secrets[ \t]+(?:create|versions[ \t]+add)\b|\bdoppler[ \t]+secrets[ \t]+set\b"
-    r"|\bfirebase[ \t]+functions:secrets:set\b|\bcircleci[ \t]+context[ \t]+store-secret\b"
-    r"|\bpass[ \t]+(?:insert|add)\b|\bsecret-tool[ \t]+store\b|\bvault[ \t]+login[ \t]+-(?![\w-])"
-    r"|\bkinit\b|\bhtpasswd[ \t]+-\w*i|--passphrase-fd[ \t]+0|\bansible-vault[ \t]+encrypt_string\b"
-    r"|\bcryptsetup\b|\bwg[ \t]+pubkey\b|\bkeyring[ \t]+set\b|\bop[ \t]+item[ \t]+create\b"
-)
-_PIPED = (
-    r"(?P<head>\b(?:echo[ \t]+(?:-[neE]+[ \t]+)*|printf[ \t]+(?:--[ \t]+)?"
-    r"(?:(?:'[^'\n]{0,40}%[^'\n]{0,40}'|\"[^\"\n]{0,40}%[^\"\n]{0,40}\"|[^\s'\"`;|&<>]*%[^\s'\"`;|&<>]*)"
-    r"[ \t]+)?))"
-    r"(?P<value>'[^'\n]{1,4000}'|\"[^\"\n]{1,4000}\"|[^\s'\"`;|&<>]+)"
-    r"(?=(?:[ \t]+(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"`;|&<>]+)){0,4}"
-    r"[ \t]*\|[ \t]*[^\n|;&]{0,200}?(?:" + _STDIN_READERS + r"))"
-)
-# The same readers fed a here-string: `passwd --stdin me <<< 'X'`, `gh secret set N <<< X`.
-_HERE_STRING = (r"(?P<head>(?:" + _STDIN_READERS + r")[^\n|;&]{0,200}?<<<[ \t]*)"
-                r"(?P<value>'[^'\n]{1,4000}'|\"[^\"\n]{1,4000}\"|[^\s'\"`;|&<>]+)")
-
-# Commands that store secrets or config vars: every value they are given is a secret,
-# whatever its name (`heroku config:set STRIPE_KEY=…`, `dotnet user-secrets set "Db:Pw" "…"`).
-# (command, how its values are given): "pairs" NAME=VALUE words (a `--from-literal=`, `--set`
-# or `--settings` flag before one is read through); a number n: the n-th word that is not a
-# flag; "secret-name": the second word, when the first names a secret (`aws configure set
-# aws_secret_access_key X`); "if-secret": the second word after `--secret` or a secret's name.
-_SETTERS: tuple[tuple[str, str | int], ...] = (
-    (r"heroku[ \t]+config:(?:set|add)", "pairs"),
-    (r"dokku[ \t]+config:set", "pairs"),
-    (r"(?:fly|flyctl)[ \t]+secrets[ \t]+set", "pairs"),
-    (r"doppler[ \t]+secrets[ \t]+set", "pairs"),
-    (r"supabase[ \t]+secrets[ \t]+set", "pairs"),
-    (r"railway[ \t]+variables(?:[ \t]+set)?", "pairs"),
-    (r"eb[ \t]+setenv", "pairs"),
-    (r"firebase[ \t]+functions:config:set", "pairs"),
-    (r"vault[ \t]+kv[ \t]+(?:put|patch)", "pairs"),
-    (r"(?:kubectl|oc)[ \t]+create[ \t]+secret", "pairs"),
-    (r"az[ \t]+(?:webapp|functionapp)[ \t]+config[ \t]+appsettings[ \t]+set", "pairs"),
-    (r"az[ \t]+containerapp[ \t]+secret[ \t]+set", "pairs"),
-    (r"dotnet[ \t]+user-secrets[ \t]+set", 2),
-    (r"netlify[ \t]+env:set", 2),
-    (r"convex[ \t]+env[ \t]+set", 2),
-    (r"glab[ \t]+variable[ \t]+(?:set|update)", 2),
-    (r"travis[ \t]+env[ \t]+set", 2),
-    (r"vercel[ \t]+secrets?[ \t]+add", 2),
-    (r"cf[ \t]+set-env", 3),
-    (r"aws[ \t]+configure[ \t]+set", "secret-name"),
-    (r"(?:npm|pnpm|yarn)[ \t]+config[ \t]+set", "secret-name"),
-    (r"git[ \t]+config", "secret-name"),
-    (r"pulumi[ \t]+config[ \t]+set", "if-secret"),
-)
-_SETTER_MODES = {i: mode for i, (_, mode) in enumerate(_SETTERS)}
-_WORD = r"(?:[^\s'\"`;|&<>]|'[^'\n]*'|\"[^\"\n]*\")+"  # a shell word, quotes and all
-_SETTER_NAMES = ("heroku", "dokku", "fly", "flyctl", "doppler", "supabase", "railway", "eb", "firebase",
-                 "vault", "kubectl", "oc", "az", "dotnet", "netlify", "convex", "glab", "travis",
-                 "vercel", "cf", "aws", "npm", "pnpm", "yarn", "git", "pulumi")
-# A word that starts the next command (`heroku config:set A=1 vercel secrets add …`) ends the
-# words of this one.
-_SETTER = (r"\b(?:" + "|".join(f"(?P<s{i}>{c})" for i, (c, _) in enumerate(_SETTERS)) + r")"
-           r"(?P<args>(?:(?:[ \t]|\\\r?\n)+(?!(?:" + "|".join(_SETTER_NAMES) + r")[ \t])"
-           + _WORD + r"){1,60})")
-# Flags of those commands that take a value: the value is not one of the command's words.
-_VALUE_FLAGS = frozenset({"-a", "--app", "-p", "--project", "--id", "--context", "--scope", "-s",
-                          "--stack", "-e", "--environment", "--env", "-g", "--group", "-c",
-                          "--config", "--cwd", "-r", "--repo", "-R", "--org", "-o", "--type",
-                          "--description", "-n", "--name", "--namespace", "--mount",
-                          "--resource-group", "--service", "--profile", "--deployment"})
-
-# Signed URLs: the signature and session token in the query string (S3, GCS, Azure SAS).
-_URL_SIGNATURE = (r"(?P<head>[?&](?:sig|signature|X-Amz-Signature|X-Amz-Security-Token|"
-                  r"X-Goog-Signature|X-Amz-Credential|Signature)=)(?P<value>[^&\s#\"'<>\[\]]{16,})")
-
-# <password>…</password>, <apiKey>…</apiKey>: the element stays, the text goes.
-_XML = (r"<(?P<tag>[A-Za-z0-9_.:-]{0,40}?(?:password|passwd|secret|token|api[_-]?key|apikey|"
-        r"access[_-]?key|private[_-]?key|credentials?))>(?P<value>[^<\n]{1,4000})</(?P=tag)>")
-
-# Where a _CLI match can start: the commands' names and the flags that stand alone.
-_CLI_ANCHORS = ("mysql", "mariadb", "sshpass", "redis-cli", "keydb-cli", "valkey-cli", "curl",
-                "wget", "http", "docker", "podman", "helm", "buildah", "skopeo", "oras", "nerdctl",
-                "mongo", "sqlcmd", "ldap", "twine", "rclone", "psexec", "smbclient", "htpasswd",
-                "-storepass", "-keypass", "-srcstorepass", "-deststorepass", "-srckeypass",
-                "-destkeypass", "-pass", "ConvertTo-SecureString", "gh secret", "az keyvault",
-                "openssl", "zip", "unzip", "7z", "rar", "unrar", "useradd", "net user", "chpasswd",
-                "glab", "az ", "aws ssm", "security", "ssh-keygen", "rabbitmqctl", "nmcli", "mc ")
-
-# Cookie headers and cookie flags: every cookie's value goes, the names stay.
-_COOKIE = (r"(?P<head>(?:\b(?:Set-)?Cookie[\"']?[ \t]*[:=][ \t]*|(?<![\w-])--cookie[ \t]+"
-           r"|\bcurl\b" + _LINE + r"-b[ \t]+)"
-           r"[\"']?)(?P<value>[^\s=;\"'`]{1,200}=[^;\s\"'`]*"
-           r"(?:;[ \t]*[^\s=;\"'`]{1,200}(?:=[^;\s\"'`]*)?){0,100})")
-
-# key = value: the key stays, the value goes. The key may carry a prefix (DB_PASSWORD,
-# github_token, client_secret, _authToken) and be quoted ("password": "...").
-_WORDS = (r"password|passwd|passphrase|passcode|pwd|pass|secret|token|api[_-]?key|apikey|_auth|"
-          r"access[_-]?key|secret[_-]?key|private[_-]?key|client[_-]?secret|credentials?|"
-          r"accountkey|sharedaccesskey|sas[_-]?token|signing[_-]?key|encryption[_-]?key|"
-          r"master[_-]?key|auth[_-]?key|session[_-]?key|webhook[_-]?secret|psk|pre[_-]?shared[_-]?key|"
-          r"presharedkey")
-_KEY = r"[A-Za-z0-9_.-]{0,40}?(?:" + _WORDS + r")"
-# The match starts at the key's last word; the callback reads the rest of the key backwards
-# (a leading run of any length before each keyword would make the scan quadratic-ish).
-_ASSIGN = (
-    r"(?P<key>pass(?:word|wd|phrase|code)?|pwd|secret|token|key|credentials?|_auth|psk)"
-    r"(?![A-Za-z0-9])(?P<sep>(?:[\"']\]?)?[ \t]*(?:=>|:=|=(?!=)|:(?!:)|：|＝)[ \t]*"
-    r"|[ \t]+(?=[\"']))"
-    r"(?P<value>\"[^\"\n]{1,4000}\"|'[^'\n]{1,4000}'|`[^`\n]{1,4000}`|[^\s,;'\"`]+)"
-)
-
-# Passwords in sentences: "the password is X", "use password X", "the staging db password
-# is X", "password for the staging box: X", "my pwd's X".
-_COPULA = (r"[ \t]*(?::|=|->|：|＝)[ \t]*|[ \t]+(?:is|was|will[ \t]+be|should[ \t]+be|would[ \t]+be|"
-           r"becomes|reads|remains)(?:[ \t]*[:：])?[ \t]+"
-           r"(?:now[ \t]+|still[ \t]+|just[ \t]+|set[ \t]+to[ \t]+)?")
-_PROSE_PASSWORD = (
-    r"(?P<head>\b(?:password|passwd|passphrase|passcode|pwd|pw)(?:'s)?"
-    r"(?:[ \t]+(?:for|of|on|to|at|in)[ \t]+(?:[\w.@/-]+[ \t]+){0,3}?[\w.@/-]+(?P<c1>" + _COPULA + r")"
-    r"|(?P<c2>" + _COPULA + r")|[ \t]+(?:to|as)[ \t]+|[ \t]+))"
-    r"(?P<value>\"[^\"\n]{1,4000}\"|'[^'\n]{1,4000}'|`[^`\n]{1,4000}`|[^\s\"'`]+)"
-)
-
-# Passwords in other languages: "Das Passwort ist X", "le mot de passe du serveur est X",
-# "密码是X", "パスワードは X です", "비밀번호는 X", "пароль: X". Words of scripts written without
-# spaces (Chinese, Japanese, Korean, Thai) may be glued to the words around them.
-_I18N_SPACED = (r"passw(?:ort|ord)(?:e?s|et)?|passord(?:et)?|kennw(?:ort|ord)(?:e?s)?"
-                r"|mot[ \t]+de[ \t]+passe|mdp"
-                r"|contrase(?:ñ|n)a|senha|parola(?:[ \t]+d['’]ordine)?|wachtwoord|adgangskode(?:n)?"
-                r"|l(?:ö|o)senord(?:et)?|salasana|heslo|jelsz(?:ó|o|ava)|has(?:ł|l)o"
-                r"|(?:ş|s)ifre(?:m|n|niz)?|kata[ \t]+sandi(?:nya)?|mật[ \t]+khẩu|пароль|пароля"
-                r"|κωδικός|κωδικό|كلمة[ \t]+(?:المرور|السر)|पासवर्ड")
-# (Hebrew too: its article and prepositions are glued to the word)
-_I18N_GLUED = r"パスワード|暗証番号|密码|密碼|口令|비밀번호|암호|패스워드|รหัสผ่าน|סיסמה|סיסמא"
-_OF_WORDS = ("für|fuer|vom|von|zum|zur|du|de|des|del|do|da|dos|das|della|dello|di|van|voor"
-             "|от|для|dla|till|för|til|pro|na|untuk|ke|al")
-# "das Passwort für den Server ist X": up to four words that say whose password it is
-# (English "password for …" is the English rule's; "to" is a Polish copula).
-_I18N_OF = r"[ \t]+(?:" + _OF_WORDS + r")[ \t]+(?:[\w.@/-]+[ \t]+){0,3}?[\w.@/-]+(?![\w.@/-])"
-_PIN_OF = _I18N_OF.replace("(?:" + _OF_WORDS, "(?:for|of|on|to|at|in|" + _OF_WORDS, 1)
-_I18N_COPULA = (r"[ \t]*(?::|=|：|＝|->|—|–)[ \t]*"
-                r"|[ \t]+(?:ist|lautet|war|heißt|est|était|sera|es|era|será|é|è|sarà|is|was|wordt"
-                r"|это|—|to|jest|är|er|on|je|là|adalah|este|είναι)[ \t]+"
-                r"|[ \t]*(?:是|为|為|は|が|는|은|가|이|คือ|היא)[ \t]*")
-_I18N_VALUE = (r"\"[^\"\n]{1,4000}\"|'[^'\n]{1,4000}'|`[^`\n]{1,4000}`|«[^»\n]{1,4000}»"
-               r"|„[^“”\n]{1,4000}[“”]|“[^”\n]{1,4000}”|「[^」\n]{1,4000}」|『[^』\n]{1,4000}』"
-               r"|[^\s\"'`«»„“”「」『』\u3000-\u303f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af"
-               r"\uff01-\uff0f\uff1a-\uff20]+")
-_PROSE_PASSWORD_I18N = (
-    r"(?P<head>(?:(?<![\w-])(?:" + _I18N_SPACED + r")(?![\w-])|(?:" + _I18N_GLUED + r"))"
-    r"(?:(?:" + _I18N_OF + r")?(?P<c>" + _I18N_COPULA + r")[ \t]*|[ \t]+|(?<=[^\x00-\x7f])))"
-    r"(?P<value>" + _I18N_VALUE + r")"
-)
-# Looked up in every text: each costs a scan, so only the spellings in ASCII that a user of
-# that language types (the others are looked up in texts that are not ASCII).
-_I18N_TRIGGERS = ("passwort", "passord", "kennwort", "mot de", "mdp", "senha", "parola",
-                  "wachtwoord", "salasana", "heslo", "sandi", "contrase", "adgangskode", "haslo",
-                  "sifre")
-_I18N_ANCHORS = ("passwort", "passord", "password", "kennw", "mot de", "mdp", "contrase", "senha",
-                 "parola", "wachtwoord",
-                 "adgangskode", "lösenord", "salasana", "heslo", "jelszó", "jelszava", "hasło",
-                 "haslo", "şifre", "sifre", "kata", "mật", "пароль", "пароля",
-                 "κωδικ", "كلمة", "סיסמ", "पासवर्ड", "パスワード", "暗証番号", "密码", "密碼",
-                 "口令", "비밀번호", "암호", "패스워드", "รหัสผ่าน")
-# A PIN: "my PIN is 4821", "PIN: 4821", "the pin for the card is 4821", "PIN 4821",
-# "PIN-Code: 4821", "code PIN : 4821", "PIN码是4821", "暗証番号は4821".
-_PIN = (
-    r"(?P<head>(?:(?<![\w-])(?:pin|пин)(?:[ \t-]?(?:code|number|nummer|número|numero|код|码|번호))?"
-    r"(?:'s)?(?:" + _PIN_OF + r")?(?:" + _COPULA + r"|" + _I18N_COPULA + r")"
-    r"|(?<![\w-])(?-i:PIN)[ \t]+|暗証番号(?:は|：|:)?[ \t]*|핀[ \t]*번호(?:는|:)?[ \t]*)[\"'`]?)"
-    r"(?P<value>\d{4,12})(?![\w.,:/-]\d|\w)"
-)
-
-# Credential files. ~/.pgpass: host:port:database:user:password, one a line (a host with a
-# letter or a dot: a MAC address or an IPv6 address is not one).
-# Matched against one line at a time (see _LineRule); in a sentence, the value ends at a blank.
-# A host with a letter or a dot (not a MAC address, an IPv6 address or a timestamp), a port,
-# then a database and a user in the characters their names are made of.
-_PGPASS_FIELDS = (r"(?:\*|(?!\d{4}-\d\d-\d\dT)(?=[\w.-]*[A-Za-z.])[A-Za-z0-9][\w.-]{0,252})"
-                  r":(?:\*|\d{1,5}):(?:[\w.*@$+-]|\\:){1,100}:(?:[\w.*@$+-]|\\:){1,100}:")
-_PGPASS = (r"(?P<head>[ \t]*(?![0-9A-Fa-f:.]+(?:\s|$))" + _PGPASS_FIELDS + r")"
-           r"(?P<value>(?:[^\s\\]|\\.)(?:[^\r\n\\]|\\.){0,4000}?)[ \t]*\r?")
-_PGPASS_WORDS = (r"(?P<head>(?<![\w.:/@*-])(?![0-9A-Fa-f:.]+(?:\s|$))" + _PGPASS_FIELDS + r")"
-                 r"(?P<value>\S+)")
-
-# ~/.netrc: `machine HOST login USER password X` on one line or several.
-_NETRC = (r"(?P<head>\b(?:machine[ \t\r\n]+\S+|default)(?:[ \t\r\n]+(?:login|account|port)[ \t\r\n]+\S+)*"
-          r"[ \t\r\n]+password[ \t\r\n]+)(?P<value>\S+)")
-# A config line that is only `password X` (msmtp, fetchmail, mutt's account files), or such a
-# line joined to the next command by `;`, `&&` or `|`.
-_PASSWORD_LINE = (r"^(?P<head>[ \t]*(?:password|passwd|passphrase)[ \t]+)(?P<value>[^\s;&|]+)"
-                  r"[ \t]*(?:$|[;&|])")
-# wp-config.php: define('DB_PASSWORD', '…'), the AUTH_KEY and SALT family.
-_DEFINE = (r"(?P<head>\bdefine[ \t]*\([ \t]*(?P<q>['\"])(?P<name>[A-Za-z0-9_]{1,60})(?P=q)[ \t]*,[ \t]*)"
-           r"(?P<value>'(?:[^'\\\n]|\\.){1,4000}'|\"(?:[^\"\\\n]|\\.){1,4000}\")")
-# ~/.kube/config: a client's private key, base64 on one line.
-_KUBE_KEY = r"(?P<head>\bclient-key-data:[ \t]*[\"']?)(?P<value>[A-Za-z0-9+/]{20,}={0,2})"
-
-# A long hex or base64 string right after a key/token/secret word ("my API key is 3f9a...").
-_NEAR_KEYWORD = (
-    r"(?P<head>\b(?P<word>(?:api[ _-]?)?(?:keys?|tokens?|secrets?|passwords?|passwd|credentials?))\b"
-    r"[ \t]*(?:(?:is|was|=|:|：|->|here|value)[ \t]*){0,2}[\"'`]?)"
-    r"(?P<value>(?<![A-Za-z0-9+/_=-])(?:[0-9a-fA-F]{32,}(?![A-Za-z0-9+/_-])|[A-Za-z0-9+/_-]{40,}={0,2}))"
-)
-
-# Values that name where a secret lives rather than being one.
-_REFERENCE_SOURCE = (
-    r"(?:\$|%\(|\{\{|\{%|<|\*{3}|x{4}|\.\.\.|…|os\.environ|os\.getenv|getenv|process\.env|env\(|env\[|"
-    r"ENV\[|secrets\.|settings\.|config\.|vault:|none\b|null\b|nil\b|true\b|false\b|undefined\b|"
-    r"self\.|this\.|args\.|request\.|input\(|getpass|\w+\(\)?$|"
-    # YAML tags that name where the value comes from: `password: !vault |`, `!Ref DbPassword`
-    r"!(?:vault|ENV|env|Ref|Sub|GetAtt|ImportValue|Join|Select|FindInMap|secret|include)\b)"
-)
 _PROSE = frozenset(
     "a an the is are was were be been being it its it's this that these those not no yes and or "
     "in on for to of from with by as at if so see use set same your my our their his her "
@@ -684,9 +266,9 @@ def _secret_name(name: str) -> bool:
 def _setter(m: re.Match[str]) -> str:
     import re  # loaded by the rule that called this
 
-    mode = next(_SETTER_MODES[i] for i in _SETTER_MODES if m.group(f"s{i}") is not None)
+    mode = next(p.SETTER_MODES[i] for i in p.SETTER_MODES if m.group(f"s{i}") is not None)
     args = m.group("args")
-    words = list(re.finditer(r"(?:[ \t]|\\\r?\n)+(?P<w>" + _WORD + ")", args))
+    words = list(re.finditer(r"(?:[ \t]|\\\r?\n)+(?P<w>" + p.WORD + ")", args))
     plain: list[re.Match[str]] = []  # the words that are not flags nor a flag's value
     skip = False
     for w in words:
@@ -694,7 +276,7 @@ def _setter(m: re.Match[str]) -> str:
         if skip:
             skip = False
         elif word.startswith("-") and mode != "pairs":
-            skip = word in _VALUE_FLAGS
+            skip = word in p.VALUE_FLAGS
         else:
             plain.append(w)
     new: dict[int, tuple[int, str]] = {}  # a word's start in args -> (its end, its new text)
@@ -1018,7 +600,7 @@ class _LineRule(_Rule):
         return "\n".join(lines) if changed else text
 
 
-_PGPASS_INLINE = _Rule((), _PGPASS_WORDS, 0, None)
+_PGPASS_INLINE = _Rule((), p.PGPASS_WORDS, 0, None)
 def _pin_word(seen: str) -> bool:
     """Whether "pin" stands as a word (not "typing", "mapping", "spinner"; "PIN码" is one), or
     a PIN's word of another script is there."""
@@ -1057,63 +639,60 @@ _SETTER_ANCHORS = ("heroku config:", "dokku config:", "fly secrets", "flyctl sec
                    "az containerapp", "dotnet user-secrets", "netlify env:", "convex env",
                    "glab variable", "travis env", "vercel secret", "cf set-env", "aws configure",
                    "npm config", "pnpm config", "yarn config", "git config", "pulumi config")
-# A word each stdin reader holds ("pass" covers passwd, --password-stdin, pass insert).
-_STDIN_TRIGGERS = ("pass", "sudo", "-stdin", "--with-token", "secret", "vercel", "kinit", "htpasswd",
-                   "ansible-vault", "cryptsetup", "wg pubkey", "keyring", "op item")
 _RULES: list[_Rule] = [
-    _Rule(("-----BEGIN",), _PEM, _DOTALL, _fixed("private-key")),
-    _Rule(("://",), _URL_CREDENTIALS, 0, _url),
-    *(_Rule(t, p, _DOTALL if t[0].startswith("PuTTY") else 0, _fixed(k), in_runs=True)
-      for k, t, p in _FORMATS),
-    _Rule(("aws",), _AWS_SECRET, _I, _head("aws-key")),
+    _Rule(("-----BEGIN",), p.PEM, _DOTALL, _fixed("private-key")),
+    _Rule(("://",), p.URL_CREDENTIALS, 0, _url),
+    *(_Rule(t, source, _DOTALL if t[0].startswith("PuTTY") else 0, _fixed(k), in_runs=True)
+      for k, t, source in p.FORMATS),
+    _Rule(("aws",), p.AWS_SECRET, _I, _head("aws-key")),
     # every flag follows a blank (" -p", "\t-a"); compiled only where a command's name is
-    _Rule((" -", "\t-", "chpasswd", "net user", "rabbitmqctl", "mc alias", "mc config", "nmcli"), _CLI,
-          0, _cli, anchors=_CLI_ANCHORS, values=True, words=True),
-    _Rule(("pass", "token", "secret", "key"), _LONG_FLAG, 0, _cli, anchors=("--",), values=True),
-    _Rule(("echo", "printf"), _PIPED, 0, _cli, anchors=("echo", "printf"), values=True),
-    _Rule(("<<<",), _HERE_STRING, 0, _cli, values=True),
-    _Rule(("cookie", "curl"), _COOKIE, _I, _cookie, anchors=("set-cookie", "cookie", "--cookie", "curl"),
+    _Rule((" -", "\t-", "chpasswd", "net user", "rabbitmqctl", "mc alias", "mc config", "nmcli"), p.CLI,
+          0, _cli, anchors=p.CLI_ANCHORS, values=True, words=True),
+    _Rule(("pass", "token", "secret", "key"), p.LONG_FLAG, 0, _cli, anchors=("--",), values=True),
+    _Rule(("echo", "printf"), p.PIPED, 0, _cli, anchors=("echo", "printf"), values=True),
+    _Rule(("<<<",), p.HERE_STRING, 0, _cli, values=True),
+    _Rule(("cookie", "curl"), p.COOKIE, _I, _cookie, anchors=("set-cookie", "cookie", "--cookie", "curl"),
           values=True),
-    _Rule(("sig", "x-amz-", "x-goog-"), _URL_SIGNATURE, _I, _head("signature")),
+    _Rule(("sig", "x-amz-", "x-goog-"), p.URL_SIGNATURE, _I, _head("signature")),
     # PayPal/Braintree: "$" splits it into runs the fixed formats would not see whole
     _Rule(("access_token$",), r"access_token\$(?:production|sandbox)\$[0-9a-z]{16}\$[0-9a-f]{32}",
           0, _fixed("token")),
-    _Rule(("</",), _XML, _I, _xml, anchors=("<",)),
-    _Rule(("authorization",), _AUTH_HEADER, _I, _auth_header),
-    _Rule(("x-",), _KEY_HEADER, _I, _auth_header, anchors=("x-",)),
-    _Rule(("bearer",), _BEARER, _I, _bearer),
-    _Rule(("pass", "pwd", "secret", "token", "key", "credential", "_auth", "psk"), _ASSIGN, _I,
+    _Rule(("</",), p.XML, _I, _xml, anchors=("<",)),
+    _Rule(("authorization",), p.AUTH_HEADER, _I, _auth_header),
+    _Rule(("x-",), p.KEY_HEADER, _I, _auth_header, anchors=("x-",)),
+    _Rule(("bearer",), p.BEARER, _I, _bearer),
+    _Rule(("pass", "pwd", "secret", "token", "key", "credential", "_auth", "psk"), p.ASSIGN, _I,
           _assignment, anchors=("pass", "pwd", "secret", "token", "key", "credential", "_auth", "psk")),
     # ~/.docker/config.json: "auth": "<base64 of user:password>"
     _Rule(('"auth"',), r'(?P<head>"auth"[ \t]*:[ \t]*")(?P<value>[A-Za-z0-9+/]{12,}={0,2})(?=")', 0,
           _head("credentials")),
-    _Rule(("machine", "default login", "default password", "default account"), _NETRC, 0,
+    _Rule(("machine", "default login", "default password", "default account"), p.NETRC, 0,
           _config_value, anchors=("machine", "default"), gate=lambda s: "password" in s, words=True),
-    _Rule(("password", "passwd", "passphrase"), _PASSWORD_LINE, _MULTILINE, _config_value,
+    _Rule(("password", "passwd", "passphrase"), p.PASSWORD_LINE, _MULTILINE, _config_value,
           gate=_a_line_starts_with_password),
-    _LineRule(_PGPASS, _head("password"), colons=4),
-    _Rule(("define",), _DEFINE, _I, _define, anchors=("define",)),
-    _Rule(("client-key-data",), _KUBE_KEY, 0, _head("private-key")),
-    _Rule(_PASSWORD_TRIGGERS, _PROSE_PASSWORD, _I, _prose_password, anchors=("pass", "pwd", "pw")),
+    _LineRule(p.PGPASS, _head("password"), colons=4),
+    _Rule(("define",), p.DEFINE, _I, _define, anchors=("define",)),
+    _Rule(("client-key-data",), p.KUBE_KEY, 0, _head("private-key")),
+    _Rule(_PASSWORD_TRIGGERS, p.PROSE_PASSWORD, _I, _prose_password, anchors=("pass", "pwd", "pw")),
     # English "password" is the rule above's: only Italian's "password è" brings it here
-    _Rule(_I18N_TRIGGERS, _PROSE_PASSWORD_I18N, _I, _i18n_password, anchors=_I18N_ANCHORS, values=True,
-          wide=("password è", "password é", *(a for a in _I18N_ANCHORS if not a.isascii()))),
-    _Rule(("pin",), _PIN, _I, _pin, anchors=("pin", "пин", "暗証番号", "핀"),
+    _Rule(p.I18N_TRIGGERS, p.PROSE_PASSWORD_I18N, _I, _i18n_password, anchors=p.I18N_ANCHORS, values=True,
+          wide=("password è", "password é", *(a for a in p.I18N_ANCHORS if not a.isascii()))),
+    _Rule(("pin",), p.PIN, _I, _pin, anchors=("pin", "пин", "暗証番号", "핀"),
           wide=("пин", "暗証番号", "핀"), gate=_pin_word),
     # last: a setter's words are read as the other rules left them, so a second pass reads
     # the same words
-    _Rule(_SETTER_TRIGGERS, _SETTER, 0, _setter, anchors=_SETTER_ANCHORS, words=True),
-    _Rule(("key", "token", "secret", "passw", "credential"), _NEAR_KEYWORD, _I, _near_keyword,
+    _Rule(_SETTER_TRIGGERS, p.SETTER, 0, _setter, anchors=_SETTER_ANCHORS, words=True),
+    _Rule(("key", "token", "secret", "passw", "credential"), p.NEAR_KEYWORD, _I, _near_keyword,
           anchors=("key", "token", "secret", "passw", "credential", "api")),
 ]
 
 
-_REFERENCE = _Rule((), _REFERENCE_SOURCE, _I, None)
+_REFERENCE = _Rule((), p.REFERENCE_SOURCE, _I, None)
 # Every fixed format is a run of at least 15 of these characters (the shortest, a Slack token,
 # is 15): their triggers are looked up in those runs only, and a text without one (a path, a
 # short command, a sentence) skips all of them at the cost of one scan.
 _RUNS = _Rule((), r"[\w.~+/=:-]{15,}", 0, None)
-_KEY_RULE = _Rule((), _KEY, _I, None)
+_KEY_RULE = _Rule((), p.KEY, _I, None)
 _FORMAT_RULES = [r for r in _RULES if r.in_runs]
 # The rules in order, the fixed formats (consecutive in _RULES) as one step, None.
 _STEPS: list[_Rule | None] = [None if r is _FORMAT_RULES[0] else r for r in _RULES
@@ -1225,7 +804,7 @@ def redact_clipped(text: str, limit: int, suffix: str = "…") -> str:
     return clip(out, limit) + suffix if len(out) > limit else out + suffix
 
 
-# Names of fields whose value is a secret whatever it looks like, besides those _KEY matches
+# Names of fields whose value is a secret whatever it looks like, besides those the key pattern matches
 # (password, db_password, apiKey, client_secret, access_token, ...).
 _SECRET_FIELDS = frozenset({
     "authorization", "proxy-authorization", "proxy_authorization", "auth", "cookie", "cookies",
