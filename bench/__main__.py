@@ -49,14 +49,18 @@ SUITE: dict[str, tuple[list[str], list[str]]] = {
     "length_cost_bench": (["--chunks", "20000"],
                           ["--chunks", "500", "--candidates", "20", "--runs", "5"]),
     "vector_stage_bench": (["--sizes", "100000", "--queries", "100"],
-                           ["--sizes", "3000", "--queries", "3", "--graph-max", "3000",
+                           ["--sizes", "2000", "--queries", "3", "--graph-max", "2000",
                             "--rescore", "200", "--ef", "64", "--graph-dtype", "i8"]),
     "scale_bench": (["--sizes", "100000", "--queries", "100"],
-                    ["--sizes", "3000", "--queries", "3", "--cold", "1"]),
+                    ["--sizes", "1000", "--queries", "3", "--cold", "1"]),
     "postgres_bench": (["--sizes", "10000", "--embedded", "1000"],
                        ["--sizes", "300", "--queries", "3", "--embedded", "30"]),
-    "postgres_scale_bench": (["--sizes", "10000"], ["--sizes", "3000", "--queries", "3"]),
+    "postgres_scale_bench": (["--sizes", "10000"], ["--sizes", "1000", "--queries", "3"]),
 }
+
+
+# At toy size the scale corpus mixes the vectors of 100 embedded texts, not of 1,000.
+TOY_ENV = {"LORE_BENCH_BASE": "100"}
 
 
 def command(name: str, toy: bool) -> list[str]:
@@ -81,7 +85,8 @@ def main() -> int:
     for name in args.names or list(SUITE):
         print(f"\n## {name}", flush=True)
         start = time.monotonic()
-        code = subprocess.run(command(name, args.toy), cwd=ROOT, env=os.environ.copy()).returncode
+        env = {**os.environ, **(TOY_ENV if args.toy else {})}
+        code = subprocess.run(command(name, args.toy), cwd=ROOT, env=env).returncode
         print(f"({name}: {time.monotonic() - start:.0f} s, exit {code})", flush=True)
         if code:
             failed.append(name)

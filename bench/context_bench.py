@@ -68,9 +68,10 @@ def main() -> None:
                 if name.startswith("with"):
                     assert len(built.in_files) == min(60, args.rules)
         report = Report("context_bench", **vars(args))
+        label = f"context for a project with {args.rules} applied rules, {{}}".format
         for name, ms in timed.items():
-            report.add(f"context for a project with {args.rules} applied rules, {name}", ms,
-                       baseline=None if name.startswith("baseline") else "baseline, no files read")
+            report.add(label(name), ms,
+                       baseline=None if name.startswith("baseline") else label("baseline, no files read"))
         report.write()
 
 

@@ -91,8 +91,9 @@ def main() -> int:
         print(f"chunk_meta of {args.candidates} candidates, {name}: wall median "
               f"{statistics.median(xs):.2f} ms, p90 {pct(xs, 0.9):.2f} ms; CPU median "
               f"{statistics.median(ys):.2f} ms, p90 {pct(ys, 0.9):.2f} ms")
-        report.add(f"chunk_meta of {args.candidates} candidates, {name}", xs, quiet=True,
-                   cpu=stats(ys), baseline=None if name == both[0][0] else both[0][0])
+        label = f"chunk_meta of {args.candidates} candidates, {{}}".format
+        report.add(label(name), xs, quiet=True, cpu=stats(ys),
+                   baseline=None if name == both[0][0] else label(both[0][0]))
     report.write()
     return 0
 

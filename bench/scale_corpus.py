@@ -3,7 +3,8 @@
 Embedding a million chunks with the real model would take about two hours on two cores (days
 on a shared, busy machine: 3.4 texts a second was measured while these benchmarks ran), so:
 
-- ``BASE`` (1,000) texts of the bench corpus are embedded with the real default model once;
+- ``BASE`` (1,000; ``$LORE_BENCH_BASE`` for fewer at toy size) texts of the bench corpus are
+  embedded with the real default model once;
 - chunk ``i`` gets the vector ``normalise(base[i % BASE] + 0.3 × base[j] + noise)``, with ``j``
   another random base text and Gaussian noise of 0.03 per dimension. Each base text thus becomes a
   cluster (1,000 chunks at 1M) around the real embedding, each chunk pulled towards a second topic: the
@@ -27,7 +28,7 @@ import numpy as np
 
 from bench.corpus import make_corpus
 
-BASE = 1_000
+BASE = int(os.environ.get("LORE_BENCH_BASE") or 1_000)
 MIX = 0.3
 NOISE = 0.03
 CACHE = Path(os.environ.get("LORE_BENCH_CACHE") or Path.home() / ".cache" / "lore-bench")

@@ -40,11 +40,15 @@ def test_every_name_in_slow_txt_is_a_test_that_exists():
 
 @pytest.mark.slow  # a pytest process of its own
 def test_markers_follow_place_fixture_parameter_and_the_slow_list():
+    from conftest import SLOW
+
     contract, concurrent = "tests/store/test_store_contract.py", "tests/apply/test_apply_concurrent.py"
     files = [contract, concurrent, "tests/e2e/test_wheel.py", "tests/faces/test_docs.py"]
     every = collected(*files)
     left_out = collected("-m", "slow or e2e or postgres or browser", *files)
-    assert set(left_out) == {n for n in every if "[postgresql" in n or n.startswith("tests/e2e/")
-                             or n == f"{concurrent}::test_concurrent_runs_and_an_appending_user_lose_no_line"}
+    listed = {n for n in every if n.split("[")[0].removeprefix("tests/") in SLOW}
+    assert f"{concurrent}::test_concurrent_runs_and_an_appending_user_lose_no_line" in listed
+    assert set(left_out) == listed | {n for n in every if "[postgresql" in n
+                                      or n.startswith("tests/e2e/")}
     assert any("[postgresql" in n for n in left_out) and any("e2e" in n for n in left_out)
     assert any(n.startswith(concurrent) for n in set(every) - set(left_out))  # the rest stay in

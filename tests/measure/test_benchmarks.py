@@ -20,11 +20,21 @@ ROOT = Path(__file__).resolve().parents[2]
 TRANSCRIPTS = "tests/fixtures/transcripts"
 
 
+CACHES: list[Path] = []  # the benchmarks' caches, one folder for the whole run (see below)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def bench_cache(tmp_path_factory) -> None:
+    """The embeddings the benchmarks cache (the corpus, the base vectors of the scale corpus)
+    are made once for every benchmark of the run, as they are on a developer's machine."""
+    CACHES.append(tmp_path_factory.mktemp("bench-cache"))
+
+
 def bench(tmp_path: Path, *argv: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "LORE_HOME": str(tmp_path / "home"),
            "LORE_BENCH_RESULTS": str(tmp_path / "results"),
-           "LORE_BENCH_CACHE": str(tmp_path / "cache"),
-           "LORE_BENCH_CORPUS_CACHE": str(tmp_path / "corpus-cache"),
+           "LORE_BENCH_CACHE": str(CACHES[-1] / "scale"),
+           "LORE_BENCH_CORPUS_CACHE": str(CACHES[-1] / "corpus"),
            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     return subprocess.run([sys.executable, "-m", *argv], cwd=ROOT, env=env, text=True,
                           capture_output=True, timeout=timeout)
