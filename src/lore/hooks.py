@@ -223,7 +223,14 @@ def redact_payload(payload: dict[str, Any]) -> dict[str, Any]:
     and the cut never keeps part of a token. Fields named like secrets (``{"password": …}``
     in an MCP tool's input) are redacted whole at any depth. The rules compile only for
     texts that hold their trigger words."""
-    return {k: (v if k in _NAMES else redact_value(v, MAX_FIELD)) for k, v in payload.items()}
+    return {k: (v if _kept(k, v) else redact_value(v, MAX_FIELD)) for k, v in payload.items()}
+
+
+def _kept(key: str, value: Any) -> bool:
+    """Ids and paths are kept as they are, when they are what Claude Code sends: a string (a
+    malformed event's ``{"tool_name": {...}}`` is text like any other); ``lore_git`` is the
+    hook's own."""
+    return key in _NAMES and (isinstance(value, str) or key == "lore_git")
 
 
 def _clip(value: Any) -> Any:

@@ -402,3 +402,18 @@ def test_credential_files_and_setters_leave_no_byte_in_the_home(lore_home: Path,
         assert any((lore_home / "review").rglob("*.md"))
         assert _bytes_leaking(lore_home, secrets) == {}
     assert _bytes_leaking(lore_home, secrets) == {}
+
+
+def test_id_and_path_fields_that_are_not_strings_are_redacted(tmp_path: Path):
+    """session_id, cwd and tool_name are kept as Claude Code sends them (a string); a malformed
+    event that puts a secret in a dict or a list there queues none of it."""
+    pgpass, _ = SHAPES["pgpass-line"]
+    psk, psk_secret = SHAPES["wpa-supplicant-psk"]
+    queue = tmp_path / "queue"
+    hooks.run("post-tool-use", json.dumps({"session_id": [psk], "cwd": str(tmp_path),
+                                           "tool_name": {"name": pgpass}, "tool_input": {}}),
+              queue_root=queue)
+    [event] = [json.loads(p.read_text()) for p in (queue / "pending").iterdir()]
+    text = json.dumps(event)
+    assert SHAPES["pgpass-line"][1] not in text and psk_secret not in text
+    assert event["payload"]["cwd"] == str(tmp_path)  # a path that is a string stays whole
