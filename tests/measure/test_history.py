@@ -68,6 +68,7 @@ def test_a_rule_approved_after_the_first_session_is_in_front_at_the_repeat(tmp_p
     assert got["groups"] == 2
     later, same = got["later_session"], got["same_session"]
     assert later == {"front": 1, "proposed": 0, "candidate": 0, "absent": 0, "repeats": 1}
+    assert got["later_session_taught"] == later  # its first occurrence is a lasting lesson
     # said twice in one session: the rule was learned but no reviewer has seen it yet
     assert same["repeats"] == 1 and same["front"] == 0 and same["absent"] == 0
     repo = next(r for r in got["by_repository"] if r["repo"] == "acme/app")

@@ -262,7 +262,9 @@ def eval_history(ctx: click.Context, files: tuple[Path, ...], no_review: bool,
         return
     rows = []
     for name, part in (("in a later session", got["later_session"]),
-                       ("within one session", got["same_session"])):
+                       ("  of a lesson taught before", got["later_session_taught"]),
+                       ("within one session", got["same_session"]),
+                       ("  of a lesson taught before", got["same_session_taught"])):
         rows.append([name, part["repeats"], part["front"], part["proposed"], part["candidate"],
                      part["absent"]])
     table(f"Repeated lessons: {got['groups']} groups in {got['repositories']} repositories, "

@@ -85,10 +85,11 @@ class Occurrence:
     session: int      # the session's number within its repository (1-based)
     later: bool       # a later session than the group's first occurrence
     state: str
+    taught: bool = True  # an earlier occurrence is labelled a lasting lesson
 
     def to_dict(self) -> dict[str, Any]:
         return {"group": self.group, "message": self.key, "session": self.session,
-                "later_session": self.later, "state": self.state}
+                "later_session": self.later, "state": self.state, "taught": self.taught}
 
 
 @dataclass
@@ -290,6 +291,7 @@ def replay(lore: Lore, root: Path, repo: str, sessions: Sequence[Sequence[Messag
     report = RepoReport(repo)
     first_session: dict[str, int] = {}
     taught: dict[str, set[str]] = {}   # group → keys of its earlier occurrences
+    lesson_before: dict[str, bool] = {}  # group → an earlier occurrence is a lasting lesson
     decided: set[str] = set()
     for number, session in enumerate(sessions, 1):
         day = _START + timedelta(days=number)
@@ -303,10 +305,12 @@ def replay(lore: Lore, root: Path, repo: str, sessions: Sequence[Sequence[Messag
                     lessons = _learned_from(lore, str(project), taught[m.group])
                     state = _state(lessons, front)
                     report.occurrences.append(Occurrence(
-                        m.group, m.key, number, number > first_session[m.group], state))
+                        m.group, m.key, number, number > first_session[m.group], state,
+                        lesson_before[m.group]))
                 else:
                     first_session[m.group] = number
                 taught.setdefault(m.group, set()).add(m.key)
+                lesson_before[m.group] = lesson_before.get(m.group, False) or m.lesson
             at = (day + timedelta(minutes=k)).isoformat(timespec="seconds")
             lore.learner.capture(m.text, m.previous, project=str(project), session_id=sid,
                                  message_uuid=m.key, at=at, origin="hook")
@@ -355,6 +359,10 @@ def summary(reports: Sequence[RepoReport]) -> dict[str, Any]:
         "groups": len({o.group for o in occ}),
         "later_session": counts([o for o in occ if o.later]),
         "same_session": counts([o for o in occ if not o.later]),
+        # the repeats of a lesson the developer had taught (an earlier occurrence is labelled a
+        # lasting correction or preference), the promise's own measure
+        "later_session_taught": counts([o for o in occ if o.later and o.taught]),
+        "same_session_taught": counts([o for o in occ if not o.later and o.taught]),
         "review": {"proposals": proposals, "approved": sum(r.approved for r in reports),
                    "rejected": sum(r.rejected for r in reports),
                    "proposals_per_session": round(proposals / sessions, 3) if sessions else 0.0},
