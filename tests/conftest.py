@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import hypothesis
 import numpy as np
 import pytest
 
@@ -25,6 +26,13 @@ for _room in sorted(Path(__file__).parent.iterdir()):
 
 # The default model must load from installed files only; a hub download would fail here.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+# Property tests run in two workers beside servers and subprocesses: how long an example or its
+# generation takes says nothing about what they prove (tests never assert timings), so neither
+# the per-example deadline nor the too-slow health check may fail a run on a busy machine.
+hypothesis.settings.register_profile("lore", deadline=None,
+                                     suppress_health_check=[hypothesis.HealthCheck.too_slow])
+hypothesis.settings.load_profile("lore")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
