@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -168,6 +169,7 @@ def main() -> None:
     finally:
         if server is not None:
             server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)  # the server's data and the home
     sizes = list(results)
     rows = [
         ("warm hybrid search (vectors held in memory)", lambda r: summary(r["hybrid_auto"])),
