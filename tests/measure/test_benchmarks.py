@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -31,7 +33,18 @@ def bench_cache(tmp_path_factory) -> None:
 
 
 def bench(tmp_path: Path, *argv: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "LORE_HOME": str(tmp_path / "home"),
+    # The benchmark's temporary folders go in one of the test's, removed after it: a short path,
+    # as a Unix socket's (the Postgres server's) must be.
+    scratch = Path(tempfile.mkdtemp(prefix="lb-"))
+    try:
+        return run_bench(tmp_path, scratch, argv, timeout)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run_bench(tmp_path: Path, scratch: Path, argv: tuple[str, ...], timeout: int
+              ) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "LORE_HOME": str(tmp_path / "home"), "TMPDIR": str(scratch),
            "LORE_BENCH_RESULTS": str(tmp_path / "results"),
            "LORE_BENCH_CACHE": str(CACHES[-1] / "scale"),
            "LORE_BENCH_CORPUS_CACHE": str(CACHES[-1] / "corpus"),
