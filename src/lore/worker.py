@@ -200,6 +200,9 @@ class Worker:
                 batch = 0
                 try:
                     for event in self.queue.take():
+                        # Before every event: one queued after config.yaml changed meets the
+                        # new settings even when the batch was taken just before the change.
+                        self.follow_config()
                         handled += self.handle(event)
                         batch += 1
                         self._backlog_quiet_until = 0.0  # an event may have imported text
@@ -231,7 +234,7 @@ class Worker:
 
     def follow_config(self) -> bool:
         """Read the config again when its file changed (modification time, size or inode, one
-        ``stat`` a turn of the loop), so a judge added, changed or removed is the one the next
+        ``stat`` before every event), so a judge added, changed or removed is the one the next
         event meets: the facade, and with it the judge, is opened anew. A config that no longer
         loads leaves the settings in use (logged). Returns whether the settings changed."""
         seen = config_signature(self.settings.config_path)

