@@ -977,15 +977,16 @@ def _quoted(quote: str, message: str) -> bool:
 def _older_than(at: str | None, days: int) -> bool:
     from datetime import UTC, datetime, timedelta
 
-    if not at:
-        return False
+    from lore.ids import parse_time
+
     try:
-        when = datetime.fromisoformat(at.replace("Z", "+00:00"))
+        when = parse_time(at) if at else None
     except ValueError:
         return False
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return datetime.now(UTC) - when > timedelta(days=days)
+    if when is None:
+        return False
+    return datetime.now(UTC) - (when if when.tzinfo else when.replace(tzinfo=UTC)) \
+        > timedelta(days=days)
 
 
 def _session_key(e: Evidence) -> str:
