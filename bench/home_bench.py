@@ -28,14 +28,15 @@ def hook_cpu(payload: str, runs: int, home: Path) -> tuple[list[float], list[flo
     """Wall and CPU milliseconds (user + system, of the hook process) of ``runs`` hooks. This
     process holds the home's worker lock, so each hook finds a worker running and starts none.
     CPU time is what the machine's other load does not change."""
-    import fcntl
     import resource
+
+    from lore.home import lock_file, lock_target
 
     env = dict(os.environ, LORE_HOME=str(home))
     env.pop("LORE_WORKER_AUTOSTART", None)
     home.mkdir(parents=True, exist_ok=True)
-    lock = os.open(home / "worker.pid", os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(lock, fcntl.LOCK_EX)
+    lock = lock_target(home, create=True)  # the worker's own lock, as a running worker holds it
+    lock_file(lock)
     wall, cpu = [], []
     try:
         for _ in range(runs):
