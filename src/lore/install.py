@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import shutil
 import sys
 import time
@@ -92,11 +93,7 @@ def installed_scopes(home: Path, project: Path) -> tuple[list[str], list[str]]:
     hooks, mcp = [], []
     for scope in SCOPES:
         _, data = _read(settings_path(scope, home, project))
-        groups = data.get("hooks", {})
-        handlers = [h for entries in (groups.values() if isinstance(groups, dict) else [])
-                    if isinstance(entries, list) for e in entries if isinstance(e, dict)
-                    for h in e.get("hooks", []) if isinstance(e.get("hooks"), list)]
-        if any(_is_ours(h) for h in handlers):
+        if _holds_our_hooks(data):
             hooks.append(scope)
         path, keys = mcp_path(scope, home, project)
         node: Any = _read(path)[1]
@@ -112,15 +109,72 @@ def plugin_scopes(home: Path, project: Path) -> list[str]:
     ``enabledPlugins``); read only, a file that is not JSON raises InvalidInput."""
     found = []
     for scope in SCOPES:
-        enabled = _read(settings_path(scope, home, project))[1].get("enabledPlugins")
-        if isinstance(enabled, dict) and any(
-                str(k).split("@")[0] == PLUGIN and v is True for k, v in enabled.items()):
+        if _enables_plugin(_read(settings_path(scope, home, project))[1]):
             found.append(scope)
     return found
 
 
+def _holds_our_hooks(settings: dict[str, Any]) -> bool:
+    """Whether a settings file's content holds one of Lore's hooks."""
+    groups = settings.get("hooks", {})
+    handlers = [h for entries in (groups.values() if isinstance(groups, dict) else [])
+                if isinstance(entries, list) for e in entries if isinstance(e, dict)
+                for h in e.get("hooks", []) if isinstance(e.get("hooks"), list)]
+    return any(_is_ours(h) for h in handlers)
+
+
+def _enables_plugin(settings: dict[str, Any]) -> bool:
+    """Whether a settings file's content enables the plugin lore (``lore@<marketplace>``)."""
+    enabled = settings.get("enabledPlugins")
+    return isinstance(enabled, dict) and any(
+        str(k).split("@")[0] == PLUGIN and v is True for k, v in enabled.items())
+
+
 PLUGIN = "lore"
 PLUGIN_DOCS = "docs/plugin.md"
+INSTALLED_PLUGINS = Path("plugins") / "installed_plugins.json"  # in Claude Code's folder
+
+
+def claude_dir(home: Path) -> Path:
+    """Claude Code's own folder: ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
+    configured = os.environ.get("CLAUDE_CONFIG_DIR", "").strip()
+    return Path(configured).expanduser() if configured else home / ".claude"
+
+
+def lore_files(home: Path) -> list[Path]:
+    """The files :func:`lore_in_claude_code` reads: Claude Code's list of installed plugins
+    and the user's settings (``~/.claude/settings.json``, and Claude Code's folder's own)."""
+    folder = claude_dir(home)
+    paths = [folder / INSTALLED_PLUGINS, home / ".claude" / "settings.json"]
+    if folder / "settings.json" not in paths:
+        paths.append(folder / "settings.json")
+    return paths
+
+
+def lore_in_claude_code(home: Path) -> bool | None:
+    """Whether Claude Code still has Lore for this user, as the home shows it. True: the
+    user's settings hold Lore's hooks (`lore install`) or enable the plugin lore, or Claude
+    Code's list of installed plugins names lore at any scope (it records project and local
+    installs too, with their project). False only when that list and the settings were read
+    and name Lore nowhere (a settings file that does not exist holds nothing). None: a file
+    could not be read or is not what Claude Code writes (no plugin list at all, not JSON,
+    another shape): unknown. A project's own `lore install` cannot be seen from here."""
+    plugins_file, *settings_files = lore_files(home)
+    try:
+        listed = json.loads(plugins_file.read_text(encoding="utf-8"))
+        settings = [_read(path)[1] for path in settings_files]
+    except (OSError, UnicodeDecodeError, ValueError, InvalidInput):
+        return None
+    plugins = listed.get("plugins") if isinstance(listed, dict) else None
+    if not isinstance(plugins, dict):
+        return None
+    if any(str(key).split("@")[0] == PLUGIN for key in plugins):
+        return True
+    if any(_enables_plugin(data) or _holds_our_hooks(data) for data in settings):
+        return True
+    if any(not isinstance(data.get("hooks", {}), dict) for data in settings):
+        return None  # hooks of a shape Claude Code does not write: cannot tell
+    return False
 
 
 def claude_supports_plugins(claude: str | None = None) -> bool:

@@ -18,6 +18,9 @@ for `lore worker status`.
 A worker started with ``idle_exit`` (as a hook starts it) exits after that many seconds with
 nothing pending and nothing to embed; the next hook starts another. It gives up its lock
 before a last look at the queue, so an event queued meanwhile is never left without a worker.
+A worker the plugin's hooks started (``LORE_PLUGIN=1``) leaves the same way, without waiting out
+its idle time, once Claude Code has Lore installed nowhere (:meth:`Worker.uninstalled`,
+docs/plugin.md).
 """
 
 from __future__ import annotations
@@ -59,6 +62,9 @@ RETRY_DELAYS = (5.0, 20.0, 80.0, 320.0)  # seconds before the 2nd, 3rd, … atte
 BACKLOG_RECHECK_SECONDS = 30.0  # an empty backlog is counted again after this, or after an event
 PID_WIDTH = 20  # bytes of worker.pid: the pid, padded
 EMBED_BATCH = 64  # backlog chunks embedded between two looks at the queue (~7 s on 2 cores)
+# A worker the plugin's hooks started looks this often, when idle, whether Claude Code still has
+# Lore (a stat of three files, read again only when one changed).
+INSTALL_CHECK_SECONDS = 2.0
 
 
 class Worker:
@@ -87,6 +93,12 @@ class Worker:
         self.retry_delays = RETRY_DELAYS
         self.idle_exit = idle_exit  # seconds with nothing to do before exiting; None: never
         self._config_seen = config_signature(settings.config_path)
+        # Started through the plugin's wrapper (it sets LORE_PLUGIN=1 for the hooks, and the
+        # worker they start inherits it): exits once Claude Code has Lore nowhere.
+        self.via_plugin = os.environ.get("LORE_PLUGIN") == "1"
+        self._install_seen: tuple[tuple[int, int, int] | None, ...] | None = None
+        self._installed: bool | None = True
+        self._install_check_at = 0.0
 
     @property
     def lore(self) -> Lore:
@@ -212,6 +224,12 @@ class Worker:
                     self.log.exception("queue bookkeeping failed; trying again in %.0f s",
                                        POLL_SECONDS)
                     batch = 0
+                if (batch == 0 and not self._stop and self.uninstalled()
+                        and self.queue.depth() == 0 and self._still_idle()):
+                    self.log.info("worker %s exiting: Lore is no longer installed in Claude Code "
+                                  "(no plugin lore, no hooks of Lore in the user's settings)",
+                                  os.getpid())
+                    break
                 if batch == 0 and not self._stop and self.embed_backlog():
                     idle_since = time.monotonic()
                     continue  # events first, then the next batch of the backlog
@@ -231,6 +249,28 @@ class Worker:
             self.log.info("worker %s stopping after %d events", os.getpid(), handled)
             self.release()
         return handled
+
+    def uninstalled(self) -> bool:
+        """Whether this worker, started by the plugin's hooks, serves a Claude Code that no
+        longer has Lore: no plugin lore installed at any scope and no hooks of Lore in the
+        user's settings (:func:`lore.install.lore_in_claude_code` says False; unknown counts
+        as installed). Looks at most every ``INSTALL_CHECK_SECONDS``, and reads the files
+        again only when one of them changed. Any other worker: always False (a project's own
+        `lore install` cannot be seen from the home, and `lore uninstall` stops its worker)."""
+        if not self.via_plugin:
+            return False
+        now = time.monotonic()
+        if now < self._install_check_at:
+            return self._installed is False
+        self._install_check_at = now + INSTALL_CHECK_SECONDS
+        from lore.install import lore_files, lore_in_claude_code
+
+        home = Path.home()
+        seen = tuple(config_signature(p) for p in lore_files(home))
+        if seen != self._install_seen:
+            self._install_seen = seen
+            self._installed = lore_in_claude_code(home)
+        return self._installed is False
 
     def follow_config(self) -> bool:
         """Read the config again when its file changed (modification time, size or inode, one

@@ -5,7 +5,7 @@ lore@lore`; a session where the hooks fire and Lore's MCP tools are in the first
 a correction becomes a rule waiting for review; the next session's context carries the one
 line that says so (once that day); `/lore:review` and `/lore:approve ID` typed in print mode
 reach the store (an id prefix is enough); after `claude plugin uninstall` nothing of Lore
-runs: no hook, no MCP server, no worker.
+runs: the worker the hooks started leaves by itself, then no hook, no MCP server, no worker.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from conftest import stop_workers
 ROOT = Path(__file__).resolve().parents[2]
 LORE = str(Path(sys.executable).parent / "lore")
 NUDGE = "for the user's review"
+UNINSTALLED_EXIT = 10  # seconds: the documented bound for the worker to leave after uninstall
 TOOLS = "mcp__plugin_lore_lore__"  # a plugin's MCP tools: mcp__plugin_<plugin>_<server>__<tool>
 
 
@@ -133,10 +134,23 @@ def test_the_plugin_runs_the_loop_and_review_happens_in_the_session(tmp_path, ap
         assert stored["metadata"]["learning"]["review"]["action"] == "approve"
         assert json.loads(run(LORE, "review", "--json").stdout)["waiting"] == []
 
-        # Uninstalled, nothing of Lore runs: a session starts no worker and Lore's tools are gone.
-        run(LORE, "worker", "stop")
+        # Uninstalled, nothing of Lore runs: the worker the hooks started exits within
+        # UNINSTALLED_EXIT seconds once idle (docs/plugin.md), a session starts none, and
+        # Lore's tools are gone.
+        deadline = time.time() + 180
+        while time.time() < deadline:
+            status = json.loads(run(LORE, "worker", "status", "--json").stdout)
+            if not status["queue_depth"] and not status["embedding_backlog"]["chunks"]:
+                break
+            time.sleep(1)
+        assert status["running"], status  # idle for far less than its idle time
         run(claude, "plugin", "uninstall", "lore@lore")
-        assert not lore_processes(home)
+        gone_by = time.time() + UNINSTALLED_EXIT
+        while time.time() < gone_by and lore_processes(home):
+            time.sleep(0.2)
+        assert not lore_processes(home), lore_processes(home)
+        log = (home / ".lore" / "logs" / "worker.log").read_text()
+        assert log.count("Lore is no longer installed in Claude Code") == 1, log[-2000:]
         queue = home / ".lore" / "queue" / "pending"
         before = sorted(queue.iterdir()) if queue.is_dir() else []
         Scripted.requests = []
