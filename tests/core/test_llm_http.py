@@ -77,7 +77,8 @@ class LoopbackServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # A short poll: shutdown() waits up to one interval (0.5 s by default) for the loop.
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
 
     @property
     def url(self) -> str:

@@ -74,7 +74,7 @@ def openai_server():
     pytest.importorskip("openai", reason="the openai extra is part of the dev install")
     _FakeOpenAI.requests = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeOpenAI)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     server.shutdown()
