@@ -916,7 +916,8 @@ class Client:
 def clock_skew(date: str | None, sent: datetime, received: datetime) -> float | None:
     """This clock minus the server's, in seconds, from the ``Date`` header of an answer
     between ``sent`` and ``received`` (None: no usable header). Zero while the server's time
-    lies within the round trip, give or take the header's one-second resolution."""
+    lies within the round trip, give or take the header's one-second resolution, and a second
+    more before it: servers cache the header and renew it once a second (Uvicorn does)."""
     from email.utils import parsedate_to_datetime
 
     try:
@@ -925,7 +926,7 @@ def clock_skew(date: str | None, sent: datetime, received: datetime) -> float | 
         return None
     if theirs is None or theirs.tzinfo is None:
         return None
-    if theirs < sent - timedelta(seconds=1):
+    if theirs < sent - timedelta(seconds=2):
         return (sent - theirs).total_seconds()
     if theirs > received + timedelta(seconds=1):
         return -(theirs - received).total_seconds()
