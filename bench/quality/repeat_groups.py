@@ -28,13 +28,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections import defaultdict
 from itertools import combinations
 from pathlib import Path
 
-from lore.measure.history import Message, load, sessions_of
+from lore.measure.history import Message, load, sessions_of, slug
 
 PROTOCOL = """\
 # Repeat groups: reading protocol
@@ -79,10 +78,6 @@ def _sheet(repo: str, sessions: list[list[Message]]) -> str:
     return "".join(out)
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "repo"
-
-
 def sheets(paths: list[Path], out: Path) -> int:
     messages = load(paths)
     out.mkdir(parents=True, exist_ok=True)
@@ -90,7 +85,7 @@ def sheets(paths: list[Path], out: Path) -> int:
     for repo, sessions in sessions_of(messages).items():
         if sum(m.label != "none" for s in sessions for m in s) < 2:
             continue
-        (out / f"{_slug(repo)}.md").write_text(_sheet(repo, sessions), encoding="utf-8")
+        (out / f"{slug(repo)}.md").write_text(_sheet(repo, sessions), encoding="utf-8")
         written += 1
     print(f"{written} sheets in {out}")
     return 0
@@ -126,7 +121,7 @@ def _pairs(groups: list[set[str]]) -> set[frozenset[str]]:
 def agree(paths: list[Path], a: Path, b: Path, write: Path | None) -> int:
     messages = load(paths)
     known = {m.key for m in messages}
-    by_sheet = {_slug(repo): [m.key for s in ss for m in s]
+    by_sheet = {slug(repo): [m.key for s in ss for m in s]
                 for repo, ss in sessions_of(messages).items()}
     ga, gb = _groups(a, known), _groups(b, known)
     sheets_read = sorted(set(ga) & set(gb))

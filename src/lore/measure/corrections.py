@@ -11,7 +11,6 @@ path is an argument, nothing of it ships with Lore.
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from lore.capture.signals import benign, might_teach, strip_wrappers
 from lore.errors import InvalidInput
 from lore.extract.detect import FILTER_THRESHOLD, Detection, detect, model
 from lore.llm.base import CHARS_PER_TOKEN
+from lore.measure.requests import file_stem
 
 if TYPE_CHECKING:
     from lore.llm.judge import Batch
@@ -149,10 +149,6 @@ def sessions(rows: list[dict[str, Any]]) -> list[tuple[str, list[int]]]:
     return [(f"{repo} {path}".strip(), idx) for (repo, path), idx in groups.items()]
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "session"
-
-
 @dataclass
 class JudgeRun:
     rows: list[dict[str, Any]]
@@ -181,7 +177,7 @@ def judge_requests(paths: list[Path], filter_threshold: float | None = None,
         parts = batches(chosen, max_input_tokens=tokens) if chosen else []
         for k, batch in enumerate(parts, 1):
             suffix = f"-part{k}" if len(parts) > 1 else ""
-            requests.append((f"{len(requests) + 1:03d}-{_slug(name)}{suffix}", batch))
+            requests.append((f"{len(requests) + 1:03d}-{file_stem(name, 'session')}{suffix}", batch))
     return JudgeRun(rows, found, requests, candidates)
 
 

@@ -38,7 +38,6 @@ was written, run again, and repeat until nothing is missing.
 from __future__ import annotations
 
 import logging
-import re
 import tempfile
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -50,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from lore.errors import InvalidInput
 from lore.measure.corrections import load as load_labelled
+from lore.measure.requests import file_stem
 
 if TYPE_CHECKING:
     from lore.api import Lore
@@ -157,8 +157,9 @@ def sessions_of(messages: Sequence[Message]) -> dict[str, list[list[Message]]]:
     return {repo: list(by.values()) for repo, by in repos.items()}
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "repo"
+def slug(repo: str) -> str:
+    """A repository's name as its project folder and request names use it."""
+    return file_stem(repo, "repo")
 
 
 @contextmanager
@@ -286,7 +287,7 @@ def replay(lore: Lore, root: Path, repo: str, sessions: Sequence[Sequence[Messag
     lore.learner.log = quiet  # a missing reply is reported once, in the summary
     if judge is not None:  # the learner opens its provider from this on first use
         lore.learner.judge = lambda: judge
-    project = root / "projects" / _slug(repo)
+    project = root / "projects" / slug(repo)
     project.mkdir(parents=True, exist_ok=True)
     report = RepoReport(repo)
     first_session: dict[str, int] = {}
@@ -295,7 +296,7 @@ def replay(lore: Lore, root: Path, repo: str, sessions: Sequence[Sequence[Messag
     decided: set[str] = set()
     for number, session in enumerate(sessions, 1):
         day = _START + timedelta(days=number)
-        sid = f"{_slug(repo)}-{number}"
+        sid = f"{slug(repo)}-{number}"
         front = _front(lore, str(project), root)
         report.sessions += 1
         for k, m in enumerate(session):
@@ -318,7 +319,7 @@ def replay(lore: Lore, root: Path, repo: str, sessions: Sequence[Sequence[Messag
             if progress is not None:
                 progress()
         if judge is not None:
-            judge.start(f"{_slug(repo)}-s{number:03d}")
+            judge.start(f"{slug(repo)}-s{number:03d}")
             lore.learner.judge_waiting(session_id=sid)
         if reviewer:
             _review(lore, str(project), by_key, report, decided)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from lore.errors import InvalidInput
@@ -23,3 +24,9 @@ def write_request(folder: Path, name: str, text: str) -> None:
     """One request file, created 0600 like every file Lore writes."""
     with open(open_private(folder / name), "w", encoding="utf-8") as fh:
         fh.write(text)
+
+
+def file_stem(text: str, default: str) -> str:
+    """``text`` as part of a request file's name: lower case, runs of other characters as one
+    ``-``, at most 60 characters (``default`` when nothing is left)."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or default
