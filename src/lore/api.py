@@ -70,7 +70,7 @@ if TYPE_CHECKING:
 
 def tuning_constants(settings: Settings) -> list[dict[str, Any]]:
     """Every tuning constant (:mod:`lore.tuning`) with the value in use, its source (default,
-    or the config file that overrides it), where it lives and the benchmark that chose it.
+    or "tuning": a measurement's override), where it lives and the benchmark that chose it.
     ConfigError (one line) when an override does not fit."""
     from lore.apply.session_context import CONTEXT
     from lore.apply.skills import SKILLS
@@ -80,9 +80,8 @@ def tuning_constants(settings: Settings) -> list[dict[str, Any]]:
     from lore.recall.hybrid import SEARCH
     from lore.tuning import described
 
-    where = f"config {settings.config_path}"
     return [row for default in (SEARCH, CONVERSATIONS, LEARNING, CONTEXT, SKILLS, ANALYSIS)
-            for row in described(default, settings.tuning, settings.sources, where)]
+            for row in described(default, settings.tuning)]
 
 
 def approved(lesson: Lesson) -> bool:
@@ -203,16 +202,12 @@ class Lore:
 
     def tuned(self, default: T) -> T:
         """A room's tuning constants (:mod:`lore.tuning`): ``default``, the code's, with the
-        overrides in ``settings.tuning`` that name its fields (an older config file's keys, or
-        a measurement's). ConfigError, one line, when one does not fit."""
+        overrides in ``settings.tuning`` that name its fields (a measurement's). ConfigError,
+        one line, when one does not fit."""
         from lore.tuning import tuned
 
         overrides = self.settings.tuning
-        if not overrides:
-            return default
-        from_file = any(key in self.settings.sources for key in overrides)
-        return tuned(default, overrides,
-                     f"config {self.settings.config_path}" if from_file else "tuning")
+        return tuned(default, overrides) if overrides else default
 
     @property
     def embedding(self) -> Embedding:

@@ -48,11 +48,10 @@ ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 # Tuning constants: values chosen by measurement. They live in the code beside the code that
 # uses them, each field naming the benchmark (bench/...) that chose it and the page with its
-# figures (lore.tuning). They are not settings: `lore admin init` and `lore config show` leave
-# them out (`lore config show --all` lists them). Each is known by the config key it once had,
-# here with the place it lives now. A config file that still sets one keeps working: its value
-# goes to Settings.tuning, the one path by which a measurement varies a constant, and each
-# command says so in one line.
+# figures (lore.tuning). They are not settings: config.yaml cannot set them (the loader refuses
+# one in one line, as it refuses an unknown key), `lore admin init` and `lore config` leave
+# them out (`lore config --all` lists them). Each is known by the config key it once had,
+# here with the place it lives now; a measurement varies one through Settings.tuning.
 _SEARCH = "lore.recall.hybrid.SearchTuning"
 _CONVERSATIONS = "lore.recall.conversations.ConversationTuning"
 _LEARNING = "lore.core.learner.LearningTuning"
@@ -116,8 +115,8 @@ class Settings:
         self.home = home
         self.config_path = config_path
         self.sources: dict[str, str] = dict(sources or {})
-        # Overrides of tuning constants by name (a key of TUNING): what an older config file
-        # sets, or what a measurement varies; lore.tuning.tuned applies and checks them.
+        # Overrides of tuning constants by name (a key of TUNING): what a measurement varies
+        # (never config.yaml); lore.tuning.tuned applies and checks them.
         self.tuning: dict[str, Any] = dict(tuning or {})
 
     def __repr__(self) -> str:
@@ -182,11 +181,6 @@ class Settings:
                 values["database"] = self._database
             return values
         return self.config.model_dump()
-
-    @property
-    def tuned(self) -> list[str]:
-        """Tuning constants (``TUNING``) this config file or environment sets."""
-        return sorted(k for k in self.sources if k in TUNING)
 
     @property
     def database(self) -> str | None:
@@ -276,26 +270,25 @@ def load_config(path: Path | None = None) -> Settings:
             cache_key = config_cache.key(path, text, env)
         hit = config_cache.read(home, cache_key) if cache_key else None
         if hit is not None:
-            settings = Settings(home=home, config_path=path, sources=hit.sources,
-                                tuning=hit.tuning, cached=hit)
+            settings = Settings(home=home, config_path=path, sources=hit.sources, cached=hit)
             check_database_path(settings)
             return settings
     if file_sets:
         raw = _parse_yaml(text, path)
     raw = _interpolate(raw, path)
     merged, sources = _merge(raw, path)
-    tuning = _moved(merged, path)
+    refuse_tuning(merged, path)
     config = None
     if merged:
         from lore.config_models import validate
 
         config = validate(merged, path)
-    settings = Settings(config, home=home, config_path=path, sources=sources, tuning=tuning)
+    settings = Settings(config, home=home, config_path=path, sources=sources)
     check_database_path(settings)
     if cache_key and config is not None:
         from lore import config_cache
 
-        config_cache.write(home, cache_key, config, sources, tuning)
+        config_cache.write(home, cache_key, config, sources)
     return settings
 
 
@@ -417,23 +410,19 @@ def _merge(raw: dict[str, Any], path: Path) -> tuple[dict[str, Any], dict[str, s
     return merged, sources
 
 
-def _moved(merged: dict[str, Any], path: Path) -> dict[str, Any]:
-    """Take the tuning constants (TUNING, or a seed name of one) out of the merged config:
-    {name: value}, for Settings.tuning."""
-    moved: dict[str, Any] = {}
+def refuse_tuning(merged: dict[str, Any], path: Path) -> None:
+    """A tuning constant (a key of TUNING, or a seed name of one) is not a setting: ConfigError,
+    one line naming where it lives, as for an unknown key."""
     for key in (*TUNING, *SEED_NAMES):
         *sections, leaf = key.split(".")
         node: Any = merged
         for section in sections:
             node = node.get(section) if isinstance(node, dict) else None
-        if not isinstance(node, dict) or leaf not in node:
-            continue
-        value = node.pop(leaf)
-        name = SEED_NAMES.get(key, key)
-        if name in moved and moved[name] != value:
-            raise ConfigError(f"config {path}: {key} and {name} are the same constant; give one")
-        moved[name] = value
-    return moved
+        if isinstance(node, dict) and leaf in node:
+            name = SEED_NAMES.get(key, key)
+            raise ConfigError(f"config {path}: {key} is a tuning constant kept in the code "
+                              f"({TUNING[name]}), not a setting; remove it "
+                              "(docs/configuration.md#tuning-constants)")
 
 
 def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -454,13 +443,3 @@ def _mask(key: str, value: Any) -> Any:
     if key == "database" and isinstance(value, str):
         return mask_url(value)
     return value
-
-
-def tuning_notice(s: Settings) -> str:
-    """One line for a config that sets tuning constants, which now live in the code (the CLI
-    prints it once a command; the worker, the web server and the MCP server log it)."""
-    what = "is a tuning constant" if len(s.tuned) == 1 else "are tuning constants"
-    where = ", ".join(f"{key} ({TUNING[key]})" for key in s.tuned)
-    value = "value is" if len(s.tuned) == 1 else "values are"
-    return (f"config: {where} {what}, kept in the code, not a setting "
-            f"(docs/configuration.md#tuning-constants); your {value} still used")

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 CACHE_FILE = ".config-cache.json"
 KEY_FILE = ".config-cache.key"
 KEY_BYTES = 32
-FORMAT = "lore-config-cache/2"
+FORMAT = "lore-config-cache/3"
 # Variables whose value is a secret: a config they feed is not cached.
 SECRET_VARIABLES = frozenset({"LORE_EMBEDDING_API_KEY"})
 CREDENTIALS_IN_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*@")
@@ -66,17 +66,15 @@ REGISTERED = (("embedding", "backend", "lore.embedders"),
 
 class Cached:
     """The validated values of a config (``Config.model_dump()``), the fields each model was
-    given (``model_fields_set``), the origin of every value (``Settings.sources``) and the
-    tuning constants the file sets (``Settings.tuning``)."""
+    given (``model_fields_set``), and the origin of every value (``Settings.sources``)."""
 
-    __slots__ = ("values", "tree", "sources", "tuning")
+    __slots__ = ("values", "tree", "sources")
 
     def __init__(self, values: dict[str, Any], tree: dict[str, Any],
-                 sources: dict[str, str], tuning: dict[str, Any]) -> None:
+                 sources: dict[str, str]) -> None:
         self.values = values
         self.tree = tree
         self.sources = sources
-        self.tuning = tuning
 
     def build(self) -> Config:
         """The :class:`Config` these values were validated into, built without validating."""
@@ -123,9 +121,9 @@ def read(home: Path, wanted: str) -> Cached | None:
                 _sign(secret, stored, payload).encode(), digest):
             return None
         data = json.loads(payload)
-        cached = Cached(data["values"], data["tree"], data["sources"], data["tuning"])
+        cached = Cached(data["values"], data["tree"], data["sources"])
         if not (isinstance(cached.values, dict) and isinstance(cached.tree, dict)
-                and isinstance(cached.sources, dict) and isinstance(cached.tuning, dict)):
+                and isinstance(cached.sources, dict)):
             return None
         return cached if _plugins_known(cached.values) else None
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
@@ -146,19 +144,17 @@ def defaults(home: Path) -> Cached:
 
     config = Config()
     if cache_key:
-        write(home, cache_key, config, {}, {})
-    return Cached(config.model_dump(), _fields_tree(config), {}, {})
+        write(home, cache_key, config, {})
+    return Cached(config.model_dump(), _fields_tree(config), {})
 
 
-def write(home: Path, cache_key: str, config: Config, sources: dict[str, str],
-          tuning: dict[str, Any]) -> None:
+def write(home: Path, cache_key: str, config: Config, sources: dict[str, str]) -> None:
     """Store ``config`` (just validated) under ``cache_key``, replacing the entry atomically;
     not when JSON would not give the same values back (a YAML date, a number as a key).
     Never raises: a home that cannot take the file (read-only, full, not created yet: reading
     the config never creates it) only loses the speed."""
     try:
-        data = {"values": config.model_dump(), "tree": _fields_tree(config), "sources": sources,
-                "tuning": tuning}
+        data = {"values": config.model_dump(), "tree": _fields_tree(config), "sources": sources}
         payload = json.dumps(data).encode("utf-8")  # order kept
         if json.loads(payload) != data:
             return

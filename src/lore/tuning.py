@@ -8,8 +8,8 @@ holds the defaults the code uses.
 
 A constant is not a setting. A measurement varies one by its name, the config key it once had
 (``search.rrf_k``: the keys of :data:`lore.config.TUNING`), through one path: the overrides of
-:attr:`lore.config.Settings.tuning` (an older config file that sets the key, or a measurement
-script), applied to a room's defaults by :func:`tuned`. A bad override is one line
+:attr:`lore.config.Settings.tuning` (set by a measurement script; config.yaml cannot set one),
+applied to a room's defaults by :func:`tuned`. A bad override is one line
 (:class:`ConfigError`) and changes nothing.
 """
 
@@ -118,17 +118,17 @@ def _check(value: Any, hint: Any, meta: Mapping[str, Any]) -> tuple[str | None, 
     return None, value
 
 
-def described(default: Any, overrides: Mapping[str, Any], sources: Mapping[str, str],
-              where: str = "tuning") -> list[dict[str, Any]]:
-    """Each of ``default``'s constants as ``lore config show --all`` lists it: its name, the
-    value in use, where that came from, where it lives and what chose it."""
-    current = tuned(default, overrides, where)
+def described(default: Any, overrides: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each of ``default``'s constants as ``lore config --all`` lists it: its name, the
+    value in use, where that came from (default, or tuning: an override), where it lives
+    and what chose it."""
+    current = tuned(default, overrides)
     fields = {f.name: f for f in dataclasses.fields(current)}
     rows = []
     for key, field in keys_of(type(current)).items():
         by: Bench = fields[field].metadata["by"]
         rows.append({"key": key, "value": getattr(current, field),
-                     "source": sources.get(key, "default") if key in overrides else "default",
+                     "source": "tuning" if key in overrides else "default",
                      "lives_in": f"{location(type(current))}.{field}",
                      "bench": by.script or None, "figures": by.figures})
     return rows

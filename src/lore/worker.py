@@ -193,10 +193,6 @@ class Worker:
         signal.signal(signal.SIGTERM, self._on_term)
         handled = 0
         self.log.info("worker %s started", os.getpid())
-        if self.settings.tuned:
-            from lore.config import tuning_notice
-
-            self.log.warning(tuning_notice(self.settings))
         if not self.queue.errors.exists():
             self.queue.write_errors()  # full size now, so a full disk can still take a count
         self.record_model()

@@ -813,20 +813,15 @@ def test_the_test_finalizer_stops_workers_left_running(tmp_path):
             proc.wait()
 
 
-def test_a_worker_logs_once_that_its_config_sets_a_tuning_constant(lore_home):
-    # A worker started by a hook has no terminal: the notice the CLI prints goes to its log.
+def test_a_worker_refuses_a_config_that_sets_a_tuning_constant(lore_home):
+    # config.yaml cannot set a tuning constant: the worker refuses it in one line, as the CLI does.
     lore_home.mkdir(parents=True, exist_ok=True)
     (lore_home / "config.yaml").write_text("search:\n  rrf_k: 30\n")
-    proc = subprocess.Popen([LORE, "worker", "run"], env=env(lore_home),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    log = lore_home / "logs" / "worker.log"
-    try:
-        deadline = time.time() + 60
-        while time.time() < deadline and "rrf_k" not in (log.read_text() if log.exists() else ""):
-            time.sleep(0.2)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err
-    lines = [line for line in log.read_text().splitlines() if "tuning constant" in line]
-    assert len(lines) == 1 and "search.rrf_k (lore.recall.hybrid.SearchTuning.rrf_k)" in lines[0]
+    res = subprocess.run([LORE, "worker", "run"], env=env(lore_home), capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 1 and res.stdout == ""
+    assert res.stderr.strip().splitlines() == [
+        f"Error: config {lore_home / 'config.yaml'}: search.rrf_k is a tuning constant kept in "
+        "the code (lore.recall.hybrid.SearchTuning.rrf_k), not a setting; remove it "
+        "(docs/configuration.md#tuning-constants)"]
+    assert sorted(p.name for p in lore_home.iterdir()) == ["config.yaml"]

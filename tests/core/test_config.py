@@ -185,132 +185,23 @@ def test_invalid_yaml_and_non_mapping(lore_home, yaml_text, expect):
     assert str(path) in str(exc.value)
 
 
-def test_seed_names_map_to_weights(lore_home):
-    write_config(lore_home,
-                 "search:\n  hybrid_weight_semantic: 0.6\n  hybrid_weight_keyword: 0.4\n")
-    r = rows(load_config())
-    assert (r["search.vector_weight"][0], r["search.fts_weight"][0]) == (0.6, 0.4)
-
-
-def test_seed_name_with_the_same_value_is_accepted(lore_home):
-    write_config(lore_home, "search:\n  hybrid_weight_semantic: 0.6\n  vector_weight: 0.6\n")
-    assert load_config().tuning == {"search.vector_weight": 0.6}
-
-
-def test_seed_name_and_new_name_with_different_values_is_an_error(lore_home):
-    write_config(lore_home, "search:\n  hybrid_weight_keyword: 0.2\n  fts_weight: 0.5\n")
+@pytest.mark.parametrize(("yaml_text", "key", "lives"), [
+    ("search:\n  hybrid_weight_semantic: 0.6\n", "search.hybrid_weight_semantic",
+     "lore.recall.hybrid.SearchTuning.vector_weight"),
+    ("search:\n  rrf_k: 30\n  default_limit: 5\n", "search.rrf_k",
+     "lore.recall.hybrid.SearchTuning.rrf_k"),
+    ("search:\n  recency:\n    enabled: true\n    weight: 0.2\n", "search.recency.weight",
+     "lore.recall.hybrid.SearchTuning.recency_weight"),
+    ("learning:\n  recent_days: 3\n", "learning.recent_days",
+     "lore.core.learner.LearningTuning.recent_days"),
+])
+def test_a_tuning_key_in_config_yaml_is_refused_in_one_line(lore_home, yaml_text, key, lives):
+    path = write_config(lore_home, yaml_text)
     with pytest.raises(ConfigError) as exc:
         load_config()
-    msg = str(exc.value)
-    assert "hybrid_weight_keyword" in msg and "fts_weight" in msg and "search" in msg
-
-
-def test_seed_name_value_is_attributed_to_the_file(lore_home):
-    path = write_config(lore_home, "search:\n  hybrid_weight_semantic: 0.55\n")
-    assert rows(load_config())["search.vector_weight"] == (0.55, str(path))
-
-
-# ---- environment overrides and sources -------------------------------------------------
-
-def test_environment_overrides_the_file(lore_home, tmp_path, monkeypatch):
-    path = write_config(lore_home, f"""
-embedding:
-  model: bge-small-en-v1.5
-  batch_size: 8
-database: {tmp_path / "from-file.db"}
-""")
-    s = load_config()
-    assert s.config.embedding.model == "bge-small-en-v1.5"
-    assert s.db_path == tmp_path / "from-file.db"
-    assert rows(s)["embedding.model"] == ("bge-small-en-v1.5", str(path))
-    assert rows(s)["database"] == (str(tmp_path / "from-file.db"), str(path))
-
-    monkeypatch.setenv("LORE_EMBEDDING_MODEL", "nomic-embed-text")
-    monkeypatch.setenv("LORE_DB", str(tmp_path / "from-env.db"))
-    s = load_config()
-    assert s.config.embedding.model == "nomic-embed-text"
-    assert s.db_path == tmp_path / "from-env.db"
-    r = rows(s)
-    assert r["embedding.model"] == ("nomic-embed-text", "$LORE_EMBEDDING_MODEL")
-    assert r["database"] == (str(tmp_path / "from-env.db"), "$LORE_DB")
-    assert r["embedding.batch_size"] == (8, str(path))
-    assert r["embedding.backend"] == ("fastembed", "default")
-
-
-def test_environment_override_without_a_file(lore_home, monkeypatch):
-    monkeypatch.setenv("LORE_EMBEDDING_DIMENSIONS", "384")
-    monkeypatch.setenv("LORE_EMBEDDING_BACKEND", "openai")
-    s = load_config()
-    assert s.config.embedding.dimensions == 384
-    assert rows(s)["embedding.dimensions"] == (384, "$LORE_EMBEDDING_DIMENSIONS")
-    assert rows(s)["embedding.backend"] == ("openai", "$LORE_EMBEDDING_BACKEND")
-
-
-def test_invalid_environment_value_names_the_key(lore_home, monkeypatch):
-    monkeypatch.setenv("LORE_EMBEDDING_DIMENSIONS", "many")
-    with pytest.raises(ConfigError, match=r"embedding\.dimensions.*'many'"):
-        load_config()
-
-
-def test_api_key_is_masked(lore_home, monkeypatch):
-    write_config(lore_home, "embedding:\n  api_key: sk-proj-verysecret-9f3a\n")
-    s = load_config()
-    assert s.config.embedding.api_key == "sk-proj-verysecret-9f3a"  # the real value is kept
-    value, src = rows(s)["embedding.api_key"]
-    assert value == "***9f3a" and src == str(lore_home / "config.yaml")
-    assert all("verysecret" not in str(v) for _, v, _ in effective(s))
-    monkeypatch.setenv("LORE_EMBEDDING_API_KEY", "sk-from-env-secret-7777")
-    value, src = rows(load_config())["embedding.api_key"]
-    assert (value, src) == ("***7777", "$LORE_EMBEDDING_API_KEY")
-    assert rows(load_config())["embedding.base_url"] == (None, "default")
-
-
-# ---- config in use ---------------------------------------------------------------------
-
-def test_tag_aliases_from_config_apply_when_adding(lore_home):
-    s = make_settings(lore_home, tag_aliases={"js": "javascript", "Py": "python"})
-    with Lore.open(s, embedder=FakeEmbedder()) as lore:
-        lesson = lore.add_lesson("Prefer const", "const over let", tags=["JS"])
-        assert lesson.tags == ("javascript",)
-        both = lore.add_lesson("Typing", "use hints", tags=["py", "Python", "js"])
-        assert both.tags == ("javascript", "python")
-        assert dict(lore.list_tags()) == {"javascript": 2, "python": 1}
-
-
-# ---- CLI -------------------------------------------------------------------------------
-
-def test_cli_config_show_json(run, lore_home, monkeypatch):
-    path = write_config(lore_home, "search:\n  default_limit: 7\n")
-    monkeypatch.setenv("LORE_EMBEDDING_MODEL", "bge-small-en-v1.5")
-    monkeypatch.setenv("LORE_EMBEDDING_API_KEY", "sk-top-secret-abcd")
-    res = run("config", "show", "--json")
-    assert res.exit_code == 0, res.output
-    data = json.loads(res.stdout)
-    assert data["config_file"] == str(path)
-    assert data["home"] == str(lore_home)
-    assert data["database"] == str(lore_home / "lore.db")
-    settings = {s["key"]: (s["value"], s["source"]) for s in data["settings"]}
-    assert settings["search.default_limit"] == (7, str(path))
-    assert settings["embedding.model"] == ("bge-small-en-v1.5", "$LORE_EMBEDDING_MODEL")
-    assert settings["embedding.api_key"] == ("***abcd", "$LORE_EMBEDDING_API_KEY")
-    assert "search.rrf_k" not in settings  # a tuning constant: `config show --all` lists it
-    assert "top-secret" not in res.output
-
-
-def test_cli_config_show_db_option(run, tmp_path):
-    res = run("--db", str(tmp_path / "x.db"), "config", "show", "--json")
-    data = json.loads(res.stdout)
-    assert data["database"] == str(tmp_path / "x.db")
-    settings = {s["key"]: s["source"] for s in data["settings"]}
-    assert settings["database"] == "--db"
-
-
-def test_cli_config_path(run, lore_home, tmp_path, monkeypatch):
-    res = run("config", "path")
-    assert res.exit_code == 0
-    assert res.stdout.strip() == str(lore_home / "config.yaml")
-    monkeypatch.setenv("LORE_CONFIG", str(tmp_path / "custom.yaml"))
-    assert run("config", "path").stdout.strip() == str(tmp_path / "custom.yaml")
+    assert str(exc.value) == (f"config {path}: {key} is a tuning constant kept in the code "
+                              f"({lives}), not a setting; remove it "
+                              "(docs/configuration.md#tuning-constants)")
 
 
 @pytest.mark.parametrize("yaml_text", [
@@ -405,52 +296,44 @@ def test_defaults_are_the_values_the_code_had():
             CONVERSATIONS.context_turns, CONVERSATIONS.decay_weight) == (2.0, 0.5, 2, 0.3)
 
 
-def test_an_older_config_that_sets_moved_keys_still_loads_and_applies_them(lore_home, tmp_path):
+def test_a_measurement_override_reaches_each_room(lore_home):
     from lore.core.learner import LEARNING
     from lore.recall.hybrid import SEARCH
 
-    path = write_config(lore_home, "search:\n  rrf_k: 30\n  default_limit: 5\n  recency:\n"
-                                   "    enabled: true\n    weight: 0.2\n"
-                                   "learning:\n  recent_days: 3\n  active_threshold: 0.9\n")
-    s = load_config()
-    assert s.config.search.default_limit == 5 and s.config.learning.active_threshold == 0.9
-    assert s.tuning == {"search.rrf_k": 30, "search.recency.weight": 0.2, "learning.recent_days": 3}
-    assert s.tuned == ["learning.recent_days", "search.recency.weight", "search.rrf_k"]
+    s = make_settings(lore_home, tuning={"search.rrf_k": 30, "search.recency.weight": 0.2,
+                                         "learning.recent_days": 3})
     with Lore.open(s, embedder=FakeEmbedder()) as lore:
         search = lore.tuned(SEARCH)
         assert (search.rrf_k, search.recency_weight, search.vector_weight) == (30, 0.2, 0.7)
         assert lore.learner.tuning.recent_days == 3
         assert lore.tuned(LEARNING).same_rule_similarity == 0.86
     r = rows(s)
-    assert r["search.rrf_k"] == (30, str(path)) and r["search.fts_weight"] == (0.3, "default")
+    assert r["search.rrf_k"] == (30, "tuning") and r["search.fts_weight"] == (0.3, "default")
 
 
-def test_the_notice_names_where_each_moved_key_lives_in_one_line(lore_home, run):
+def test_the_cli_refuses_a_tuning_key_in_one_line_and_changes_nothing(lore_home, run):
     write_config(lore_home, "search:\n  rrf_k: 30\nconversations:\n  session_weight: 0.4\n")
-    res = run("config", "show")
-    assert res.exit_code == 0, res.output
-    lines = [line for line in res.stderr.splitlines() if "tuning constant" in line]
-    assert len(lines) == 1
-    assert "search.rrf_k (lore.recall.hybrid.SearchTuning.rrf_k)" in lines[0]
-    assert "lore.recall.conversations.ConversationTuning.session_weight" in lines[0]
-    assert "still used" in lines[0]
-
-
-@pytest.mark.parametrize(("yaml_text", "expect"), [
-    ("search:\n  rrf_k: 0\n", "search.rrf_k must be at least 1 (got 0)"),
-    ("search:\n  rrf_k: fast\n", "search.rrf_k must be a whole number (got 'fast')"),
-    ("search:\n  vector_index: disk\n", "search.vector_index must be one of auto, memory, sqlite-vec"),
-    ("conversations:\n  decay_weight: 2\n", "conversations.decay_weight must be at most 1"),
-    ("learning:\n  detector_threshold: true\n", "learning.detector_threshold must be a number"),
-])
-def test_a_bad_override_is_one_line_and_changes_nothing(lore_home, run, yaml_text, expect):
-    path = write_config(lore_home, yaml_text)
-    for args in (["config", "show", "--all"], ["recall", "search", "anything"],
-                 ["recall", "conversations", "anything"], ["learn", "add", "Use uv", "not pip"]):
+    for args in (["config", "show"], ["learn", "add", "Use uv", "not pip"]):
         res = run(*args)
-        assert res.exit_code != 0, args
-        assert f"config {path}: {expect}" in res.output, (args, res.output)
-        assert "Traceback" not in res.output and len(res.output.strip().splitlines()) <= 2
+        assert res.exit_code == 1, res.output
+        assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.output
+        assert "is a tuning constant kept in the code" in res.stderr
+    assert not (lore_home / "lore.db").exists()
+
+
+@pytest.mark.parametrize(("override", "expect"), [
+    ({"search.rrf_k": 0}, "search.rrf_k must be at least 1 (got 0)"),
+    ({"search.rrf_k": "fast"}, "search.rrf_k must be a whole number (got 'fast')"),
+    ({"search.vector_index": "disk"}, "search.vector_index must be one of auto, memory, sqlite-vec"),
+    ({"conversations.decay_weight": 2}, "conversations.decay_weight must be at most 1"),
+    ({"learning.detector_threshold": True}, "learning.detector_threshold must be a number"),
+])
+def test_a_bad_override_is_one_line_and_changes_nothing(lore_home, override, expect):
+    s = make_settings(lore_home, tuning=override)
+    with pytest.raises(ConfigError) as exc:
+        Lore.open(s, embedder=FakeEmbedder())
+    assert str(exc.value).startswith(f"tuning: {expect}")
+    assert "\n" not in str(exc.value)
     assert not (lore_home / "lore.db").exists() or _lessons(lore_home) == 0
 
 
@@ -507,13 +390,6 @@ def test_config_show_lists_constants_only_when_asked_or_set(lore_home, run):
     from lore.config import TUNING
 
     assert set(tuning) == set(TUNING)
-    path = write_config(lore_home, "search:\n  rrf_k: 30\n  default_limit: 5\n")
-    res = run("config", "show", "--json")
-    assert res.exit_code == 0
-    data = json.loads(res.stdout)
-    assert [(r["key"], r["value"], r["source"]) for r in data["tuning"]] == [
-        ("search.rrf_k", 30, str(path))]  # an existing file keeps working, and shows it
-    assert res.stderr.count("tuning constant") == 1 and "search.rrf_k" in res.stderr
     table = run("config", "show", "--all")
     assert table.exit_code == 0 and "SearchTuning.rrf_k" in table.stdout
 
@@ -646,7 +522,7 @@ def test_settings_answer_without_building_the_config_when_nothing_is_set(lore_ho
     assert s.db_path == lore_home / "lore.db" and not s.db_is_url
     assert s.db_location == s.db_shown == str(lore_home / "lore.db")
     assert s.review_folder == lore_home / "review"
-    assert s.user and s.llm_provider is None and s.tuned == []
+    assert s.user and s.llm_provider is None
     assert s._config is None  # nothing built so far
     assert s.config == Config()  # built on first access, once
     assert s.config is s.config

@@ -27,7 +27,6 @@ FULL = """\
 user: ada
 search:
   default_limit: 25
-  hybrid_weight_semantic: 0.6
   anti_context: demote
   recency:
     enabled: true
@@ -70,8 +69,6 @@ def tree(model: BaseModel) -> dict[str, Any]:
 def assert_same(hit: Settings, fresh: Settings) -> None:
     """What a cache hit answers is what validation answered, before and after building."""
     assert hit.sources == fresh.sources
-    assert hit.tuned == fresh.tuned
-    assert hit.tuning == fresh.tuning
     assert (hit.user, hit.database, hit.llm_provider, hit.review_folder, hit.db_path) == \
            (fresh.user, fresh.database, fresh.llm_provider, fresh.review_folder, fresh.db_path)
     assert effective(hit) == effective(fresh)
@@ -102,8 +99,6 @@ def test_a_hit_equals_the_validated_config_sources_included(lore_home):
     assert entry(lore_home).is_file()
     hit = load_hit()
     assert_same(hit, fresh)
-    assert hit.tuning == {"search.vector_weight": 0.6}  # the seed name of a tuning constant
-    assert hit.sources["search.vector_weight"] == str(lore_home / "config.yaml")
     assert hit.config.llm.cost_per_mtok is not None and hit.config.llm.cost_per_mtok.output == 15
     assert hit.config.schedule.analysis == "0 3 * * *"
     assert hit.config.analysis.threshold_for(os.path.expanduser("~/work/app/x")) == 8
@@ -148,50 +143,12 @@ def test_the_entry_is_private_and_holds_no_temporary_files(lore_home):
         config_cache.CACHE_FILE, config_cache.KEY_FILE, "config.yaml"]
 
 
-def test_a_tuning_notice_is_given_on_a_hit_too(run, lore_home):
+def test_a_tuning_key_is_refused_and_never_cached(lore_home):
     write_config(lore_home, "search:\n  rrf_k: 30\nconversations:\n  session_weight: 0.4\n")
-    outputs = []
     for _ in range(2):
-        res = run("config", "show", "--json")
-        assert res.exit_code == 0, res.output
-        lines = [line for line in res.stderr.splitlines() if "tuning constant" in line]
-        assert len(lines) == 1 and "search.rrf_k (lore.recall.hybrid.SearchTuning.rrf_k)" in lines[0]
-        shown = {r["key"]: (r["value"], r["source"]) for r in json.loads(res.stdout)["tuning"]}
-        assert shown["search.rrf_k"] == (30, str(lore_home / "config.yaml"))
-        assert shown["conversations.session_weight"] == (0.4, str(lore_home / "config.yaml"))
-        outputs.append((res.stdout, res.stderr))
-    assert outputs[0] == outputs[1]
-    s = load_hit()
-    assert s.tuning == {"search.rrf_k": 30, "conversations.session_weight": 0.4}
-
-
-def test_a_tuning_override_from_a_hit_reaches_the_code(lore_home):
-    from conftest import FakeEmbedder
-    from lore.api import Lore
-    from lore.recall.hybrid import SEARCH
-
-    write_config(lore_home, "search:\n  rrf_k: 30\n  recency:\n    weight: 0.2\n")
-    load_miss()
-    s = load_hit()
-    with Lore.open(s, embedder=FakeEmbedder()) as lore:
-        search = lore.tuned(SEARCH)
-        assert (search.rrf_k, search.recency_weight) == (30, 0.2)
-
-
-def test_a_bad_tuning_override_is_never_cached(lore_home):
-    write_config(lore_home, "search:\n  hybrid_weight_semantic: 0.5\n  vector_weight: 0.6\n")
-    for _ in range(2):
-        with pytest.raises(ConfigError, match="same constant"):
+        with pytest.raises(ConfigError, match="search.rrf_k is a tuning constant kept in the code"):
             load_config()
     assert not entry(lore_home).exists()
-
-
-def test_values_json_would_change_are_not_cached(lore_home):
-    write_config(lore_home, "search:\n  rrf_k: {1: 2}\n")  # refused later, by lore.tuning
-    s = load_miss()
-    assert s.tuning == {"search.rrf_k": {1: 2}}
-    assert not entry(lore_home).exists()
-    assert load_miss().tuning == {"search.rrf_k": {1: 2}}
 
 
 # ---- what changes the result validates again -----------------------------------------------
@@ -401,7 +358,7 @@ def test_processes_starting_together_all_read_a_whole_entry(lore_home):
 
 @pytest.mark.parametrize("how", ["mode 0500", "read-only mount"])
 def test_a_home_that_cannot_be_written_loses_only_the_speed(lore_home, how):
-    write_config(lore_home, "user: ada\nsearch:\n  rrf_k: 30\n")
+    write_config(lore_home, "user: ada\nsearch:\n  default_limit: 7\n")
     assert lore(lore_home, "status").returncode == 0  # the database exists: reading needs no write
     entry(lore_home).unlink()
     before = sorted(p.name for p in lore_home.iterdir())
@@ -413,8 +370,7 @@ def test_a_home_that_cannot_be_written_loses_only_the_speed(lore_home, how):
             assert shown.returncode == 0, shown.stderr
             rows = {r["key"]: (r["value"], r["source"]) for r in json.loads(shown.stdout)["settings"]}
             assert rows["user"] == ("ada", str(lore_home / "config.yaml"))
-            assert "search.rrf_k (lore.recall.hybrid.SearchTuning.rrf_k) is a tuning constant" \
-                in shown.stderr
+            assert rows["search.default_limit"] == (7, str(lore_home / "config.yaml"))
             assert "Traceback" not in shown.stderr
             review = lore(lore_home, "review", prefix=prefix)
             assert review.returncode == 0, review.stderr

@@ -234,17 +234,3 @@ def test_the_config_is_read_by_the_first_tool_call_and_its_error_is_a_tool_error
         assert "config.yaml" in text and "\n" not in text and "Traceback" not in text
 
 
-def test_the_mcp_server_logs_that_its_config_sets_a_tuning_constant(lore_home, caplog):
-    # `lore mcp` reads the config when the first tool needs it, past the CLI's notice: it logs it
-    # (stderr, the client's log), never on stdout, the protocol's channel.
-    import logging
-
-    from lore.mcp.server import _load_settings
-
-    lore_home.mkdir(parents=True, exist_ok=True)
-    (lore_home / "config.yaml").write_text("conversations:\n  session_weight: 0.25\n")
-    with caplog.at_level(logging.WARNING, logger="lore.mcp"):
-        settings = _load_settings()
-    assert settings.tuning == {"conversations.session_weight": 0.25}
-    [record] = [r for r in caplog.records if r.name == "lore.mcp"]
-    assert "conversations.session_weight" in record.getMessage()

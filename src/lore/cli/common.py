@@ -121,11 +121,6 @@ def settings(ctx: click.Context) -> Settings:
         s.use_database(obj["db_path"], "--db")
         check_database_path(s)
     obj["resolved_db"] = s.db_location
-    if s.tuned and not obj.get("tuning_noticed"):
-        obj["tuning_noticed"] = True
-        from lore.config import tuning_notice
-
-        notice(tuning_notice(s))
     return s
 
 

@@ -75,6 +75,18 @@ def outcome_payload(outcome: Any) -> dict[str, Any]:
                 "preferred": lesson.preference.preferred if lesson.preference else None}}
 
 
+async def conversations(t: LoreTools, ctx: Context | None, query: str, project: str | None,
+                        limit: int, min_score: float = 0.0, use_decay: bool | None = None,
+                        rerank: bool | None = None) -> dict[str, Any]:
+    """Past conversations that match: lore_search_conversations and the compatible names."""
+    proj = await t.project(ctx, project)
+    found = await t.run(lambda lore: lore.conversations.find(
+        query, project=proj or None, limit=limit, min_score=min_score, decay=use_decay,
+        rerank=rerank))
+    return {"query": query, "project": proj, "count": len(found.hits), **found.outcome(),
+            "results": [h.to_dict() for h in found.hits]}
+
+
 async def preferences(t: LoreTools, ctx: Context | None, project: str | None,
                        file_type: str | None, statuses: list[str] | None) -> dict[str, Any]:
     proj = await t.project(ctx, project)

@@ -6,12 +6,11 @@ lessons and past conversations, get one, the rules that apply here, record a cor
 suggest a rule. ``admin`` adds the administration tools (:mod:`lore.mcp.lessons` and
 :mod:`lore.mcp.learning`: write, link, delete, reference lists, review decisions, the review
 folder, apply, analysis); ``canonical`` is that set without the conversation search, as earlier
-versions served it. The tool names and argument shapes of compatible memory tools are profiles of thin
-aliases over the same functions (:mod:`lore.mcp.aliases`: ``ai-lessons``,
-``self-learning``, ``reinforcement``; :mod:`lore.mcp.conversations`:
-``self-reflect``). :mod:`lore.mcp.tools` holds what every tool shares: one
-connection under a lock, project scope, error translation. Only the modules of the chosen
-profile are imported, and the model loads after the client listed the tools, so
+versions served it. The tool names and argument shapes of compatible memory tools are profiles
+generated from one table of aliases over the same functions (:mod:`lore.mcp.aliases`:
+``ai-lessons``, ``self-learning``, ``self-reflect``, ``reinforcement``). :mod:`lore.mcp.tools`
+holds what every tool shares: one connection under a lock, project scope, error translation.
+Only the modules of the chosen profile are imported, and the model loads after the client listed the tools, so
 ``initialize`` and ``tools/list`` answer as soon as the SDK is loaded.
 
 A request holding a lone UTF-16 surrogate escape ("\\ud800", written by JavaScript
@@ -24,7 +23,6 @@ arguments are made storable (no lone surrogates, no NULs) before the tool runs.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import sys
@@ -74,12 +72,15 @@ def serve(profile: str = DEFAULT_PROFILE,
 
 
 def _load_settings() -> Settings:
-    from lore.config import load_config, tuning_notice
+    from lore.config import load_config
 
-    settings = load_config()
-    if settings.tuned:  # stderr: the client's log, never the protocol's stdout
-        logging.getLogger("lore.mcp").warning(tuning_notice(settings))
-    return settings
+    return load_config()
+
+
+def aliases_of(profile: str) -> tuple[str, ...]:
+    """The compatible profiles whose tool names ``profile`` serves (lore.mcp.aliases)."""
+    seed = ("ai-lessons", "self-learning", "self-reflect", "reinforcement")
+    return seed if profile == "all" else tuple(p for p in seed if p == profile)
 
 
 def build_server(settings: Settings | Callable[[], Settings], profile: str = DEFAULT_PROFILE,
@@ -105,22 +106,11 @@ def build_server(settings: Settings | Callable[[], Settings], profile: str = DEF
         from lore.mcp import session
 
         session.register_conversations(server, tools)
-    if profile in ("ai-lessons", "all"):
+    seed = aliases_of(profile)
+    if seed:
         from lore.mcp import aliases
 
-        aliases.register_ai_lessons(server, tools)
-    if profile in ("self-learning", "all"):
-        from lore.mcp import aliases
-
-        aliases.register_self_learning(server, tools)
-    if profile in ("self-reflect", "all"):
-        from lore.mcp import conversations
-
-        conversations.register(server, tools)
-    if profile in ("reinforcement", "all"):
-        from lore.mcp import aliases
-
-        aliases.register_reinforcement(server, tools, with_conversations=profile != "all")
+        aliases.register(server, tools, seed)
     return server, tools
 
 

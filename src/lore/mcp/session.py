@@ -16,7 +16,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
-from lore.mcp import conversations, learning
+from lore.mcp import learning
 from lore.mcp.tools import READ, SEARCH, WRITE, LoreTools, StrList, search_payload, tool
 
 PROJECT = Annotated[str | None, Field(description="Default: this project. 'all' or 'global'.")]
@@ -95,4 +95,4 @@ def register_conversations(server: MCPServer, t: LoreTools) -> None:
     ) -> dict[str, Any]:
         """Search past sessions' conversations ("have we seen this error?", "what did we decide
         about X?"): session, date and a snippet per hit."""
-        return await conversations.search(t, ctx, query, project, limit, 0.0, None)
+        return await learning.conversations(t, ctx, query, project, limit)
