@@ -24,42 +24,30 @@ TRANSCRIPT = (Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "tran
               / "d-kimuson-claude-code-viewer")
 
 
-def hook_times(event: str, payload: dict, runs: int, home: str) -> list[float]:
-    """Whole `lore hook` processes. This process holds the home's worker lock meanwhile, so
-    each hook finds a worker running (its check is measured) and starts none."""
-    import fcntl
+BASE = "`python -c pass` (interleaved baseline)"
 
-    env = dict(os.environ, LORE_HOME=home)
-    env.pop("LORE_WORKER_AUTOSTART", None)
-    data = json.dumps(payload)
-    Path(home).mkdir(parents=True, exist_ok=True)
-    lock = os.open(Path(home) / "worker.pid", os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    out = []
-    try:
-        for _ in range(runs):
-            t0 = time.perf_counter()
-            subprocess.run([LORE, "hook", event], input=data, text=True, env=env, check=True,
-                           capture_output=True)
-            out.append((time.perf_counter() - t0) * 1000)
-    finally:
-        os.close(lock)
-    return out
+
+def hook_times(event: str, payload: dict, runs: int, home: str) -> list[float]:
+    """Wall-clock milliseconds of whole `lore hook` processes (a worker's lock held)."""
+    return interleaved([("", event, None, payload)], runs, home)[f"`lore hook {event}`, "][0]
 
 
 def interleaved(cases: list, runs: int, home: str, baseline_src: str | None = None
                 ) -> dict[str, tuple[list[float], list[float]]]:
     """Wall-clock and CPU (user + system of the child) milliseconds of each case, one run of
     each in turn after one `python -c pass`; with ``baseline_src``, each case also run by the
-    Lore in that source folder (an earlier version), in the same turn."""
+    Lore in that source folder (an earlier version), in the same turn. A case is (label, hook
+    event, checks file or None, payload). This process holds the home's worker lock, so each
+    hook finds a worker running (its check is measured) and starts none."""
+    import fcntl
     import resource
 
     env = dict(os.environ, LORE_HOME=home)
+    env.pop("LORE_WORKER_AUTOSTART", None)
     envs = [("", env)]
     if baseline_src:
         envs.append((" [baseline source]", dict(env, PYTHONPATH=baseline_src)))
-    base = "`python -c pass` (interleaved baseline)"
-    out: dict[str, tuple[list[float], list[float]]] = {base: ([], [])}
+    out: dict[str, tuple[list[float], list[float]]] = {BASE: ([], [])}
     src = os.path.join(home, "guards.json")
 
     def timed(key: str, argv: list[str], data: str | None, env: dict = env) -> None:
@@ -73,16 +61,22 @@ def interleaved(cases: list, runs: int, home: str, baseline_src: str | None = No
         out[key][0].append(wall)
         out[key][1].append(cpu)
 
-    for _ in range(runs):
-        timed(base, [sys.executable, "-c", "pass"], None)
-        for label, (path, payload) in cases:
-            if path is None and os.path.exists(src):
-                os.replace(src, src + ".off")
-            elif path is not None and not os.path.exists(src):
-                os.replace(src + ".off", src)
-            for tag, case_env in envs:
-                timed(f"`lore hook pre-tool-use`, {label}{tag}", [LORE, "hook", "pre-tool-use"],
-                      json.dumps(payload), case_env)
+    Path(home, "queue").mkdir(parents=True, exist_ok=True)
+    lock = os.open(Path(home, "queue"), os.O_RDONLY)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        for _ in range(runs):
+            timed(BASE, [sys.executable, "-c", "pass"], None)
+            for label, event, path, payload in cases:
+                if path is None and os.path.exists(src):
+                    os.replace(src, src + ".off")
+                elif path is not None and not os.path.exists(src):
+                    os.replace(src + ".off", src)
+                for tag, case_env in envs:
+                    timed(f"`lore hook {event}`, {label}{tag}", [LORE, "hook", event],
+                          json.dumps(payload), case_env)
+    finally:
+        os.close(lock)
     return out
 
 
@@ -103,16 +97,18 @@ def guard_cases(home: str, base: dict):
                         "why": "Because the user said so. " * 4, "said": "no, not that",
                         **fields, "needles": needles})
     write_compiled(path, entries, "bench")
-    yield "no checks (no file)", (None, call)
-    yield "50 checks, none matches", (path, call)
-    yield "50 checks, one blocks (queued)", (path, {**call, "tool_input": {"command": "prog0 install x"}})
-    yield "50 checks, one blocks a wrapped command (queued)", (path, {**call, "tool_input": {
-        "command": "cd web && sudo -u node env CI=1 bash -c 'prog0 install x'"}})
-    yield "50 checks, a literal present, none matches", (path, {**call, "tool_input": {
-        "command": "git log --grep prog0 | head -5"}})
-    yield "50 checks, a Python import blocks (queued)", (path, {
+    pre = "pre-tool-use"
+    yield "no checks (no file)", pre, None, call
+    yield "50 checks, none matches", pre, path, call
+    yield "50 checks, one blocks (queued)", pre, path, {**call, "tool_input": {
+        "command": "prog0 install x"}}
+    yield "50 checks, one blocks a wrapped command (queued)", pre, path, {**call, "tool_input": {
+        "command": "cd web && sudo -u node env CI=1 bash -c 'prog0 install x'"}}
+    yield "50 checks, a literal present, none matches", pre, path, {**call, "tool_input": {
+        "command": "git log --grep prog0 | head -5"}}
+    yield "50 checks, a Python import blocks (queued)", pre, path, {
         **base, "tool_name": "Write", "tool_input": {"file_path": "/tmp/a.py",
-                                                     "content": "import os, lib2\n" * 20}})
+                                                     "content": "import os, lib2\n" * 20}}
 
 
 def session_start_times(runs: int) -> list[float]:
@@ -193,45 +189,37 @@ def main() -> None:
     transcript = next(TRANSCRIPT.rglob("*.jsonl"))
     with tempfile.TemporaryDirectory() as home:
         base = {"session_id": "s1", "transcript_path": str(transcript), "cwd": "/tmp"}
-        events = () if args.checks_only else (
-                             ("stop", {"stop_hook_active": False, "last_assistant_message": "ok"}),
-                             ("post-tool-use", {"tool_name": "Edit", "tool_input": {
-                                 "file_path": "/tmp/a.py", "old_string": "a", "new_string": "b"}}),
-                             ("user-prompt-submit", {"prompt": "add a test"}),
-                             ("user-prompt-submit", {"prompt": "No, don't use Redis, use local "
-                                                     "file sessions instead"}),
-                             ("session-end", {"reason": "exit"}))
-        for event, extra in events:
-            ms = hook_times(event, {**base, **extra}, args.runs, home)
-            what = f" ({extra['prompt']!r})" if "prompt" in extra else ""
-            print(f"- `lore hook {event}`{what}: median {statistics.median(ms):.1f} ms, "
-                  f"p90 {pct(ms, 0.9):.1f} ms ({args.runs} runs)")
-            report.add(f"lore hook {event}{what}", ms, quiet=True, baseline="python -c pass")
-        # PreToolUse runs before every tool call: timed interleaved with `python -c pass`
-        # (one of each in turn), so the machine's load weighs on both alike.
-        cases = list(guard_cases(home, base))
+        # Every hook runs interleaved with `python -c pass` (one of each in turn), so the
+        # machine's load weighs on both alike; the ratio of medians is the hook's cost.
+        events = [] if args.checks_only else [
+            ("session-start, no database", "session-start", None, {**base, "source": "startup"}),
+            ("prompt 'add a test'", "user-prompt-submit", None, {**base, "prompt": "add a test"}),
+            ("a correction", "user-prompt-submit", None, {
+                **base, "prompt": "No, don't use Redis, use local file sessions instead"}),
+            ("an Edit", "post-tool-use", None, {**base, "tool_name": "Edit", "tool_input": {
+                "file_path": "/tmp/a.py", "old_string": "a", "new_string": "b"}}),
+            ("transcript tail", "stop", None, {**base, "stop_hook_active": False}),
+            ("exit", "session-end", None, {**base, "reason": "exit"})]
+        cases = events + list(guard_cases(home, base))
         times = interleaved(cases, args.runs, home, args.baseline_src)
+        bare_cpu = statistics.median(times[BASE][1])
+        bare_wall = statistics.median(times[BASE][0])
         for label, (ms, cpu) in times.items():
-            print(f"- {label}: median {statistics.median(ms):.1f} ms, p90 {pct(ms, 0.9):.1f} ms; "
-                  f"CPU median {statistics.median(cpu):.1f} ms, p90 {pct(cpu, 0.9):.1f} ms "
+            print(f"- {label}: median {statistics.median(ms):.1f} ms, p90 {pct(ms, 0.9):.1f} ms "
+                  f"({statistics.median(ms) / bare_wall:.2f}x); CPU median "
+                  f"{statistics.median(cpu):.1f} ms, p90 {pct(cpu, 0.9):.1f} ms "
+                  f"({statistics.median(cpu) / bare_cpu:.2f}x the baseline's) "
                   f"({args.runs} runs, interleaved)")
-            report.add(label, ms, quiet=True, cpu=stats(cpu))
+            report.add(label, ms, quiet=True, cpu=stats(cpu),
+                       baseline=None if label == BASE else BASE)
         if args.checks_only:
             report.write()
             return
-        bare = []
-        for _ in range(args.runs):
-            t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-c", "pass"], check=True)
-            bare.append((time.perf_counter() - t0) * 1000)
-        print(f"- baseline in the same run, `python -c pass` (the same interpreter): "
-              f"median {statistics.median(bare):.1f} ms, p90 {pct(bare, 0.9):.1f} ms")
-        report.add("python -c pass", bare, quiet=True)
     ms = session_start_times(args.runs)
     print(f"- `lore hook session-start` with 10,000 lessons (active and proposed rules) and 1,000 "
           f"captured corrections: median "
           f"{statistics.median(ms):.1f} ms, p90 {pct(ms, 0.9):.1f} ms ({args.runs} runs)")
-    report.add("lore hook session-start, 10,000 lessons", ms, quiet=True, baseline="python -c pass")
+    report.add("lore hook session-start, 10,000 lessons", ms, quiet=True)
     with tempfile.TemporaryDirectory() as root:
         rate = queue_rate(args.events, 4, Path(root))
         print(f"- queue: {args.events:,} events appended by 4 concurrent processes: {rate:,.0f} "

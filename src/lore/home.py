@@ -1,29 +1,37 @@
 """The Lore home folder and the worker process that serves it.
 
-Standard library only: the hooks import this on the agent's critical path.
+Standard library only, without :mod:`pathlib` or :mod:`typing` at import: the hooks import
+this on the agent's critical path and name the home with :func:`home_dir` (a string).
 """
 
 from __future__ import annotations
 
 import os
-import re
 import sys
-from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from lore.errors import ConfigError
 from lore.private import open_private, private_dir
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import logging
+    from collections.abc import Callable
+    from pathlib import Path
 
 IDLE_EXIT_SECONDS = 600  # a worker a hook started exits after this long with nothing to do
 
 
+def home_dir() -> str:
+    """``$LORE_HOME``, else ``~/.lore``: the hooks' form of :func:`lore_home`."""
+    return os.path.expanduser(os.environ.get("LORE_HOME")
+                              or os.path.join(os.path.expanduser("~"), ".lore"))
+
+
 def lore_home() -> Path:
     """``$LORE_HOME``, else ``~/.lore``."""
-    return Path(os.environ.get("LORE_HOME") or Path.home() / ".lore").expanduser()
+    from pathlib import Path
+
+    return Path(home_dir())
 
 
 def is_url(location: str | Path | None) -> bool:
@@ -66,7 +74,9 @@ def device_id(home: Path | None = None, kept: Callable[[], str | None] | None = 
     env = os.environ.get("LORE_DEVICE")
     if env:
         return check_device(env)
-    folder = (home or lore_home()).expanduser()
+    from pathlib import Path
+
+    folder = Path(home or lore_home()).expanduser()
     path = folder / DEVICE_FILE
     found = _read_device(path)
     if found:
@@ -92,14 +102,16 @@ def device_id(home: Path | None = None, kept: Callable[[], str | None] | None = 
     return value
 
 
-_DEVICE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_DEVICE = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 
 
 def check_device(value: str) -> str:
     """``value`` if it is a valid device id (1 to 64 letters, digits, ``.``, ``_``, ``-``,
     starting with a letter or digit: it names sync batches and is stamped on rows), else
     ConfigError with one line."""
-    if _DEVICE.fullmatch(value):
+    import re  # cached after the first compile; a PreToolUse hook without checks never asks
+
+    if re.fullmatch(_DEVICE, value):
         return value
     shown = ascii(value[:40] + ("…" if len(value) > 40 else ""))
     raise ConfigError(f"LORE_DEVICE={shown} is not a valid device id; use 1 to 64 letters, "
@@ -143,22 +155,22 @@ def alive(pid: int) -> bool:
     return True
 
 
-def lock_target(home: Path, *, create: bool = False) -> int:
+def lock_target(home: str | Path, *, create: bool = False) -> int:
     """A descriptor to take the home's worker lock on: the queue folder itself (made first
     with ``create``), which nothing removes while Lore runs. A lock on ``worker.pid`` was lost
     with the file: a worker started after someone deleted it locked a new file and ran beside
     the first. (Windows locks no folder: ``worker.lock`` there.) FileNotFoundError when there
     is no queue yet (so no worker)."""
-    queue = home / "queue"
+    queue = os.path.join(home, "queue")
     if create:
         private_dir(queue)
     if os.name == "nt":  # pragma: no cover - exercised on Windows only
         flags = os.O_RDWR | (os.O_CREAT if create else 0)
-        return os.open(queue / "worker.lock", flags, 0o600)
+        return os.open(os.path.join(queue, "worker.lock"), flags, 0o600)
     return os.open(queue, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
 
 
-def worker_running(home: Path) -> bool:
+def worker_running(home: str | Path) -> bool:
     """Whether a worker holds this home's lock (:func:`lock_target`): an open and a lock
     attempt, never fooled by a pid that another process took over or a deleted pid file."""
     try:
@@ -199,16 +211,16 @@ def _background_priority() -> None:
         pass
 
 
-def spawn_worker(home: Path, idle_exit: int | None = None) -> int:
+def spawn_worker(home: str | Path, idle_exit: int | None = None) -> int:
     """Start `lore worker run` detached, logging to the home's worker log; return its pid.
     With ``idle_exit`` (seconds) it exits after that long with nothing pending."""
     import subprocess  # only when no worker runs: not on every hook call
 
-    logs = private_dir(home / "logs")
+    logs = private_dir(os.path.join(home, "logs"))
     args = [sys.executable, "-m", "lore", "worker", "run"]
     if idle_exit:
         args += ["--idle-exit", str(idle_exit)]
-    with open(open_private(logs / "worker.log", "a"), "a") as out:
+    with open(open_private(os.path.join(logs, "worker.log"), "a"), "a") as out:
         proc = subprocess.Popen(args,
                                 stdout=out, stderr=out, stdin=subprocess.DEVNULL,
                                 start_new_session=True, env=dict(os.environ),

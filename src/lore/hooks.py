@@ -21,20 +21,20 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-from lore.capture import hooklog
-from lore.capture.githead import read_head
-from lore.capture.queue import Queue
+from lore.capture import enqueue, hooklog
 from lore.capture.signals import might_teach
 from lore.capture.tail import MAX_FIELD, last_assistant, last_exchange
-from lore.home import check_device, idle_exit_seconds, is_url, lore_home, spawn_worker, worker_running
-from lore.normalize import json_value, project_root
+from lore.home import check_device, home_dir, idle_exit_seconds, is_url, spawn_worker, worker_running
+from lore.normalize import json_value
 from lore.private import open_private
 from lore.redact import redact, redact_value
 
+# Neither typing nor pathlib is imported here (paths are strings): each costs a hook more
+# than its own work. tests/capture/test_hook_imports.py keeps the path this light.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
 EVENTS = {
@@ -44,7 +44,8 @@ EVENTS = {
     "pre-compact": "PreCompact", "session-end": "SessionEnd",
 }
 
-def run(event_name: str, stdin: str, queue_root: Path | None = None) -> str | None:
+def run(event_name: str, stdin: str, queue_root: str | os.PathLike[str] | None = None
+        ) -> str | None:
     """Handle one hook call; return what to print on stdout (None: nothing)."""
     kind = EVENTS.get(event_name, event_name)
     # Lone surrogates and NULs become U+FFFD, so the event can be written and stored.
@@ -54,7 +55,7 @@ def run(event_name: str, stdin: str, queue_root: Path | None = None) -> str | No
     if kind == "PreToolUse":  # reached through `python -m lore.cli`; the executable skips here
         from lore.apply.guards import pre_tool_use
 
-        return pre_tool_use(stdin, None if queue_root is None else str(queue_root.parent))
+        return pre_tool_use(stdin, _home_of(queue_root))
     # What a tool returned (file contents, command output) is never used: not kept, not redacted.
     payload.pop("tool_response", None)
     if kind == "PostToolUse":
@@ -63,8 +64,7 @@ def run(event_name: str, stdin: str, queue_root: Path | None = None) -> str | No
         from lore.trusted import Untrusted
 
         try:
-            ran = after(read_compiled(compiled_path(None if queue_root is None
-                                                    else str(queue_root.parent))), payload)
+            ran = after(read_compiled(compiled_path(_home_of(queue_root))), payload)
         except Untrusted as exc:  # the event is queued all the same, without the checks
             _log(event_name, f"ignored the checks: {exc}", trace=False)
             ran = []
@@ -85,10 +85,17 @@ def run(event_name: str, stdin: str, queue_root: Path | None = None) -> str | No
             _log(event_name, "could not build the context (the event is queued without it)")
         # The commit the session starts from, read from .git's files (no git process): the
         # end of the session diffs from it.
+        from lore.capture.githead import read_head
+
         cwd = payload.get("cwd")
         payload["lore_git"] = read_head(cwd if isinstance(cwd, str) else None)
-    Queue(queue_root or lore_home() / "queue").append(kind, redact_payload(payload))
+    enqueue.append(queue_root or os.path.join(home_dir(), "queue"), kind, redact_payload(payload))
     return output
+
+
+def _home_of(queue_root: str | os.PathLike[str] | None) -> str | None:
+    """The home a queue folder is in (None: the default home)."""
+    return None if queue_root is None else os.path.dirname(os.path.abspath(queue_root))
 
 
 def session_context(cwd: Any) -> tuple[str | None, dict[str, Any] | None]:
@@ -96,11 +103,15 @@ def session_context(cwd: Any) -> tuple[str | None, dict[str, Any] | None]:
     record of what it holds and what the budget left out (None: no database yet)."""
     settings = _light_settings()
     location = (os.environ.get("LORE_DB") or os.environ.get("LORE_DATABASE_URL")
-                or settings.get("database") or str(lore_home() / "lore.db"))
-    if not is_url(location) and not Path(location).expanduser().is_file():
+                or settings.get("database") or os.path.join(home_dir(), "lore.db"))
+    if not is_url(location) and not os.path.isfile(os.path.expanduser(location)):
         return None, None
-    db: Path | str = location if is_url(location) else Path(location).expanduser()
+    from pathlib import Path
+
     from lore.apply.session_context import CONTEXT, from_file  # no model, no numpy
+    from lore.normalize import project_root
+
+    db: Path | str = location if is_url(location) else Path(location).expanduser()
 
     ctx = settings.get("context") or {}
     learning = settings.get("learning") or {}  # an older file may still set the constant
@@ -125,6 +136,7 @@ def _nudge(db: Path, project: str | None) -> str | None:
     or record it leaves the context as it was (logged)."""
     try:
         from lore.apply.nudge import nudge
+        from lore.home import lore_home
 
         return nudge(db, project, lore_home(), plugin=os.environ.get("LORE_PLUGIN") == "1")
     except Exception:  # noqa: BLE001 - the nudge is a courtesy: the context goes out without it
@@ -146,8 +158,9 @@ def _light_settings() -> dict[str, Any]:
     # here were validated by every other command that loaded the same file.
     from lore import trusted
 
-    path = Path(os.environ.get("LORE_CONFIG") or lore_home() / "config.yaml").expanduser()
-    raw = trusted.read(str(path), trusted.CONFIG_BYTES, "config", follow=True)
+    path = os.path.expanduser(os.environ.get("LORE_CONFIG")
+                              or os.path.join(home_dir(), "config.yaml"))
+    raw = trusted.read(path, trusted.CONFIG_BYTES, "config", follow=True)
     if raw is None:
         return {}
     import yaml
@@ -169,16 +182,16 @@ def ensure_worker() -> None:
     device = os.environ.get("LORE_DEVICE")
     if device:
         check_device(device)
-    home = lore_home()
+    home = home_dir()
     if worker_running(home):
         return
     idle = idle_exit_seconds()
     # A worker that cannot start (a broken config, a full disk) would otherwise be started,
     # at the cost of a second of CPU, by every hook: at most one start per SPAWN_SECONDS. A
     # worker that exited idle was started at least its idle time ago, so this never delays it.
-    marker = home / "worker.started"
+    marker = os.path.join(home, "worker.started")
     try:
-        if time.time() - marker.stat().st_mtime < min(SPAWN_SECONDS, idle or SPAWN_SECONDS):
+        if time.time() - os.stat(marker).st_mtime < min(SPAWN_SECONDS, idle or SPAWN_SECONDS):
             return
     except OSError:
         pass
@@ -194,7 +207,7 @@ def stop_signals(payload: dict[str, Any]) -> dict[str, Any]:
     path = payload.get("transcript_path")
     if not isinstance(path, str) or not os.path.isfile(path):
         return {"correction": False}
-    prompt, proposal = last_exchange(Path(path))
+    prompt, proposal = last_exchange(path)
     if not prompt or not might_teach(prompt):
         return {"correction": False}
     return {"correction": True, "user_message": prompt, "assistant_proposal": proposal}
@@ -208,7 +221,7 @@ def prompt_signals(payload: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(prompt, str) or not might_teach(prompt):
         return {"correction": False}
     path = payload.get("transcript_path")
-    proposal = last_assistant(Path(path)) if isinstance(path, str) and os.path.isfile(path) else None
+    proposal = last_assistant(path) if isinstance(path, str) and os.path.isfile(path) else None
     return {"correction": True, "user_message": prompt, "assistant_proposal": proposal}
 
 
@@ -250,7 +263,7 @@ def main(event_name: str) -> int:
         out = run(event_name, sys.stdin.buffer.read().decode("utf-8", "replace"))
     except Exception as exc:  # noqa: BLE001 - fail open: log, never block the agent
         _log(event_name, "failed; the event was not queued")
-        hooklog.count(lore_home(), f"{event_name}: {type(exc).__name__}: {exc}")
+        hooklog.count(home_dir(), f"{event_name}: {type(exc).__name__}: {exc}")
         return 0
     if out:
         try:
@@ -275,6 +288,6 @@ def _log(event_name: str, what: str = "failed", *, trace: bool = True) -> None:
         detail = None
         if exc is not None and not isinstance(exc, OSError):  # the line says all of those
             detail = redact(traceback.format_exc())
-        hooklog.write(lore_home(), hooklog.line(event_name, what, exc), detail)
+        hooklog.write(home_dir(), hooklog.line(event_name, what, exc), detail)
     except Exception:  # noqa: BLE001 - even logging may fail (unwritable home): stay silent
         pass

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
 
 from lore.projects import project_root  # noqa: F401 - where every face finds it
+
+TYPE_CHECKING = False  # typing itself is not imported: the hooks pay for every import
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from typing import Any
 
 REPLACEMENT = "\ufffd"
 # A lone surrogate (JavaScript writes one when it cuts a string inside an emoji; a JSON "\ud83d"

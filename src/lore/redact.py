@@ -21,13 +21,13 @@ becomes, and which texts each is tried on, is here.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
+from lore import redact_patterns as p
+
+TYPE_CHECKING = False  # typing is not imported: the hooks pay for every import
 if TYPE_CHECKING:
     import re
     from collections.abc import Callable
-
-from lore import redact_patterns as p
 
 __all__ = ["clip", "contains_secret", "redact", "redact_clipped", "redact_value", "secret_field"]
 

@@ -24,7 +24,7 @@ from conftest import FakeEmbedder, make_settings, stop_workers
 from lore import hooks
 from lore.api import Lore
 from lore.apply import guards
-from lore.capture import hooklog
+from lore.capture import enqueue, hooklog
 from lore.capture import queue as queue_module
 from lore.capture.queue import KEEP_ROTATED, Queue
 from lore.errors import ConfigError
@@ -441,15 +441,15 @@ def test_stale_temporary_files_are_swept(lore_home):
 def test_the_failure_count_is_kept_when_no_new_file_fits(lore_home, monkeypatch):
     q = Queue(lore_home / "queue")
     assert q.write_errors()
-    real = queue_module.open_private
+    real = enqueue.open_private
 
     def full(path, mode="w"):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(queue_module, "open_private", full)
+    monkeypatch.setattr(enqueue, "open_private", full)
     for i in range(3):
         q.record_failure(f"OperationalError: database or disk is full ({i})", database=True)
-    monkeypatch.setattr(queue_module, "open_private", real)
+    monkeypatch.setattr(enqueue, "open_private", real)
     counts = q.error_count()
     assert counts["database"]["count"] == 3
     assert counts["database"]["last"]["reason"].endswith("(2)") and counts["count"] == 0
@@ -460,7 +460,7 @@ def test_a_failure_that_cannot_be_written_into_its_file_still_backs_off(lore_hom
     q = Queue(lore_home / "queue")
     q.append("Stop", {"n": 1})
     [event] = list(q.take())
-    monkeypatch.setattr(queue_module, "_write_atomic", lambda *a, **k: (_ for _ in ()).throw(
+    monkeypatch.setattr(queue_module, "write_atomic", lambda *a, **k: (_ for _ in ()).throw(
         OSError(errno.ENOSPC, "No space left on device")))
     assert not q.fail(event, "disk full", max_attempts=5, delay=60.0)
     assert list(q.take()) == []  # waiting for its retry, though its file says nothing of it

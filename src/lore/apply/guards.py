@@ -36,6 +36,8 @@ from __future__ import annotations
 import os
 import time
 
+from lore.home import home_dir
+
 # json, re and typing cost the hook most of its time: imported where needed, so a session
 # without checks pays for none of them.
 TYPE_CHECKING = False
@@ -457,13 +459,8 @@ def describe(check: Mapping[str, Any]) -> str:
 
 
 # ---- the compiled file and the hooks --------------------------------------------------------
-def home() -> str:
-    """``$LORE_HOME``, else ``~/.lore`` (as lore.home, without its imports)."""
-    return os.path.expanduser(os.environ.get("LORE_HOME") or os.path.join("~", ".lore"))
-
-
 def compiled_path(root: str | None = None) -> str:
-    return os.path.join(root or home(), COMPILED)
+    return os.path.join(root or home_dir(), COMPILED)
 
 
 def write_compiled(path: str, entries: list[dict[str, Any]], stamp: str) -> None:
@@ -662,9 +659,7 @@ def pre_tool_use(stdin: str, root: str | None = None, at: float | None = None,
     if time.monotonic() >= deadline:
         raise Deadline
     if found:
-        from pathlib import Path
-
-        from lore.capture.queue import Queue
+        from lore.capture import enqueue
         from lore.redact import redact
 
         for m in found:
@@ -673,11 +668,11 @@ def pre_tool_use(stdin: str, root: str | None = None, at: float | None = None,
                                              "transcript_path")}
         event["lore_guard"] = found
         try:
-            Queue(Path(root or home()) / "queue").append("PreToolUse", event)
+            enqueue.append(os.path.join(root or home_dir(), "queue"), "PreToolUse", event)
         except Exception as exc:  # noqa: BLE001 - the decision holds even when its record fails
             from lore.capture import hooklog
 
-            hooklog.dropped(root or home(), "pre-tool-use", exc,
+            hooklog.dropped(root or home_dir(), "pre-tool-use", exc,
                             "could not queue its record (the decision was given all the same)")
     return json.dumps(output) if output else None
 
@@ -748,10 +743,10 @@ def _log(event: str, line: str | None = None) -> None:
         from lore.redact import redact
 
         if line:
-            hooklog.write(home(), hooklog.line(event, line))
+            hooklog.write(home_dir(), hooklog.line(event, line))
             return
         exc = sys.exc_info()[1]
-        hooklog.write(home(), hooklog.line(event, "failed", exc),
+        hooklog.write(home_dir(), hooklog.line(event, "failed", exc),
                       redact(traceback.format_exc()))
     except Exception:  # noqa: BLE001 - an unwritable home: stay silent
         pass

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 LOG_BYTES = 1024 * 1024  # hooks.log past this becomes hooks.log.1 (one kept)
 _FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
@@ -28,8 +31,7 @@ def write(home: str | Path, line: str, detail: str | None = None) -> None:
     from lore.private import open_private, private_dir
 
     try:
-        logs = private_dir(Path(home) / "logs")
-        path = logs / "hooks.log"
+        path = os.path.join(private_dir(os.path.join(home, "logs")), "hooks.log")
         fd = open_private(path, "a")
         try:
             st = os.fstat(fd)
@@ -44,14 +46,14 @@ def write(home: str | Path, line: str, detail: str | None = None) -> None:
         pass
 
 
-def _rotated(path: Path, fd: int, st: os.stat_result) -> int:
+def _rotated(path: str, fd: int, st: os.stat_result) -> int:
     """Rename the full log to hooks.log.1 and return a descriptor of a new one; the open log
     when the rename fails (it keeps growing: the next hook tries again) or another hook
     renamed it first (its new log is used)."""
     try:
         now = os.stat(path)
         if (now.st_ino, now.st_dev) == (st.st_ino, st.st_dev):
-            os.replace(path, path.with_name(path.name + ".1"))
+            os.replace(path, path + ".1")
         new = os.open(path, _FLAGS, 0o600)
     except OSError:
         return fd
@@ -82,6 +84,8 @@ def count(home: str | Path, reason: str) -> None:
     from lore.redact import redact
 
     try:
+        from pathlib import Path
+
         Queue(Path(home) / "queue").record_failure(redact(" ".join(reason.split())),
                                                    dropped=True)
     except Exception:  # noqa: BLE001 - the log line said it; the count is best effort

@@ -1,9 +1,7 @@
 """The durable event queue between hooks (many writers) and the worker (one reader).
 
-One file per event under ``queue/pending``: written to a temporary name and renamed,
-so concurrent writers never interleave and a reader never sees half an event; no
-locks, so a hook never waits. Names sort by time, so events are taken in order. A write
-that fails (a full disk) removes its temporary file and raises; the worker sweeps its own
+One file per event under ``queue/pending``, written by :mod:`lore.capture.enqueue` (the
+hooks' side). Names sort by time, so events are taken in order. The worker sweeps its own
 temporary files older than a minute (a writer killed mid-write), and no other.
 
 The worker handles an event, appends it to ``queue/done.jsonl`` and only then removes the
@@ -23,8 +21,7 @@ reason. ``queue/errors.json`` counts the failures, and apart those the database 
 a fixed size, so it can be rewritten in place when the disk is full. ``requeue`` puts
 quarantined events back.
 
-This module imports only the standard library (and Lore's stdlib-only ``normalize``): it is on
-the hook path.
+This module imports only the standard library; the hooks import only ``enqueue``.
 
 Everything here is private to the user (folders 0700, files 0600): events quote the prompts.
 """
@@ -40,14 +37,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lore.normalize import json_value, storable_json
-from lore.private import make_private, open_private, private_dir
+from lore.capture.enqueue import VERSION, append, encode, write_all, write_atomic
+from lore.normalize import json_value
+from lore.private import make_private, private_dir
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-VERSION = 1
 ROTATE_BYTES = 10 * 1024 * 1024
 KEEP_ROTATED = 3  # rotated done-*.jsonl files kept; older ones are deleted
 # A retry planned further ahead than this is due now: the clock was set back since it was planned.
@@ -135,19 +132,8 @@ class Queue:
 
     # ---- writers (hooks) ----------------------------------------------------------------
     def append(self, kind: str, payload: dict[str, Any]) -> str:
-        if not self.pending.is_dir():
-            private_dir(self.pending)
-        event_id = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(3).hex()}"
-        record = {"v": VERSION, "id": event_id, "kind": kind, "at": time.time(), "payload": payload}
-        # No fsync: it would cost milliseconds on every hook. The event survives any crash of
-        # the agent or the worker (it is in the page cache); only an OS crash in the next few
-        # seconds could lose it.
-        try:
-            text = json.dumps(record, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate from a caller: U+FFFD instead
-            text = json.dumps(storable_json(record), ensure_ascii=False).encode("utf-8")
-        _write_atomic(self.pending / f"{event_id}.json", text, hidden=f".{event_id}.tmp")
-        return event_id
+        """Queue one event (what a hook does, through :func:`lore.capture.enqueue.append`)."""
+        return append(self.root, kind, payload)
 
     # ---- the reader (worker) ------------------------------------------------------------
     def files(self, *, sweep: bool = False) -> list[str]:
@@ -249,7 +235,7 @@ class Queue:
         self._held[path.name] = (event.attempts, event.retry_at, reason)
         if path.exists():
             try:
-                _write_atomic(path, _encode(event.to_dict()))
+                write_atomic(path, encode(event.to_dict()))
                 self._held.pop(path.name, None)
             except OSError:
                 pass  # kept in memory meanwhile
@@ -311,12 +297,12 @@ class Queue:
     def write_errors(self, data: dict[str, Any] | None = None) -> bool:
         """Write ``errors.json`` (``data``, or the counts as they are: a file of its full size
         made early, so that a disk that fills later can still take the count)."""
-        text = _encode(self.error_count() if data is None else data)
+        text = encode(self.error_count() if data is None else data)
         if len(text) < ERRORS_BYTES:
             text += b" " * (ERRORS_BYTES - 1 - len(text)) + b"\n"
         try:
             private_dir(self.root)
-            _write_atomic(self.errors, text)
+            write_atomic(self.errors, text)
             return True
         except OSError:
             pass
@@ -345,7 +331,7 @@ class Queue:
                 continue  # still unreadable: it stays where it is
             event.attempts, event.retry_at, event.last_error = 0, 0.0, None
             private_dir(self.pending)
-            _write_atomic(self.pending / name, _encode(event.to_dict()))
+            write_atomic(self.pending / name, encode(event.to_dict()))
             path.unlink()
             (self.quarantine / f"{name}.reason").unlink(missing_ok=True)
             self.forget(event.id)
@@ -410,7 +396,7 @@ class Queue:
             return
         make_private(target)  # whoever wrote it, it holds a prompt
         try:
-            _write_atomic(self.quarantine / f"{path.name}.reason", (reason + "\n").encode())
+            write_atomic(self.quarantine / f"{path.name}.reason", (reason + "\n").encode())
         except OSError:
             pass  # a full disk: the event is set aside all the same, its reason shown "unknown"
 
@@ -446,7 +432,7 @@ class Queue:
         private_dir(self.root)
         if _size(self.done) > ROTATE_BYTES:
             self._rotate()
-        line = _encode(record) + b"\n"
+        line = encode(record) + b"\n"
         fd = os.open(self.done, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
                      | getattr(os, "O_NOFOLLOW", 0), 0o600)
         try:
@@ -459,7 +445,7 @@ class Queue:
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 line = b"\n" + line
             try:
-                _write_all(fd, line)
+                write_all(fd, line)
             except BaseException:
                 try:
                     os.ftruncate(fd, size)
@@ -519,43 +505,6 @@ class _turn:  # noqa: N801 - used as a context manager, like a function
         if self.fd is not None:
             os.close(self.fd)  # closing the descriptor lets the lock go
             self.fd = None
-
-
-def _encode(record: dict[str, Any]) -> bytes:
-    try:
-        return json.dumps(record, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(storable_json(record), ensure_ascii=False).encode("utf-8")
-
-
-def _write_atomic(path: Path, data: bytes, hidden: str | None = None) -> None:
-    """Write ``data`` to a temporary file beside ``path`` and rename it over ``path``; on any
-    failure the temporary file is removed and the error raised."""
-    tmp = path.with_name(hidden or f".lore-{path.name}.tmp")
-    try:
-        fd = open_private(tmp)
-        try:
-            _write_all(fd, data)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    """Write all of ``data`` (a write cut short is continued; one that writes nothing raises
-    ENOSPC, as a full disk does)."""
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        if n <= 0:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        view = view[n:]
 
 
 def _remove_if_stale(path: Path) -> None:

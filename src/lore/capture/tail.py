@@ -5,12 +5,17 @@ Standard library only (the Stop hook uses it); reads at most the last 256 KiB.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
+import os
 
 from lore.normalize import json_value
 from lore.redact import CLIP_MARGIN, clip
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+    StrPath = str | os.PathLike[str]
 
 TAIL_BYTES = 256 * 1024  # the end of the transcript is enough to find the last exchange
 MAX_FIELD = 20_000  # payload strings are cut here: the queue holds signals, not files
@@ -18,9 +23,9 @@ MAX_FIELD = 20_000  # payload strings are cut here: the queue holds signals, not
 _READ = MAX_FIELD + CLIP_MARGIN
 
 
-def records_from_end(path: Path, nbytes: int = TAIL_BYTES) -> Iterator[dict[str, Any]]:
+def records_from_end(path: StrPath, nbytes: int = TAIL_BYTES) -> Iterator[dict[str, Any]]:
     """The JSON records of the last ``nbytes`` of a transcript, newest first."""
-    size = path.stat().st_size
+    size = os.stat(path).st_size
     with open(path, "rb") as fh:
         fh.seek(max(0, size - nbytes))
         lines = fh.read().splitlines()
@@ -38,7 +43,7 @@ def message_text(rec: dict[str, Any]) -> str | None:
     return _text(message.get("content")) if isinstance(message, dict) else None
 
 
-def last_exchange(path: Path) -> tuple[str | None, str | None]:
+def last_exchange(path: StrPath) -> tuple[str | None, str | None]:
     prompt: str | None = None
     for rec in records_from_end(path):
         if rec.get("isMeta"):
@@ -53,7 +58,7 @@ def last_exchange(path: Path) -> tuple[str | None, str | None]:
     return prompt, None
 
 
-def last_assistant(path: Path) -> str | None:
+def last_assistant(path: StrPath) -> str | None:
     """The assistant's last text in the transcript: what a prompt typed now answers."""
     for rec in records_from_end(path):
         if rec.get("type") == "assistant":
@@ -63,7 +68,7 @@ def last_assistant(path: Path) -> str | None:
     return None
 
 
-def last_todos(path: Path) -> list[Any]:
+def last_todos(path: StrPath) -> list[Any]:
     """The todo list of the last TodoWrite call in the transcript's tail."""
     for rec in records_from_end(path, 2 * TAIL_BYTES):
         message = rec.get("message")
