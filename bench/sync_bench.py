@@ -24,7 +24,7 @@ from pathlib import Path
 from bench.harness import Report, pct, serving, settings
 from lore.api import Lore
 from lore.config import EmbeddingConfig
-from lore.core.sync import Client, run
+from lore.core.sync.client import Client, run
 from lore.embed import create_embedder
 
 

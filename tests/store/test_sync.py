@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from conftest import FakeEmbedder, make_settings
 from lore.api import Lore
 from lore.capture.transcripts import FileEdit
-from lore.core.sync import PROTOCOL, Client, batch_name, record_hash, run, sane
+from lore.core.sync.client import Client, run
+from lore.core.sync.records import PROTOCOL, batch_name, record_hash, sane
 from lore.errors import BackendUnavailable, ConfigError, InvalidInput
 from server_util import running
 
@@ -416,10 +417,10 @@ def test_dedup_over_any_split_and_retry(tmp_path_factory, splits, retries):
             part = records[i:i + size]
             batch = {"stream": "messages", "after": n, "end": n + 1, "records": part,
                      "batch_id": batch_name("messages", n, n + 1, part)}
-            server.sync.receive(device, batch)
+            server.sync.server.receive(device, batch)
             if retries[n % len(retries)]:
-                server.sync.receive(device, batch)                   # the same batch again
-                server.sync.receive(device, {**batch, "records": part[::-1],  # re-cut
+                server.sync.server.receive(device, batch)                   # the same batch again
+                server.sync.server.receive(device, {**batch, "records": part[::-1],  # re-cut
                                              "batch_id": batch_name("messages", n, n + 1,
                                                                     part[::-1])})
             i, n = i + size, n + 1
@@ -557,7 +558,7 @@ def edits(lore: Lore, session: str, n: int, start: int = 0) -> None:
 
 def pushed_ids(server: Lore, device: str) -> dict[str, set[str]]:
     """What the server holds of ``device``, by kind, read from the tables themselves."""
-    from lore.core.sync import edit_id
+    from lore.core.sync.records import edit_id
 
     q = server.store.conn.execute  # type: ignore[attr-defined]
     sessions = {r[0] for r in q("SELECT id FROM sessions WHERE device = ?", (device,))}
@@ -754,7 +755,7 @@ def test_forged_records_are_refused_and_stored_nowhere(guarded):
     refused([{"kind": "edit", "id": "1", "data": edit}], "not named by its content",
             stream="edits")
     # B's session record for A's session, and turns into it: left out, not stored.
-    from lore.core.sync import edit_id
+    from lore.core.sync.records import edit_id
 
     session = {"id": "s-a", "agent": "claude-code", "title": "renamed by B",
                "git_branch": "b-branch"}
@@ -848,7 +849,7 @@ def test_the_server_view_is_seeded_from_batches_of_protocol_2(tmp_path):
                          "stored) VALUES (?, ?, ?, 1, 1)", (batch_id, device, at))
         conn.execute("DELETE FROM sync_cursors")
         seed_sync_cursors(conn)
-        assert server.sync.view(device)["acked"] == {"messages": 733, "edits": 9}
+        assert server.sync.server.view(device)["acked"] == {"messages": 733, "edits": 9}
 
 
 # ---- the property: whatever happens, every record of the honest device arrives once ------
@@ -917,7 +918,7 @@ def lessons_of(lore: Lore) -> list:
 def attack(url: str, token_b: str, device_a: str, device_b: str, server: Lore, how: str) -> None:
     """B, with its own write token, forges against what the server holds of A (what B can
     read); each forgery is refused whole, or left out."""
-    from lore.core.sync import edit_id
+    from lore.core.sync.records import edit_id
 
     q = server.store.conn.execute  # type: ignore[attr-defined]
     sessions = [r[0] for r in q("SELECT id FROM sessions WHERE device = ? ORDER BY id",
@@ -1151,14 +1152,14 @@ def test_a_server_on_postgres_binds_devices_and_keeps_its_view(tmp_path, pg_url)
         assert int(q("SELECT count(*) FROM corrections WHERE device = ?",
                      (device_a,)).fetchone()[0]) == 7
         assert server.get_lesson(lesson.id).updated_at == lesson.updated_at
-        assert set(server.sync.view(device_a)["acked"]) == {"lessons", "corrections",
+        assert set(server.sync.server.view(device_a)["acked"]) == {"lessons", "corrections",
                                                               "messages", "edits"}
         with server.store.atomic():
             q("DELETE FROM sync_cursors")
             q("INSERT INTO sync_batches (batch_id, device, received_at, records, stored) "
               "VALUES (?, ?, '2026-11-01T00:00:00Z', 1, 1)", (f"{device_a}:edits:4-17", device_a))
             seed_sync_cursors(server.store.conn)  # type: ignore[attr-defined]
-        assert server.sync.view(device_a)["acked"] == {"edits": 17}
+        assert server.sync.server.view(device_a)["acked"] == {"edits": 17}
     finally:
         for lore in (a, b, server):
             lore.close()
@@ -1205,7 +1206,7 @@ def test_a_pull_cursor_the_restored_server_does_not_know_starts_again(tmp_path):
 ])
 def test_a_record_without_what_the_receiver_stores_is_one_line(kind, data, named):
     # The server's request models check these too; the library refuses them for any caller.
-    from lore.core.sync import check_record
+    from lore.core.sync.records import check_record
 
     with pytest.raises(InvalidInput, match=f"{kind} record r-1 lacks {named}"):
         check_record("dev-b", {"kind": kind, "id": "r-1", "data": data})
@@ -1295,7 +1296,7 @@ def test_clock_skew_from_the_date_header(offset, trip):
     from datetime import UTC, datetime, timedelta
     from email.utils import format_datetime
 
-    from lore.core.sync import clock_skew
+    from lore.core.sync.client import clock_skew
 
     sent = datetime(2026, 11, 28, 9, 0, 0, tzinfo=UTC)
     received = sent + timedelta(seconds=trip)

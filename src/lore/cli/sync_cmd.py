@@ -39,7 +39,7 @@ def sync(ctx: click.Context, server: str | None, token: str | None, push_only: b
         return
     if push_only and pull_only:
         raise click.UsageError("--push-only and --pull-only exclude each other", ctx)
-    from lore.core.sync import Client, read_token_file, run
+    from lore.core.sync.client import Client, read_token_file, run
 
     s = settings(ctx)
     url = server or s.config.sync.server

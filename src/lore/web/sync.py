@@ -13,7 +13,7 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 
 from lore import __version__
-from lore.core.sync import MAX_BATCH, MAX_CURSOR, PROTOCOL, PULL_LIMIT
+from lore.core.sync.records import MAX_BATCH, MAX_CURSOR, PROTOCOL, PULL_LIMIT
 from lore.web import models as m
 from lore.web.api import Read, state_of
 from lore.web.auth import authorize, bearer
@@ -239,7 +239,7 @@ Pusher = Annotated[tuple[ServerState, str | None], Depends(pusher)]
 def device_state(state: Read, device: Annotated[str, Query(pattern=DEVICE)]) -> dict[str, Any]:
     """The server's view of ``device``: how far each of its streams was stored. A device whose
     cursor is ahead of it sends those rows again (the server lost them)."""
-    return state.call(lambda lore: lore.sync.view(device))
+    return state.call(lambda lore: lore.sync.server.view(device))
 
 
 @router.post("/push", response_model=PushOut)
@@ -258,7 +258,7 @@ def push(who: Pusher, body: PushIn) -> dict[str, Any]:
     batch = {"batch_id": body.batch_id, "stream": body.stream, "after": body.after,
              "end": body.end,  # as sent: the batch id is the hash of what the client sent
              "records": [r.model_dump(exclude_unset=True) for r in body.records]}
-    return state.call(lambda lore: lore.sync.receive(body.device, batch, token))
+    return state.call(lambda lore: lore.sync.server.receive(body.device, batch, token))
 
 
 @router.get("/pull", response_model=PullOut)
@@ -271,4 +271,4 @@ def pull(state: Read, device: Annotated[str, Query(pattern=DEVICE)],
     ``cursor``, without the versions ``device`` wrote itself; ask again from the answer's
     ``cursor`` and ``check`` while ``more``. A cursor whose ``check`` does not match this
     server's change log is answered from 0 (``rewound``)."""
-    return state.call(lambda lore: lore.sync.changes(device, cursor, limit, check))
+    return state.call(lambda lore: lore.sync.server.changes(device, cursor, limit, check))
