@@ -28,55 +28,38 @@ rejected and counts as a re-correction.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from lore import normalize, plugins
 from lore.core.embedding import Embedding
+from lore.core.judging import Judge, JudgeReport
 from lore.core.lessons import Lessons
-from lore.core.review import LIVE, decided, proposable, why_candidate
+from lore.core.merging import Outcome, RuleMerge, cut, file_types_of, redact_cut
 from lore.core.review import waiting as waiting_list
-from lore.embed import document_text
 from lore.errors import InvalidInput
 from lore.extract import Extractor
 from lore.extract.detect import FILTER_THRESHOLD, Detection, detect, words_of
-from lore.extract.merge import CHANGE_OF_MIND, contradicts, may_restate, same_rule
-from lore.extract.score import confidence, status_for
-from lore.extract.shapes import Extracted, names_what_was_said
-from lore.extract.steer import UNRECORDED, evidence_untyped, held, own_words
-from lore.extract.worthy import UNFINISHED, fragment, refusal, worthiness
+from lore.extract.shapes import Extracted
+from lore.extract.worthy import refusal
 from lore.ids import new_id, now
 from lore.models import Evidence, Lesson
-from lore.redact import redact, redact_clipped
+from lore.redact import redact
 from lore.store import Store
-from lore.store.rows import Correction, ImportedMessage, RuleCandidate
+from lore.store.rows import Correction, ImportedMessage
 from lore.tuning import Bench, constant
 
 if TYPE_CHECKING:
     from lore.config_models import LearningConfig
 
-MAX_MESSAGE = 4000   # stored quotes are cut here (with an ellipsis); the detector reads as much
-MAX_EVIDENCE = 20    # quotes kept per rule: the oldest go first
-REVIEW_ACTIONS = ("approve", "edit", "reject", "defer")
 
-log = logging.getLogger("lore.learner")
+REVIEW_ACTIONS = ("approve", "edit", "reject", "defer")
 
 # (message, the agent turn) -> a verdict with label, durable, confidence, rule, reason
 Opinion = Callable[[str, str | None], Any]
-JUDGING = "judging"  # a captured message's status while it waits for the judge
-UNJUDGED = "unjudged"  # ... after JUDGE_ATTEMPTS without a verdict: no session end asks again
-JUDGE_ATTEMPTS = 3  # requests that may leave a message without a verdict before it stops waiting
-UNANSWERED = "unanswered"  # the action of a message the judge left without a verdict: "unanswered N: why"
-MAX_KNOWN_RULES = 30  # the project's rules shown to the judge, so a restatement reinforces
-MAX_EARLIER = 20  # the project's recent one-off corrections shown to the judge beside them
-ONE_OFF = "a one-off fix, not a standing rule"
-ONE_OFF_DAYS = 90  # a correction read as one-off and not said again within this is archived
 
 _DETECTOR = Bench("scripts/train_detector.py",
                   "docs/benchmarks.md#Correction detection (`lore eval corrections`, "
@@ -105,80 +88,10 @@ class LearningTuning:
 
 LEARNING = LearningTuning()
 
-
-@dataclass(slots=True)
-class JudgeReport:
-    """What one pass of the judge did."""
-
-    sessions: int = 0            # sessions judged
-    messages: int = 0            # messages judged
-    outcomes: list[Outcome] = field(default_factory=list)
-    waiting: int = 0             # messages still waiting (an error, or left unanswered)
-    invented: int = 0            # items dropped: their quote is not in the message
-    error: str | None = None     # why the judge stopped (provider error, budget)
-    given_up: int = 0            # messages left without a verdict too often: they stop waiting
-    asked: int = 0               # sessions the model was asked about (sent, answered or not)
-    requests: list[str] = field(default_factory=list)  # a dry run: each request as it would go
-
-    def to_dict(self) -> dict[str, Any]:
-        actions: dict[str, int] = {}
-        for o in self.outcomes:
-            actions[o.action] = actions.get(o.action, 0) + 1
-        return {"sessions": self.sessions, "messages": self.messages, "actions": actions,
-                "waiting": self.waiting, "invented_quotes": self.invented, "error": self.error,
-                "given_up": self.given_up,
-                **({"requests": self.requests} if self.requests else {})}
-
-
-@dataclass(slots=True)
-class Outcome:
-    """What happened to one message."""
-
-    action: str                       # see the module docstring
-    detection: Detection
-    correction_id: int | None = None
-    lesson: Lesson | None = None
-    related: list[str] = field(default_factory=list)  # the rule it conflicts with or supersedes
-    reason: str = ""                  # why not learned, or why kept as a candidate
-
-    @property
-    def learned(self) -> bool:
-        """A rule came of it that may reach a session (proposed or active)."""
-        return (self.lesson is not None and self.lesson.status in ("proposed", "active")
-                and self.action in ("created", "reinforced", "conflict", "superseded"))
-
-    def notice(self) -> str:
-        """One line for a person: what was learned, or why not."""
-        if self.action == "not-learned":
-            return f"not learned: {self.reason}"
-        if self.lesson is not None and self.lesson.status == "candidate" and self.reason:
-            return (f"not learned yet: {self.reason} — kept; proposed if it comes up in another "
-                    "session")
-        if self.lesson is None:
-            return f"not learned: {self.reason or self.detection.reason or self.action}"
-        return ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"action": self.action, "correction_id": self.correction_id,
-                "detection": self.detection.to_dict(),
-                "lesson": self.lesson.to_dict() if self.lesson else None, "related": self.related,
-                "reason": self.reason, "notice": self.notice()}
-
-
-def cut(text: str, limit: int = MAX_MESSAGE) -> str:
-    return text if len(text) <= limit else text[: limit - 2].rstrip() + " …"
-
-
-def redact_cut(text: str, limit: int = MAX_MESSAGE) -> str:
-    """``text`` redacted, then cut like :func:`cut`: a secret across the cut is redacted whole,
-    and the cut never keeps part of a token."""
-    if len(text) <= limit:
-        return redact(text)
-    return redact_clipped(text, limit - 2, "").rstrip() + " …"
-
-
 class Learner:
-    """The learning pipeline of one store (the ``learner`` part of :class:`lore.api.Lore`)."""
+    """The learning pipeline of one store (the ``learner`` part of :class:`lore.api.Lore`):
+    capture, the detector and the second opinion here, the judge in :attr:`judging`, merging
+    and scoring in :attr:`rules`."""
 
     def __init__(self, store: Store, lessons: Lessons, embedding: Embedding,
                  cfg: LearningConfig, opinion: Opinion | None = None,
@@ -186,17 +99,35 @@ class Learner:
                  tuning: LearningTuning = LEARNING) -> None:
         self.store = store
         self.opinion = opinion  # the second opinion (a language model), when one is configured
-        # Opens the judge's provider (a language model), when one is configured.
-        self.judge = judge if cfg.judge else None
-        self.judge_tokens = judge_tokens
-        self._judge_provider: Any = None
-        self.log: logging.Logger = log  # the worker passes its own
         self.captured = store.corrections  # the captured messages
         self.lessons = lessons
         self.embedding = embedding
         self.cfg = cfg
         self.tuning = tuning
         self.extractor: Extractor = plugins.load("lore.extractors", cfg.extractor, "extractor")()
+        self.rules = RuleMerge(store, lessons, embedding, cfg, self.extractor,
+                               same_rule_similarity=tuning.same_rule_similarity,
+                               recent_days=tuning.recent_days)
+        # Opens the judge's provider (a language model), when one is configured.
+        self.judging = Judge(self.rules, judge if cfg.judge else None, judge_tokens,
+                             tuning.judge_threshold)
+
+    @property
+    def log(self) -> logging.Logger:
+        return self.rules.log
+
+    @log.setter
+    def log(self, value: logging.Logger) -> None:  # the worker passes its own
+        self.rules.log = value
+
+    @property
+    def judge(self) -> Callable[[], Any] | None:
+        """What opens the judge's provider; None: no judge."""
+        return self.judging.factory
+
+    @judge.setter
+    def judge(self, factory: Callable[[], Any] | None) -> None:
+        self.judging.factory, self.judging.provider = factory, None
 
     # ---- capture -------------------------------------------------------------------------
     def capture(self, message: str, previous: str | None = None, *, project: str | None = None,
@@ -251,228 +182,21 @@ class Learner:
         elif asserted:
             why = "" if force else refusal(message, det)
             if why:
-                return self._settle(row, Outcome("not-learned", det, reason=why))
-            if self.judge is not None and not force:
+                return self.rules.settle(row, Outcome("not-learned", det, reason=why))
+            if self.judging.factory is not None and not force:
                 # Evidence, not a verdict: the judge decides, as for a captured message.
-                return self._await_judge(row, det, asserted=True)
+                return self.judging.wait(row, det, asserted=True)
             det = Detection(det.label if det.positive else "correction", True,
                             det.type or "explicit", det.probability, det.cues,
                             det.reason or "recorded as a correction by the caller")
-        elif self.judge is not None:
-            return self._await_judge(row, det)
+        elif self.judging.factory is not None:
+            return self.judging.wait(row, det)
         else:
             det, confirmed, rule_text = self._second_opinion(message, previous, det)
             why = refusal(message, det) if det.positive else ""
             if why:  # the words hold no rule, whatever the detector's cues
                 det = Detection("none", False, None, det.probability, det.cues, why, det.text)
-        return self._learn_rule(row, det, message, rule_text, confirmed=confirmed, force=force)
-
-    def _learn_rule(self, row: Correction, det: Detection, message: str, rule_text: str | None,
-                    *, confirmed: bool, force: bool = False, judged: bool = False,
-                    restates: str | None = None) -> Outcome:
-        """Learn the rule of a message judged a correction or preference. One judged one-off
-        is kept as a hidden candidate: if the user says it again in another session, the
-        repeat is the proof it was not one-off, and it is proposed with both messages."""
-        if not det.positive:
-            return self._settle(row, Outcome("none", det, reason=det.reason))
-        one_off = not det.durable
-        # The stored (redacted) message without client wrappers or a pasted block.
-        said = words_of(row["user_message"])[0] or row["user_message"]
-        ex = None
-        if rule_text and names_what_was_said(rule_text, own_words(said)[0] if judged else said):
-            line = redact_cut(" ".join(rule_text.split()), 1000)
-            ex = self.extractor.extract(line, row["assistant_proposal"])
-            if ex is not None and judged:  # the judge's line is the rule, worded as it wrote it
-                ex = replace(ex, rule=line)
-        if ex is None:
-            ex = self.extractor.extract(said, row["assistant_proposal"])
-        if ex is None:  # nothing left to read once redacted and cut
-            return self._settle(row, Outcome("one-off" if one_off else "none", det,
-                                             reason=det.reason or "no rule could be read from it"))
-        broken = "" if force else fragment(ex.title)
-        if broken and broken != UNFINISHED:  # "Now", "1", "The pages should be:": no rule
-            return self._settle(row, Outcome("one-off" if one_off else "none", det,
-                                             reason="no rule could be read from it "
-                                             f"(it would read as {broken})"))
-        worth = worthiness(said, det)
-        if one_off and not (worth.specific and worth.directive):
-            # "revert that": nothing a repeat could turn into a rule worth keeping
-            return self._settle(row, Outcome("one-off", det, reason=det.reason or ONE_OFF))
-        # A rule whose words stop mid-way waits as a candidate, never proposed as it reads.
-        gate = {"gate": worth.reason or (f"the rule read from it is {broken}" if broken else ""),
-                "forced": force, "confirmed": confirmed, "one_off": one_off}
-        if one_off and not gate["gate"]:
-            gate["gate"] = ONE_OFF
-        evidence = Evidence(quote=row["user_message"], session_id=row["session_id"],
-                            message_id=row.get("message_uuid"), observed_at=row["at"],
-                            source=row.get("origin") or "hook",
-                            context=row["assistant_proposal"] or row.get("diff"))
-        files = [*json.loads(row["files"] or "[]"), *ex.globs]  # "in Python files": *.py
-        if restates is not None and self._is_live(restates):
-            # The judge read it as a known rule or an earlier correction said again.
-            lesson = self.lessons.get(restates)
-            if any(e.quote == evidence.quote and e.session_id == evidence.session_id
-                   for e in lesson.evidence):
-                return self._settle(row, Outcome("duplicate", det, lesson=lesson))
-            explicit = det.type == "explicit" or det.label == "preference"
-            lesson = self._reinforce(lesson, evidence, _file_types(files), explicit, det, gate)
-            return self._settle(row, Outcome("reinforced", det, lesson=lesson,
-                                             reason=why_candidate(lesson)))
-        return self._settle(row, self.merge(ex, det, evidence, row["project"], _file_types(files),
-                                            message, gate))
-
-    # ---- the judge -------------------------------------------------------------------------
-    @property
-    def filter_threshold(self) -> float:
-        return self.tuning.judge_threshold
-
-    def _await_judge(self, row: Correction, det: Detection, *, asserted: bool = False) -> Outcome:
-        """A message the detector passes waits for the judge; the others teach nothing. One
-        its caller records as a correction waits whatever its probability (the refusals
-        already held back what teaches nothing)."""
-        if not asserted and ((det.reason and det.probability == 0.0)
-                             or det.probability < self.filter_threshold):
-            det = Detection("none", False, None, det.probability, det.cues,
-                            det.reason or "below the judge's filter", det.text)
-            return self._settle(row, Outcome("none", det, reason=det.reason))
-        with self.store.atomic():
-            self.captured.set_verdict(row["id"], status=JUDGING, label=None, correction_type=None,
-                                      durable=None, probability=det.probability, cues=det.cues,
-                                      lesson_id=None, action="waiting")
-        return Outcome("waiting", det, correction_id=row["id"],
-                       reason="waits for the judge (at the end of its session)")
-
-    def judge_waiting(self, *, session_id: str | None = None, since: str | None = None,
-                      dry_run: bool = False, given_up: bool = False,
-                      exclude_session: str | None = None) -> JudgeReport:
-        """Judge the messages that wait, one request per session (more when they do not fit).
-        ``dry_run``: build the requests exactly as they would be sent and send nothing. A
-        provider error or a spent budget stops the pass: the rest keeps waiting. A message a
-        request left without a verdict (unanswered, an unreadable reply, a provider error; not
-        a spent budget) is asked again at most :data:`JUDGE_ATTEMPTS` times in all, then stops
-        waiting with the reason (``given_up``: ask about those again too). ``exclude_session``:
-        leave that session's messages for another pass (one just judged)."""
-        from lore.capture.signals import strip_wrappers
-        from lore.errors import BudgetExceeded, ConfigError, ProviderError
-        from lore.llm.judge import Candidate, batches, judge
-
-        report = JudgeReport()
-        rows = [r for r in self.captured.judging(session_id=session_id, since=since, given_up=given_up)
-                if exclude_session is None or r["session_id"] != exclude_session]
-        sessions: dict[str, list[Correction]] = {}
-        for r in rows:
-            sessions.setdefault(r["session_id"] or f"message {r['id']}", []).append(r)
-        if not dry_run and rows and self.judge is None:
-            raise ConfigError("no judge: set llm.provider (lore install --judge, docs/llm.md) and "
-                              "keep learning.judge on")
-        left = len(rows)
-        for group in sessions.values():
-            by_id = {str(r["id"]): r for r in group}
-            candidates = [Candidate(str(r["id"]), strip_wrappers(r["user_message"]) or r["user_message"],
-                                    r["assistant_proposal"]) for r in group]
-            known, earlier = self._known_rules(group[0]["project"])
-            if dry_run:
-                report.requests += [b.text() for b in batches(
-                    candidates, known_rules=[line for _, line in known],
-                    earlier=[line for _, line in earlier], max_input_tokens=self.judge_tokens)]
-                continue
-            try:
-                if self._judge_provider is None:
-                    assert self.judge is not None
-                    self._judge_provider = self.judge()
-                report.asked += 1
-                got = judge(self._judge_provider, candidates,
-                            known_rules=[line for _, line in known],
-                            earlier=[line for _, line in earlier],
-                            max_input_tokens=self.judge_tokens)
-            except (ProviderError, BudgetExceeded, ConfigError) as exc:
-                if isinstance(exc, BudgetExceeded) and report.asked:
-                    report.asked -= 1  # refused before anything was sent
-                report.error = str(exc)
-                report.waiting = left
-                self.log.warning("the judge is unavailable, %d messages keep waiting: %s", left, exc)
-                with self.store.atomic():
-                    self.store.set_meta("judge.last_error", f"{now()} {exc}")
-                    if isinstance(exc, ProviderError):  # sent and failed: counts as an attempt
-                        report.given_up += self._unanswered(group, str(exc))
-                return report
-            report.sessions += 1
-            report.invented += len(got.invented)
-            for key in got.invented:
-                row = by_id[key]
-                det = Detection("none", False, None, row["probability"] or 0.0,
-                                tuple(json.loads(row["cues"] or "[]")),
-                                "the judge quoted words that are not in the message")
-                report.outcomes.append(self._settle(row, Outcome("none", det, reason=det.reason)))
-            restated = [lid for lid, _ in [*known, *earlier]]
-            for v in got.verdicts:
-                report.outcomes.append(self._apply_verdict(by_id[v.key], v, restated))
-            report.messages += len(group) - len(got.missing)
-            report.waiting += len(got.missing)
-            if got.missing:
-                with self.store.atomic():
-                    report.given_up += self._unanswered([by_id[k] for k in got.missing],
-                                                        "the judge's reply left it out")
-            left -= len(group)
-        if not dry_run and rows and report.error is None:
-            with self.store.atomic():
-                self.store.set_meta("judge.last_error", "")
-        return report
-
-    def _unanswered(self, rows: Sequence[Correction], why: str) -> int:
-        """Count one attempt without a verdict on each row; a row at :data:`JUDGE_ATTEMPTS`
-        stops waiting (status ``unjudged``, the reason kept). Returns how many stopped."""
-        stopped = 0
-        for row in rows:
-            action = row["action"] or ""
-            done = action.split(":", 1)[0].removeprefix(UNANSWERED).strip()
-            attempts = (int(done) if done.isdigit() else 0) + 1
-            note = f"{UNANSWERED} {attempts}: {' '.join(why.split())[:300]}"
-            gave_up = attempts >= JUDGE_ATTEMPTS
-            self.captured.set_judge_attempt(row["id"], UNJUDGED if gave_up else JUDGING, note)
-            stopped += gave_up
-        return stopped
-
-    def _known_rules(self, project: str | None
-                     ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-        """(id, first line) of the project's known rules, and of its recent corrections judged
-        one-off (hidden candidates, newest first, until they expire): both are shown to the
-        judge, which says when a message restates one."""
-        rules: list[tuple[str, str]] = []
-        earlier: list[tuple[str, str, str]] = []
-        for c in self.captured.rule_candidates(project, LIVE):
-            first = (c["content"] or c["title"] or "").strip().splitlines()
-            if not first:
-                continue
-            meta = json.loads(c["metadata"] or "{}").get("learning") or {}
-            if c["status"] == "candidate" and meta.get("one_off"):
-                earlier.append((str(meta.get("last_seen") or ""), str(c["id"]), cut(first[0], 200)))
-            elif len(rules) < MAX_KNOWN_RULES:
-                rules.append((str(c["id"]), cut(first[0], 200)))
-        earlier.sort(reverse=True)
-        return rules, [(lid, line) for _, lid, line in earlier[:MAX_EARLIER]]
-
-    def _apply_verdict(self, row: Correction, verdict: Any,
-                       restated: Sequence[str] = ()) -> Outcome:
-        """A verdict learned from; ``restated``: the ids the request's numbered rules and
-        earlier corrections stand for (a verdict that restates one reinforces that lesson)."""
-        cues = tuple(json.loads(row["cues"] or "[]"))
-        p = row["probability"] or 0.0
-        if not verdict.positive:
-            det = Detection("none", False, None, p, cues, "the judge: not a lesson")
-            return self._settle(row, Outcome("none", det, reason=det.reason))
-        if verdict.quote and not _quoted(verdict.quote, own_words(row["user_message"])[0]):
-            # The detector's pasted-text gate, applied to the judge: a lesson read from a
-            # paste, a log, a code fence or quoted text is not the user speaking.
-            det = Detection("none", False, None, p, cues,
-                            "the judge quoted pasted text, not the user's own words")
-            return self._settle(row, Outcome("none", det, reason=det.reason))
-        kind = "explicit" if verdict.label == "preference" or verdict.restates else "refinement"
-        det = Detection(verdict.label, verdict.durable, kind, p, cues, "")
-        target = restated[verdict.restates - 1] if verdict.restates and \
-            verdict.restates <= len(restated) else None
-        return self._learn_rule(row, det, row["user_message"], verdict.rule,
-                                confirmed=verdict.durable, judged=True, restates=target)
+        return self.rules.learn_rule(row, det, message, rule_text, confirmed=confirmed, force=force)
 
     def _second_opinion(self, message: str, previous: str | None,
                         det: Detection) -> tuple[Detection, bool, str | None]:
@@ -500,218 +224,20 @@ class Learner:
         return Detection(verdict.label, bool(verdict.durable), kind, det.probability, det.cues,
                          "", det.text), bool(verdict.durable), verdict.rule
 
-    def _settle(self, row: Correction, outcome: Outcome) -> Outcome:
-        """Write the detector's verdict and what came of it on the captured message."""
-        det = outcome.detection
-        status = {"none": "none", "one-off": "one-off", "not-learned": "none"}.get(
-            outcome.action, "learned")
-        with self.store.atomic():
-            self.captured.set_verdict(row["id"], status=status, label=det.label,
-                          correction_type=det.type, durable=det.durable,
-                          probability=det.probability, cues=det.cues,
-                          lesson_id=outcome.lesson.id if outcome.lesson else None,
-                          action=outcome.action)
-        outcome.correction_id = row["id"]
-        return outcome
+    def judge_waiting(self, *, session_id: str | None = None, since: str | None = None,
+                      dry_run: bool = False, given_up: bool = False,
+                      exclude_session: str | None = None) -> JudgeReport:
+        """The messages that wait, judged (:meth:`Judge.run`)."""
+        return self.judging.run(session_id=session_id, since=since, dry_run=dry_run,
+                                given_up=given_up, exclude_session=exclude_session)
 
-    # ---- merge ---------------------------------------------------------------------------
     def merge(self, ex: Extracted, det: Detection, evidence: Evidence, project: str | None,
               file_types: Sequence[str], message: str,
               gate: dict[str, Any] | None = None) -> Outcome:
-        """``gate``: what :mod:`lore.extract.worthy` said (``gate`` — why it may not be proposed
-        on its own, ``forced``, ``confirmed``); None: no gate (suggested rules, silent fixes)."""
-        gate = {**(gate or {}), "untyped": evidence_untyped(evidence.source, evidence.quote)}
-        scope = None if ex.scope_hint == "global" else project
-        everything = self.captured.rule_candidates(scope, (*LIVE, "rejected"))
-        rejected = [c for c in everything if c["status"] == "rejected"]
-        candidates = [c for c in everything if c["status"] != "rejected"]
-        explicit = det.type == "explicit" or det.label == "preference"
-        # A rule that prefers what a known one rejects (or the reverse) is a conflict.
-        for c in candidates:
-            if contradicts(ex, c):
-                if gate.get("one_off"):  # a one-off remark against a known rule decides nothing
-                    return Outcome("one-off", det, reason=det.reason or ONE_OFF)
-                if CHANGE_OF_MIND.search(message):
-                    lesson = self._create(ex, det, evidence, scope, file_types, explicit, gate)
-                    self._supersede(lesson.id, c["id"])
-                    return Outcome("superseded", det, lesson=self.lessons.get(lesson.id),
-                                   related=[c["id"]])
-                lesson = self._create(ex, det, evidence, scope, file_types, explicit, gate,
-                                      conflicts=[c["id"]])
-                self._conflict(lesson.id, c["id"])
-                return Outcome("conflict", det, lesson=self.lessons.get(lesson.id),
-                               related=[c["id"]])
-        same = self._restated(ex, candidates) or self._restated(ex, rejected)
-        if same is not None:
-            existing = self.lessons.get(same)
-            if any(e.quote == evidence.quote and e.session_id == evidence.session_id
-                   for e in existing.evidence):
-                return Outcome("duplicate", det, lesson=existing)
-            action = "recorrection" if existing.status == "rejected" else "reinforced"
-            lesson = self._reinforce(existing, evidence, file_types, explicit, det, gate)
-            return Outcome(action, det, lesson=lesson,
-                           reason=why_candidate(lesson) or (
-                               "rejected before: kept rejected" if action == "recorrection" else ""))
-        lesson = self._create(ex, det, evidence, scope, file_types, explicit, gate)
-        return Outcome("created", det, lesson=lesson, reason=why_candidate(lesson))
-
-    def _restated(self, ex: Extracted, candidates: list[RuleCandidate]) -> str | None:
-        candidates = [c for c in candidates if may_restate(ex, c)]  # other names: another rule
-        if not candidates:
-            return None
-        title = normalize.context(ex.title)
-        for c in candidates:
-            if normalize.context(c["title"]) == title or same_rule(ex, c):
-                return str(c["id"])
-        if not self.embedding.in_use():
-            return None
-        self.embedding.check_model()
-        vec = self.embedding.embedder.embed_documents([document_text(ex.title, ex.rule)])[0]
-        rows = self.store.vectors_for([c["seq"] for c in candidates])
-        if not rows:
-            return None
-        seqs = [s for s, _ in rows]
-        matrix = np.stack([np.frombuffer(b, dtype=np.float32) for _, b in rows])
-        sims = matrix @ vec.astype(np.float32)
-        best = int(np.argmax(sims))
-        if float(sims[best]) >= self.tuning.same_rule_similarity:
-            by_seq = {c["seq"]: c["id"] for c in candidates}
-            return str(by_seq[seqs[best]])
-        return None
-
-    def _create(self, ex: Extracted, det: Detection, evidence: Evidence, project: str | None,
-                file_types: Sequence[str], explicit: bool, gate: dict[str, Any],
-                conflicts: Sequence[str] = ()) -> Lesson:
-        seen = evidence.observed_at or now()
-        meta = {"occurrences": 1, "first_seen": seen, "last_seen": seen, "explicit": explicit,
-                "conflicts": list(conflicts), "types": [det.type or "explicit"], "reviewed": False,
-                "sessions": [_session_key(evidence)], "gate": gate.get("gate", ""),
-                "forced": bool(gate.get("forced")), "confirmed": bool(gate.get("confirmed")),
-                "one_off": bool(gate.get("one_off")),
-                "untyped": gate.get("untyped", "")}
-        score = confidence(1, explicit, seen, bool(conflicts), self.tuning.recent_days)
-        content = ex.rule
-        if ex.reasoning and ex.reasoning.lower() not in ex.rule.lower():
-            content += f"\n\nWhy: {ex.reasoning}"
-        text = " ".join((ex.title, content, ex.preferred or ""))
-        source = {"preference": "preference"}.get(det.label, "correction")
-        if det.type == "silent_fix":
-            source = "silent_fix"
-        return self.lessons.add(
-            ex.title, content, kind=ex.kind, status=self.gated_status(score, meta, text),
-            score=score,
-            source=source, project=project,
-            preference={"context": ex.context or "", "rejected": ex.rejected or "",
-                        "preferred": ex.preferred or "", "reasoning": ex.reasoning or ""},
-            file_types=list(file_types), tags=["learned"],
-            evidence=[_evidence_dict(evidence)], metadata={"learning": meta},
-            source_notes="learned from " + (f"an explicit {det.label}" if det.type == "explicit"
-                                            else f"a {det.label} refining the agent's answer"))
-
-    def _reinforce(self, lesson: Lesson, evidence: Evidence, file_types: Sequence[str],
-                   explicit: bool, det: Detection, gate: dict[str, Any]) -> Lesson:
-        meta = dict(lesson.metadata.get("learning") or {})
-        if "learning" not in lesson.metadata:
-            meta["by_hand"] = True  # added by a person (or imported): their status stands
-        if lesson.status == "rejected":
-            meta["recorrections"] = int(meta.get("recorrections", 0)) + 1
-        sessions = list(meta.get("sessions") or [])
-        key = _session_key(evidence)
-        if key not in sessions:
-            sessions.append(key)
-        meta["sessions"] = sessions[-MAX_EVIDENCE:]
-        if "gate" in meta and not gate.get("gate"):
-            meta["gate"] = ""  # a restatement that is specific enough lifts the gate
-        meta["forced"] = bool(meta.get("forced")) or bool(gate.get("forced"))
-        meta["confirmed"] = bool(meta.get("confirmed")) or bool(gate.get("confirmed"))
-        if meta.get("one_off") and (not gate.get("one_off") or len(meta["sessions"]) >= 2):
-            meta["one_off"] = False  # said again (or said to last): no longer hidden
-            meta["repeated"] = True
-        # Every piece of evidence must be the user's typing: the first that is not is kept.
-        meta["untyped"] = _untyped(lesson, meta) or gate.get("untyped", "")
-        meta["occurrences"] = int(meta.get("occurrences", len(lesson.evidence) or 1)) + 1
-        meta["last_seen"] = max(meta.get("last_seen") or "", evidence.observed_at or now())
-        meta.setdefault("first_seen", lesson.created_at)
-        meta["explicit"] = bool(meta.get("explicit")) or explicit
-        meta["types"] = sorted({*meta.get("types", []), det.type or "explicit"})
-        evidence_list = [_evidence_dict(e) for e in lesson.evidence][-(MAX_EVIDENCE - 1):]
-        evidence_list.append(_evidence_dict(evidence))
-        metadata = {**lesson.metadata, "learning": meta}
-        changes: dict[str, Any] = {"evidence": evidence_list, "metadata": metadata,
-                                   "file_types": sorted({*lesson.file_types, *file_types})}
-        changes.update(self._scored(lesson, meta))
-        return self.lessons.update(lesson.id, **changes)
-
-    def _conflict(self, new_id_: str, old_id: str) -> None:
-        self.lessons.link(new_id_, old_id, "contradicts")
-        old = self.lessons.get(old_id)
-        meta = dict(old.metadata.get("learning") or {"occurrences": max(len(old.evidence), 1),
-                                                       "explicit": True,
-                                                       "last_seen": old.updated_at,
-                                                       "by_hand": True})
-        meta["conflicts"] = sorted({*meta.get("conflicts", []), new_id_})
-        self.lessons.update(old_id, metadata={**old.metadata, "learning": meta},
-                                **self._scored(old, meta))
-
-    def _supersede(self, new_id_: str, old_id: str) -> None:
-        self.lessons.link(new_id_, old_id, "supersedes")
-        self.lessons.update(old_id, status="superseded")
-
-    # ---- scores --------------------------------------------------------------------------
-    def status_for(self, score: float) -> str:
-        return status_for(score, self.cfg)
-
-    def gated_status(self, score: float, meta: dict[str, Any], text: str = "") -> str:
-        """The score's status, held at candidate until the rule may be trusted: specific and
-        durable, seen in two sessions, confirmed by the second opinion, or forced; and held at
-        proposed (a person decides) unless all its evidence is the user's typing and its
-        ``text`` asks the agent to run, fetch or send nothing (:mod:`lore.extract.steer`)."""
-        status = self.status_for(score)
-        if status != "candidate" and not proposable(meta):
-            return "candidate"
-        if status == "active" and held(meta, text):
-            return "proposed"
-        return status
-
-    def _scored(self, lesson: Lesson, meta: dict[str, Any]) -> dict[str, Any]:
-        score = confidence(int(meta.get("occurrences", 1)), bool(meta.get("explicit")),
-                           meta.get("last_seen"), bool(meta.get("conflicts")), self.tuning.recent_days)
-        out: dict[str, Any] = {"score": score,
-                               "confidence": self.store.confidence_for_score(score)}
-        if lesson.status in LIVE and not decided(meta):
-            if meta.get("untyped") is None:  # learned before the evidence was checked
-                meta["untyped"] = _untyped(lesson, meta)
-            out["status"] = self.gated_status(score, meta, _rule_text(lesson))
-        return out
+        return self.rules.merge(ex, det, evidence, project, file_types, message, gate)
 
     def rescore(self) -> int:
-        """Recompute every learned rule's score and status (recency fades); return how many changed."""
-        changed = 0
-        for lid in self.captured.learned_rule_ids():
-            lesson = self.lessons.get(lid)
-            meta = lesson.metadata.get("learning") or {}
-            if lesson.status == "candidate" and meta.get("one_off") and _older_than(
-                    meta.get("last_seen") or lesson.updated_at, ONE_OFF_DAYS):
-                # Not said again in ONE_OFF_DAYS: it was one-off after all.
-                self.lessons.update(lid, status="archived")
-                changed += 1
-                continue
-            live = [c for c in meta.get("conflicts", []) if self._is_live(c)]
-            unchecked = "untyped" not in meta
-            meta = {**meta, "conflicts": live}
-            new = self._scored(lesson, meta)
-            if new["score"] != lesson.score or new.get("status", lesson.status) != lesson.status \
-                    or live != (lesson.metadata.get("learning") or {}).get("conflicts", []) \
-                    or unchecked and "untyped" in meta:
-                self.lessons.update(lid, metadata={**lesson.metadata, "learning": meta}, **new)
-                changed += 1
-        return changed
-
-    def _is_live(self, lesson_id: str) -> bool:
-        try:
-            return self.lessons.get(lesson_id).status in ("candidate", "proposed", "active")
-        except Exception:  # noqa: BLE001 - deleted since
-            return False
+        return self.rules.rescore()
 
     # ---- reading -------------------------------------------------------------------------
     def corrections(self, project: str | None = None, *, all_projects: bool = False,
@@ -803,7 +329,7 @@ class Learner:
         evidence = Evidence(quote=row["user_message"], session_id=row["session_id"],
                             message_id=row.get("message_uuid"), observed_at=row["at"],
                             source="edit", context=row.get("diff"))
-        return self._settle(row, self.merge(ex, det, evidence, row["project"], _file_types([path]),
+        return self.rules.settle(row, self.merge(ex, det, evidence, row["project"], file_types_of([path]),
                                             ""))
 
     # ---- past transcripts --------------------------------------------------------------
@@ -842,7 +368,7 @@ class Learner:
             if progress:
                 progress(i + 1, len(files))
         judged = None
-        if self.judge is not None and actions.get("waiting"):
+        if self.judging.factory is not None and actions.get("waiting"):
             for sid in sorted(waiting_sessions):
                 report = self.judge_waiting(session_id=sid or None)
                 for o in report.outcomes:
@@ -950,66 +476,9 @@ class Learner:
         return outcome
 
 
-def _untyped(lesson: Lesson, meta: dict[str, Any]) -> str:
-    """Why a learned rule's evidence so far is not all the user's typing ('' when it is);
-    read from its evidence when the rule was learned before this was recorded."""
-    known = meta.get("untyped")
-    if known is not None:
-        return str(known)
-    for e in lesson.evidence:
-        why = evidence_untyped(e.source, e.quote)
-        if why:
-            return why
-    return "" if lesson.evidence else UNRECORDED
-
-
-def _rule_text(lesson: Lesson) -> str:
-    return " ".join((lesson.title, lesson.content,
-                     lesson.preference.preferred if lesson.preference else ""))
-
-
-def _quoted(quote: str, message: str) -> bool:
-    from lore.llm.judge import quoted
-
-    return quoted(quote, message)
-
-
-def _older_than(at: str | None, days: int) -> bool:
-    from datetime import UTC, datetime, timedelta
-
-    from lore.ids import parse_time
-
-    try:
-        when = parse_time(at) if at else None
-    except ValueError:
-        return False
-    if when is None:
-        return False
-    return datetime.now(UTC) - (when if when.tzinfo else when.replace(tzinfo=UTC)) \
-        > timedelta(days=days)
-
-
-def _session_key(e: Evidence) -> str:
-    # Evidence without a session (recorded by hand) counts as its own sighting.
-    return e.session_id or f"at:{e.observed_at}"
-
-
-def _evidence_dict(e: Evidence) -> dict[str, Any]:
-    return {k: v for k, v in e.to_dict().items() if v is not None}
-
-
 def _first_changed_lines(diff: str) -> tuple[str, str]:
     minus = next((ln[1:].strip() for ln in diff.splitlines()
                   if ln.startswith("-") and not ln.startswith("---") and ln[1:].strip()), "")
     plus = next((ln[1:].strip() for ln in diff.splitlines()
                  if ln.startswith("+") and not ln.startswith("+++") and ln[1:].strip()), "")
     return minus, plus
-
-
-def _file_types(files: Sequence[str]) -> list[str]:
-    out: list[str] = []
-    for f in files:
-        ext = Path(f).suffix.lstrip(".").lower()
-        if ext and ext not in out and len(ext) <= 10:
-            out.append(ext)
-    return out[:5]
