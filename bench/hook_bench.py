@@ -83,7 +83,8 @@ def interleaved(cases: list, runs: int, home: str, baseline_src: str | None = No
 def guard_cases(home: str, base: dict):
     """PreToolUse without checks, then with 50 approved checks (the compiled file): a call
     none matches, and one a blocking check denies (the match is queued for the worker)."""
-    from lore.apply.guards import needle, write_compiled
+    from lore.apply.check_hook import write_compiled
+    from lore.apply.checks import needle
 
     call = {**base, "tool_name": "Bash", "tool_input": {"command": "pytest -q tests/"}}
     path = os.path.join(home, "guards.json")

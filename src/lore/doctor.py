@@ -263,7 +263,7 @@ def checks_file_check(home: Path) -> Check:
     """Whether the PreToolUse hook reads the checks file (lore.trusted): a file another user
     owns, or in a home others can write, is ignored by the hooks, which say so only in
     hooks.log."""
-    from lore.apply.guards import compiled_path, read_compiled, refused
+    from lore.apply.check_hook import compiled_path, read_compiled, refused
 
     path = compiled_path(str(home))
     why = refused(path)

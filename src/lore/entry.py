@@ -14,9 +14,9 @@ def main() -> None:
     if len(sys.argv) >= 2 and sys.argv[1] == "hook":
         if len(sys.argv) == 3 and sys.argv[2] == "pre-tool-use":
             # Every tool call pays for this one: the compiled checks file alone.
-            from lore.apply.guards import main as guard_main
+            from lore.apply.check_hook import main as check_main
 
-            sys.exit(guard_main())
+            sys.exit(check_main())
         from lore.hooks import EVENTS
         from lore.hooks import main as hook_main
 

@@ -53,14 +53,14 @@ def run(event_name: str, stdin: str, queue_root: str | os.PathLike[str] | None =
     if not isinstance(payload, dict):
         raise ValueError("hook input is not a JSON object")
     if kind == "PreToolUse":  # reached through `python -m lore.cli`; the executable skips here
-        from lore.apply.guards import pre_tool_use
+        from lore.apply.check_hook import pre_tool_use
 
         return pre_tool_use(stdin, _home_of(queue_root))
     # What a tool returned (file contents, command output) is never used: not kept, not redacted.
     payload.pop("tool_response", None)
     if kind == "PostToolUse":
         # The checks whose calls ran (reminded, or allowed by the user), for compliance.
-        from lore.apply.guards import after, compiled_path, read_compiled
+        from lore.apply.check_hook import after, compiled_path, read_compiled
         from lore.trusted import Untrusted
 
         try:

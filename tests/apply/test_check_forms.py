@@ -20,7 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lore.apply import guards as g
+from lore.apply import check_hook as h
+from lore.apply import checks as g
 from lore.apply import patterns, shell
 from lore.apply.guard_shapes import MANAGERS, propose
 from lore.apply.pyimports import import_lines
@@ -74,7 +75,7 @@ def test_each_form_is_blocked_and_each_look_alike_is_not(row):
     needles = {k: n for k in g.FIELDS if check.get(k) and (n := g.needle(k, check[k]))}
     check["needles"] = needles  # as compiled for the hook: the cheap skip must not lose a form
     tool, tool_input = _call(row)
-    out, found = g.decide([check], {"tool_name": tool, "tool_input": tool_input, "cwd": "/p"})
+    out, found = h.decide([check], {"tool_name": tool, "tool_input": tool_input, "cwd": "/p"})
     assert bool(found) is row["block"], (row["form"], row["input"])
     if row["block"]:
         assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
@@ -198,7 +199,7 @@ def _slow(check_id: str, **fields) -> dict:
 def test_a_slow_pattern_in_the_file_is_skipped_and_the_others_hold():
     slow: list = []
     checks = [_slow("bad", command=r"(a|aa)+$"), _slow("npm", command=CHECKS["npm"]["command"])]
-    out, found = g.decide(checks, {"tool_name": "Bash", "tool_input": {"command": "a" * 60 + "! ; npm i"}},
+    out, found = h.decide(checks, {"tool_name": "Bash", "tool_input": {"command": "a" * 60 + "! ; npm i"}},
                           slow=slow)
     assert [f["check_id"] for f in found] == ["npm"] and slow == ["bad"]
 
@@ -207,7 +208,7 @@ def test_past_the_deadline_the_matcher_stops():
     import time
 
     with pytest.raises(g.Deadline):
-        g.decide([_slow("bad", content=r"^(\w+\s?)*$")],
+        h.decide([_slow("bad", content=r"^(\w+\s?)*$")],
                  {"tool_name": "Write", "tool_input": {"file_path": "/p/a.txt",
                                                        "content": "word " * 20 + "!"}},
                  deadline=time.monotonic() - 1)
@@ -220,19 +221,19 @@ def _hook(home: Path, payload: dict) -> subprocess.CompletedProcess:
 
 def test_the_hook_fails_open_past_its_deadline_with_a_log_line(lore_home):
     # Twenty checks that each run to their bound on this text: more than the hook's deadline.
-    g.write_compiled(str(lore_home / "guards.json"),
+    h.write_compiled(str(lore_home / "guards.json"),
                      [_slow(f"c{i}", content=r"^(a|aa)+$") for i in range(20)], "now")
     call = {"session_id": "s", "cwd": "/p", "tool_name": "Write",
             "tool_input": {"file_path": "/p/a.txt", "content": "a" * 80 + "!"}}
     out = _hook(lore_home, call)
     assert (out.returncode, out.stdout, out.stderr) == (0, "", "")
     log = (lore_home / "logs" / "hooks.log").read_text()
-    assert f"passed its {g.DEADLINE_SECONDS:g} s deadline" in log
+    assert f"passed its {h.DEADLINE_SECONDS:g} s deadline" in log
     assert "took over its time bound" not in log or "deadline" in log
 
 
 def test_the_hook_skips_a_slow_check_and_still_blocks_with_the_others(lore_home):
-    g.write_compiled(str(lore_home / "guards.json"),
+    h.write_compiled(str(lore_home / "guards.json"),
                      [_slow("bad", command=r"(a|aa)+$"),
                       _slow("npm", command=CHECKS["npm"]["command"])], "now")
     out = _hook(lore_home, {"session_id": "s", "cwd": "/p", "tool_name": "Bash",
@@ -292,7 +293,7 @@ def test_off_the_main_thread_a_slow_pattern_is_bounded_too():
     found: list = []
     checks = [_slow("bad", content=r"^(a|aa)+$"), _slow("txt", content=r"^hello$")]
     call = {"tool_name": "Write", "tool_input": {"file_path": "/p/a.txt", "content": "a" * 60 + "!\nhello"}}
-    worker = threading.Thread(target=lambda: found.extend(g.decide(checks, call, slow=slow)[1]))
+    worker = threading.Thread(target=lambda: found.extend(h.decide(checks, call, slow=slow)[1]))
     worker.start()
     worker.join(30)
     assert not worker.is_alive()
@@ -318,10 +319,10 @@ def test_the_grammar_loads_through_its_packages_too_and_without_it_the_text_is_m
 
 def test_post_tool_use_keeps_the_deadline_too():
     call = {"tool_name": "Write", "tool_input": {"file_path": "/p/a.txt", "content": "a" * 60 + "!"}}
-    fast = g.after([_slow("ok", content="a!")], call)
+    fast = h.after([_slow("ok", content="a!")], call)
     assert [m["check_id"] for m in fast] == ["ok"]
     # Twenty checks at their bound each pass the deadline: the event goes without matches.
-    assert g.after([_slow(f"c{i}", content=r"^(a|aa)+$") for i in range(20)], call) == []
+    assert h.after([_slow(f"c{i}", content=r"^(a|aa)+$") for i in range(20)], call) == []
 
 
 def test_words_past_ascii_are_kept_and_offsets_are_characters():

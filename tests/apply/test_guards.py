@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from conftest import FakeEmbedder, make_settings
 from lore.api import Lore
-from lore.apply import guards as g
+from lore.apply import check_hook as h
+from lore.apply import checks as g
 from lore.apply.guard_shapes import propose
 from lore.errors import InvalidInput, NotFound
 from lore.models import Preference
@@ -147,7 +148,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size
 def test_any_tool_input_is_matched_or_not_never_raises(tool, tool_input):
     for check in ({"command": NPM}, {"path": "gen/"}, {"content": "x"}, {"tool": "*"}):
         g.match(check, tool, tool_input, "/p")
-    out, found = g.decide([{"id": "c", "lesson_id": "l", "mode": "block", "command": NPM,
+    out, found = h.decide([{"id": "c", "lesson_id": "l", "mode": "block", "command": NPM,
                             "rule": "r"}], {"tool_name": tool, "tool_input": tool_input})
     assert (out is None) == (not found)
 
@@ -185,7 +186,7 @@ def test_a_path_needle_is_in_every_path_its_glob_matches(glob, parts):
 def test_the_compiled_file_carries_needles_and_they_skip_calls(fake_lore, lore_home):
     lesson = fake_lore.add_lesson("Use pnpm, not npm", kind="project_rule")
     fake_lore.guards.add(lesson.id, {"command": NPM, "mode": "block"}, status="active")
-    [held] = g.read_compiled(str(lore_home / "guards.json"))
+    [held] = h.read_compiled(str(lore_home / "guards.json"))
     assert held["needles"] == {"command": "npm"}
     assert g.match(held, "Bash", {"command": "npm ci"}) == "npm ci"
     assert g.match({**held, "needles": {"command": "zzz"}}, "Bash", {"command": "npm ci"}) is None
@@ -198,7 +199,7 @@ def entry(**extra):
 
 
 def test_decide_blocks_with_the_rule_reminds_allows_and_keeps_to_its_project():
-    out, found = g.decide([entry()], bash("npm install left-pad"))
+    out, found = h.decide([entry()], bash("npm install left-pad"))
     spec = out["hookSpecificOutput"]
     assert spec["hookEventName"] == "PreToolUse" and spec["permissionDecision"] == "deny"
     reason = spec["permissionDecisionReason"]
@@ -207,19 +208,19 @@ def test_decide_blocks_with_the_rule_reminds_allows_and_keeps_to_its_project():
         assert part in reason
     assert found == [{"check_id": "c1", "lesson_id": "l1", "outcome": "blocked",
                       "matched": "npm install left-pad"}]
-    out, found = g.decide([entry(mode="remind")], bash("npm i"))
+    out, found = h.decide([entry(mode="remind")], bash("npm i"))
     assert "permissionDecision" not in out["hookSpecificOutput"]
     assert "Use pnpm" in out["hookSpecificOutput"]["additionalContext"]
     assert found[0]["outcome"] == "reminded"
-    out, found = g.decide([entry(allowed_until=time.time() + 60)], bash("npm i"))
+    out, found = h.decide([entry(allowed_until=time.time() + 60)], bash("npm i"))
     assert "permissionDecision" not in out["hookSpecificOutput"] and found[0]["outcome"] == "allowed"
-    assert g.decide([entry(allowed_until=time.time() - 1)], bash("npm i"))[1][0]["outcome"] == "blocked"
-    assert g.decide([entry(project="/shop")], bash("npm i", cwd="/blog")) == (None, [])
-    assert g.decide([entry(project="/shop")], bash("npm i", cwd="/shop/web"))[1]
-    assert g.decide([entry(project="/shop")], bash("npm i", cwd="/shopping")) == (None, [])
-    assert g.decide([entry()], bash("pnpm add left-pad")) == (None, [])
+    assert h.decide([entry(allowed_until=time.time() - 1)], bash("npm i"))[1][0]["outcome"] == "blocked"
+    assert h.decide([entry(project="/shop")], bash("npm i", cwd="/blog")) == (None, [])
+    assert h.decide([entry(project="/shop")], bash("npm i", cwd="/shop/web"))[1]
+    assert h.decide([entry(project="/shop")], bash("npm i", cwd="/shopping")) == (None, [])
+    assert h.decide([entry()], bash("pnpm add left-pad")) == (None, [])
     # A broken entry is skipped; the others still hold.
-    out, found = g.decide([entry(command="("), entry(id="c2")], bash("npm i"))
+    out, found = h.decide([entry(command="("), entry(id="c2")], bash("npm i"))
     assert [f["check_id"] for f in found] == ["c2"]
 
 
@@ -325,17 +326,17 @@ def test_allow_lets_calls_through_for_a_while(fake_lore, lore_home):
     lesson = fake_lore.add_lesson("Use pnpm, not npm", kind="project_rule")
     c = fake_lore.guards.add(lesson.id, {"command": NPM, "mode": "block"}, status="active")
     fake_lore.guards.allow(c["id"], 10)
-    checks = g.read_compiled(str(lore_home / "guards.json"))
-    assert g.decide(checks, bash("npm i"))[1][0]["outcome"] == "allowed"
-    assert g.decide(checks, bash("npm i"), at=time.time() + 11 * 60)[1][0]["outcome"] == "blocked"
+    checks = h.read_compiled(str(lore_home / "guards.json"))
+    assert h.decide(checks, bash("npm i"))[1][0]["outcome"] == "allowed"
+    assert h.decide(checks, bash("npm i"), at=time.time() + 11 * 60)[1][0]["outcome"] == "blocked"
     fake_lore.guards.allow(c["id"], 0)
-    assert g.decide(g.read_compiled(str(lore_home / "guards.json")),
+    assert h.decide(h.read_compiled(str(lore_home / "guards.json")),
                     bash("npm i"))[1][0]["outcome"] == "blocked"
 
 
 # ---- the hooks as processes ---------------------------------------------------------------------
 def compiled(home: Path, *entries: dict) -> None:
-    g.write_compiled(str(home / "guards.json"), list(entries), "now")
+    h.write_compiled(str(home / "guards.json"), list(entries), "now")
 
 
 def test_pre_tool_use_denies_reminds_and_queues_the_match(lore_home):
@@ -393,7 +394,7 @@ def test_pre_tool_use_without_a_file_a_broken_file_or_disabled(lore_home):
 
 def test_pre_tool_use_imports_no_database_model_or_click(lore_home):
     compiled(lore_home, entry())
-    code = ("import io, sys\nfrom lore.apply import guards\n"
+    code = ("import io, sys\nfrom lore.apply import check_hook as guards\n"
             "guards.main(io.BytesIO(sys.argv[1].encode()), io.StringIO())\n"
             "bad = [m for m in ('sqlite3', 'sqlean', 'numpy', 'click', 'pydantic', 'lore.store', "
             "'lore.api', 'logging', 'yaml') if m in sys.modules]\nprint(bad)")
@@ -503,7 +504,7 @@ def test_checks_on_postgres(pg_url, lore_home):
         lesson = lore.add_lesson("Use pnpm, not npm", kind="project_rule")
         [made] = lore.guards.propose()
         lore.guards.review(made["id"], "approve", mode="remind")
-        assert [c["mode"] for c in g.read_compiled(str(lore_home / "guards.json"))] == ["remind"]
+        assert [c["mode"] for c in h.read_compiled(str(lore_home / "guards.json"))] == ["remind"]
         found = {"lore_guard": [{"check_id": made["id"], "lesson_id": lesson.id,
                                  "outcome": "reminded", "matched": "npm i"}],
                  "session_id": "s", "cwd": "/p", "tool_name": "Bash"}
@@ -626,8 +627,8 @@ def test_a_project_check_holds_in_a_folder_reached_through_a_link(tmp_path):
     link = tmp_path / "link"
     link.symlink_to(real)
     check = entry(project=str(real))
-    assert g.decide([check], bash("npm i", cwd=str(link / "web")))[1]
-    assert g.decide([check], bash("npm i", cwd=str(tmp_path)))[1] == []
+    assert h.decide([check], bash("npm i", cwd=str(link / "web")))[1]
+    assert h.decide([check], bash("npm i", cwd=str(tmp_path)))[1] == []
 
 
 @pytest.mark.parametrize("title", [
@@ -652,7 +653,7 @@ def test_each_session_start_compiles_the_checks_a_shared_database_holds(lore_hom
         from lore.worker import Worker
 
         assert Worker(settings_, lore).run(once=True) == 1
-    assert [c["command"] for c in g.read_compiled(str(path))] == [NPM]
+    assert [c["command"] for c in h.read_compiled(str(path))] == [NPM]
 
 
 def test_the_reason_given_to_the_agent_is_not_the_rule_said_again(fake_lore):

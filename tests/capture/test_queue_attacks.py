@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from conftest import FakeEmbedder, make_settings, stop_workers
 from lore import hooks
 from lore.api import Lore
-from lore.apply import guards
+from lore.apply import check_hook as guards
 from lore.capture import enqueue, hooklog
 from lore.capture import queue as queue_module
 from lore.capture.queue import KEEP_ROTATED, Queue

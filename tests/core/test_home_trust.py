@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lore import config_cache, trusted
-from lore.apply import guards as g
+from lore.apply import check_hook as h
 from lore.config import load_config
 from lore.errors import ConfigError
 
@@ -53,7 +53,7 @@ def home(lore_home: Path) -> Path:
 
 
 def guards_file(home: Path) -> Path:
-    return home / g.COMPILED
+    return home / h.COMPILED
 
 
 # ---- the reader ----------------------------------------------------------------------------
@@ -69,12 +69,12 @@ def attack(home: Path, how: str) -> Path:
             f.truncate(trusted.GUARDS_BYTES + 1)  # sparse: no disk spent
     elif how == "link":
         real = home / "elsewhere.json"
-        g.write_compiled(str(real), [CHECK], "now")
+        h.write_compiled(str(real), [CHECK], "now")
         path.symlink_to(real)
     elif how == "folder":
         path.mkdir()
     else:  # a good file, made untrustworthy by its mode, its owner or its folder's
-        g.write_compiled(str(path), [CHECK], "now")
+        h.write_compiled(str(path), [CHECK], "now")
         changes = {"group-writable": lambda: path.chmod(0o620),
                    "other-user": lambda: os.chown(path, OTHER_UID, OTHER_UID),
                    "group-writable-home": lambda: home.chmod(0o770),
@@ -99,7 +99,7 @@ OWNER_ATTACKS = {"other-user": f"belongs to another user (uid {OTHER_UID})",
 def test_the_reader_refuses_in_one_line(home, how, said):
     path = attack(home, how)
     with pytest.raises(trusted.Untrusted) as caught:
-        g.read_compiled(str(path))
+        h.read_compiled(str(path))
     line = str(caught.value)
     assert said in line and str(path.parent) in line and "\n" not in line
 
@@ -109,13 +109,13 @@ def test_the_reader_refuses_in_one_line(home, how, said):
 def test_the_reader_refuses_another_users_file_or_home(home, how, said):
     path = attack(home, how)
     with pytest.raises(trusted.Untrusted) as caught:
-        g.read_compiled(str(path))
+        h.read_compiled(str(path))
     assert said in str(caught.value)
 
 
 def test_the_users_own_file_is_read_and_a_missing_one_is_none(home):
-    g.write_compiled(str(guards_file(home)), [CHECK], "now")
-    assert g.read_compiled(str(guards_file(home))) == [CHECK]
+    h.write_compiled(str(guards_file(home)), [CHECK], "now")
+    assert h.read_compiled(str(guards_file(home))) == [CHECK]
     assert trusted.read(str(home / "absent"), 10, "file") is None
 
 
@@ -123,12 +123,12 @@ def test_a_sticky_home_others_can_write_is_accepted_but_their_files_are_not(home
     """Others can add names to a sticky folder but not replace the user's files: the user's
     own file is read; what another user put there is refused by its owner."""
     home.chmod(0o1777)
-    g.write_compiled(str(guards_file(home)), [CHECK], "now")
-    assert g.read_compiled(str(guards_file(home))) == [CHECK]
+    h.write_compiled(str(guards_file(home)), [CHECK], "now")
+    assert h.read_compiled(str(guards_file(home))) == [CHECK]
     if os.name == "posix" and os.geteuid() == 0:
         os.chown(guards_file(home), OTHER_UID, OTHER_UID)
         with pytest.raises(trusted.Untrusted, match="belongs to another user"):
-            g.read_compiled(str(guards_file(home)))
+            h.read_compiled(str(guards_file(home)))
 
 
 def test_a_file_that_grows_past_the_cap_while_read_is_refused(home):
@@ -356,9 +356,9 @@ def test_writing_the_checks_never_follows_a_link_planted_at_its_temporary_name(h
     victim = tmp_path / "victim"
     victim.write_text("keep me\n")
     (home / f"guards.json.{os.getpid()}.tmp").symlink_to(victim)
-    g.write_compiled(str(guards_file(home)), [CHECK], "now")
+    h.write_compiled(str(guards_file(home)), [CHECK], "now")
     assert victim.read_text() == "keep me\n"
-    assert g.read_compiled(str(guards_file(home))) == [CHECK]
+    assert h.read_compiled(str(guards_file(home))) == [CHECK]
 
 
 def test_doctor_and_guard_compile_say_when_the_hooks_would_ignore_the_checks(home):

@@ -15,8 +15,8 @@ from lore.config import LLMConfig, load_config
 from lore.errors import ConfigError
 from lore.llm import Message, Provider, Request, open_provider, usage_today
 from lore.llm.base import estimate_tokens
-from lore.llm.guard import CUT_MARK, cut_messages
 from lore.llm.ledger import append
+from lore.llm.limits import CUT_MARK, cut_messages
 from lore.llm.registry import installed
 from lore.llm.retry import RetryPolicy, backoff, parse_retry_after
 

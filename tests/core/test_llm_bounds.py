@@ -31,10 +31,10 @@ from lore.config import LLMConfig
 from lore.errors import ProviderError, UnusableReply
 from lore.llm import Request, open_provider, usage_today
 from lore.llm.base import MAX_DEPTH, Completion, TooDeep, loads
-from lore.llm.guard import USAGE_FACTOR, believable
 from lore.llm.http import CALL_FACTOR, MAX_REPLY_BYTES
 from lore.llm.jsonreply import NoJSON, extract_json
 from lore.llm.ledger import log_path
+from lore.llm.limits import USAGE_FACTOR, believable
 
 OK = json.dumps(anthropic_body("ok")).encode()
 

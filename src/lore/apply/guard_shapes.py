@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from lore.apply.guards import glob_source, validate
+from lore.apply.checks import glob_source, validate
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from lore.apply import guards as engine
+from lore.apply import check_hook, checks
 from lore.apply.guard_shapes import Proposal, propose
 from lore.core.review import decided
 from lore.errors import InvalidInput, NotFound
@@ -68,7 +68,7 @@ class Guards:
     def __init__(self, store: Store, home: Path, proposers: Iterable[Proposer] = (),
                  model_proposers: Iterable[Proposer] = ()) -> None:
         self.store = store
-        self.path = engine.compiled_path(str(home))
+        self.path = check_hook.compiled_path(str(home))
         self.proposers: list[Proposer] = [propose, *proposers]
         # A language model's proposals cost a request: asked only when a person asks for
         # proposals (``lore guard propose``), never on every change of a rule.
@@ -89,7 +89,7 @@ class Guards:
             out["rule"] = titles.get(row["lesson_id"], ("(deleted rule)", ""))[0]
         else:
             out["rule"] = lesson.title
-        out["words"] = engine.describe(row)
+        out["words"] = checks.describe(row)
         return out
 
     def checks(self, lesson_id: str | None = None, statuses: Sequence[str] | None = None
@@ -97,7 +97,7 @@ class Guards:
         rows = self.store.guards.checks([lesson_id] if lesson_id else None, statuses)
         titles = self.store.titles(sorted({r["lesson_id"] for r in rows}))
         return [{**r, "rule": titles.get(r["lesson_id"], ("(deleted rule)", ""))[0],
-                 "words": engine.describe(r)} for r in rows]
+                 "words": checks.describe(r)} for r in rows]
 
     def waiting(self, project: str | None = None, examples: int = 3) -> list[dict[str, Any]]:
         """Proposed checks (of ``project``'s rules and global ones; every one when None),
@@ -120,11 +120,11 @@ class Guards:
         """A new check on a rule (validated; a bad pattern changes nothing)."""
         lesson = self.store.get(lesson_id.strip())
         try:
-            clean = engine.validate(fields)
-        except engine.CheckError as exc:
+            clean = checks.validate(fields)
+        except checks.CheckError as exc:
             raise InvalidInput(str(exc)) from None
-        if status not in engine.STATUSES:
-            raise InvalidInput(f"unknown status {status!r}; valid: {', '.join(engine.STATUSES)}")
+        if status not in checks.STATUSES:
+            raise InvalidInput(f"unknown status {status!r}; valid: {', '.join(checks.STATUSES)}")
         at = now()
         row: NewCheck = {"id": new_id(), "lesson_id": lesson.id, "command": clean.get("command"),
                          "path": clean.get("path"), "content": clean.get("content"),
@@ -151,8 +151,8 @@ class Guards:
             for proposer in [*self.proposers, *(self.model_proposers if ask_model else [])]:
                 for p in proposer(rule):
                     try:
-                        clean = engine.validate(p.fields)
-                    except engine.CheckError:
+                        clean = checks.validate(p.fields)
+                    except checks.CheckError:
                         continue  # a model's bad pattern is not proposed
                     if self._key(clean) in have:
                         continue
@@ -162,7 +162,7 @@ class Guards:
 
     @staticmethod
     def _key(row: Mapping[str, Any]) -> tuple[Any, ...]:
-        return tuple(row.get(k) or None for k in engine.FIELDS)
+        return tuple(row.get(k) or None for k in checks.FIELDS)
 
     def review(self, check_id: str, action: str, *, mode: str | None = None) -> dict[str, Any]:
         """Approve (optionally in another mode) or reject a check."""
@@ -172,8 +172,8 @@ class Guards:
         changes: CheckChanges = {"status": "active" if action == "approve" else "rejected",
                                  "updated_at": now(), "reviewed_at": now()}
         if mode is not None:
-            if mode not in engine.MODES:
-                raise InvalidInput(f"unknown mode {mode!r}; valid: {', '.join(engine.MODES)}")
+            if mode not in checks.MODES:
+                raise InvalidInput(f"unknown mode {mode!r}; valid: {', '.join(checks.MODES)}")
             changes["mode"] = mode
         with self.store.atomic():
             self.store.guards.update_check(row["id"], changes)
@@ -182,8 +182,8 @@ class Guards:
 
     def set_mode(self, check_id: str, mode: str) -> dict[str, Any]:
         row = self.get(check_id)
-        if mode not in engine.MODES:
-            raise InvalidInput(f"unknown mode {mode!r}; valid: {', '.join(engine.MODES)}")
+        if mode not in checks.MODES:
+            raise InvalidInput(f"unknown mode {mode!r}; valid: {', '.join(checks.MODES)}")
         with self.store.atomic():
             self.store.guards.update_check(row["id"], {"mode": mode, "updated_at": now()})
         self.compile()
@@ -219,9 +219,9 @@ class Guards:
             if rule is None or not holds(rule):
                 continue
             fields: Mapping[str, Any] = r
-            entry = {k: fields[k] for k in ("id", "lesson_id", "mode", *engine.FIELDS) if fields[k]}
+            entry = {k: fields[k] for k in ("id", "lesson_id", "mode", *checks.FIELDS) if fields[k]}
             entry.update(project=rule.project, rule=rule.title, why=_why(rule))
-            needles = {k: n for k in engine.FIELDS if fields[k] and (n := engine.needle(k, fields[k]))}
+            needles = {k: n for k in checks.FIELDS if fields[k] and (n := checks.needle(k, fields[k]))}
             if needles:
                 entry["needles"] = needles
             if rule.evidence:
@@ -239,7 +239,7 @@ class Guards:
         file is removed: the hook then returns before importing anything."""
         entries = self.entries()
         if entries:
-            engine.write_compiled(self.path, entries, now())
+            check_hook.write_compiled(self.path, entries, now())
         else:
             Path(self.path).unlink(missing_ok=True)
         return len(entries)
@@ -247,7 +247,7 @@ class Guards:
     def refused(self) -> str | None:
         """Why the hooks would not read the compiled file (another user's, in a home others
         can write: :mod:`lore.trusted`), in one line; None when they would."""
-        return engine.refused(self.path)
+        return check_hook.refused(self.path)
 
     def rule_changed(self, lesson_id: str) -> None:
         """A rule was changed or deleted: its checks' entries change with it, and a rule just
@@ -306,8 +306,8 @@ class Guards:
                 project = self.store.get(row["lesson_id"]).project
         else:
             try:
-                row = engine.validate(check)
-            except engine.CheckError as exc:
+                row = checks.validate(check)
+            except checks.CheckError as exc:
                 raise InvalidInput(str(exc)) from None
         if since is not None:
             since = _since(since)
@@ -335,7 +335,7 @@ class Guards:
         for e in self.store.guards.hook_edits(None if every_project else project, since):
             sessions.add(e["session_id"])
             calls += 1
-            name = e["tool"] if e["tool"] in engine.FILE_TOOLS else "Edit"
+            name = e["tool"] if e["tool"] in checks.FILE_TOOLS else "Edit"
             text = e["new_text"] or ""
             args = {"file_path": e["file_path"], "new_string": text, "content": text}
             seen = _replayed(row, name, args, e["project"])
@@ -373,8 +373,8 @@ def _replayed(check: Mapping[str, Any], tool: str, tool_input: Any, cwd: str | N
     """What a check matches in a recorded call; a pattern past its time bound matches nothing
     (as at the moment of action)."""
     try:
-        return engine.match(dict(check), tool, tool_input, cwd)
-    except engine.Slow:
+        return checks.match(dict(check), tool, tool_input, cwd)
+    except checks.Slow:
         return None
 
 

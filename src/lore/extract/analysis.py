@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from lore.capture.git import GitChanges
 from lore.extract.significance import Correction
 from lore.llm.base import CHARS_PER_TOKEN, Message, Provider, Request
-from lore.llm.guard import cut_messages
 from lore.llm.jsonreply import complete_json
+from lore.llm.limits import cut_messages
 from lore.llm.opinion import prompt
 from lore.models import CodeExample, Evidence, TradeOff
 from lore.redact import redact

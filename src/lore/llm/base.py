@@ -2,7 +2,7 @@
 
 A provider turns one :class:`Request` into one :class:`Completion`. It talks to its
 model and nothing else: redaction, cutting, the budget and the log happen in
-:mod:`lore.llm.guard`, retries in :mod:`lore.llm.retry`.
+:mod:`lore.llm.limits`, retries in :mod:`lore.llm.retry`.
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def depth_over(value: Any, max_depth: int) -> bool:
 
 def claimed_tokens(value: object) -> int:
     """A token count a provider reports, as an int; -1 when it is no count (missing is 0;
-    text, a negative number, not finite, or past any real count is -1): the guard then
+    text, a negative number, not finite, or past any real count is -1): LimitedProvider then
     counts its own estimate instead."""
     if value is None:
         return 0

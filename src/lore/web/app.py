@@ -24,7 +24,7 @@ from lore.web.errors import (
     translate,
     validation_message,
 )
-from lore.web.guard import Guard
+from lore.web.gate import Gate
 from lore.web.state import LOOPBACK_HOSTS, ServerState
 
 if TYPE_CHECKING:
@@ -59,11 +59,11 @@ def create_app(lore: Lore, *, require_token: bool = False, scheduler: Scheduler 
     app.include_router(sync.router)
     app.include_router(pages.router)
     # Added first, so it runs inside the host check below and its answers get the headers.
-    app.add_middleware(Guard, respond=lambda scope, exc: problem(
+    app.add_middleware(Gate, respond=lambda scope, exc: problem(
         Request(scope), exc.status, exc.code, exc.message))
 
     @app.middleware("http")
-    async def guard(request: Request, call_next: Any) -> Response:
+    async def host_and_headers(request: Request, call_next: Any) -> Response:
         try:
             check_host(app.state.lore, request.headers.get("host"))
         except HTTPProblem as exc:

@@ -2,7 +2,7 @@
 
 :func:`open_provider` is how Lore gets a model: it resolves the settings an entry
 point passes in (the key from the environment variable named in the config),
-creates the backend through the registry and wraps it in a :class:`GuardedProvider`.
+creates the backend through the registry and wraps it in a :class:`LimitedProvider`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ MAX_CALL_COST = 100.0  # dollars: a reported cost above this for one call is no 
 log = logging.getLogger("lore.llm")
 
 
-class GuardedProvider:
+class LimitedProvider:
     """A provider whose calls are redacted, cut to ``max_input_tokens``, budgeted and logged."""
 
     def __init__(self, inner: Provider, home: Path, *, max_input_tokens: int = 8000,
@@ -188,10 +188,10 @@ def _default_key_env(provider: str) -> str | None:
     return "ANTHROPIC_API_KEY" if provider == "anthropic" else None
 
 
-def open_provider(config: LLMConfig, home: Path, env: Mapping[str, str] | None = None) -> GuardedProvider:
-    """The configured provider, guarded; ConfigError when none is configured or it is unknown."""
+def open_provider(config: LLMConfig, home: Path, env: Mapping[str, str] | None = None) -> LimitedProvider:
+    """The configured provider, within its limits; ConfigError when none is configured or it is unknown."""
     inner = registry.create(provider_settings(config, env, home))
     prices = (Prices(config.cost_per_mtok.input, config.cost_per_mtok.output)
               if config.cost_per_mtok else None)
-    return GuardedProvider(inner, home, max_input_tokens=config.max_input_tokens,
+    return LimitedProvider(inner, home, max_input_tokens=config.max_input_tokens,
                            budget=Budget(config.daily_token_budget, config.daily_cost_budget), prices=prices)

@@ -56,7 +56,7 @@ def too_large(limit: int) -> HTTPProblem:
                        "less (sync: fewer records per batch, sync.batch_size)", code="too_large")
 
 
-class Guard:
+class Gate:
     """The ASGI layer; ``respond(scope, problem)`` makes the answer (JSON or a page)."""
 
     def __init__(self, app: ASGIApp, respond: Callable[[Scope, HTTPProblem], Any]) -> None:
