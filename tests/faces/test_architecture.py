@@ -17,11 +17,11 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "lore"
 
 # Lower number = lower layer. A module may import its own layer and the layers below.
 LAYERS = [
-    # lore.redact is plain text functions (stdlib only) that every door calls; its patterns
-    # are lore.redact_patterns.
+    # lore.redact is plain text functions (stdlib only) that every door calls; its patterns,
+    # rules and replacements are its modules.
     (0, ("lore", "lore.errors", "lore.models", "lore.ids", "lore.normalize", "lore.config",
          "lore.config_models", "lore.config_cache", "lore.tuning",
-         "lore.schema", "lore.home", "lore.plugins", "lore.redact", "lore.redact_patterns",
+         "lore.schema", "lore.home", "lore.plugins", "lore.redact",
          "lore.private",
          "lore.trusted", "lore.extras", "lore.projects")),
     (1, ("lore.store", "lore.embed", "lore.llm")),
