@@ -114,10 +114,9 @@ def session_context(cwd: Any) -> tuple[str | None, dict[str, Any] | None]:
     db: Path | str = location if is_url(location) else Path(location).expanduser()
 
     ctx = settings.get("context") or {}
-    learning = settings.get("learning") or {}  # an older file may still set the constant
     built = from_file(db, cwd if isinstance(cwd, str) else None,
                       int(ctx.get("max_chars", 4000)), int(ctx.get("max_items", 60)),
-                      int(learning.get("inject_proposed_min_seen", CONTEXT.inject_proposed_min_seen)),
+                      CONTEXT.inject_proposed_min_seen,
                       user=os.environ.get("LORE_USER") or settings.get("user") or _login())
     record = {**built.record(), "at": time.time()}
     text = built.text

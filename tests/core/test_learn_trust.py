@@ -12,6 +12,8 @@ from test_llm_http import LoopbackServer, Reply, anthropic_body, server  # noqa:
 
 from conftest import FakeEmbedder, make_settings
 from lore.api import Lore
+from lore.config import load_config
+from lore.errors import ConfigError
 from lore.extract.detect import detect
 from lore.extract.worthy import fragment, refusal, specific, worthiness
 
@@ -491,17 +493,20 @@ def test_the_worker_asks_the_second_opinion_and_logs_a_failure(lore_home, server
     assert "quarantined" not in log
 
 
-def test_the_session_start_hook_reads_the_injection_threshold(fake_lore, lore_home):
+def test_the_session_start_hook_keeps_the_injection_threshold_of_the_code(fake_lore, lore_home):
     from lore.hooks import session_context
 
     fake_lore.learner.record("No, don't use Redis, use local file sessions instead", None,
                              project="/p", session_id="s1", origin="hook")
     first, record = session_context("/p")  # proposed, seen once: not told (the review nudge is)
     assert record["shown"] == [] and "file sessions" not in (first or "")
+    # a tuning constant, not a setting: config.yaml cannot lower it (the hook fails open on it,
+    # the commands refuse the file in one line)
     (lore_home / "config.yaml").write_text("learning:\n  inject_proposed_min_seen: 1\n")
-    told, record = session_context("/p")
-    assert told is not None and len(record["shown"]) == 1
-    assert "Use local file sessions, not Redis (unconfirmed)" in told
+    again, record = session_context("/p")
+    assert record["shown"] == [] and "file sessions" not in (again or "")
+    with pytest.raises(ConfigError, match="inject_proposed_min_seen is a tuning constant"):
+        load_config()
 
 
 @pytest.mark.parametrize("title, why", [

@@ -23,7 +23,7 @@ LAYERS = [
          "lore.config_models", "lore.config_cache", "lore.tuning",
          "lore.schema", "lore.home", "lore.plugins", "lore.redact",
          "lore.private",
-         "lore.trusted", "lore.extras", "lore.projects")),
+         "lore.trusted", "lore.extras", "lore.projects", "lore.policy")),
     (1, ("lore.store", "lore.embed", "lore.llm")),
     (2, ("lore.capture", "lore.extract", "lore.recall")),
     (3, ("lore.apply",)),

@@ -115,13 +115,13 @@ def test_install_writes_the_judge_and_keeps_the_rest_of_the_config(tmp_path, lor
     lore_home.mkdir(parents=True)
     config = lore_home / "config.yaml"
     config.write_text("# my settings\nsearch:\n  default_limit: 7\nllm:\n  provider: anthropic\n"
-                      "  model: old\n\nlearning:\n  recent_days: 3  # keep\n")
+                      "  model: old\n\nlearning:\n  active_threshold: 0.9  # keep\n")
     out = _install(["--judge", "openai", "--judge-model", "qwen2.5:7b"], tmp_path / "user", monkeypatch)
     assert out.exit_code == 0, out.output
     text = config.read_text()
     assert text.startswith("# my settings\nsearch:\n  default_limit: 7\nllm:  # the judge")
     assert 'provider: openai\n  model: "qwen2.5:7b"\n  base_url: "http://localhost:11434/v1"' in text
-    assert "model: old" not in text and "learning:\n  recent_days: 3  # keep\n" in text
+    assert "model: old" not in text and "learning:\n  active_threshold: 0.9  # keep\n" in text
     assert list(lore_home.glob("config.yaml.lore-backup-*"))
     from lore.config import load_config
 

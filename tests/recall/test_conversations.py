@@ -176,12 +176,13 @@ def test_locomo_evaluation_on_a_tiny_file(run, tmp_path, lore_home):
     assert figures == {"recall@5": 100.0, "recall@10": 100.0, "questions": 2}
     assert conversation == data[0].get("sample_id", "conv")
     assert result["config"]["session_weight"] == 0.5 and result["config"]["decay"] is True
-    lore_home.mkdir(parents=True, exist_ok=True)  # a measurement varies a constant by its name
-    (lore_home / "config.yaml").write_text("conversations:\n  session_weight: 0\n")
-    varied = run("eval", "locomo", str(path), "--json")
+    # a measurement varies a constant by its name; a bad value is one line
+    varied = run("eval", "--tune", "conversations.session_weight=0", "locomo", str(path), "--json")
     assert varied.exit_code == 0 and json.loads(varied.stdout)["config"]["session_weight"] == 0.0
-    assert "still used" in varied.stderr
-    (lore_home / "config.yaml").unlink()
+    wrong = run("eval", "--tune", "conversations.session_weight=much", "locomo", str(path))
+    assert wrong.exit_code == 1 and wrong.stderr.strip().splitlines() == [
+        "Error: tuning: conversations.session_weight must be a number (got 'much')"]
+    assert run("eval", "--tune", "nokey", "locomo", str(path)).exit_code == 2
     shown = run("eval", "locomo", str(path))
     assert "conversation" in shown.output and conversation in shown.output
     bad = tmp_path / "bad.json"

@@ -121,6 +121,7 @@ def settings(ctx: click.Context) -> Settings:
         s.use_database(obj["db_path"], "--db")
         check_database_path(s)
     obj["resolved_db"] = s.db_location
+    s.tuning.update(obj.get("tuning") or {})  # a measurement's (`lore eval --tune`)
     return s
 
 
@@ -418,6 +419,11 @@ def scope_label(project: str | None, many: bool) -> str:
         return "project"
     home = str(Path.home())
     return "~" + project[len(home):] if project.startswith(home + os.sep) else project
+
+
+def here() -> str:
+    """Where the caller is, for the request policy (lore.policy): the working folder."""
+    return str(Path.cwd())
 
 
 def resolve_project(value: str | None) -> str | None:

@@ -10,15 +10,38 @@ import click
 from lore.cli.common import LoreGroup, emit_json, json_option, progress_bar, settings, table
 
 
+def _tunings(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, Any]:
+    """--tune KEY=VALUE: a tuning constant varied for this measurement (checked when used)."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"'{item}' is not KEY=VALUE, e.g. search.rrf_k=30", ctx, param)
+        try:
+            out[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            out[key.strip()] = value
+    return out
+
+
 @click.group("eval", cls=LoreGroup)
-def eval_group() -> None:
+@click.option("--tune", multiple=True, callback=_tunings, metavar="KEY=VALUE",
+              help="Vary a tuning constant for this measurement (docs/configuration.md"
+                   "#tuning-constants), e.g. conversations.session_weight=0; repeatable.")
+@click.pass_context
+def eval_group(ctx: click.Context, tune: dict[str, Any]) -> None:
     """Measure retrieval and correction detection on labelled data.
 
     \b
     Examples:
       lore eval locomo locomo10.json
+      lore eval --tune conversations.session_weight=0 locomo locomo10.json
       lore eval corrections labelled.jsonl
     """
+    ctx.ensure_object(dict)
+    ctx.find_root().obj["tuning"] = tune
 
 
 @eval_group.command("locomo")

@@ -10,14 +10,15 @@ from lore.cli.common import (
     LoreGroup,
     console,
     emit_json,
+    here,
     json_option,
     notice,
-    resolve_project,
     scope_label,
     split_multi,
     table,
     with_lore,
 )
+from lore.policy import REQUESTS
 
 if TYPE_CHECKING:
     from lore.api import Lore
@@ -35,7 +36,8 @@ def recall() -> None:
 
 @recall.command("search")
 @click.argument("query")
-@click.option("--limit", "-n", type=click.IntRange(1, 1000), help="How many results (default 10).")
+@click.option("--limit", "-n", type=click.IntRange(1, REQUESTS["search"].most),
+              help="How many results (default: search.default_limit, 10).")
 @click.option("--tag", "-t", multiple=True, help="Only lessons with one of these tags.")
 @click.option("--context", multiple=True,
               help="The situation you are in: lessons scoped elsewhere, or with it as an "
@@ -66,15 +68,14 @@ def recall_search(lore: Lore, query: str, limit: int | None, tag: tuple[str, ...
       lore recall search "session storage" --tag auth --min-confidence medium
       lore recall search "force push" --context "personal feature branch" --explain
     """
+    from lore import policy
     from lore.models import Filters
 
-    statuses = tuple(split_multi(status)) or ("active",)
-    if "all" in statuses:
-        statuses = ()
     filters = Filters(
         tags=tuple(split_multi(tag)), contexts=context, min_confidence=min_confidence,
-        sources=tuple(split_multi(source)), kinds=tuple(split_multi(kind)), statuses=statuses,
-        project=None if project and project.lower() in ("all", "*") else resolve_project(project),
+        sources=tuple(split_multi(source)), kinds=tuple(split_multi(kind)),
+        statuses=policy.statuses(status, "search"),
+        project=policy.scope(project, "search", here=here()).filter,
         file_types=tuple(split_multi(file_type)),
     )
     # A read-only database (its home is not writable) still answers; usage is not counted.
@@ -275,7 +276,8 @@ def recall_tags(lore: Lore, counts: bool, json_: bool) -> None:
 @click.option("--file-type", help="Only rules for this file type and general ones, e.g. py.")
 @click.option("--status", multiple=True,
               help="Statuses to list (default: active and proposed; candidate for the evidence).")
-@click.option("--limit", "-n", type=click.IntRange(1, 1000), default=100, show_default=True)
+@click.option("--limit", "-n", type=click.IntRange(1, REQUESTS["preferences"].most),
+              default=REQUESTS["preferences"].limit, show_default=True)
 @json_option
 @with_lore
 def recall_preferences(lore: Lore, project: str | None, file_type: str | None,
@@ -291,10 +293,12 @@ def recall_preferences(lore: Lore, project: str | None, file_type: str | None,
       lore recall preferences --file-type py --json
       lore recall preferences --project all --status candidate
     """
-    all_projects = project is not None and project.lower() in ("all", "*")
-    scope = None if all_projects else resolve_project(project or ".")
-    lessons = lore.preferences(scope, all_projects=all_projects, file_type=file_type,
-                                         statuses=status or ("active", "proposed"), limit=limit)
+    from lore import policy
+
+    where = policy.scope(project, "preferences", here=here())
+    scope = where.project
+    lessons = lore.preferences(scope, all_projects=where.every, file_type=file_type,
+                               statuses=policy.statuses(status, "preferences"), limit=limit)
     if json_:
         emit_json({"project": scope, "preferences": [p.to_dict() for p in lessons]})
         return
@@ -316,7 +320,8 @@ def recall_preferences(lore: Lore, project: str | None, file_type: str | None,
 
 @recall.command("conversations")
 @click.argument("query")
-@click.option("--limit", "-n", type=click.IntRange(1, 100), default=5, show_default=True)
+@click.option("--limit", "-n", type=click.IntRange(1, REQUESTS["conversations"].most),
+              default=REQUESTS["conversations"].limit, show_default=True)
 @click.option("--project", help="Project to search (default: the current one; 'all' for every).")
 @click.option("--min-score", type=float, default=0.0, show_default=True,
               help="Leave out results scoring below this.")
@@ -345,8 +350,10 @@ def recall_conversations(lore: Lore, query: str, limit: int, project: str | None
     better at questions phrased far from the words used. If the model fails, the search's
     own order is shown, with a notice.
     """
-    all_projects = project is not None and project.lower() in ("all", "*")
-    scope = None if all_projects else resolve_project(project or ".")
+    from lore import policy
+
+    scope = policy.scope(project, "conversations", here=here()).project
+
     def search(where: str | None) -> Any:
         return lore.conversations.find(query, project=where, limit=limit, min_score=min_score,
                                        decay=False if no_decay else None, mode=mode,

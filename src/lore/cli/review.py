@@ -7,9 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from lore.cli.common import LoreGroup, emit_json, json_option, notice, open_lore, resolve_project, with_lore
+from lore import policy
+from lore.cli.common import LoreGroup, emit_json, here, json_option, notice, open_lore, with_lore
 from lore.cli.learn import show_saved
 from lore.cli.review_tty import item_lines
+from lore.policy import REQUESTS
 
 if TYPE_CHECKING:
     from lore.api import Lore
@@ -20,7 +22,8 @@ if TYPE_CHECKING:
               help="Walk the queue one rule at a time in the terminal, deciding with single "
                    "keys.")
 @click.option("--project", help="Only this project's rules and global ones ('.' = current).")
-@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True,
+@click.option("--limit", type=click.IntRange(1, REQUESTS["review"].most),
+              default=REQUESTS["review"].limit, show_default=True,
               help="At most this many rules.")
 @json_option
 @click.pass_context
@@ -59,8 +62,9 @@ def review(ctx: click.Context, interactive: bool, project: str | None, limit: in
         _interactive(ctx, project, limit, json_)
         return
     with open_lore(ctx) as lore:
-        scope = resolve_project(project) if project else None
-        items = lore.waiting(scope, all_projects=scope is None, limit=limit)
+        where = policy.scope(project, "review", here=here())
+        scope = where.project
+        items = lore.waiting(scope, all_projects=where.every, limit=limit)
         checks = lore.guards.waiting(scope)[:limit]
     if json_:
         emit_json({"count": len(items), "waiting": items, "checks": checks})
@@ -86,8 +90,9 @@ def _interactive(ctx: click.Context, project: str | None, limit: int, json_: boo
     if not review_tty.is_terminal():
         raise click.ClickException(review_tty.NOT_A_TERMINAL)
     with open_lore(ctx) as lore:
-        scope = resolve_project(project) if project else None
-        items = lore.waiting(scope, all_projects=scope is None, limit=limit)
+        where = policy.scope(project, "review", here=here())
+        scope = where.project
+        items = lore.waiting(scope, all_projects=where.every, limit=limit)
         items += [{**c, "check": True} for c in lore.guards.waiting(scope)][:limit]
         if not items:
             notice("nothing waits for review")

@@ -22,6 +22,7 @@ from lore.mcp.tools import (
     StrList,
     tool,
 )
+from lore.policy import REQUESTS
 
 if TYPE_CHECKING:
     from lore.api import Lore
@@ -79,23 +80,26 @@ async def conversations(t: LoreTools, ctx: Context | None, query: str, project: 
                         limit: int, min_score: float = 0.0, use_decay: bool | None = None,
                         rerank: bool | None = None) -> dict[str, Any]:
     """Past conversations that match: lore_search_conversations and the compatible names."""
-    proj = await t.project(ctx, project)
+    proj = (await t.scope(ctx, project, "conversations")).project
     found = await t.run(lambda lore: lore.conversations.find(
-        query, project=proj or None, limit=limit, min_score=min_score, decay=use_decay,
+        query, project=proj, limit=limit, min_score=min_score, decay=use_decay,
         rerank=rerank))
     return {"query": query, "project": proj, "count": len(found.hits), **found.outcome(),
             "results": [h.to_dict() for h in found.hits]}
 
 
 async def preferences(t: LoreTools, ctx: Context | None, project: str | None,
-                       file_type: str | None, statuses: list[str] | None) -> dict[str, Any]:
-    proj = await t.project(ctx, project)
+                      file_type: str | None, statuses: list[str] | None,
+                      limit: int | None = None) -> dict[str, Any]:
+    from lore import policy
+
+    scope = await t.scope(ctx, project, "preferences")
 
     def call(lore: Lore) -> dict[str, Any]:
-        found = lore.preferences(proj or None, all_projects=proj is None,
-                                           file_type=file_type,
-                                           statuses=tuple(statuses or ("active", "proposed")))
-        return {"project": proj, "count": len(found), "preferences": [
+        found = lore.preferences(scope.project, all_projects=scope.every, file_type=file_type,
+                                 statuses=policy.statuses(statuses, "preferences"),
+                                 limit=policy.limit(limit, "preferences"))
+        return {"project": scope.project, "count": len(found), "preferences": [
             {"id": p.id, "title": p.title, "rule": p.content, "status": p.status, "score": p.score,
              "kind": p.kind, "file_types": list(p.file_types),
              "scope": "global" if p.project is None else p.project,
@@ -108,11 +112,11 @@ async def preferences(t: LoreTools, ctx: Context | None, project: str | None,
 
 async def review_list(t: LoreTools, ctx: Context | None, project: str | None,
                       limit: int) -> dict[str, Any]:
-    proj = await t.project(ctx, project)
+    scope = await t.scope(ctx, project, "review")
 
     def call(lore: Lore) -> dict[str, Any]:
-        items = lore.learner.waiting(proj or None, all_projects=proj is None, limit=limit)
-        return {"project": proj, "count": len(items), "waiting": items}
+        items = lore.learner.waiting(scope.project, all_projects=scope.every, limit=limit)
+        return {"project": scope.project, "count": len(items), "waiting": items}
 
     return dict(await t.run(call))
 
@@ -262,20 +266,23 @@ def register(server: MCPServer, t: LoreTools) -> None:
                                              "global rules); 'all' for every project.")] = None,
         file_type: Annotated[str | None, Field(description="e.g. 'py': rules for it and "
                                                "general ones.")] = None,
-        statuses: Annotated[StrList, Field(description="Default ['active', 'proposed'].")] = None,
+        statuses: Annotated[StrList, Field(description="Default ['active', 'proposed']; "
+                                           "['all'] for every status.")] = None,
+        limit: Annotated[int, Field(ge=1, le=REQUESTS["preferences"].most)] = REQUESTS[
+            "preferences"].limit,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """The user's preferences and rules that apply here, active first, then proposed ones.
 
         Example: {"file_type": "py"}
         """
-        return await preferences(t, ctx, project, file_type, statuses)
+        return await preferences(t, ctx, project, file_type, statuses, limit)
 
     @tool(server, "lore_review_list", READ)
     async def lore_review_list(
         project: Annotated[str | None, Field(description="Default: every project; a path for "
-                                             "one project and global rules.")] = "all",
-        limit: Annotated[int, Field(ge=1, le=1000)] = 50,
+                                             "one project and global rules.")] = None,
+        limit: Annotated[int, Field(ge=1, le=REQUESTS["review"].most)] = REQUESTS["review"].limit,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """What Lore learned and waits for the user's review: candidates, proposed rules and

@@ -8,6 +8,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from lore import policy
 from lore.mcp.tools import (
     DELETE,
     GLOBAL,
@@ -22,20 +23,22 @@ from lore.mcp.tools import (
     tool,
 )
 from lore.models import Filters
+from lore.policy import REQUESTS
 
 
 def register(server: MCPServer, t: LoreTools) -> None:  # noqa: C901 - one table of tools
     @tool(server, "lore_search", SEARCH)
     async def lore_search(
         query: Annotated[str, Field(description="What you are about to do or want to know.")],
-        limit: Annotated[int, Field(ge=1, le=50)] = 10,
+        limit: Annotated[int, Field(ge=1, le=REQUESTS["search"].most)] = REQUESTS["search"].limit,
         tags: StrList = None,
         contexts: Annotated[StrList, Field(description="Situations you are in, e.g. "
                                            "'shared team branch'.")] = None,
         min_confidence: str | None = None,
         sources: StrList = None,
         kinds: StrList = None,
-        statuses: Annotated[StrList, Field(description="Default ['active']; [] for all.")] = None,
+        statuses: Annotated[StrList, Field(description="Default ['active']; ['all'] for "
+                                           "every status.")] = None,
         project: Annotated[str | None, Field(description="Default: the current project "
                                              "(plus global lessons); 'all' for every project.")] = None,
         file_types: StrList = None,
@@ -52,12 +55,12 @@ def register(server: MCPServer, t: LoreTools) -> None:  # noqa: C901 - one table
 
         Example: {"query": "how should sessions be stored", "tags": ["auth"], "limit": 5}
         """
-        proj = await t.project(ctx, project)
+        scope = await t.scope(ctx, project, "search")
         filters = Filters(
             tags=tuple(tags or ()), contexts=tuple(contexts or ()), min_confidence=min_confidence,
             sources=tuple(sources or ()), kinds=tuple(kinds or ()),
-            statuses=tuple(statuses) if statuses is not None else ("active",),
-            project=proj if proj != "" else None, file_types=tuple(file_types or ()),
+            statuses=policy.statuses(statuses, "search"), project=scope.filter,
+            file_types=tuple(file_types or ()),
         )
         hits = await t.run(lambda lore: lore.recall(query, filters, limit, interface="mcp"))
         return search_payload(query, hits, explain)

@@ -18,6 +18,7 @@ from pydantic import Field
 
 from lore.mcp import learning
 from lore.mcp.tools import READ, SEARCH, WRITE, LoreTools, StrList, search_payload, tool
+from lore.policy import REQUESTS
 
 PROJECT = Annotated[str | None, Field(description="Default: this project. 'all' or 'global'.")]
 
@@ -26,7 +27,7 @@ def register(server: MCPServer, t: LoreTools) -> None:
     @tool(server, "lore_search", SEARCH)
     async def lore_search(
         query: Annotated[str, Field(description="What you are about to do or want to know.")],
-        limit: Annotated[int, Field(ge=1, le=50)] = 8,
+        limit: Annotated[int, Field(ge=1, le=REQUESTS["search"].most)] = REQUESTS["search"].limit,
         file_types: StrList = None,
         project: PROJECT = None,
         ctx: Context | None = None,
@@ -36,8 +37,8 @@ def register(server: MCPServer, t: LoreTools) -> None:
         with lore_get. A superseded lesson ranks below its successor."""
         from lore.models import Filters
 
-        proj = await t.project(ctx, project)
-        filters = Filters(project=proj or None, file_types=tuple(file_types or ()))
+        scope = await t.scope(ctx, project, "search")
+        filters = Filters(project=scope.filter, file_types=tuple(file_types or ()))
         hits = await t.run(lambda lore: lore.recall(query, filters, limit, interface="mcp"))
         return search_payload(query, hits)
 
@@ -89,7 +90,8 @@ def register_conversations(server: MCPServer, t: LoreTools) -> None:
     @tool(server, "lore_search_conversations", READ)
     async def lore_search_conversations(
         query: Annotated[str, Field(description="What was said or decided.")],
-        limit: Annotated[int, Field(ge=1, le=50)] = 5,
+        limit: Annotated[int, Field(ge=1, le=REQUESTS["conversations"].most)] = REQUESTS[
+            "conversations"].limit,
         project: PROJECT = None,
         ctx: Context | None = None,
     ) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from lore.normalize import project_root, storable_json
 if TYPE_CHECKING:
     from lore.api import Lore
     from lore.config import Settings
+    from lore.policy import Scope
 
 GLOBAL = ("global", "none", "")
 EVERY_PROJECT = ("all", "*")
@@ -128,6 +129,20 @@ class LoreTools:
                 raise
             raise ToolError(str(found)) from None
 
+    async def scope(self, ctx: Context | None, given: str | None, request: str) -> Scope:
+        """Which project a read request is about, by the request policy (lore.policy), the
+        client's root (else our cwd) being where the caller is."""
+        from lore import policy
+
+        return policy.scope(given, request, here=await self.here(ctx))
+
+    async def here(self, ctx: Context | None) -> str | None:
+        """The client's project: its first root, else our cwd, as its project."""
+        if not self._roots_checked and ctx is not None:
+            self._roots_checked = True
+            self._roots = project_root(await first_root(ctx))
+        return self._roots or project_root(str(Path.cwd()))
+
     async def project(self, ctx: Context | None, given: str | None) -> str | None:
         """The project a call is about: the argument, else the client's root, else our cwd,
         each as its project (the git top level of the folder, as every face resolves it).
@@ -141,10 +156,7 @@ class LoreTools:
             if value.lower() in GLOBAL:
                 return ""
             return project_root(value) if os.path.isdir(os.path.expanduser(value)) else value
-        if not self._roots_checked and ctx is not None:
-            self._roots_checked = True
-            self._roots = project_root(await first_root(ctx))
-        return self._roots or project_root(str(Path.cwd()))
+        return await self.here(ctx)
 
 
 async def first_root(ctx: Context) -> str | None:

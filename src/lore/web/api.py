@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from lore import __version__
+from lore import __version__, policy
 from lore.models import Filters
 from lore.web import models as m
 from lore.web.auth import LOCAL, authorize, bearer
@@ -20,7 +20,12 @@ from lore.web.state import ServerState
 router = APIRouter(prefix="/api/v1", responses=m.ERROR_RESPONSES)
 
 StrList = Annotated[list[str], Query()]
-EVERY_PROJECT = ("all", "*")
+# Each request's limit, bounded by the request policy (lore.policy).
+LessonsLimit = Annotated[int, Query(ge=1, le=policy.REQUESTS["lessons"].most)]
+SearchLimit = Annotated[int, Query(ge=1, le=policy.REQUESTS["search"].most)]
+RulesLimit = Annotated[int, Query(ge=1, le=policy.REQUESTS["preferences"].most)]
+TalkLimit = Annotated[int, Query(ge=1, le=policy.REQUESTS["conversations"].most)]
+ReviewLimit = Annotated[int, Query(ge=1, le=policy.REQUESTS["review"].most)]
 
 
 def state_of(request: Request) -> ServerState:
@@ -46,10 +51,11 @@ Write = Annotated[ServerState, Depends(writer)]
 
 def filters(tag: list[str], kind: list[str], status: list[str], source: list[str],
             min_confidence: str | None, project: str | None, file_type: list[str],
-            context: list[str]) -> Filters:
-    return Filters(tags=tuple(tag), kinds=tuple(kind), statuses=tuple(status) or ("active",),
+            context: list[str], request: str = "search") -> Filters:
+    return Filters(tags=tuple(tag), kinds=tuple(kind), statuses=policy.statuses(status, request),
                    sources=tuple(source), min_confidence=min_confidence or None,
-                   project=project or None, file_types=tuple(file_type), contexts=tuple(context))
+                   project=policy.scope(project, request).filter, file_types=tuple(file_type),
+                   contexts=tuple(context))
 
 
 @router.get("/health", response_model=m.Health, tags=["server"])
@@ -64,10 +70,10 @@ def list_lessons(state: Read, tag: StrList = [], kind: StrList = [],  # noqa: B0
                  status: StrList = [], source: StrList = [],  # noqa: B006
                  file_type: StrList = [], context: StrList = [],  # noqa: B006
                  min_confidence: str | None = None, project: str | None = None,
-                 limit: Annotated[int, Query(ge=1, le=500)] = 50,
+                 limit: LessonsLimit = policy.REQUESTS["lessons"].limit,
                  offset: Annotated[int, Query(ge=0)] = 0) -> dict[str, Any]:
     """Lessons matching the filters (default: active ones), newest first, one page at a time."""
-    f = filters(tag, kind, status, source, min_confidence, project, file_type, context)
+    f = filters(tag, kind, status, source, min_confidence, project, file_type, context, "lessons")
     total, rows = state.call(lambda lore: lore.list_lessons(f, limit, offset))
     return {"total": total, "limit": limit, "offset": offset, "lessons": rows}
 
@@ -118,7 +124,7 @@ def graph(state: Read, lesson_id: str, depth: Annotated[int, Query(ge=1, le=3)] 
 @router.get("/search", response_model=m.SearchOut, response_model_exclude_none=True,
             tags=["search"])
 def search(state: Read, q: Annotated[str, Query(min_length=1, max_length=2000)],
-           limit: Annotated[int, Query(ge=1, le=100)] = 10,
+           limit: SearchLimit = policy.REQUESTS["search"].limit,
            mode: Literal["hybrid", "keyword", "vector"] = "hybrid", explain: bool = False,
            tag: StrList = [], kind: StrList = [], status: StrList = [],  # noqa: B006
            source: StrList = [], file_type: StrList = [], context: StrList = [],  # noqa: B006
@@ -139,26 +145,28 @@ def search(state: Read, q: Annotated[str, Query(min_length=1, max_length=2000)],
 @router.get("/preferences", response_model=m.PreferencesOut, tags=["preferences"])
 def preferences(state: Read, project: str | None = None, file_type: str | None = None,
                 status: StrList = [],  # noqa: B006
-                limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> dict[str, Any]:
-    """Preferences and rules of a project and the global ones (``project=all``: every project;
-    none: the global ones only), active and proposed unless ``status`` says otherwise."""
-    every = project is not None and project.lower() in EVERY_PROJECT
-    scope = None if every else project or None
+                limit: RulesLimit = policy.REQUESTS["preferences"].limit
+                ) -> dict[str, Any]:
+    """Preferences and rules of a project and the global ones (``project=global``: the global
+    ones only; ``all`` or none: every project), active and proposed unless ``status`` says
+    otherwise (``all``: every status)."""
+    scope = policy.scope(project, "preferences")
     found = state.call(lambda lore: lore.preferences(
-        scope, all_projects=every, file_type=file_type or None,
-        statuses=tuple(status) or ("active", "proposed"), limit=limit))
-    return {"project": scope, "preferences": [p.to_dict() for p in found]}
+        scope.project, all_projects=scope.every, file_type=file_type or None,
+        statuses=policy.statuses(status, "preferences"), limit=limit))
+    return {"project": scope.project, "preferences": [p.to_dict() for p in found]}
 
 
 @router.get("/conversations/search", response_model=m.ConversationsOut, tags=["conversations"])
 def conversations(state: Read, q: Annotated[str, Query(min_length=1, max_length=2000)],
-                  project: str | None = None, limit: Annotated[int, Query(ge=1, le=100)] = 5,
+                  project: str | None = None,
+                  limit: TalkLimit = policy.REQUESTS["conversations"].limit,
                   mode: Literal["hybrid", "keyword", "vector"] = "hybrid",
                   explain: bool = False, rerank: bool | None = None) -> dict[str, Any]:
     """Past sessions that match (imported with `lore ingest`); ``project=all`` or none searches
     every project. ``rerank``: the configured language model re-orders the best results
     (default: ``conversations.rerank``)."""
-    scope = None if project is None or project.lower() in EVERY_PROJECT else project
+    scope = policy.scope(project, "conversations").project
     found = state.call(lambda lore: lore.conversations.find(q, project=scope, limit=limit,
                                                             mode=mode, rerank=rerank))
     return {"query": q, "project": scope, **found.outcome(),
@@ -190,11 +198,12 @@ class ReviewIn(BaseModel):
 
 @router.get("/review", tags=["review"])
 def review_queue(state: Read, project: str | None = None,
-                 limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> dict[str, Any]:
+                 limit: ReviewLimit = policy.REQUESTS["review"].limit) -> dict[str, Any]:
     """What waits for review, as `lore review --json` lists it (``project``: its rules and the
     global ones; none: every project)."""
-    items = state.call(lambda lore: lore.learner.waiting(project or None,
-                                                         all_projects=not project, limit=limit))
+    scope = policy.scope(project, "review")
+    items = state.call(lambda lore: lore.learner.waiting(scope.project, all_projects=scope.every,
+                                                         limit=limit))
     return {"count": len(items), "waiting": items}
 
 
