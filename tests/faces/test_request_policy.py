@@ -69,6 +69,13 @@ HERE_ROWS = [
 ]
 
 
+def with_inputs(args: dict[str, Any], project: str | None, statuses: list[str] | None,
+                limit: int | None, status_key: str) -> None:
+    for key, value in (("project", project), (status_key, statuses), ("limit", limit)):
+        if value is not None:
+            args[key] = value
+
+
 def via_cli(run: Any, request: str, project: str | None, statuses: list[str] | None,
             limit: int | None) -> list[str]:
     args = {"search": ["search", WORD, "--no-track"], "preferences": ["recall", "preferences"],
@@ -92,12 +99,7 @@ def via_mcp(server: Any, request: str, project: str | None, statuses: list[str] 
     name, args = {"search": ("lore_search", {"query": WORD}),
                   "preferences": ("lore_preferences", {}),
                   "review": ("lore_review_list", {})}[request]
-    if project is not None:
-        args["project"] = project
-    if statuses is not None:
-        args["statuses"] = statuses
-    if limit is not None:
-        args["limit"] = limit
+    with_inputs(args, project, statuses, limit, "statuses")
 
     async def call() -> Any:
         return await server.call_tool(name, args)
@@ -114,12 +116,7 @@ def via_rest(client: httpx.Client, request: str, project: str | None,
     path, params = {"search": ("/api/v1/search", {"q": WORD}),
                     "preferences": ("/api/v1/preferences", {}),
                     "review": ("/api/v1/review", {})}[request]
-    if project is not None:
-        params["project"] = project
-    if statuses is not None:
-        params["status"] = statuses
-    if limit is not None:
-        params["limit"] = limit
+    with_inputs(params, project, statuses, limit, "status")
     res = client.get(path, params=params)
     assert res.status_code == 200, f"{res.status_code} {res.text}"
     return [r["id"] for r in res.json()[{"search": "results", "preferences": "preferences",
