@@ -113,20 +113,19 @@ def measure(url: str, home: Path, real, queries: list[str]) -> dict:
         for q in queries:
             qv = real.embed_query(q)
             t0 = time.perf_counter()
-            exact = candidates(store, memory, qv, cfg.candidates, "1", [], mode="memory",
+            exact = candidates(store, memory, qv, cfg.candidates, Filters(statuses=()), False, mode="memory",
                                memory_below=0, exact_below=0, narrow=False)
             t_mem.append((time.perf_counter() - t0) * 1000)
             t0 = time.perf_counter()
-            got = candidates(store, MemoryIndex(), qv, cfg.candidates, "1", [],
+            got = candidates(store, MemoryIndex(), qv, cfg.candidates, Filters(statuses=()), False,
                              mode="sqlite-vec", memory_below=0, exact_below=0, narrow=False)
             t_hnsw.append((time.perf_counter() - t0) * 1000)
             recalls.append(len({s for s, _ in exact[:10]} & {s for s, _ in got[:10]}) / 10)
-            where, params = store.filter_sql(lore.resolve_filters(Filters()),
-                                             anti_contexts_exclude=True)
             t0 = time.perf_counter()
             store.keyword_search(fts_terms(q), (cfg.title_weight, cfg.tags_weight,
-                                                cfg.content_weight), cfg.candidates, where,
-                                 params, cfg.keyword_max_postings, False)
+                                                cfg.content_weight), cfg.candidates,
+                                 lore.resolve_filters(Filters()), cfg.keyword_max_postings,
+                                 False, anti_contexts_exclude=True)
             t_kw.append((time.perf_counter() - t0) * 1000)
         out.update(recall=float(np.mean(recalls)), memory=t_mem, hnsw=t_hnsw, keyword=t_kw,
                    size=store.size_bytes())

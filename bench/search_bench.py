@@ -116,11 +116,12 @@ def vector_stage(settings: Settings, real, queries: list[str]) -> dict:
         recalls, t_mem, t_sql = [], [], []
         for qv in qvecs:
             t0 = time.perf_counter()
-            exact = candidates(store, memory, qv, cfg.candidates, "1", [], mode="memory",
+            exact = candidates(store, memory, qv, cfg.candidates, Filters(statuses=()), False, mode="memory",
                                memory_below=0, exact_below=0, narrow=False)
             t_mem.append((time.perf_counter() - t0) * 1000)
             t0 = time.perf_counter()
-            got = candidates(store, MemoryIndex(), qv, cfg.candidates, "1", [], mode="sqlite-vec",
+            got = candidates(store, MemoryIndex(), qv, cfg.candidates, Filters(statuses=()), False,
+                             mode="sqlite-vec",
                              memory_below=0, exact_below=0, narrow=False)
             t_sql.append((time.perf_counter() - t0) * 1000)
             recalls.append(len({s for s, _ in exact[:10]} & {s for s, _ in got[:10]}) / 10)

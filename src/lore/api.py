@@ -444,9 +444,8 @@ class Lore:
         id, title, kind, confidence, usage_count and updated_at)."""
         if limit < 1 or offset < 0:
             raise InvalidInput(f"limit must be at least 1 and offset at least 0 (got {limit}, {offset})")
-        where, params = self.store.filter_sql(self.resolve_filters(filters or Filters()),
-                                              anti_contexts_exclude=False)
-        seqs = sorted(self.store.allowed_seqs(where, params), reverse=True)
+        seqs = sorted(self.store.allowed_seqs(self.resolve_filters(filters or Filters())),
+                      reverse=True)
         page = seqs[offset:offset + limit]
         briefs = self.store.brief(page)
         rows = [briefs[s] for s in page if s in briefs]
@@ -457,7 +456,7 @@ class Lore:
         return self.store.count()
 
     def edge_count(self) -> int:
-        return self.store.table_count("edges")
+        return self.store.edge_count()
 
     def titles(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
         """(title, kind) of each lesson id that exists."""
@@ -612,23 +611,24 @@ class Lore:
     def stats(self) -> dict[str, Any]:
         model, dims = self.stored_model()
         s = self.store
+        counts = s.lesson_counts()
         return {
             "database": self.settings.db_shown,
             "size_bytes": s.size_bytes(),
             "schema_version": s.schema_version(),
             "lessons": s.count(),
-            "by_kind": dict(s.grouped_counts("kind")),
-            "by_status": dict(s.grouped_counts("status")),
-            "by_confidence": dict(s.grouped_counts("confidence")),
-            "by_project": {k or "(global)": v for k, v in s.grouped_counts("project")},
-            "by_source": {k or "(none)": v for k, v in s.grouped_counts("source")},
+            "by_kind": counts["kind"],
+            "by_status": counts["status"],
+            "by_confidence": counts["confidence"],
+            "by_project": {k or "(global)": v for k, v in counts["project"].items()},
+            "by_source": {k or "(none)": v for k, v in counts["source"].items()},
             "tags": len(s.tag_counts()),
-            "edges": s.table_count("edges"),
+            "edges": s.edge_count(),
             "vectors": s.vector_count(),
             "embedding_model": model,
             "embedding_dimensions": dims,
             "configured_model": self.configured_model(),
-            "searches": s.table_count("search_log"),
+            "searches": s.search_count(),
             # redacted again as shown: a log written before queries were redacted
             "top_queries": [{"query": redact(q), "count": n} for q, n in s.top_queries(5)],
             "most_used": [{"id": i, "title": t, "usage_count": n} for i, t, n in s.most_used(5)],

@@ -58,7 +58,7 @@ def test_duplicate_link_is_idempotent(fake_lore):
     a, b = add(fake_lore, "A"), add(fake_lore, "B")
     fake_lore.link(a, b, "supersedes")
     fake_lore.link(a, b, "supersedes")
-    assert fake_lore.store.table_count("edges") == 1
+    assert fake_lore.store.edge_count() == 1
     assert len(fake_lore.get_lesson(a).edges) == 1
 
 
@@ -66,7 +66,7 @@ def test_self_link_is_rejected(fake_lore):
     a = add(fake_lore, "A")
     with pytest.raises(InvalidInput, match="itself"):
         fake_lore.link(a, a)
-    assert fake_lore.store.table_count("edges") == 0
+    assert fake_lore.store.edge_count() == 0
 
 
 def test_empty_relation_is_rejected(fake_lore):
@@ -81,7 +81,7 @@ def test_link_to_missing_lesson_is_not_found(fake_lore, missing_side):
     args = (ghost, a) if missing_side == "from" else (a, ghost)
     with pytest.raises(NotFound, match=ghost):
         fake_lore.link(*args)
-    assert fake_lore.store.table_count("edges") == 0
+    assert fake_lore.store.edge_count() == 0
 
 
 def test_unlink_without_relation_removes_every_relation(fake_lore):

@@ -21,6 +21,7 @@ from lore.ids import new_id, now
 from lore.models import CodeExample, Edge, Evidence, Filters, TradeOff
 from lore.store import Store, open_store, protocol, rows
 from lore.store.protocol import LessonRow
+from tables import history
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -74,8 +75,8 @@ def test_lessons_round_trip_index_and_delete(store):
         store.insert(row(b, "Use uv", ("deps", "tools")))
     assert store.get(a).tags == ("deps",) and store.get(a).evidence[0].quote == "the user said so"
     assert store.count() == 2 and store.existing_ids([a, b, new_id()]) == {a, b}
-    where, params = store.filter_sql(Filters(tags=("tools",)), anti_contexts_exclude=True)
-    hits = store.keyword_search(['"uv"'], (1.0, 1.0, 1.0), 10, where, params, 1000)
+    hits = store.keyword_search(['"uv"'], (1.0, 1.0, 1.0), 10, Filters(tags=("tools",)), 1000,
+                                anti_contexts_exclude=True)
     assert [store.brief([s])[s]["id"] for s, _ in hits] == [b]
     store.replace(seq_a, row(a, "Pin numpy below 2", ("deps",)))
     assert store.get(a).title == "Pin numpy below 2"
@@ -94,8 +95,9 @@ def test_get_many_reads_whole_lessons_in_the_order_asked(store):
     got = store.get_many(asked)
     assert [x.id for x in got] == [ids[2], ids[0], ids[1]]  # an unknown id is left out
     assert got == [store.get(i) for i in (ids[2], ids[0], ids[1])]
-    assert got[1].edges == got[2].edges == (store.edges_of(ids[0])[0],)
-    assert store.edges_of_many([ids[1], ids[2]]) == {ids[1]: store.edges_of(ids[1])}
+    assert got[1].edges == got[2].edges and got[0].edges == ()  # both ends hold the edge
+    assert [(e.from_id, e.to_id, e.relation) for e in got[1].edges] == [
+        (ids[0], ids[1], "contradicts")]
     assert store.get_many([]) == []
 
 
@@ -173,10 +175,9 @@ def test_sync_change_log_cursors_dedup_origins_and_history(store):
     assert [s for s, _ in changes] == sorted(s for s, _ in changes)  # a monotonic sequence
     assert sync.lesson_changes_after(changes[0][0], 1) == [changes[1]]
     assert sync.pending_count("lessons", changes[1][0]) == 1
-    assert sync.stream_end("lessons") == changes[-1][0]
     with store.atomic():
         store.record_usage([a], now())  # usage is not a change to sync
-    assert sync.stream_end("lessons") == changes[-1][0]
+    assert sync.lesson_changes_after(changes[-1][0], 10) == []
 
     store.conversations.upsert_session("s1", "claude-code", "/p", "laptop", None, None, "t")
     seq = store.conversations.insert_message({
@@ -224,8 +225,8 @@ def test_sync_change_log_cursors_dedup_origins_and_history(store):
     sync.add_history({"lesson_id": a, "device": "DEV", "updated_at": "2026-01-01T00:00:00.000Z",
                       "at": now(), "outcome": "replaced", "winner_device": "DEV2",
                       "winner_updated_at": "2026-01-02T00:00:00.000Z", "data": {"title": "old"}})
-    assert [(h["device"], h["data"]) for h in sync.history(a)] == [("DEV", {"title": "old"})]
-    assert sync.history(b) == []
+    assert [(h["device"], h["data"]) for h in history(store, a)] == [("DEV", {"title": "old"})]
+    assert history(store, b) == []
 
 
 def test_pending_lessons_are_counted_once_each_and_only_when_written_here(store):
@@ -248,7 +249,7 @@ def test_pending_lessons_are_counted_once_each_and_only_when_written_here(store)
     assert sync.pending_count("lessons", 0) == 2  # mine, and the deletion of gone
     assert sync.deletions([gone, elsewhere, mine])[gone][1] == "DEV-1"
     assert sync.deletions([elsewhere])[elsewhere] == ("2026-01-01T00:00:00.000Z", "OTHER")
-    end = sync.stream_end("lessons")
+    end = sync.lesson_changes_after(0, 100)[-1][0]
     assert sync.pending_count("lessons", end) == 0
     edited = row(pulled, "Edited here after the pull")
     edited.values["updated_at"] = "2999-01-01T00:00:00.000Z"
@@ -447,19 +448,23 @@ def test_lesson_reads_filters_and_reference_values(store):
     assert lesson.examples[0].code == "x = 1" and lesson.trade_offs[0].type == "pro"
     assert lesson.preference is not None and lesson.preference.preferred == "files"
     assert [x.id for x in store.iter_lessons()] == [a, b, c]
-    where, params = store.filter_sql(Filters(contexts=("django",), file_types=("py",)),
-                                     anti_contexts_exclude=True)
-    assert c not in {store.brief([s])[s]["id"] for s in store.allowed_seqs(where, params)}
-    assert store.count_where(where, params) == 2
-    where, params = store.filter_sql(Filters(min_confidence="medium", project="/p"),
-                                     anti_contexts_exclude=False)
-    assert store.seqs_where([sa, sb, sc], where, params) == {sa, sb, sc}
+    scoped = Filters(contexts=("django",), file_types=("py",))
+    allowed = store.allowed_seqs(scoped, anti_contexts_exclude=True)
+    assert c not in {store.brief([s])[s]["id"] for s in allowed} and len(allowed) == 2
+    both = Filters(contexts=("flask", "django"))
+    assert sc in store.allowed_seqs(both)  # an anti-context: demoted by ranking, not left out
+    assert sc not in store.allowed_seqs(both, anti_contexts_exclude=True)
+    assert store.seqs_matching([sa, sb, sc], scoped, anti_contexts_exclude=True) == set(allowed)
+    assert store.seqs_matching([sa, sb, sc], Filters(min_confidence="medium", project="/p")) \
+        == {sa, sb, sc}
+    assert store.seqs_matching([sa, sb, sc], Filters(statuses=("rejected",))) == set()
     assert store.anti_context_hits([sa, sc], ["django"]) == {sc}
     assert store.contents([sa])[sa] == "Pin numpy below 2 body"
     assert store.brief([sa])[sa]["ordinal"] == 3
-    hits = store.keyword_search(['"numpy"', '"installs"'], (3.0, 2.0, 1.0), 10, "1", [], 1000)
+    everything = Filters(statuses=())
+    hits = store.keyword_search(['"numpy"', '"installs"'], (3.0, 2.0, 1.0), 10, everything, 1000)
     assert {s for s, _ in hits} == {sa, sb}
-    titled = store.keyword_search(['"files"'], (3.0, 2.0, 1.0), 10, "1", [], 1000)
+    titled = store.keyword_search(['"files"'], (3.0, 2.0, 1.0), 10, everything, 1000)
     assert titled[0][0] == sc  # a title hit ranks first
 
 
@@ -474,7 +479,6 @@ def test_vectors_graph_tags_usage_and_statistics(store):
     assert [s for s, _ in store.vectors_since(0)] == [sa, sb, sc]
     version = store.vector_versions()[0]
     assert store.vectors_since(version) == []
-    assert [t[0] for t in store.lesson_texts()] == [sa, sb, sc]
     assert [t[0] for t in store.lessons_needing_vectors()] == [sa, sb, sc]  # hashes differ
     assert [(e.from_id, e.to_id) for e in store.neighbours([b], [])] == [(a, b)]
     assert store.add_edge(Edge(b, c, "supersedes", now())) and not store.add_edge(
@@ -487,8 +491,11 @@ def test_vectors_graph_tags_usage_and_statistics(store):
     store.merge_usage(sb, 7, "2999-01-01T00:00:00Z")
     assert store.get(b).usage_count == 7 and store.get(b).last_used == "2999-01-01T00:00:00Z"
     assert store.top_queries(3) == [("numpy pin", 1)]
-    assert dict(store.grouped_counts("kind")) == {"learning": 2, "preference": 1}
-    assert store.table_count("edges") == 2 and store.table_count("search_log") == 1
+    counts = store.lesson_counts()
+    assert counts["kind"] == {"learning": 2, "preference": 1} and set(counts) == {
+        "kind", "status", "confidence", "project", "source"}
+    assert sum(counts["status"].values()) == sum(counts["source"].values()) == 3
+    assert store.edge_count() == 2 and store.search_count() == 1
     store.drop_vectors()
     assert store.vector_count() == 0 and store.vector_versions()[1] > 0
     assert store.size_bytes() > 0 and store.schema_version() >= 13
@@ -613,16 +620,14 @@ def test_who_wrote_it_and_who_may_find_it(location):
         mine.insert(row(shared, "Team rule"))
         mine.add_edge(Edge(learned, shared, "related_to", now()))
         for s, sees in ((mine, {learned, shared}), (theirs, {shared})):
-            where, params = s.filter_sql(Filters(), anti_contexts_exclude=True)
-            assert {s.brief([q])[q]["id"] for q in s.allowed_seqs(where, params)} == sees
+            assert {s.brief([q])[q]["id"] for q in s.allowed_seqs(Filters())} == sees
             assert {r["id"] for r in s.sessions.other_lessons(None, 10)} == sees
         with pytest.raises(InvalidInput):
             mine.set_visibility(learned, "everyone")
         with pytest.raises(NotFound):
             mine.set_visibility(new_id(), "team")
         mine.set_visibility(learned, "team")
-        where, params = theirs.filter_sql(Filters(), anti_contexts_exclude=True)
-        assert theirs.count_where(where, params) == 2
+        assert len(theirs.allowed_seqs(Filters())) == 2
         cid = theirs.corrections.add_correction(event_id="e9", session_id=None, project=None,
                                                 user_message="no", proposal=None, files=[],
                                                 at=now(), origin="manual")
@@ -764,7 +769,6 @@ def test_every_row_a_backend_returns_is_of_its_declared_type(store):
         ("edits_after", rows.PushedEdit, store.sync.edits_after(0, 10)),
         ("sessions_of", rows.SessionRecord, store.sync.sessions_of(["s1", "s2"])),
         ("batch", rows.Batch, [store.sync.batch("DEV", "b1")]),
-        ("history", rows.HistoryEntry, store.sync.history(b)),
         ("check", rows.Check, [store.guards.check("k1")]),
         ("checks", rows.Check, store.guards.checks()),
         ("events", rows.CheckEvent, store.guards.events()),

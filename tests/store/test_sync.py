@@ -23,6 +23,7 @@ from lore.core.sync.client import Client, run
 from lore.core.sync.records import PROTOCOL, batch_name, record_hash, sane
 from lore.errors import BackendUnavailable, ConfigError, InvalidInput
 from server_util import running
+from tables import history
 
 pytest.importorskip("fastapi")
 
@@ -347,11 +348,11 @@ def test_conflict_latest_wins_everywhere_and_keeps_history(homes):
         assert sync(a, url).merge.conflicts == 1  # A's own edit lost to B's newer one
     for lore in (a, b, server):
         assert lore.get_lesson(lesson.id).content == "B says: use uv and lock with uv.lock."
-    history = server.store.sync.history(lesson.id)
-    assert [h["outcome"] for h in history] == ["replaced"]
-    assert history[0]["data"]["content"] == "A says: use uv for installs."
-    assert history[0]["device"] == a.sync.device_id()
-    assert a.store.sync.history(lesson.id)[0]["data"]["content"] == "A says: use uv for installs."
+    kept = history(server.store, lesson.id)
+    assert [h["outcome"] for h in kept] == ["replaced"]
+    assert kept[0]["data"]["content"] == "A says: use uv for installs."
+    assert kept[0]["device"] == a.sync.device_id()
+    assert history(a.store, lesson.id)[0]["data"]["content"] == "A says: use uv for installs."
 
 
 def test_merge_ties_go_to_the_greater_device(tmp_path):
@@ -497,7 +498,7 @@ def test_a_deletion_travels_and_does_not_come_back(homes):
     for lore in (a, b, server):
         assert lore.store.existing_ids([lesson.id, kept.id]) == {kept.id}
     # The deleted version is kept nowhere as a conflict: one device deleted what all held.
-    assert server.store.sync.history(lesson.id) == []
+    assert history(server.store, lesson.id) == []
 
 
 def test_an_edit_later_than_a_deletion_wins_and_an_earlier_one_loses(homes):
@@ -521,8 +522,8 @@ def test_an_edit_later_than_a_deletion_wins_and_an_earlier_one_loses(homes):
     for lore in (a, b, server):
         assert lore.store.existing_ids([first.id, second.id]) == {first.id}, lore.settings.home
         assert lore.get_lesson(first.id).content.startswith("B still wants")
-    outcomes = {h["lesson_id"]: h for h in server.store.sync.history(first.id)
-                + server.store.sync.history(second.id)}
+    outcomes = {h["lesson_id"]: h for h in history(server.store, first.id)
+                + history(server.store, second.id)}
     assert outcomes[first.id]["data"].get("deleted") and outcomes[first.id]["outcome"] == "replaced"
     assert outcomes[second.id]["data"]["content"].endswith("pin <2 until the fix")
     assert outcomes[second.id]["outcome"] == "refused"

@@ -108,7 +108,7 @@ def test_import_twice_is_idempotent(fake_lore, open_other):
     assert second.to_dict() == {"added": 0, "updated": 0, "unchanged": 3, "edges": 0,
                                 "skipped": []}
     assert other.store.count() == 3
-    assert other.store.table_count("edges") == 3
+    assert other.store.edge_count() == 3
     assert [comparable(x.to_dict()) for x in other.store.iter_lessons()] == before
     # Importing a database's own export into itself changes nothing either.
     again = fake_lore.import_lines(lines)
@@ -195,7 +195,7 @@ def test_one_invalid_line_fails_the_whole_import(fake_lore, kind):
     assert reason in msg
     assert "\n" not in msg
     assert fake_lore.store.count() == 1
-    assert fake_lore.store.table_count("edges") == 0
+    assert fake_lore.store.edge_count() == 0
     assert fake_lore.store.vector_count() == 1
 
 

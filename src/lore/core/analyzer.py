@@ -380,10 +380,8 @@ class Analyzer:
     def known(self, cand: Candidate) -> str | None:
         """The id of a proposed or active lesson of this project (or global) that ``cand``
         restates: the same title, or an embedding at least ``learning.same_rule_similarity`` close."""
-        where, params = self.store.filter_sql(
-            Filters(statuses=("proposed", "active"), project=cand.fields.get("project")),
-            anti_contexts_exclude=False)
-        seqs = self.store.allowed_seqs(where, params)
+        seqs = self.store.allowed_seqs(
+            Filters(statuses=("proposed", "active"), project=cand.fields.get("project")))
         if not seqs:
             return None
         brief = self.store.brief(seqs)
@@ -411,9 +409,8 @@ class Analyzer:
         names = list(dict.fromkeys(" ".join(n.split()) for n in names if n and n.strip()))[:MAX_RELATED]
         if not names:
             return []
-        where, params = self.store.filter_sql(Filters(statuses=("proposed", "active"), project=project),
-                                              anti_contexts_exclude=False)
-        brief = self.store.brief(self.store.allowed_seqs(where, params))
+        brief = self.store.brief(self.store.allowed_seqs(
+            Filters(statuses=("proposed", "active"), project=project)))
         others = {seq: str(row["id"]) for seq, row in brief.items() if row["id"] != lesson_id}
         found: dict[str, str] = {}
         for name in names:

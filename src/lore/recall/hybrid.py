@@ -93,7 +93,7 @@ def search(
     tuning: SearchTuning = SEARCH,
 ) -> list[SearchResult]:
     t = tuning
-    where, params = store.filter_sql(filters, anti_contexts_exclude=cfg.anti_context == "exclude")
+    exclude = cfg.anti_context == "exclude"
     depth = max(t.candidates, limit)
 
     # A filter on status alone keeps nearly everything: cheaper to apply after ranking.
@@ -103,14 +103,14 @@ def search(
         terms = fts_terms(query)
         if terms:
             weights = (t.title_weight, t.tags_weight, t.content_weight)
-            keyword = store.keyword_search(terms, weights, depth, where, params,
-                                           t.keyword_max_postings, narrow)
+            keyword = store.keyword_search(terms, weights, depth, filters, t.keyword_max_postings,
+                                           narrow, anti_contexts_exclude=exclude)
 
     vector: list[tuple[int, float]] = []
     if mode in ("hybrid", "vector") and embed_query is not None and query.strip():
         qvec = embed_query(query)
         vector = vectors.candidates(
-            store, memory, qvec, depth, where, params, mode=t.vector_index,
+            store, memory, qvec, depth, filters, exclude, mode=t.vector_index,
             memory_below=t.memory_below, exact_below=t.exact_below, narrow=narrow,
         )
         vector = [(s, sim) for s, sim in vector if sim >= t.min_similarity]

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from lore.extras import add_extra
+from lore.models import Filters
 from lore.store import LessonStore
 
 
@@ -123,13 +124,15 @@ def score_rows(rows: list[tuple[int, bytes]], qvec: np.ndarray, depth: int) -> l
 
 
 def candidates(
-    store: LessonStore, memory: MemoryIndex, qvec: np.ndarray, depth: int, where: str,
-    params: list, *, mode: str, memory_below: int, exact_below: int, narrow: bool,
+    store: LessonStore, memory: MemoryIndex, qvec: np.ndarray, depth: int, filters: Filters,
+    exclude: bool, *, mode: str, memory_below: int, exact_below: int, narrow: bool,
 ) -> list[tuple[int, float]]:
-    """(seq, cosine similarity), best first, at most ``depth``, among lessons passing ``where``."""
+    """(seq, cosine similarity), best first, at most ``depth``, among lessons ``filters``
+    allows (``exclude``: leaving out those whose anti-contexts name one of its contexts). The
+    candidates are taken twice as deep (four times from the index) and filtered after: the
+    store also leaves out what its user may not see, whatever the filters say."""
     qvec = np.asarray(qvec, dtype=np.float32)
-    filtered = where != "1"
-    allowed = store.allowed_seqs(where, params) if filtered and narrow else None
+    allowed = store.allowed_seqs(filters, anti_contexts_exclude=exclude) if narrow else None
     if allowed is not None and len(allowed) <= exact_below:
         return score_rows(store.vectors_for(allowed), qvec, depth)
     use_memory = mode == "memory" or (mode == "auto" and memory.loaded)
@@ -140,21 +143,19 @@ def candidates(
         memory.sync(store)
         if allowed is not None:
             return memory.search(qvec, depth, allowed)
-        hits = memory.search(qvec, depth * 2 if filtered else depth)
+        hits = memory.search(qvec, depth * 2)
     else:
-        k = min(total, depth * (4 if filtered else 1))
+        k = min(total, depth * 4)
         seqs = store.knn(qvec.tobytes(), k)
         if allowed is not None:
             keep = set(allowed)
             seqs = [s for s in seqs if s in keep]
         hits = score_rows(store.vectors_for(seqs), qvec, depth * 2)
-    if not filtered:
-        return hits[:depth]
-    keep = store.seqs_where([s for s, _ in hits], where, params)
+    keep = store.seqs_matching([s for s, _ in hits], filters, anti_contexts_exclude=exclude)
     kept = [(s, sim) for s, sim in hits if s in keep][:depth]
     if len(kept) < depth and len(hits) >= depth:
         # The filter removed more candidates than expected: score the allowed set exactly.
-        allowed = store.allowed_seqs(where, params)
+        allowed = store.allowed_seqs(filters, anti_contexts_exclude=exclude)
         if use_memory:
             return memory.search(qvec, depth, allowed)
         return score_rows(store.vectors_for(allowed), qvec, depth)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from lore.ids import now
-from lore.models import Edge
+from lore.models import Edge, Filters
 from lore.store.postgres.db import atomic, chunks
 from lore.store.protocol import LessonRow, stamped
 from lore.store.sqlite.lessons import LessonTables
@@ -53,11 +53,6 @@ def rank_weights(weights: Sequence[float]) -> str:
     top = max(max(weights), 1e-9)
     a, b, c = (w / top for w in weights)
     return f"'{{0.0, {c:.6f}, {b:.6f}, {a:.6f}}}'"
-
-
-def where_sql(where: str) -> str:
-    """The store's "no filter" (``1``, which recall compares against) as Postgres's TRUE."""
-    return "TRUE" if where == "1" else where
 
 
 def vector_bytes(v: Any) -> bytes:
@@ -105,7 +100,8 @@ class PGLessonTables(LessonTables):
 
     def keyword_search(
         self, terms: Sequence[str], weights: tuple[float, float, float], limit: int,
-        where: str, params: Sequence[Any], max_postings: int, narrow: bool = True,
+        filters: Filters, max_postings: int, narrow: bool = True, *,
+        anti_contexts_exclude: bool = False,
     ) -> list[tuple[int, float]]:
         """(seq, -rank) best first: lower is better, as BM25's convention on SQLite."""
         if not terms:
@@ -113,10 +109,11 @@ class PGLessonTables(LessonTables):
         if len(terms) > 1:
             terms = self._prune_terms(terms, max_postings)
         query, qparams = tsquery(terms)
+        where, params = self._filter(filters, anti_contexts_exclude)
         sql = (
             f"SELECT f.seq, -ts_rank_cd({rank_weights(weights)}, f.doc, q.q) AS s "
             f"FROM (SELECT {query} AS q) q, lessons_fts f JOIN lessons l ON l.seq = f.seq "
-            f"WHERE f.doc @@ q.q AND {where_sql(where)} ORDER BY s, f.seq LIMIT ?"
+            f"WHERE f.doc @@ q.q AND {where} ORDER BY s, f.seq LIMIT ?"
         )
         return [(r[0], float(r[1])) for r in self.conn.execute(sql, [*qparams, *params, limit])]
 
@@ -129,13 +126,6 @@ class PGLessonTables(LessonTables):
             counts.append(int(self.conn.execute(
                 f"SELECT count(*) FROM lessons_fts WHERE doc @@ {query}", qparams).fetchone()[0]))
         return prune_terms(terms, counts, max_postings)
-
-    # ---- filters ----------------------------------------------------------------------
-    def count_where(self, where: str, params: Sequence[Any]) -> int:
-        return super().count_where(where_sql(where), params)
-
-    def allowed_seqs(self, where: str, params: Sequence[Any]) -> list[int]:
-        return super().allowed_seqs(where_sql(where), params)
 
     # ---- vectors ----------------------------------------------------------------------
     def has_vector_index(self) -> bool:

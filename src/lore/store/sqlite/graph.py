@@ -13,16 +13,6 @@ class EdgeTables(Tables):
     """The ``edges`` table."""
 
     # ---- graph ------------------------------------------------------------------------
-    def edges_of(self, lesson_id: str) -> list[Edge]:
-        return [
-            Edge(r[0], r[1], r[2], r[3])
-            for r in self.conn.execute(
-                "SELECT from_id, to_id, relation, created_at FROM edges "
-                "WHERE from_id = ? OR to_id = ? ORDER BY created_at, relation",
-                (lesson_id, lesson_id),
-            )
-        ]
-
     def edges_of_many(self, ids: Sequence[str]) -> dict[str, list[Edge]]:
         """``edges_of`` for many lessons in one query per 500 ids."""
         out: dict[str, list[Edge]] = {}

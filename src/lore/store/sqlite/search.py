@@ -1,8 +1,8 @@
 """The keyword index (contentless FTS5) and the filters of a lesson search, as SQL.
 
 User text reaches FTS5 only through :func:`fts_terms`: every term is quoted. A filter
-becomes a WHERE clause over ``lessons l`` with its bound parameters (:class:`Where`); the
-search code above the store passes it back unread.
+becomes a WHERE clause over ``lessons l`` with its bound parameters, built here from the
+:class:`~lore.models.Filters` each method is given: no SQL leaves the store.
 """
 
 from __future__ import annotations
@@ -133,8 +133,10 @@ class KeywordIndex(Tables):
 
 
     # ---- filters ----------------------------------------------------------------------
-    def filter_sql(self, f: Filters, *, anti_contexts_exclude: bool) -> tuple[str, list[Any]]:
-        """A WHERE clause over ``lessons l`` for the filters, and its parameters."""
+    def _filter(self, f: Filters, anti_contexts_exclude: bool) -> tuple[str, list[Any]]:
+        """A WHERE clause over ``lessons l`` for the filters (``TRUE``: none), and its
+        parameters. ``anti_contexts_exclude``: a lesson whose anti-contexts name one of the
+        filter's contexts is left out (otherwise ranking demotes it)."""
         where: list[str] = []
         params: list[Any] = []
         if f.statuses:
@@ -189,19 +191,16 @@ class KeywordIndex(Tables):
             # Someone else's personal lessons are in this database: keep them out.
             where.append(visible)
             params += who
-        return (" AND ".join(where) or "1"), params
-
-    def count_where(self, where: str, params: Sequence[Any]) -> int:
-        return int(
-            self.conn.execute(f"SELECT count(*) FROM lessons l WHERE {where}", params).fetchone()[0]
-        )
+        return (" AND ".join(where) or "TRUE"), params
 
     # ---- keyword search ---------------------------------------------------------------
     def keyword_search(
         self, terms: Sequence[str], weights: tuple[float, float, float], limit: int,
-        where: str, params: Sequence[Any], max_postings: int, narrow: bool = True,
+        filters: Filters, max_postings: int, narrow: bool = True, *,
+        anti_contexts_exclude: bool = False,
     ) -> list[tuple[int, float]]:
-        """(seq, bm25) best first; bm25 is negative, lower is better (FTS5 convention).
+        """(seq, bm25) best first among the lessons ``filters`` allows; bm25 is negative, lower
+        is better (FTS5 convention). ``narrow`` False: the filters hold a status alone.
 
         BM25 scores every row that matches any term, so a query full of common words
         costs as much as the corpus is large. Past ``max_postings`` matching rows, the
@@ -213,13 +212,14 @@ class KeywordIndex(Tables):
         if len(terms) > 1:
             terms = self._prune_terms(terms, max_postings)
         match = " OR ".join(terms)
+        where, params = self._filter(filters, anti_contexts_exclude)
         if not narrow:
             # Only a status filter: rank without touching the (wide) lessons rows, then
             # drop the few hits in other statuses; join only if that leaves too few.
             hits = [(r[0], r[1]) for r in self.conn.execute(
                 "SELECT rowid, bm25(lessons_fts, ?, ?, ?) AS s FROM lessons_fts "
                 "WHERE lessons_fts MATCH ? ORDER BY s LIMIT ?", [*weights, match, 2 * limit])]
-            keep = self.seqs_where([s for s, _ in hits], where, params)
+            keep = self._seqs_where([s for s, _ in hits], where, params)
             kept = [h for h in hits if h[0] in keep][:limit]
             if len(kept) == limit or len(hits) < 2 * limit:
                 return kept
@@ -237,12 +237,18 @@ class KeywordIndex(Tables):
         return prune_terms(terms, counts, max_postings)
 
 
-    def allowed_seqs(self, where: str, params: Sequence[Any]) -> list[int]:
+    def allowed_seqs(self, filters: Filters, *, anti_contexts_exclude: bool = False) -> list[int]:
+        """The seqs of every lesson ``filters`` allows."""
+        where, params = self._filter(filters, anti_contexts_exclude)
         return [r[0] for r in self.conn.execute(f"SELECT l.seq FROM lessons l WHERE {where}", params)]
 
+    def seqs_matching(self, seqs: Sequence[int], filters: Filters, *,
+                      anti_contexts_exclude: bool = False) -> set[int]:
+        """Those of ``seqs`` that ``filters`` allows."""
+        return self._seqs_where(seqs, *self._filter(filters, anti_contexts_exclude))
 
-    def seqs_where(self, seqs: Sequence[int], where: str, params: Sequence[Any]) -> set[int]:
-        if where == "1":
+    def _seqs_where(self, seqs: Sequence[int], where: str, params: Sequence[Any]) -> set[int]:
+        if where == "TRUE":
             return set(seqs)
         keep: set[int] = set()
         for chunk in chunks(list(seqs)):

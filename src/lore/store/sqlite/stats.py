@@ -80,18 +80,18 @@ class UsageTables(Tables):
             )
 
     # ---- statistics -------------------------------------------------------------------
-    def grouped_counts(self, column: str) -> list[tuple[str | None, int]]:
-        assert column in ("kind", "status", "confidence", "project", "source")
-        return [
-            (r[0], r[1])
-            for r in self.conn.execute(
-                f"SELECT {column}, count(*) FROM lessons GROUP BY {column} ORDER BY count(*) DESC"
-            )
-        ]
+    def lesson_counts(self) -> dict[str, dict[str | None, int]]:
+        """Lessons counted by kind, status, confidence, project and source, most first."""
+        return {column: {r[0]: r[1] for r in self.conn.execute(
+            f"SELECT {column}, count(*) FROM lessons GROUP BY {column} ORDER BY count(*) DESC")}
+            for column in ("kind", "status", "confidence", "project", "source")}
 
-    def table_count(self, table: str) -> int:
-        assert table in ("edges", "search_log", "lesson_tags", "evidence")
-        return int(self.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+    def edge_count(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM edges").fetchone()[0])
+
+    def search_count(self) -> int:
+        """Searches logged (``search_log``)."""
+        return int(self.conn.execute("SELECT count(*) FROM search_log").fetchone()[0])
 
     def top_queries(self, limit: int) -> list[tuple[str, int]]:
         return [

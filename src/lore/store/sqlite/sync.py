@@ -67,10 +67,6 @@ class SyncTables(Tables):
                                 (after,)).fetchone()
         return int(row[0])
 
-    def stream_end(self, stream: str) -> int:
-        table, key = STREAMS[stream]
-        return int(self.conn.execute(f"SELECT coalesce(max({key}), 0) FROM {table}").fetchone()[0])
-
     def lesson_changes_after(self, after: int, limit: int) -> list[tuple[int, str]]:
         return [(int(r[0]), str(r[1])) for r in self.conn.execute(
             "SELECT seq, lesson_id FROM lesson_changes WHERE seq > ? ORDER BY seq LIMIT ?",
@@ -234,8 +230,3 @@ class SyncTables(Tables):
             ":at, :outcome, :winner_device, :winner_updated_at, :data)",
             {**row, "data": json.dumps(row["data"], ensure_ascii=False)})
 
-    def history(self, lesson_id: str) -> list[HistoryEntry]:
-        rows = self.conn.execute(
-            "SELECT lesson_id, device, updated_at, at, outcome, winner_device, winner_updated_at, "
-            "data FROM lesson_history WHERE lesson_id = ? ORDER BY id", (lesson_id,))
-        return [cast(HistoryEntry, {**dict(r), "data": json.loads(r["data"])}) for r in rows]

@@ -45,15 +45,6 @@ class VectorTables(ReferenceTables):
             self.set_meta("vectors_reset", str(version))
         return version
 
-    def lesson_texts(self) -> list[tuple[int, str, str, str]]:
-        """(seq, title, content, content_hash) of every lesson."""
-        return [
-            (r[0], r[1], r[2], r[3])
-            for r in self.conn.execute(
-                "SELECT seq, title, content, content_hash FROM lessons ORDER BY seq"
-            )
-        ]
-
     def lessons_needing_vectors(self) -> list[tuple[int, str, str, str]]:
         """(seq, title, content, content_hash) of lessons without an up-to-date vector."""
         return [
