@@ -144,3 +144,27 @@ def test_a_hook_process_loads_nothing_heavy(event, tmp_path):
     assert heavy_in(loaded) == []
     queued = list((tmp_path / "home" / "queue" / "pending").glob("*.json"))
     assert len(queued) == (0 if event == "pre-tool-use" else 1)  # the hook did its work
+
+
+def test_a_check_that_blocks_loads_its_matcher_and_nothing_heavy(tmp_path):
+    from lore.apply.check_hook import write_compiled
+    from lore.apply.checks import needle
+
+    home = tmp_path / "home"
+    fields = {"command": r"npm(?=\s|$)"}
+    write_compiled(str(home / "guards.json"), [{
+        "id": "c1", "lesson_id": "l1", "mode": "block", "rule": "Use pnpm, not npm.",
+        "why": "one lock file", "said": "no, pnpm", **fields,
+        "needles": {k: n for k, v in fields.items() if (n := needle(k, v))}}], "test")
+    payload = {"session_id": "s1", "cwd": str(tmp_path), "tool_name": "Bash",
+               "tool_input": {"command": "cd web && npm install left-pad"}}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LORE_", "PYTHON"))}
+    env.update(LORE_HOME=str(home), PYTHONPATH=str(SRC.parent))
+    done = subprocess.run([sys.executable, "-c", PROBE, "pre-tool-use"], input=json.dumps(payload),
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert "permissionDecision" in done.stdout  # it blocked
+    loaded = json.loads(done.stderr)
+    assert "lore.apply.shell" in loaded and "lore.extract.steer" in loaded
+    # the rule's wording comes from extract.steer, whose package loads nothing else
+    assert heavy_in(m for m in loaded if m not in ("lore.extract", "lore.extract.steer")) == []
+    assert len(list((home / "queue" / "pending").glob("*.json"))) == 1  # the match is queued

@@ -18,17 +18,17 @@ chosen by ``learning.extractor``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
-
+TYPE_CHECKING = False  # the PreToolUse hook imports extract.steer: this package stays light
 if TYPE_CHECKING:
-    from lore.extract.shapes import Extracted
+    from lore.extract.protocol import Extractor
+
+__all__ = ["Extractor"]
 
 
-class Extractor(Protocol):
-    """Reads the rule a correction or preference states."""
+def __getattr__(name: str) -> object:
+    # The protocol loads typing; only the learner and a plugin ask for it.
+    if name == "Extractor":
+        from lore.extract.protocol import Extractor
 
-    name: str
-
-    def extract(self, message: str, proposal: str | None = None) -> Extracted | None:
-        """The rule's fields, or None when the message gives nothing to read."""
-        ...
+        return Extractor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported: the PreToolUse hook reads neutral()
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 # Where a captured message came from (the correction row's origin, the evidence's source):
 # these hold what the user typed to the agent (the hooks, past transcripts, their replay).
@@ -36,18 +39,25 @@ NOT_TYPED = {
 SYNCED = NOT_TYPED["sync"]
 UNRECORDED = "learned before Lore recorded whose words it came from"
 
-_FENCE = re.compile(r"(?:```|~~~).*?(?:```|~~~|\Z)", re.DOTALL)
-_QUOTED = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
-# A tag pair around text (<ci-log>…</ci-log>, <system>…</system>): text injected or pasted.
-_TAG_BLOCK = re.compile(r"<\s*([a-z][\w:.-]{0,40})(?:\s[^<>]*)?>.*?<\s*/\s*\1\s*>",
-                        re.DOTALL | re.IGNORECASE)
-_WRAPPER_TAG = re.compile(r"<\s*/?\s*(?:lore|system|instructions?|prompt|assistant|user|tool)"
-                          r"[\w:. -]{0,40}>", re.IGNORECASE)
-_LOG_LINE = re.compile(
-    r"^\s*(?:Traceback \(most recent|\w*Error\b:?|FAIL(?:ED)?\b|npm ERR!|at\s+\S+\s+\(|\$ |"
-    r">>> |\[\d{2}:\d{2}|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|##\[\w+\]|::(?:error|warning|group)|"
-    r"\[(?:INFO|WARN(?:ING)?|ERROR|DEBUG)\]|(?:INFO|WARN(?:ING)?|ERROR|DEBUG)[: ]\s).*$",
-    re.MULTILINE)
+
+@lru_cache(maxsize=1)
+def _set_aside() -> tuple[tuple[re.Pattern[str], str], ...]:
+    """What :func:`own_words` sets aside, compiled once a process reads a message (the
+    PreToolUse hook, which only needs :func:`neutral`, never does)."""
+    return (
+        (re.compile(r"(?:```|~~~).*?(?:```|~~~|\Z)", re.DOTALL), "a code fence"),
+        # a tag pair around text (<ci-log>…</ci-log>, <system>…</system>): injected or pasted
+        (re.compile(r"<\s*([a-z][\w:.-]{0,40})(?:\s[^<>]*)?>.*?<\s*/\s*\1\s*>",
+                    re.DOTALL | re.IGNORECASE), "text inside tags"),
+        (re.compile(r"<\s*/?\s*(?:lore|system|instructions?|prompt|assistant|user|tool)"
+                    r"[\w:. -]{0,40}>", re.IGNORECASE), "a wrapper tag"),
+        (re.compile(r"^[ \t]*>.*$", re.MULTILINE), "quoted lines"),
+        (re.compile(
+            r"^\s*(?:Traceback \(most recent|\w*Error\b:?|FAIL(?:ED)?\b|npm ERR!|at\s+\S+\s+\(|\$ |"
+            r">>> |\[\d{2}:\d{2}|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|##\[\w+\]|::(?:error|warning|group)|"
+            r"\[(?:INFO|WARN(?:ING)?|ERROR|DEBUG)\]|(?:INFO|WARN(?:ING)?|ERROR|DEBUG)[: ]\s).*$",
+            re.MULTILINE), "a log"),
+    )
 
 
 def own_words(message: str) -> tuple[str, str]:
@@ -67,9 +77,7 @@ def own_words(message: str) -> tuple[str, str]:
     reasons = []
     if " ".join(said.split()) != " ".join(strip_wrappers(message).split()):
         reasons.append("pasted text")
-    for rx, reason in ((_FENCE, "a code fence"), (_TAG_BLOCK, "text inside tags"),
-                       (_WRAPPER_TAG, "a wrapper tag"), (_QUOTED, "quoted lines"),
-                       (_LOG_LINE, "a log")):
+    for rx, reason in _set_aside():
         said, n = rx.subn(" ", said)
         if n:
             reasons.append(reason)
