@@ -121,6 +121,9 @@ def _collect(line: str, out: Found, depth: int, at: int | None) -> bool:
     text is cut from the line itself."""
     if depth > MAX_DEPTH or len(line) > MAX_CHARS:
         return False
+    simple = _simple(line)
+    if simple is not None:  # one plain command: its words, without loading the grammar
+        return _unwrap(simple[0], out, depth, at if at is not None else simple[1])
     tree = _parser().parse(_ASCII.sub("a", line).encode("ascii"))  # held while read
     root = tree.root_node
     if root.has_error:
@@ -135,6 +138,25 @@ def _collect(line: str, out: Found, depth: int, at: int | None) -> bool:
         sources.pop()
         if not sources:
             _SOURCES.pop(get_ident(), None)
+
+
+# A line of these characters alone is one simple command whose words are its blank-separated
+# parts, as the grammar reads it (tests/apply/test_shell_simple.py compares the two): no
+# quoting, expansion, redirection, list, pipeline, glob, comment or line continuation.
+_SIMPLE = re.compile(r"[ \t]*[A-Za-z0-9_./@%+,:-][A-Za-z0-9_./@%+,:=\t -]*")
+_RESERVED = frozenset({"if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done",
+                       "case", "esac", "function", "select", "in", "time", "coproc"})
+
+
+def _simple(line: str) -> tuple[Argv, int] | None:
+    """The words of a line that is one plain command, and where it starts; None otherwise."""
+    if not _SIMPLE.fullmatch(line):
+        return None
+    argv = line.split()
+    # the grammar reads a program named with = (an assignment), @ or % otherwise
+    if not argv or any(c in argv[0] for c in "=@%") or argv[0] in _RESERVED:
+        return None
+    return argv, len(line) - len(line.lstrip(" \t"))
 
 
 def _walk(root: Any, out: Found, depth: int, at: int | None) -> bool:
