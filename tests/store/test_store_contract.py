@@ -507,7 +507,7 @@ def test_conversation_tables(store):
     assert conv.file_state("/t/s1.jsonl").offset == 100
     assert conv.session("s1")["message_count"] == 2
     assert conv.session("s1")["speakers"] in ("user assistant", "assistant user")
-    assert conv.count() == 1 and conv.chunk_ids("/p") == [chunk]
+    assert conv.stats()["chunks"] == 1 and conv.chunk_ids("/p") == [chunk]
     assert conv.scope_speakers("/p") and conv.chunks_needing_vectors() == []
     assert conv.chunk_first_uuids([chunk]) == {chunk: "u1"}
     assert conv.chunk_rows([chunk])[chunk]["agent"] == "claude-code"

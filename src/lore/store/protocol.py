@@ -249,7 +249,6 @@ class ConversationStore(Protocol):
     def nearest(self, query: bytes, k: int, project: str | None) -> list[tuple[int, float]] | None:
         """(chunk id, cosine similarity) best first from the backend's own vector search, or
         None when it has none (SQLite: the index file or an exact scan answers)."""
-    def count(self) -> int: ...
     def chunk_ids(self, project: str) -> list[int]: ...
     def keyword_search(self, terms: Sequence[str], weights: tuple[float, float, float, float],
                        limit: int, project: str | None,

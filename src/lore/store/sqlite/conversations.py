@@ -242,9 +242,6 @@ class ConversationTables(Tables):
         chunk index file beside it, or scans the vectors exactly."""
         return None
 
-    def count(self) -> int:
-        return int(self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
-
     def chunk_ids(self, project: str) -> list[int]:
         """The chunks of one project."""
         return [r[0] for r in self.conn.execute("SELECT id FROM chunks WHERE project = ?", (project,))]
@@ -405,7 +402,7 @@ class ConversationTables(Tables):
         return {
             "sessions": int(q("SELECT count(*) FROM sessions").fetchone()[0]),
             "messages": int(q("SELECT count(*) FROM messages").fetchone()[0]),
-            "chunks": self.count(),
+            "chunks": int(q("SELECT count(*) FROM chunks").fetchone()[0]),
             "file_edits": int(q("SELECT count(*) FROM file_edits").fetchone()[0]),
             "files": int(q("SELECT count(*) FROM ingest_files").fetchone()[0]),
         }
