@@ -599,7 +599,7 @@ class Lore:
     def migrate_to(self, target: str, *, force: bool = False,
                    progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
         """Copy this whole database to another location (a file or a server URL)."""
-        from lore.core.copy import copy_database, open_target
+        from lore.store.copy import copy_database, open_target
 
         store = open_target(target)
         try:
@@ -950,15 +950,15 @@ class Lore:
         return [x for x in found if x.id in visible]
 
     def skill_proposals(self) -> list[Any]:
-        """Groups of approved lessons worth a skill (``core.skills.Proposal``), largest first."""
+        """Groups of approved lessons worth a skill (``apply.skill_proposals.Proposal``), largest first."""
+        from lore.apply.skill_proposals import propose
         from lore.apply.skills import SKILLS
-        from lore.core.skills import propose
 
         return propose(self.store, self.approved_lessons(), self.tuned(SKILLS))
 
     def skill_plan(self, choice: str, home: Path, *, to_global: bool = False) -> tuple[Any, Plan]:
         """The proposal numbered or named ``choice``: (skill, plan of its files). Reads only."""
-        from lore.core.skills import choose, plan_write
+        from lore.apply.skill_proposals import choose, plan_write
 
         return plan_write(choose(self.skill_proposals(), choice), home, to_global=to_global)
 

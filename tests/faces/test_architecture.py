@@ -21,7 +21,7 @@ LAYERS = [
     # rules and replacements are its modules.
     (0, ("lore", "lore.errors", "lore.models", "lore.ids", "lore.normalize", "lore.config",
          "lore.config_models", "lore.config_cache", "lore.tuning",
-         "lore.schema", "lore.home", "lore.plugins", "lore.redact",
+         "lore.validation", "lore.home", "lore.plugins", "lore.redact",
          "lore.private",
          "lore.trusted", "lore.extras", "lore.projects", "lore.policy")),
     (1, ("lore.store", "lore.embed", "lore.llm")),

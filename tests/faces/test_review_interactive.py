@@ -188,7 +188,7 @@ def test_listing_loads_no_model_no_numpy_and_reads_in_batches(queue, lore_home):
         "sys.argv = ['lore', 'review', '--limit', '1000']\n"
         "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
         "heavy = [m for m in ('numpy', 'sqlite_vec', 'lore.core.learner', 'lore.extract.detect',\n"
-        "         'onnxruntime', 'lore.schema') if m in sys.modules]\n"
+        "         'onnxruntime', 'lore.validation') if m in sys.modules]\n"
         "print('HEAVY', heavy)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

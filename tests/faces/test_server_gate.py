@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from lore.schema import FIELD_MAX, LIST_MAX, TEXT_MAX, TITLE_MAX
+from lore.validation import FIELD_MAX, LIST_MAX, TEXT_MAX, TITLE_MAX
 from lore.web.gate import MAX_BODY
 from lore.web.sync import MAX_BODY as SYNC_MAX
 from server_util import running

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from lore.config_models import Config
-    from lore.schema import LessonFields
+    from lore.validation import LessonFields
 
 DEFAULTS = {"kind": "learning", "status": "active", "confidence": "medium"}
 
@@ -52,7 +52,7 @@ class Lessons:
 
     def add(self, title: str, content: str = "", **fields: Any) -> Lesson:
         """Validate, store, index and embed a new lesson; return it."""
-        from lore.schema import validate_fields  # pydantic's lesson models: writes only
+        from lore.validation import validate_fields  # pydantic's lesson models: writes only
 
         data = validate_fields({"title": title, "content": content, **fields})
         self.embedding.check_model()
@@ -70,7 +70,7 @@ class Lessons:
     def update(self, lesson_id: str, **changes: Any) -> Lesson:
         """Change the given fields; lists replace the old list. Re-embeds only changed text."""
         current = self.store.get(lesson_id)
-        from lore.schema import validate_fields
+        from lore.validation import validate_fields
 
         data = validate_fields(changes)
         row = self.row(lesson_id, data, existing=current)

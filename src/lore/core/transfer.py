@@ -19,8 +19,8 @@ from lore.errors import InvalidInput
 from lore.ids import is_id, now
 from lore.models import Edge, ImportReport
 from lore.normalize import json_value
-from lore.schema import LessonFields, LessonRecord, describe
 from lore.store import LessonRow
+from lore.validation import LessonFields, LessonRecord, describe
 
 
 def import_records(lessons: Lessons, embedding: Embedding, lines: Iterable[str], *,

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lore.schema import LessonFields
+from lore.validation import LessonFields
 
 
 class LessonCreate(LessonFields):
