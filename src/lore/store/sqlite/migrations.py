@@ -32,6 +32,8 @@ def run_script(conn: Any, script: str) -> None:
 
 
 def m001_core(conn: Any) -> None:
+    """Lessons in one table with their child tables, edges and tags, the keyword index
+    (FTS5), the vectors, the search log, ``meta`` and the reference tables."""
     run_script(
         conn,
         """
