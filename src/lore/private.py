@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
-UMASK = 0o077
 
 
 def private_dir(path: P) -> P:

@@ -39,7 +39,6 @@ import time
 # without checks pays for none of them.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import re
     from collections.abc import Mapping
     from typing import Any
 
@@ -73,14 +72,6 @@ class Slow(Exception):
 
 
 # ---- the conditions ---------------------------------------------------------------------
-def command_regex(pattern: str) -> Any:
-    return _compiled("command", pattern)
-
-
-def glob_regex(glob: str) -> re.Pattern[str]:
-    return _compiled("path", glob)  # type: ignore[no-any-return]
-
-
 def _compiled(kind: str, pattern: str) -> Any:
     key = (kind, pattern)
     found = _CACHE.get(key)
