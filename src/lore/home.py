@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import sys
 
-from lore.errors import ConfigError
 from lore.private import open_private, private_dir
 
 TYPE_CHECKING = False
@@ -113,6 +112,8 @@ def check_device(value: str) -> str:
 
     if re.fullmatch(_DEVICE, value):
         return value
+    from lore.errors import ConfigError
+
     shown = ascii(value[:40] + ("…" if len(value) > 40 else ""))
     raise ConfigError(f"LORE_DEVICE={shown} is not a valid device id; use 1 to 64 letters, "
                       "digits, '.', '_' or '-', starting with a letter or digit (or unset it)")
@@ -197,6 +198,8 @@ def idle_exit_seconds() -> int:
     if not value:
         return IDLE_EXIT_SECONDS
     if not value.isdigit() or len(value) > 9:
+        from lore.errors import ConfigError
+
         raise ConfigError(f"LORE_WORKER_IDLE_EXIT={ascii(value[:40])} is not a number of seconds; "
                           "give a whole number (0: a worker started by a hook never exits)")
     return int(value)

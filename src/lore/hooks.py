@@ -23,7 +23,6 @@ import sys
 import time
 
 from lore.capture import enqueue, hooklog
-from lore.capture.signals import might_teach
 from lore.capture.tail import MAX_FIELD, last_assistant, last_exchange
 from lore.home import check_device, home_dir, idle_exit_seconds, is_url, spawn_worker, worker_running
 from lore.normalize import json_value
@@ -203,6 +202,8 @@ def stop_signals(payload: dict[str, Any]) -> dict[str, Any]:
     """The user's last prompt and what the assistant proposed before it, read from the end
     of the transcript (never the whole file), when the pre-filter says the prompt might teach
     something (a correction or a standing preference); the worker's detector decides."""
+    from lore.capture.signals import might_teach  # its patterns: the Stop and prompt hooks only
+
     path = payload.get("transcript_path")
     if not isinstance(path, str) or not os.path.isfile(path):
         return {"correction": False}
@@ -216,6 +217,8 @@ def prompt_signals(payload: dict[str, Any]) -> dict[str, Any]:
     """The same check on the prompt as it is submitted: the prompt comes with the hook, and
     the proposal it answers is already in the transcript, so this sees corrections that the
     Stop hook can miss when the transcript is written late. The worker stores each once."""
+    from lore.capture.signals import might_teach
+
     prompt = payload.get("prompt")
     if not isinstance(prompt, str) or not might_teach(prompt):
         return {"correction": False}
