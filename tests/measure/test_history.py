@@ -176,3 +176,34 @@ def test_each_repository_is_another_developer(tmp_path, settings):
     beta = (prompts / "beta-tool-s001.md").read_text(encoding="utf-8")
     user = beta.split("===== USER =====", 1)[1]
     assert "<known_rules>" not in user and "jq" not in user
+
+
+def test_a_judged_lasting_refinement_is_proposed_as_in_real_use(tmp_path, settings):
+    """A correction the judge calls lasting but that states no rule outright (a refinement,
+    scored 0.5 only when seen recently) is proposed at once in real use: the replay's clock
+    must count it as recent too, or it waits hidden and the repeat finds it only kept."""
+    data = [
+        {"id": "c-1", "text": "don't hand me the commands, run them yourself",
+         "label": "correction", "durable": True, "prev_agent": "Run these commands: make build",
+         "source": {"repo": "acme/app"}, "repeat_group": "self"},
+        {"id": "c-2", "text": "Add a footer", "label": "none", "durable": False,
+         "prev_agent": None, "source": {"repo": "acme/app"}},
+        {"id": "c-3", "text": "again, run the commands yourself instead of listing them",
+         "label": "correction", "durable": True, "prev_agent": "You can run: make test",
+         "source": {"repo": "acme/app"}, "repeat_group": "self"},
+    ]
+    replies = tmp_path / "replies"
+    replies.mkdir()
+    (replies / "acme-app-s001.md").write_text(json.dumps({"items": [
+        {"id": "m1", "label": "correction", "durable": True, "quote": "run them yourself",
+         "rule": "Run the commands yourself instead of handing them to the developer."}]}),
+        encoding="utf-8")
+    (replies / "acme-app-s002.md").write_text(json.dumps({"items": [
+        {"id": "m1", "label": "none"},
+        {"id": "m2", "label": "correction", "durable": True, "quote": "run the commands yourself",
+         "rule": "Run the commands yourself instead of listing them.", "restates": 1}]}),
+        encoding="utf-8")
+    got = evaluate([write(tmp_path, data)], settings, FakeEmbedder(), judge_replies=replies,
+                   reviewer=False)
+    [repeat] = got["by_repository"][0]["repeats"]
+    assert repeat["later_session"] and repeat["state"] == "proposed"

@@ -57,7 +57,11 @@ if TYPE_CHECKING:
     from lore.embed import Embedder
 
 STATES = ("front", "proposed", "candidate", "absent")
-_START = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)  # the replay's clock: a day per session
+# The replay's clock ends now, an hour a session and a second a message: a rule's score counts
+# a sighting as recent against the wall clock (lore.extract.score), as it does in real use, where
+# a correction is scored as it is made. A replay dated in the past scored every refinement 0.1
+# short, and left it a hidden candidate where real use proposes it.
+_SESSION = timedelta(hours=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,8 +298,9 @@ def replay(lore: Lore, root: Path, repo: str, sessions: Sequence[Sequence[Messag
     taught: dict[str, set[str]] = {}   # group → keys of its earlier occurrences
     lesson_before: dict[str, bool] = {}  # group → an earlier occurrence is a lasting lesson
     decided: set[str] = set()
+    start = datetime.now(UTC) - _SESSION * (len(sessions) + 1)
     for number, session in enumerate(sessions, 1):
-        day = _START + timedelta(days=number)
+        day = start + _SESSION * number
         sid = f"{slug(repo)}-{number}"
         front = _front(lore, str(project), root)
         report.sessions += 1
@@ -312,7 +317,7 @@ def replay(lore: Lore, root: Path, repo: str, sessions: Sequence[Sequence[Messag
                     first_session[m.group] = number
                 taught.setdefault(m.group, set()).add(m.key)
                 lesson_before[m.group] = lesson_before.get(m.group, False) or m.lesson
-            at = (day + timedelta(minutes=k)).isoformat(timespec="seconds")
+            at = (day + timedelta(seconds=k)).isoformat(timespec="seconds")
             lore.learner.capture(m.text, m.previous, project=str(project), session_id=sid,
                                  message_uuid=m.key, at=at, origin="hook")
             lore.learner.process_pending()
