@@ -35,7 +35,7 @@ def fill(home: Path, project: Path, n: int) -> None:
     os.environ["LORE_HOME"] = str(home)
     with Lore.open(load_config()) as lore:
         for i in range(n):
-            lore.add_lesson(f"Prefer option {i} for case {i % 17} of the {TAGS[i % 8]} work",
+            lore.lessons.add(f"Prefer option {i} for case {i % 17} of the {TAGS[i % 8]} work",
                             kind="preference", status="active", tags=[TAGS[i % 8]],
                             project=None if i % 10 == 0 else str(project),
                             file_types=["py"] if i % 5 == 1 else [])
@@ -57,7 +57,7 @@ def facade(project: Path, user: Path) -> float:
 
     with Lore.open(load_config()) as lore:
         t = time.perf_counter()
-        lore.apply_plan(str(project), user).write()
+        lore.apply.plan(str(project), user).write()
         return (time.perf_counter() - t) * 1000
 
 

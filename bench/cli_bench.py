@@ -70,7 +70,7 @@ def seed(home: Path, n: int) -> None:
     os.environ["LORE_HOME"] = str(home)
     with Lore.open(load_config()) as lore:
         for i in range(n):
-            lore.add_lesson(f"Use tool {i} for task {i % 17}", f"Because of reason {i}.",
+            lore.lessons.add(f"Use tool {i} for task {i % 17}", f"Because of reason {i}.",
                             kind="preference", tags=[f"t{i % 9}"])
 
 

@@ -52,10 +52,10 @@ def main() -> None:
         settings = load_config()
         with Lore.open(settings, embedder=NoEmbedder()) as lore:  # type: ignore[arg-type]
             for i in range(args.rules):
-                lore.add_lesson(f"Rule number {i}: use tool{i}, not other{i}", "", status="active",
+                lore.lessons.add(f"Rule number {i}: use tool{i}, not other{i}", "", status="active",
                                 kind="preference", project=str(project),
                                 file_types=["py"] if i % 4 == 0 else [])
-            lore.apply_plan(str(project), root / "user", include_global=True).write()
+            lore.apply.plan(str(project), root / "user", include_global=True).write()
         timed: dict[str, list[float]] = {"with the files read": [], "baseline, no files read": []}
         for _ in range(args.runs):
             for name in timed:

@@ -154,7 +154,7 @@ def search_speed(chunks: int, queries: int, compare: list[str] | None = None) ->
             if compare:
                 compare_models(lore, real, compare, qs, chunks, built)
                 return
-            lore.embedding.use(real)
+            lore.engine.embedding.use(real)
             t0 = time.perf_counter()
             conv.search(qs[0], project=None)
             warm = (time.perf_counter() - t0) * 1000
@@ -183,7 +183,7 @@ def compare_models(lore, real, names: list[str], qs: list[str], chunks: int, bui
 
     models = {real.name: real, **{n: embedder(n) for n in names}}
     switch = Switch(real.name, models)
-    lore.embedding.use(switch)
+    lore.engine.embedding.use(switch)
     conv = lore.conversations
     for name in models:  # warm-up: sessions, the vectors, page cache
         switch.current = name

@@ -4,7 +4,7 @@
 
 Detector: ``lore.extract.detect`` over every message (a labelled file's, or messages built
 here), repeated; the hooks' pre-filter alone as a baseline in the same run. Pipeline:
-``lore.learner.record`` end to end (store, detect, extract, merge with the real embedding model)
+``lore.learning.record`` end to end (store, detect, extract, merge with the real embedding model)
 in a throwaway home.
 """
 
@@ -80,7 +80,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as home:
         os.environ["LORE_HOME"] = home
         with Lore.open(load_config()) as lore:
-            learning = lore.learner
+            learning = lore.learning
             learning.record("always use type hints", None, project="/warm")  # model load
             rng = random.Random(9)
             times = []
@@ -91,7 +91,7 @@ def main() -> None:
                 learning.record(f"{m} ({i})", "I'll do it the usual way.", project="/p",
                                 session_id=f"s{i}", asserted=False)
                 times.append((time.perf_counter() - t0) * 1000)
-            rules = lore.lesson_count()
+            rules = lore.lessons.count()
     print(f"- pipeline (store, detect, extract, merge with the real model): median "
           f"{statistics.median(times):.1f} ms per message, p90 {pct(times, 0.9):.1f} ms "
           f"({1000 / statistics.median(times):.0f} messages/s; 200 messages -> {rules} rules)")

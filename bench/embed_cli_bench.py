@@ -117,7 +117,7 @@ def seed(home: Path, lessons: int) -> None:
     env = {**os.environ, "LORE_HOME": str(home), "LORE_WORKER_AUTOSTART": "0"}
     code = ("import os\nfrom lore.api import Lore\nfrom lore.config import load_config\n"
             f"with Lore.open(load_config()) as lore:\n    for i in range({lessons}):\n"
-            "        lore.add_lesson(f'Use tool {i} for build step {i % 17}', "
+            "        lore.lessons.add(f'Use tool {i} for build step {i % 17}', "
             "f'Because of timeout reason {i}.', kind='preference', tags=[f't{i % 9}'])\n")
     subprocess.run([sys.executable, "-c", code], env=env, check=True)
     subprocess.run([sys.executable, "-m", "lore", "ingest", "--wait",

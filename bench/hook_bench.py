@@ -141,9 +141,9 @@ def session_start_times(runs: int) -> list[float]:
                              "preference": {"preferred": f"option {i}", "rejected": "other"}})
                  for i in range(10_000)]
         with Lore.open(load_config(), embedder=NoEmbedder()) as lore:
-            lore.import_lines(lines)
+            lore.lessons.import_lines(lines)
             for i in range(1000):
-                lore.learner.capture(f"No, use approach {i} instead", "I'll do X",
+                lore.learning.capture(f"No, use approach {i} instead", "I'll do X",
                                      project="/work/shop", session_id=f"s{i % 50}",
                                      at=f"2026-10-{1 + i % 28:02d}T10:00:00", origin="hook",
                                      event_id=f"e{i}")

@@ -92,21 +92,21 @@ def measure(url: str, home: Path, real, queries: list[str]) -> dict:
         with Lore.open(settings, embedder=real) as lore:
             if index == "auto":
                 t0 = time.perf_counter()
-                lore.warm()
+                lore.search.warm()
                 out["warm_up"] = (time.perf_counter() - t0) * 1000
             for q in queries[:5]:
-                lore.recall(q, track=False)
+                lore.search.query(q, track=False)
             total, embed = [], []
             for q in queries:
                 t0 = time.perf_counter()
                 real.embed_query(q)
                 embed.append((time.perf_counter() - t0) * 1000)
                 t0 = time.perf_counter()
-                lore.recall(q, track=False)
+                lore.search.query(q, track=False)
                 total.append((time.perf_counter() - t0) * 1000)
             out[f"hybrid_{index}"], out[f"embed_{index}"] = total, embed
     with Lore.open(settings, embedder=real) as lore:
-        store, cfg = lore.store, lore.tuned(SEARCH)
+        store, cfg = lore.store, lore.engine.tuned(SEARCH)
         memory = MemoryIndex()
         memory.sync(store)
         recalls, t_mem, t_hnsw, t_kw = [], [], [], []
@@ -124,7 +124,7 @@ def measure(url: str, home: Path, real, queries: list[str]) -> dict:
             t0 = time.perf_counter()
             store.keyword_search(fts_terms(q), (cfg.title_weight, cfg.tags_weight,
                                                 cfg.content_weight), cfg.candidates,
-                                 lore.resolve_filters(Filters()), cfg.keyword_max_postings,
+                                 lore.search.resolve_filters(Filters()), cfg.keyword_max_postings,
                                  False, anti_contexts_exclude=True)
             t_kw.append((time.perf_counter() - t0) * 1000)
         out.update(recall=float(np.mean(recalls)), memory=t_mem, hnsw=t_hnsw, keyword=t_kw,

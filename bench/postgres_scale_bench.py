@@ -204,10 +204,10 @@ def measure(url: str, home: Path, data: Path, n: int, queries: list[str]) -> dic
                         config_path=home / "config.yaml")
     out: dict[str, Any] = {}
     with Lore.open(settings) as lore:
-        lore.embedding.record_model()
+        lore.engine.embedding.record_model()
         conv = lore.conversations
         store, cfg = conv.store, conv.tuning
-        embed = lore.embedding.query_function()
+        embed = lore.engine.embedding.query_function()
         embed("warm up")
         for q in queries[:5]:
             conv.search(q, project=None)

@@ -48,7 +48,7 @@ def seed(home: Path, n: int) -> None:
                     "explicit": True, "conflicts": [], "gate": "" if i % 2 else
                     "not specific enough to be a rule", "first_seen": evidence[0]["observed_at"],
                     "last_seen": evidence[-1]["observed_at"]}
-            lore.add_lesson(f"Use {tool} with {habit} (case {i})",
+            lore.lessons.add(f"Use {tool} with {habit} (case {i})",
                             f"Use {tool} with {habit} in case {i}.", kind="preference",
                             status="candidate" if i % 2 == 0 else "proposed",
                             score=0.4 + (i % 50) / 100, source="correction", project=project,

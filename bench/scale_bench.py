@@ -72,7 +72,7 @@ def build(n: int, texts_only: bool = False) -> None:
         t1 = time.perf_counter()
         while todo := store.chunks_needing_vectors(20_000):
             store.put_vectors([(cid, h, vecs[cid - 1].tobytes()) for cid, *_, h in todo])
-        lore.embedding.record_model()
+        lore.engine.embedding.record_model()
         stored = time.perf_counter() - t1
         t2 = time.perf_counter()
         print("  index:", conv.refresh_index(), flush=True)  # none below 20,000 vectors
@@ -154,7 +154,7 @@ with Lore.open(load_config()) as lore:
     conv = lore.conversations
     store, cfg = conv.store, conv.tuning
     qs = make_queries(nq)
-    embed = lore.embedding.query_function()
+    embed = lore.engine.embedding.query_function()
     embed("warm up")
     t = time.perf_counter()
     conv.search(qs[0], project=None)

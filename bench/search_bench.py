@@ -69,7 +69,7 @@ def build(home: Path, n: int, real) -> tuple[Settings, float]:
                          "tags": list(d.tags), "kind": "learning"}) for d in docs]
     start = time.perf_counter()
     with Lore.open(settings, embedder=CachedEmbedder(real, table)) as lore:
-        lore.import_lines(lines)
+        lore.lessons.import_lines(lines)
     return settings, time.perf_counter() - start
 
 
@@ -79,24 +79,24 @@ def warm_search(settings: Settings, real, queries: list[str], vector_index: str)
     out: dict = {}
     with Lore.open(settings, embedder=real) as lore:
         t0 = time.perf_counter()
-        lore.warm()
+        lore.search.warm()
         out["warm_up"] = (time.perf_counter() - t0) * 1000
         for q in queries[:5]:
-            lore.recall(q)
+            lore.search.query(q)
         total, embed_ms = [], []
         for q in queries:
             t0 = time.perf_counter()
             real.embed_query(q)
             embed_ms.append((time.perf_counter() - t0) * 1000)
             t0 = time.perf_counter()
-            lore.recall(q)
+            lore.search.query(q)
             total.append((time.perf_counter() - t0) * 1000)
         out["hybrid"] = total
         out["embed"] = embed_ms
         filtered = []
         for q in queries[: len(queries) // 2]:
             t0 = time.perf_counter()
-            lore.recall(q, Filters(tags=("postgres", "redis", "docker")))
+            lore.search.query(q, Filters(tags=("postgres", "redis", "docker")))
             filtered.append((time.perf_counter() - t0) * 1000)
         out["filtered"] = filtered
     settings.tuning.pop("search.vector_index", None)
@@ -147,9 +147,9 @@ def peak_memory(home: Path, queries: list[str], warm: bool = False) -> float:
         "import resource, sys\n"
         "from lore.api import Lore\nfrom lore.config import load_config\n"
         "with Lore.open(load_config()) as lore:\n"
-        + ("    lore.warm()\n" if warm else "") +
+        + ("    lore.search.warm()\n" if warm else "") +
         f"    for q in {queries[:50]!r}:\n"
-        "        lore.recall(q)\n"
+        "        lore.search.query(q)\n"
         "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')]\n"
         "print(int(hwm[0].split()[1]) if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
     )

@@ -65,16 +65,16 @@ def main() -> None:
         settings, took = build(Path(tmp), args.size, real)
         print(f"built {args.size} lessons in {took:.1f} s", file=sys.stderr)
         with Lore.open(settings, embedder=real) as lore:
-            _, some = lore.list_lessons(Filters(), 40)
+            _, some = lore.lessons.list(Filters(), 40)
             ids = [r["id"] for r in some]
             for a, b in zip(ids, ids[1:], strict=False):  # a chain: lesson pages draw a graph
-                lore.link(a, b, "related_to")
+                lore.lessons.link(a, b, "related_to")
             # Learned rules for the review queue and the digests: 60 corrections, 30 rules.
             for i in range(60):
-                lore.learner.record(f"No, don't use library{i % 30} here, use tool{i % 30} instead",
+                lore.learning.record(f"No, don't use library{i % 30} here, use tool{i % 30} instead",
                                     f"I'll add library{i % 30} to the module.", project=f"/srv/p{i % 4}",
                                     session_id=f"bench-{i}")
-            lore.warm()
+            lore.search.warm()
             queries = make_queries(args.queries)
             with serving(lore) as url, httpx.Client(base_url=url, timeout=60) as client:
                 for q in queries[:10]:
@@ -87,7 +87,7 @@ def main() -> None:
                 inproc, embed = [], []
                 for q in queries:
                     t0 = time.perf_counter()
-                    lore.recall(q)
+                    lore.search.query(q)
                     inproc.append((time.perf_counter() - t0) * 1000)
                     t0 = time.perf_counter()
                     real.embed_query(q)

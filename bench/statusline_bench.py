@@ -31,18 +31,18 @@ def seed(home: Path, project: str, lessons: int, waiting: int) -> None:
     os.environ["LORE_HOME"] = str(home)
     with Lore.open(load_config(), embedder=HashEmbedder()) as lore:
         for i in range(lessons):
-            lore.add_lesson(f"Lesson {i} about module {i % 97}", f"body {i}", kind="learning",
+            lore.lessons.add(f"Lesson {i} about module {i % 97}", f"body {i}", kind="learning",
                             status="active", project=project if i % 2 else None)
         for i in range(waiting):
-            lore.add_lesson(f"Use tool {i}, not tool {i + 1}", "learned", kind="preference",
+            lore.lessons.add(f"Use tool {i}, not tool {i + 1}", "learned", kind="preference",
                             status="proposed", project=project,
                             metadata={"learning": {"occurrences": 1 + i % 3}})
-        rule = lore.add_lesson("Use pnpm, not npm", "x", kind="preference", status="active",
+        rule = lore.lessons.add("Use pnpm, not npm", "x", kind="preference", status="active",
                                project=project)
-        check = lore.guards.add(rule.id, {"command": "npm(?=\\s|$)", "mode": "block"})
+        check = lore.checks.add(rule.id, {"command": "npm(?=\\s|$)", "mode": "block"})
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
         for n in range(50):
-            lore.guards.record(f"ev{n}", {"session_id": "s", "cwd": project,
+            lore.checks.record(f"ev{n}", {"session_id": "s", "cwd": project,
                                           "lore_guard": [{"check_id": check["id"],
                                                           "lesson_id": rule.id,
                                                           "outcome": "blocked"}]}, stamp)

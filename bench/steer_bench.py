@@ -56,7 +56,7 @@ def build_home(home: str) -> None:
             **({"metadata": {"learning": {"occurrences": 3, "sessions": ["a", "b", "c"],
                                           "untyped": "", "explicit": True}}} if learned else {})}))
     with Lore.open(load_config(), embedder=NoEmbedder()) as lore:
-        lore.import_lines(lines)
+        lore.lessons.import_lines(lines)
 
 
 def hook_runs(payload: dict, runs: int, home: str, baseline_src: str | None

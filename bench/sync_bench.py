@@ -34,7 +34,7 @@ def fill(lore: Lore, events: int, lessons: int) -> dict[str, int]:
     messages = events // 2
     edits = events - lessons - corrections - messages
     for i in range(lessons):
-        lore.add_lesson(f"Approved rule {i}: prefer helper_{i} over ad-hoc code",
+        lore.lessons.add(f"Approved rule {i}: prefer helper_{i} over ad-hoc code",
                         f"The user asked for helper_{i} in module {i % 17}.", kind="preference",
                         status="active", tags=["bench"])
     store = lore.store
@@ -79,7 +79,7 @@ def main() -> None:
             with Lore.open(settings(root / "device"), embedder=real) as device, \
                     Lore.open(settings(root / "server"), embedder=real) as server:
                 shape = fill(device, args.events, args.lessons)
-                server.warm()
+                server.search.warm()
                 with serving(server) as url:
                     client = Client(url, None)
                     start = time.perf_counter()

@@ -53,7 +53,7 @@ def homes_with_rules(tmp_path: Path, project: Path, embedder, n: int) -> list[Pa
         home = tmp_path / f"lore-{i}"
         with Lore.open(settings(home), embedder=embedder) as lore:
             for j in range(2):
-                lore.add_lesson(f"Rule {j} of home {i}: use tool {i}-{j}", "", kind="preference",
+                lore.lessons.add(f"Rule {j} of home {i}: use tool {i}-{j}", "", kind="preference",
                                 status="active", project=str(project))
         homes.append(home)
     return homes

@@ -39,11 +39,11 @@ def main() -> None:
         t0 = time.perf_counter()
         with Lore.open(load_config()) as lore:
             counts = replay(lore, files)
-            learned = lore.preferences(None, all_projects=True,
+            learned = lore.search.preferences(None, all_projects=True,
                                        statuses=("active", "proposed", "candidate"), limit=1000)
             for rule in learned:  # a person approving everything the learner proposed
-                lore.learner.review(rule.id, "approve")
-            typical = [lore.add_lesson(title, content, kind="project_rule", file_types=types,
+                lore.review.decide(rule.id, "approve")
+            typical = [lore.lessons.add(title, content, kind="project_rule", file_types=types,
                                        preference={"preferred": p[0], "rejected": p[1]} if p else None)
                        for title, content, types, p in TYPICAL]
             print(f"{len(files)} transcripts, {counts}; {len(learned)} rules learned and approved; "
@@ -54,11 +54,11 @@ def main() -> None:
                 print("| rule | check proposed | calls | matched | accepted |")
                 print("|---|---|---:|---:|---:|")
                 for rule in rules:
-                    made = lore.guards.propose(rule.id)
+                    made = lore.checks.propose(rule.id)
                     if not made:
                         print(f"| {rule.title[:70]} | (none proposed) | | | |")
                     for check in made:
-                        r = lore.guards.test(check["id"])
+                        r = lore.checks.test(check["id"])
                         print(f"| {rule.title[:70]} | {check['words']} | {r.calls} | "
                               f"{len(r.matched)} | {len(r.accepted)} |")
                         for m in r.matched[:3]:

@@ -105,8 +105,8 @@ def run(args: argparse.Namespace) -> dict:
                 files = sorted(folder.glob("*.jsonl"))
                 replay(lore, files[:args.approve_after])
                 approved = approved_at.isoformat()
-                for lesson in lore.preferences(PROJECT, statuses=("active", "proposed")):
-                    lore.update_lesson(lesson.id, status="active",
+                for lesson in lore.search.preferences(PROJECT, statuses=("active", "proposed")):
+                    lore.lessons.update(lesson.id, status="active",
                                        metadata={**lesson.metadata, "approved_at": approved})
                 replay(lore, files[args.approve_after:])
             else:
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> dict:
             result = {**summary(points), "rates": [round(r, 3) for r in rates(points)],
                       "sparkline": sparkline(rates(points)),
                       "rules": [r.to_dict() for r in follow],
-                      "rules_learned": len(lore.preferences(all_projects=True,
+                      "rules_learned": len(lore.search.preferences(all_projects=True,
                                                                      statuses=("active", "proposed")))}
             if approved:
                 before = [p for p in points if p.at < approved]

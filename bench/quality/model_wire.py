@@ -203,9 +203,9 @@ def replay(name: str, files: list[Path]) -> dict[str, Any]:
         with Lore.open(settings) as lore:
             for path in files:
                 before = len(Wire.seen)
-                lore.learner.backfill([path])
+                lore.learning.backfill([path])
                 judged = len(Wire.seen) > before
-                lore.analyzer.session_ended(path.stem, None, str(path), "2026-01-01T12:00:00+00:00",
+                lore.analysis.session_ended(path.stem, None, str(path), "2026-01-01T12:00:00+00:00",
                                             model_called=judged)
                 sent = Wire.seen[before:]
                 per_session.append({"requests": len(sent), "bytes": sum(r["bytes"] for r in sent),

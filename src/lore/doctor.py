@@ -156,7 +156,7 @@ def fastembed_models() -> dict[str, str]:
 
 
 def embeddings_check(st: dict[str, Any]) -> Check:
-    """Whether the vectors match the configured model (Lore.embedding_state)."""
+    """Whether the vectors match the configured model (Lore.admin.embedding_state)."""
     left = st["missing"]
     waiting = f"{left['lessons']} lessons and {left['chunks']} conversation chunks"
     if st["state"] == "needed":
@@ -186,13 +186,13 @@ def _database(settings: Any, home_ok: bool = True) -> list[Check]:
     out: list[Check] = []
     try:
         with Lore.open(settings, create=False) as lore:
-            integrity = lore.integrity()
-            ro = " (opened read-only)" if lore.read_only else ""
+            integrity = lore.admin.integrity()
+            ro = " (opened read-only)" if lore.admin.read_only else ""
             out.append(Check("database", integrity == "ok",
-                             f"{path}: {lore.lesson_count()} lessons, integrity {integrity}{ro}",
+                             f"{path}: {lore.lessons.count()} lessons, integrity {integrity}{ro}",
                              "" if integrity == "ok" else
                              "restore from an export: lore admin import BACKUP.jsonl"))
-            out.append(embeddings_check(lore.embedding_state()))
+            out.append(embeddings_check(lore.admin.embedding_state()))
     except StorageError as exc:
         out.append(Check("database", False, exc.problem, exc.fix))
         return out

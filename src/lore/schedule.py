@@ -122,15 +122,15 @@ class Scheduler:
                 ingested = report.to_dict()
                 summary["ingested"] = {k: ingested[k] for k in ("files", "messages", "sessions",
                                                                 "embedded")}
-                learned = lore.learner.backfill(roots)
+                learned = lore.learning.backfill(roots)
                 summary["learned"] = {"messages": learned["messages"], "rules": learned["rules"],
                                       "actions": learned["actions"]}
             pid = read_pid(self.settings.home / "worker.pid")
             if pid is not None and alive(pid):
                 summary["processed"] = "left to the running worker"  # one writer learns each
             else:
-                summary["processed"] = len(lore.learner.process_pending())
-            summary["rescored"] = lore.learner.rescore()
+                summary["processed"] = len(lore.learning.process_pending())
+            summary["rescored"] = lore.learning.rescore()
             if cfg.digests:
                 folder = self.settings.home / DIGESTS
                 today = datetime.now(UTC).date()
@@ -155,7 +155,7 @@ class Scheduler:
 
         try:
             with Lore.open(self.settings) as lore:
-                lore.record_schedule_run(run)
+                lore.admin.record_schedule_run(run)
         except Exception:  # noqa: BLE001 - the log keeps it when the database cannot
             self.log.exception("could not record the run")
 

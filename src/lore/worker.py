@@ -85,7 +85,7 @@ class Worker:
         try:
             self.log = _logger(self.home / "logs" / "worker.log")
             if lore is not None:
-                lore.learner.log = self.log  # a second opinion that fails is logged here
+                lore.learning.log = self.log  # a second opinion that fails is logged here
         except OSError as exc:
             raise ConfigError(f"cannot write to Lore's home {self.home} ({exc.strerror or exc}); "
                               "set LORE_HOME to a writable folder") from None
@@ -104,7 +104,7 @@ class Worker:
     def lore(self) -> Lore:
         if self._lore is None:
             self._lore = Lore.open(self.settings)
-            self._lore.learner.log = self.log  # a second opinion that fails is logged here
+            self._lore.learning.log = self.log  # a second opinion that fails is logged here
         return self._lore
 
     # ---- lifecycle --------------------------------------------------------------------
@@ -339,7 +339,7 @@ class Worker:
             left = 0
         else:
             with Lore.open(self.settings, create=False) as lore:
-                left = lore.vector_backlog()
+                left = lore.admin.vector_backlog()
         rate = None
         try:
             rate = float(json.loads(self.rate_file.read_text(encoding="utf-8"))["rate"])
@@ -350,7 +350,7 @@ class Worker:
 
     def rescore(self) -> None:
         try:
-            changed = self.lore.learner.rescore()
+            changed = self.lore.learning.rescore()
             if changed:
                 self.log.info("rescored %d learned rules", changed)
         except Exception as exc:  # noqa: BLE001 - tried again at the next interval
@@ -411,11 +411,11 @@ class Worker:
         if event.kind == "PostToolUse":
             outcome = self.record_edits(event)
         if event.payload.get("lore_guard"):
-            outcome += f"; {self.lore.guards.record(event.id, event.payload, _iso(event.at))} check matches"
+            outcome += f"; {self.lore.checks.record(event.id, event.payload, _iso(event.at))} check matches"
         if event.kind == "PreCompact":
             outcome += "; " + self.record_snapshot(event)
         if event.kind == "SessionStart":  # rules and checks changed elsewhere (a shared database)
-            outcome += f"; {self.lore.guards.compile()} checks compiled"
+            outcome += f"; {self.lore.checks.compile()} checks compiled"
         if event.kind == "SessionStart" and isinstance(event.payload.get("lore_context"), dict):
             outcome += "; " + self.record_context_load(event)
         if event.kind in ("SessionStart", "SessionEnd") and self.settings.config.learning.silent_fixes:
@@ -433,7 +433,7 @@ class Worker:
         (then those of earlier sessions a failure left waiting). A provider error or a spent
         budget leaves them waiting, shown by `lore worker status`; the event still succeeds.
         Returns what it did and whether the model was asked about this session."""
-        learner = self.lore.learner
+        learner = self.lore.learning
         if learner.judge is None:
             return "no judge", False
         session_id = event.payload.get("session_id")
@@ -447,7 +447,7 @@ class Worker:
             if earlier.error:
                 report.error = earlier.error
         if report.error:
-            return (f"judge unavailable, {self.lore.waiting_for_judge()['messages']} messages waiting",
+            return (f"judge unavailable, {self.lore.admin.waiting_for_judge()['messages']} messages waiting",
                     asked)
         return f"judged {report.messages} messages", asked
 
@@ -461,11 +461,11 @@ class Worker:
             return "no session id"
         if event.kind == "SessionStart":
             git = p.get("lore_git")
-            self.lore.analyzer.session_started(session_id, project, _iso(event.at),
+            self.lore.analysis.session_started(session_id, project, _iso(event.at),
                                                git if isinstance(git, dict) else None)
             return "session start recorded"
         path = p.get("transcript_path")
-        report = self.lore.analyzer.session_ended(
+        report = self.lore.analysis.session_ended(
             session_id, project, path if isinstance(path, str) else None, _iso(event.at), event_id=event.id,
             model_called=model_called)
         return (f"analysis {report.outcome}" + (f" ({report.reason})" if report.reason else "")
@@ -476,11 +476,11 @@ class Worker:
         (secrets redacted), then let the detector decide and learn from it."""
         session_id = event.payload.get("session_id")
         proposal = signals.get("assistant_proposal")
-        learner = self.lore.learner
+        learner = self.lore.learning
         stored = learner.capture(
             str(signals["user_message"]), str(proposal) if proposal else None,
             project=_project(event.payload), session_id=session_id,
-            files=self.lore.session_files(session_id), at=_iso(event.at),
+            files=self.lore.sessions.files(session_id), at=_iso(event.at),
             origin="hook", event_id=event.id)
         if stored is None:
             return "message already seen"
@@ -493,9 +493,9 @@ class Worker:
         p = event.payload
         session_id = p.get("session_id")
         if event.kind == "SessionEnd":
-            outcomes = self.lore.learner.silent_fixes(session_id=session_id, final=False)
+            outcomes = self.lore.learning.silent_fixes(session_id=session_id, final=False)
         else:
-            outcomes = self.lore.learner.silent_fixes(project=_project(p), exclude_session=session_id,
+            outcomes = self.lore.learning.silent_fixes(project=_project(p), exclude_session=session_id,
                                                   final=True)
         return f"{len(outcomes)} silent fixes"
 
@@ -509,7 +509,8 @@ class Worker:
         if not isinstance(tool, str) or not isinstance(raw, dict) or not session_id:
             return "kept"
         edits = file_edits(tool, raw, str(session_id), event.id, _iso(event.at))
-        n = self.lore.record_edits(str(session_id), _project(p), p.get("transcript_path"), edits)
+        n = self.lore.conversations.record_edits(str(session_id), _project(p),
+                                                 p.get("transcript_path"), edits)
         return f"{n} edits recorded"
 
     def record_snapshot(self, event: Event) -> str:
@@ -524,7 +525,7 @@ class Worker:
         if isinstance(path, str) and os.path.isfile(path):
             data["last_request"], _ = last_exchange(Path(path))
             data["current_tasks"] = last_todos(Path(path))
-        stored = self.lore.record_snapshot(event.id, session_id, _project(p), _iso(event.at), data)
+        stored = self.lore.sessions.record_snapshot(event.id, session_id, _project(p), _iso(event.at), data)
         return "snapshot recorded" if stored else "snapshot already recorded"
 
     def record_context_load(self, event: Event) -> str:
@@ -532,7 +533,7 @@ class Worker:
         p = event.payload
         data = p["lore_context"]
         at = data.get("at")
-        stored = self.lore.record_context_load(
+        stored = self.lore.sessions.record_context_load(
             event.id, p.get("session_id"), _project(p),
             _iso(float(at)) if isinstance(at, (int, float)) else _iso(event.at), data)
         return "context recorded" if stored else "context already recorded"
@@ -560,7 +561,7 @@ class Worker:
             return None
         try:
             with Lore.open(self.settings, create=False) as lore:
-                return lore.waiting_for_judge()
+                return lore.admin.waiting_for_judge()
         except Exception:  # noqa: BLE001 - the status must show even when the database cannot
             return None
 

@@ -53,7 +53,7 @@ def test_a_file_types_topic_always_names_files(types):
 
 
 def _plan(lore, project: Path, home: Path):
-    return lore.apply_plan(str(project), home, include_global=True)
+    return lore.apply.plan(str(project), home, include_global=True)
 
 
 def test_the_block_has_topic_headings_and_file_rules_their_topic_file(fake_lore, tmp_path):
@@ -64,7 +64,7 @@ def test_the_block_has_topic_headings_and_file_rules_their_topic_file(fake_lore,
                                                              "preferred": "pnpm"}}),
                       ("Run pytest before committing", {}),
                       ("Use type hints", {"file_types": ["py"]})):
-        fake_lore.add_lesson(title, "", kind="preference", status="active", tags=["learned"],
+        fake_lore.lessons.add(title, "", kind="preference", status="active", tags=["learned"],
                              project=str(project), **kw)
     _plan(fake_lore, project, home).write()
     text = (project / "CLAUDE.md").read_text()
@@ -91,9 +91,9 @@ def test_an_old_learned_md_is_replaced_cleanly(fake_lore, tmp_path):
     (project / "CLAUDE.md").write_text(
         "# Shop\n\n" + blocks.begin_marker(created=False) + "\n## Rules learned by Lore\n\n"
         "### Learned\n\n- Use pnpm, not npm.\n" + blocks.END_MARKER + "\n")
-    fake_lore.add_lesson("Use type hints", "", kind="preference", status="active",
+    fake_lore.lessons.add("Use type hints", "", kind="preference", status="active",
                          tags=["learned"], project=str(project), file_types=["py"])
-    fake_lore.add_lesson("Use pnpm, not npm", "", kind="preference", status="active",
+    fake_lore.lessons.add("Use pnpm, not npm", "", kind="preference", status="active",
                          tags=["learned"], project=str(project),
                          preference={"rejected": "npm", "preferred": "pnpm"})
     plan = _plan(fake_lore, project, tmp_path / "user")
@@ -114,14 +114,14 @@ def test_a_persons_learned_md_is_never_touched(fake_lore, tmp_path):
     rules = project / ".claude" / "rules"
     rules.mkdir(parents=True)
     (rules / "learned.md").write_text("# what I learned\n")
-    fake_lore.add_lesson("Use type hints", "", kind="preference", status="active",
+    fake_lore.lessons.add("Use type hints", "", kind="preference", status="active",
                          tags=["learned"], project=str(project), file_types=["py"])
     _plan(fake_lore, project, tmp_path / "user").write()
     assert (rules / "learned.md").read_text() == "# what I learned\n"
 
 
 def test_applied_rule_keeps_the_preference_phrase(fake_lore, tmp_path):
-    x = fake_lore.add_lesson("Don't use npm", "", kind="preference", status="active",
+    x = fake_lore.lessons.add("Don't use npm", "", kind="preference", status="active",
                              preference={"rejected": "npm", "preferred": "pnpm"})
     rule = applied_rule(x)
     assert rule.scope == "global" and rule.topic == "Package management"

@@ -29,15 +29,15 @@ def where(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
 
 def add_rules(lore: Lore, project: Path) -> dict[str, str]:
     ids = {}
-    ids["pnpm"] = lore.add_lesson("Use pnpm, not npm", "The user said so twice.", kind="preference",
+    ids["pnpm"] = lore.lessons.add("Use pnpm, not npm", "The user said so twice.", kind="preference",
                                   status="active", project=str(project), tags=["tooling"],
                                   preference={"rejected": "npm", "preferred": "pnpm"}).id
-    ids["pytest"] = lore.add_lesson("Use pytest fixtures, not setUp", "", kind="preference",
+    ids["pytest"] = lore.lessons.add("Use pytest fixtures, not setUp", "", kind="preference",
                                     status="active", project=str(project), tags=["testing"],
                                     file_types=["py"]).id
-    ids["global"] = lore.add_lesson("Write commit messages in English", "", kind="project_rule",
+    ids["global"] = lore.lessons.add("Write commit messages in English", "", kind="project_rule",
                                     status="active").id
-    ids["proposed"] = lore.add_lesson("Prefer tabs", "", kind="preference", status="proposed",
+    ids["proposed"] = lore.lessons.add("Prefer tabs", "", kind="preference", status="proposed",
                                       project=str(project)).id
     return ids
 
@@ -75,13 +75,13 @@ def test_apply_dry_run_writes_then_reruns_to_nothing_and_drops_a_rejected_rule(r
     assert (project / "CLAUDE.md").stat().st_mtime_ns == stamp  # idempotent: not rewritten
 
     with Lore.open(settings, embedder=real_embedder) as lore:
-        lore.update_lesson(ids["pnpm"], status="rejected")
-        assert ids["pnpm"] not in {x.id for x in lore.approved_rules(str(project))}
+        lore.lessons.update(ids["pnpm"], status="rejected")
+        assert ids["pnpm"] not in {x.id for x in lore.apply.rules(str(project))}
     r = run("apply", "--yes")
     assert r.exit_code == 0
     assert "pnpm" not in (project / "CLAUDE.md").read_text()
     with Lore.open(settings, embedder=real_embedder) as lore:
-        lore.update_lesson(ids["pytest"], status="superseded")
+        lore.lessons.update(ids["pytest"], status="superseded")
     run("apply", "--yes")
     assert not rules_file.exists()  # Lore's own file, now empty, goes
 
@@ -151,9 +151,9 @@ def test_mcp_lore_apply_shows_the_diff_by_default_and_writes_when_asked(where, s
 # ---- what SessionStart gave the session -----------------------------------------------------
 
 def test_the_budget_keeps_approved_rules_first_whole_and_reports_what_it_left_out(fake_lore: Lore):
-    rule = fake_lore.add_lesson("Use pnpm, not npm", "alpha beta gamma " * 30, kind="preference",
+    rule = fake_lore.lessons.add("Use pnpm, not npm", "alpha beta gamma " * 30, kind="preference",
                                 status="active")
-    others = [fake_lore.add_lesson(f"Lesson number {i} about caching " + "word " * 30,
+    others = [fake_lore.lessons.add(f"Lesson number {i} about caching " + "word " * 30,
                                    kind="learning", status="active").id for i in range(30)]
     built = build_report(fake_lore.store.sessions, None, max_chars=900, max_items=60)
     assert built.shown[0] == rule.id
@@ -176,7 +176,7 @@ def test_session_start_records_what_it_injected_through_the_worker(run, lore_hom
     monkeypatch.setattr(hooks, "ensure_worker", lambda: None)  # this test runs the worker
 
     with Lore.open(settings, embedder=real_embedder) as lore:
-        rule = lore.add_lesson("Use pnpm, not npm", "", kind="preference", status="active")
+        rule = lore.lessons.add("Use pnpm, not npm", "", kind="preference", status="active")
     payload = {"session_id": "s-1", "cwd": str(tmp_path), "hook_event_name": "SessionStart"}
     out = hooks.run("session-start", json.dumps(payload), queue_root=lore_home / "queue")
     assert out is not None
@@ -233,18 +233,18 @@ def test_import_claude_memory_adds_proposed_lessons_once_and_never_edits_its_fil
     assert dry.exit_code == 0, dry.output
     assert len(json.loads(dry.stdout)["added"]) == 2
     with Lore.open(settings, embedder=real_embedder) as lore:
-        assert lore.lesson_count() == 0
+        assert lore.lessons.count() == 0
 
     r = run("import", "claude-memory", "--json")
     added = json.loads(r.stdout)["added"]
     assert {a["kind"] for a in added} == {"preference", "learning"}
     with Lore.open(settings, embedder=real_embedder) as lore:
-        pref = lore.get_lesson(next(a["id"] for a in added if a["kind"] == "preference"))
+        pref = lore.lessons.get(next(a["id"] for a in added if a["kind"] == "preference"))
         assert pref.status == "proposed" and pref.project == str(project)
         assert pref.title == "Run the tests with pytest -q" and "claude-memory" in pref.tags
         assert pref.when_to_apply == "before every commit." and "Why: the suite" in pref.content
         assert pref.evidence[0].source == str(folder / "testing.md") and pref.evidence[0].observed_at
-        assert lore.approved_rules(str(project)) == []  # candidates wait for review
+        assert lore.apply.rules(str(project)) == []  # candidates wait for review
 
     again = run("import", "claude-memory")
     assert again.exit_code == 0 and "added 0 entries for review, 2 already imported" in again.stderr
@@ -260,14 +260,14 @@ def test_skills_propose_groups_by_meaning_and_write_never_overwrites_a_users_ski
                                                                                    real_embedder):
     project, home = where
     with Lore.open(settings, embedder=real_embedder) as lore:
-        pytest_ids = [lore.add_lesson(t, c, tags=["testing"], status="active").id for t, c in (
+        pytest_ids = [lore.lessons.add(t, c, tags=["testing"], status="active").id for t, c in (
             ("Use pytest fixtures for setup", "Fixtures replace setUp methods in the test suite."),
             ("Parametrize pytest tests", "Use pytest.mark.parametrize for tests of many inputs."),
             ("Run pytest with -x while debugging", "Stop at the first failing test."),
             ("Mark slow pytest tests", "Slow tests carry pytest.mark.slow and skip by default."))]
-        lore.add_lesson("Cache pip downloads in CI", "The CI workflow caches ~/.cache/pip.",
+        lore.lessons.add("Cache pip downloads in CI", "The CI workflow caches ~/.cache/pip.",
                         tags=["testing"], status="active")
-        lore.add_lesson("Unreviewed pytest idea", "pytest tests", tags=["testing"], status="proposed")
+        lore.lessons.add("Unreviewed pytest idea", "pytest tests", tags=["testing"], status="proposed")
 
     r = run("skills", "propose", "--json")
     assert r.exit_code == 0, r.output
@@ -309,19 +309,19 @@ def test_stats_flag_a_rule_corrected_again_after_approval_and_draw_the_curve(run
     files = sorted(folder.glob("*.jsonl"))
     with Lore.open(settings, embedder=real_embedder) as lore:
         replay(lore, files[:6])
-        learned = lore.preferences(learning_curve.PROJECT, statuses=("active", "proposed"))
+        learned = lore.search.preferences(learning_curve.PROJECT, statuses=("active", "proposed"))
         assert learned
         for lesson in learned:  # the user approves each rule, back-dated to mid-history
-            lore.learner.review(lesson.id, "approve")
-            reviewed = lore.get_lesson(lesson.id)
-            lore.update_lesson(lesson.id, metadata={**reviewed.metadata, "approved_at": approved_at})
+            lore.review.decide(lesson.id, "approve")
+            reviewed = lore.lessons.get(lesson.id)
+            lore.lessons.update(lesson.id, metadata={**reviewed.metadata, "approved_at": approved_at})
         replay(lore, files[6:])
         points = curve(lore)
         assert len(points) == 12 and all(p.repeated <= p.corrections for p in points)
         assert sum(p.repeated for p in points[:6]) > 0  # the same corrections came back
         follow = {r.id: r for r in rule_follow(lore)}
-        assert follow and set(follow) == {x.id for x in lore.approved_rules(learning_curve.PROJECT)}
-        corrected_again = [c for c in lore.learned_corrections()
+        assert follow and set(follow) == {x.id for x in lore.apply.rules(learning_curve.PROJECT)}
+        corrected_again = [c for c in lore.sessions.learned_corrections()
                            if c["action"] == "reinforced" and c["at"] > approved_at]
         for r in follow.values():
             mine = [c for c in corrected_again if c["lesson_id"] == r.id]

@@ -175,8 +175,8 @@ def test_the_cli_refuses_a_backtracking_check_and_changes_nothing(run):
 
 
 def test_a_model_proposal_that_backtracks_is_not_proposed(fake_lore):
-    lesson = fake_lore.add_lesson("Never write aaaa", kind="project_rule")
-    fake_lore.update_lesson(lesson.id, status="active")
+    lesson = fake_lore.lessons.add("Never write aaaa", kind="project_rule")
+    fake_lore.lessons.update(lesson.id, status="active")
 
     def model(_rule):
         return [SimpleNamespace(fields={"content": r"^(\w+\s?)*$", "mode": "block"}, origin="judge",
@@ -184,11 +184,11 @@ def test_a_model_proposal_that_backtracks_is_not_proposed(fake_lore):
                 SimpleNamespace(fields={"command": r"aaaa(?=\s|$)", "mode": "block"}, origin="judge",
                                 note="y")]
 
-    fake_lore.guards.model_proposers.append(model)
-    made = fake_lore.guards.propose(lesson.id, ask_model=True)
+    fake_lore.checks.model_proposers.append(model)
+    made = fake_lore.checks.propose(lesson.id, ask_model=True)
     assert [m["command"] for m in made] == ["aaaa(?=\\s|$)"]
     with pytest.raises(InvalidInput, match="is refused"):
-        fake_lore.guards.add(lesson.id, {"command": "(a+)+$"})
+        fake_lore.checks.add(lesson.id, {"command": "(a+)+$"})
 
 
 def _slow(check_id: str, **fields) -> dict:

@@ -29,8 +29,8 @@ def model_says(*checks: dict[str, Any]) -> Reply:
 
 
 def approved_rule(lore: Lore, title: str, **fields: Any) -> str:
-    lesson = lore.add_lesson(title, kind="preference", project="/p", tags=["tooling"], **fields)
-    lore.update_lesson(lesson.id, status="active")
+    lesson = lore.lessons.add(title, kind="preference", project="/p", tags=["tooling"], **fields)
+    lore.lessons.update(lesson.id, status="active")
     return lesson.id
 
 
@@ -44,7 +44,7 @@ def test_the_model_proposes_a_check_that_waits_for_review(lore_home, server):  #
     with open_lore(lore_home, server) as lore:
         rule = approved_rule(lore, "Never run terraform apply by hand; CI applies plans")
         assert not server.received  # approving asked the shapes only, not the model
-        made = lore.guards.propose(rule, ask_model=True)
+        made = lore.checks.propose(rule, ask_model=True)
     assert [(m["origin"], m["status"], m["mode"]) for m in made] == [("judge", "proposed", "block")]
     assert "terraform" in made[0]["words"] and made[0]["note"] == "runs terraform apply by hand"
     sent = server.received[0]["body"]["messages"]
@@ -58,8 +58,8 @@ def test_a_bad_pattern_or_a_repeat_is_not_proposed(lore_home, server):  # noqa: 
     with open_lore(lore_home, server) as lore:
         rule = approved_rule(lore, "Use pnpm, not npm",
                              preference={"rejected": "npm", "preferred": "pnpm"})
-        shaped = lore.guards.checks(rule)  # the shapes proposed npm already
-        made = lore.guards.propose(rule, ask_model=True)
+        shaped = lore.checks.checks(rule)  # the shapes proposed npm already
+        made = lore.checks.propose(rule, ask_model=True)
     assert shaped and made == []  # the broken pattern dropped, the same check not proposed twice
 
 
@@ -69,9 +69,9 @@ def test_a_provider_error_or_a_useless_reply_proposes_nothing(lore_home, server,
     server.replies = [reply]
     with open_lore(lore_home, server) as lore:
         rule = approved_rule(lore, "Never edit files under migrations/ by hand")
-        before = lore.guards.checks(rule)
-        assert lore.guards.propose(rule, ask_model=True) == []
-        assert lore.guards.checks(rule) == before
+        before = lore.checks.checks(rule)
+        assert lore.checks.propose(rule, ask_model=True) == []
+        assert lore.checks.checks(rule) == before
 
 
 def test_without_a_model_the_cli_proposes_shapes_only(run, lore_home):

@@ -184,8 +184,8 @@ def test_a_path_needle_is_in_every_path_its_glob_matches(glob, parts):
 
 
 def test_the_compiled_file_carries_needles_and_they_skip_calls(fake_lore, lore_home):
-    lesson = fake_lore.add_lesson("Use pnpm, not npm", kind="project_rule")
-    fake_lore.guards.add(lesson.id, {"command": NPM, "mode": "block"}, status="active")
+    lesson = fake_lore.lessons.add("Use pnpm, not npm", kind="project_rule")
+    fake_lore.checks.add(lesson.id, {"command": NPM, "mode": "block"}, status="active")
     [held] = h.read_compiled(str(lore_home / "guards.json"))
     assert held["needles"] == {"command": "npm"}
     assert g.match(held, "Bash", {"command": "npm ci"}) == "npm ci"
@@ -273,63 +273,63 @@ def test_shapes_never_propose_an_invalid_check(title, content):
 
 # ---- stored checks, review, the compiled file ---------------------------------------------------
 def test_checks_are_proposed_once_reviewed_apart_and_compiled_when_they_hold(fake_lore, lore_home):
-    lesson = fake_lore.add_lesson("Use pnpm, not npm", "The lockfile is pnpm's.",
+    lesson = fake_lore.lessons.add("Use pnpm, not npm", "The lockfile is pnpm's.",
                                   kind="project_rule", project="/shop")
-    [made] = fake_lore.guards.propose()
+    [made] = fake_lore.checks.propose()
     assert made["status"] == "proposed" and made["words"] == f"Blocks Bash commands matching /{NPM}/"
-    assert fake_lore.guards.propose() == []  # not twice
+    assert fake_lore.checks.propose() == []  # not twice
     path = lore_home / "guards.json"
     assert not path.exists()  # proposed only: the hooks hold nothing, and skip at once
-    fake_lore.guards.review(made["id"], "approve")
+    fake_lore.review.decide_check(made["id"], "approve")
     [held] = json.loads(path.read_text())["checks"]
     assert held["project"] == "/shop" and held["rule"] == "Use pnpm, not npm"
     assert held["why"] == "The lockfile is pnpm's."
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     # The rule archived: the file follows without a word about the check.
-    fake_lore.update_lesson(lesson.id, status="archived")
+    fake_lore.lessons.update(lesson.id, status="archived")
     assert not path.exists()
-    fake_lore.update_lesson(lesson.id, status="active")
+    fake_lore.lessons.update(lesson.id, status="active")
     assert len(json.loads(path.read_text())["checks"]) == 1
-    fake_lore.guards.review(made["id"], "reject")
+    fake_lore.review.decide_check(made["id"], "reject")
     assert not path.exists()
-    assert fake_lore.guards.propose() == []  # a rejected check is not proposed again
-    fake_lore.delete_lesson(lesson.id)
+    assert fake_lore.checks.propose() == []  # a rejected check is not proposed again
+    fake_lore.lessons.delete(lesson.id)
     assert not path.exists()
 
 
 def test_a_learned_rule_not_yet_reviewed_holds_no_check(fake_lore, lore_home):
-    lesson = fake_lore.add_lesson("Use pnpm, not npm", kind="preference", status="active",
+    lesson = fake_lore.lessons.add("Use pnpm, not npm", kind="preference", status="active",
                                   metadata={"learning": {"occurrences": 3}})
-    fake_lore.guards.add(lesson.id, {"command": NPM, "mode": "block"}, status="active")
+    fake_lore.checks.add(lesson.id, {"command": NPM, "mode": "block"}, status="active")
     assert not (lore_home / "guards.json").exists()
 
 
 def test_bad_input_changes_nothing(fake_lore):
-    lesson = fake_lore.add_lesson("Use pnpm, not npm", kind="project_rule")
+    lesson = fake_lore.lessons.add("Use pnpm, not npm", kind="project_rule")
     with pytest.raises(InvalidInput, match="not a valid regular expression"):
-        fake_lore.guards.add(lesson.id, {"command": "(", "mode": "block"})
+        fake_lore.checks.add(lesson.id, {"command": "(", "mode": "block"})
     with pytest.raises(NotFound):
-        fake_lore.guards.add("01NOPE", {"command": NPM})
+        fake_lore.checks.add("01NOPE", {"command": NPM})
     with pytest.raises(NotFound, match="`lore guard` lists them"):
-        fake_lore.guards.review("01NOPE", "approve")
-    c = fake_lore.guards.add(lesson.id, {"command": NPM})
-    for bad in (lambda: fake_lore.guards.review(c["id"], "maybe"),
-                lambda: fake_lore.guards.review(c["id"], "approve", mode="deny"),
-                lambda: fake_lore.guards.allow(c["id"], -1),
-                lambda: fake_lore.guards.test({"path": "{"}, since="last week")):
+        fake_lore.review.decide_check("01NOPE", "approve")
+    c = fake_lore.checks.add(lesson.id, {"command": NPM})
+    for bad in (lambda: fake_lore.review.decide_check(c["id"], "maybe"),
+                lambda: fake_lore.review.decide_check(c["id"], "approve", mode="deny"),
+                lambda: fake_lore.checks.allow(c["id"], -1),
+                lambda: fake_lore.checks.test({"path": "{"}, since="last week")):
         with pytest.raises(InvalidInput):
             bad()
-    assert [x["status"] for x in fake_lore.guards.checks()] == ["proposed"]
+    assert [x["status"] for x in fake_lore.checks.checks()] == ["proposed"]
 
 
 def test_allow_lets_calls_through_for_a_while(fake_lore, lore_home):
-    lesson = fake_lore.add_lesson("Use pnpm, not npm", kind="project_rule")
-    c = fake_lore.guards.add(lesson.id, {"command": NPM, "mode": "block"}, status="active")
-    fake_lore.guards.allow(c["id"], 10)
+    lesson = fake_lore.lessons.add("Use pnpm, not npm", kind="project_rule")
+    c = fake_lore.checks.add(lesson.id, {"command": NPM, "mode": "block"}, status="active")
+    fake_lore.checks.allow(c["id"], 10)
     checks = h.read_compiled(str(lore_home / "guards.json"))
     assert h.decide(checks, bash("npm i"))[1][0]["outcome"] == "allowed"
     assert h.decide(checks, bash("npm i"), at=time.time() + 11 * 60)[1][0]["outcome"] == "blocked"
-    fake_lore.guards.allow(c["id"], 0)
+    fake_lore.checks.allow(c["id"], 0)
     assert h.decide(h.read_compiled(str(lore_home / "guards.json")),
                     bash("npm i"))[1][0]["outcome"] == "blocked"
 
@@ -352,7 +352,7 @@ def test_pre_tool_use_denies_reminds_and_queues_the_match(lore_home):
 
         worker = Worker(settings_, lore)
         assert worker.run(once=True) == 1
-        [ev] = lore.guards.store.guards.events()
+        [ev] = lore.checks.store.guards.events()
         assert (ev["check_id"], ev["outcome"], ev["matched"], ev["session_id"]) == \
             ("c1", "blocked", "npm install left-pad", "s1")
     ok = hook("pre-tool-use", bash("pnpm add left-pad"), lore_home)
@@ -457,9 +457,9 @@ def _transcript(path: Path, project: str) -> Path:
 def test_replay_counts_matches_and_flags_the_calls_the_user_accepted(fake_lore, tmp_path):
     project = str(tmp_path / "shop")
     fake_lore.conversations.ingest([_transcript(tmp_path / "r1.jsonl", project)], embed=False)
-    lesson = fake_lore.add_lesson("Use pnpm, not npm", kind="project_rule", project=project)
-    c = fake_lore.guards.add(lesson.id, {"command": NPM, "mode": "block"})
-    report = fake_lore.guards.test(c["id"]).to_dict()
+    lesson = fake_lore.lessons.add("Use pnpm, not npm", kind="project_rule", project=project)
+    c = fake_lore.checks.add(lesson.id, {"command": NPM, "mode": "block"})
+    report = fake_lore.checks.test(c["id"]).to_dict()
     assert (report["calls"], report["matched"], report["accepted"]) == (4, 3, 1)
     assert report["flagged"]
     [accepted] = report["accepted_examples"]
@@ -468,12 +468,12 @@ def test_replay_counts_matches_and_flags_the_calls_the_user_accepted(fake_lore, 
     assert tags["npm install left-pad"] == (True, False)
     assert tags["npm i -D vitest"] == (False, True)
     # Another project's calls are not the rule's; --since leaves out older calls.
-    other = fake_lore.add_lesson("Use pnpm there", kind="project_rule", project="/elsewhere")
-    c2 = fake_lore.guards.add(other.id, {"command": NPM})
-    assert fake_lore.guards.test(c2["id"]).calls == 0
-    assert fake_lore.guards.test(c2["id"], every_project=True).calls == 4
-    assert fake_lore.guards.test(c["id"], since="2030-01-01").calls == 0
-    clean = fake_lore.guards.test({"command": r"pnpm(?=\s|$)"}, project=project).to_dict()
+    other = fake_lore.lessons.add("Use pnpm there", kind="project_rule", project="/elsewhere")
+    c2 = fake_lore.checks.add(other.id, {"command": NPM})
+    assert fake_lore.checks.test(c2["id"]).calls == 0
+    assert fake_lore.checks.test(c2["id"], every_project=True).calls == 4
+    assert fake_lore.checks.test(c["id"], since="2030-01-01").calls == 0
+    clean = fake_lore.checks.test({"command": r"pnpm(?=\s|$)"}, project=project).to_dict()
     assert (clean["matched"], clean["flagged"]) == (1, True)
 
 
@@ -501,17 +501,17 @@ def test_guard_cli(run, tmp_path):
 
 def test_checks_on_postgres(pg_url, lore_home):
     with Lore.open(make_settings(lore_home, database=pg_url), embedder=FakeEmbedder()) as lore:
-        lesson = lore.add_lesson("Use pnpm, not npm", kind="project_rule")
-        [made] = lore.guards.propose()
-        lore.guards.review(made["id"], "approve", mode="remind")
+        lesson = lore.lessons.add("Use pnpm, not npm", kind="project_rule")
+        [made] = lore.checks.propose()
+        lore.review.decide_check(made["id"], "approve", mode="remind")
         assert [c["mode"] for c in h.read_compiled(str(lore_home / "guards.json"))] == ["remind"]
         found = {"lore_guard": [{"check_id": made["id"], "lesson_id": lesson.id,
                                  "outcome": "reminded", "matched": "npm i"}],
                  "session_id": "s", "cwd": "/p", "tool_name": "Bash"}
-        assert lore.guards.record("e1", found, "2026-11-26T10:00:00Z") == 1
-        assert lore.guards.record("e1", found, "2026-11-26T10:00:00Z") == 0  # stored once
+        assert lore.checks.record("e1", found, "2026-11-26T10:00:00Z") == 1
+        assert lore.checks.record("e1", found, "2026-11-26T10:00:00Z") == 0  # stored once
         assert [e["outcome"] for e in lore.store.guards.events(lesson.id)] == ["reminded"]
-        assert lore.guards.remove(made["id"])["id"] == made["id"]
+        assert lore.checks.remove(made["id"])["id"] == made["id"]
         assert lore.store.guards.events(lesson.id) == []
 
 
@@ -519,8 +519,8 @@ def test_review_lists_checks_in_words_with_their_replay_and_decides_them(run, tm
     project = str(tmp_path / "shop")
     with Lore.open(make_settings(Path(os.environ["LORE_HOME"])), embedder=FakeEmbedder()) as lore:
         lore.conversations.ingest([_transcript(tmp_path / "r1.jsonl", project)], embed=False)
-        lesson = lore.add_lesson("Use pnpm, not npm", kind="project_rule", project=project)
-        [made] = lore.guards.propose(lesson.id)
+        lesson = lore.lessons.add("Use pnpm, not npm", kind="project_rule", project=project)
+        [made] = lore.checks.propose(lesson.id)
     listed = run("review")
     assert listed.exit_code == 0, listed.output
     text = listed.stdout
@@ -537,24 +537,24 @@ def test_review_lists_checks_in_words_with_their_replay_and_decides_them(run, tm
 
 
 def test_approving_a_rule_proposes_its_checks_for_review(fake_lore):
-    out = fake_lore.learner.record("No, don't use npm here, use pnpm instead",
+    out = fake_lore.learning.record("No, don't use npm here, use pnpm instead",
                                    "I'll run npm install.", project="/shop", session_id="s1")
-    assert fake_lore.guards.checks(out.lesson.id) == []  # not approved yet: nothing proposed
-    fake_lore.learner.review(out.lesson.id, "approve")
-    [proposed] = fake_lore.guards.checks(out.lesson.id)
+    assert fake_lore.checks.checks(out.lesson.id) == []  # not approved yet: nothing proposed
+    fake_lore.review.decide(out.lesson.id, "approve")
+    [proposed] = fake_lore.checks.checks(out.lesson.id)
     assert (proposed["status"], proposed["command"]) == ("proposed", NPM)
-    fake_lore.guards.review(proposed["id"], "reject")
-    fake_lore.update_lesson(out.lesson.id, title="Use pnpm, not npm")  # changed again
-    assert [c["status"] for c in fake_lore.guards.checks(out.lesson.id)] == ["rejected"]
+    fake_lore.review.decide_check(proposed["id"], "reject")
+    fake_lore.lessons.update(out.lesson.id, title="Use pnpm, not npm")  # changed again
+    assert [c["status"] for c in fake_lore.checks.checks(out.lesson.id)] == ["rejected"]
 
 
 def test_the_review_folder_shows_checks_and_takes_their_decisions(fake_lore, tmp_path):
     project = str(tmp_path / "shop")
     fake_lore.conversations.ingest([_transcript(tmp_path / "r1.jsonl", project)], embed=False)
-    lesson = fake_lore.add_lesson("Use pnpm, not npm", kind="project_rule", project=project)
-    [made] = fake_lore.guards.propose(lesson.id)
+    lesson = fake_lore.lessons.add("Use pnpm, not npm", kind="project_rule", project=project)
+    [made] = fake_lore.checks.propose(lesson.id)
     folder = tmp_path / "vault"
-    report = fake_lore.review_export(folder)
+    report = fake_lore.review.export_folder(folder)
     assert report["checks"] == 1
     [path] = (folder / "checks").glob("*.md")
     text = path.read_text()
@@ -562,39 +562,39 @@ def test_the_review_folder_shows_checks_and_takes_their_decisions(fake_lore, tmp
     assert "Would have matched 3 of 4 recorded tool calls" in text and "Flagged" in text
     assert "`npm install` (accepted)" in text
     assert path.name in (folder / "index.md").read_text()
-    fake_lore.review_import(folder)  # nothing ticked: nothing decided
-    assert fake_lore.guards.get(made["id"])["status"] == "proposed"
+    fake_lore.review.import_folder(folder)  # nothing ticked: nothing decided
+    assert fake_lore.checks.get(made["id"])["status"] == "proposed"
     path.write_text(text.replace("- [ ] approve", "- [x] approve"))
-    imported = fake_lore.review_import(folder)
+    imported = fake_lore.review.import_folder(folder)
     assert [a["decision"] for a in imported["applied"]] == ["approved"]
-    assert fake_lore.guards.get(made["id"])["status"] == "active"
-    assert fake_lore.review_import(folder)["applied"] == []  # once
-    fake_lore.review_export(folder)
+    assert fake_lore.checks.get(made["id"])["status"] == "active"
+    assert fake_lore.review.import_folder(folder)["applied"] == []  # once
+    fake_lore.review.export_folder(folder)
     assert not list((folder / "checks").glob("*.md"))
     # Both boxes ticked: a warning, no decision.
-    other = fake_lore.guards.add(lesson.id, {"path": "gen/"})
-    fake_lore.review_export(folder)
+    other = fake_lore.checks.add(lesson.id, {"path": "gen/"})
+    fake_lore.review.export_folder(folder)
     [path] = (folder / "checks").glob("*.md")
     path.write_text(path.read_text().replace("- [ ]", "- [x]"))
-    warned = fake_lore.review_import(folder)
+    warned = fake_lore.review.import_folder(folder)
     assert any("both approve and reject" in w for w in warned["warnings"])
-    assert fake_lore.guards.get(other["id"])["status"] == "proposed"
+    assert fake_lore.checks.get(other["id"])["status"] == "proposed"
 
 
 def test_replay_reads_the_edits_hooks_recorded_when_no_transcript_was_imported(fake_lore):
     from lore.capture.transcripts import FileEdit
 
-    lesson = fake_lore.add_lesson("Do not edit gen/, it is generated", kind="project_rule",
+    lesson = fake_lore.lessons.add("Do not edit gen/, it is generated", kind="project_rule",
                                   project="/shop")
-    fake_lore.record_edits("h1", "/shop", None, [
+    fake_lore.conversations.record_edits("h1", "/shop", None, [
         FileEdit("h1", "m1", "Edit", "/shop/gen/models.py", "a", "b", "2026-11-20T10:00:00Z"),
         FileEdit("h1", "m2", "Write", "/shop/src/app.py", None, "x", "2026-11-20T10:01:00Z")])
-    fake_lore.record_edits("h2", "/shop", None, [
+    fake_lore.conversations.record_edits("h2", "/shop", None, [
         FileEdit("h2", "m3", "Edit", "/shop/gen/api.py", "a", "b", "2026-11-21T10:00:00Z")])
-    fake_lore.learner.capture("No, don't touch gen/", None, project="/shop", session_id="h2",
+    fake_lore.learning.capture("No, don't touch gen/", None, project="/shop", session_id="h2",
                               at="2026-11-21T10:05:00Z", origin="hook", event_id="c1")
-    [check] = fake_lore.guards.checks(lesson.id) or [fake_lore.guards.add(lesson.id, {"path": "gen/"})]
-    report = fake_lore.guards.test(check["id"]).to_dict()
+    [check] = fake_lore.checks.checks(lesson.id) or [fake_lore.checks.add(lesson.id, {"path": "gen/"})]
+    report = fake_lore.checks.test(check["id"]).to_dict()
     assert (report["calls"], report["matched"], report["accepted"]) == (3, 2, 1)
     assert {m["matched"]: m["accepted"] for m in report["examples"]} == {
         "gen/models.py": True, "gen/api.py": False}
@@ -604,9 +604,9 @@ def test_checks_and_their_matches_copy_to_postgres(run, pg_url, lore_home):
     from lore.store import open_store
 
     with Lore.open(make_settings(lore_home), embedder=FakeEmbedder()) as lore:
-        lesson = lore.add_lesson("Use pnpm, not npm", kind="project_rule")
-        c = lore.guards.add(lesson.id, {"command": NPM, "mode": "block"}, status="active")
-        lore.guards.record("e1", {"lore_guard": [{"check_id": c["id"], "lesson_id": lesson.id,
+        lesson = lore.lessons.add("Use pnpm, not npm", kind="project_rule")
+        c = lore.checks.add(lesson.id, {"command": NPM, "mode": "block"}, status="active")
+        lore.checks.record("e1", {"lore_guard": [{"check_id": c["id"], "lesson_id": lesson.id,
                                                   "outcome": "blocked", "matched": "npm i"}],
                                   "session_id": "s1", "cwd": "/p", "tool_name": "Bash"},
                            "2026-11-26T10:00:00Z")
@@ -643,8 +643,8 @@ def test_no_banned_import_for_a_builtin_or_a_filler_word(title):
 def test_each_session_start_compiles_the_checks_a_shared_database_holds(lore_home):
     settings_ = make_settings(lore_home)
     with Lore.open(settings_, embedder=FakeEmbedder()) as lore:
-        lesson = lore.add_lesson("Use pnpm, not npm", kind="project_rule")
-        lore.guards.add(lesson.id, {"command": NPM, "mode": "block"}, status="active")
+        lesson = lore.lessons.add("Use pnpm, not npm", kind="project_rule")
+        lore.checks.add(lesson.id, {"command": NPM, "mode": "block"}, status="active")
     path = lore_home / "guards.json"
     path.unlink()  # as on another machine sharing the database, which never wrote the file
     (lore_home / "worker.pid").write_text(str(os.getpid()))  # "running": the hook starts none
@@ -659,13 +659,13 @@ def test_each_session_start_compiles_the_checks_a_shared_database_holds(lore_hom
 def test_the_reason_given_to_the_agent_is_not_the_rule_said_again(fake_lore):
     from lore.core.guards import _why
 
-    plain = fake_lore.add_lesson("Use pnpm, not npm", "Use pnpm instead of npm.", kind="preference")
+    plain = fake_lore.lessons.add("Use pnpm, not npm", "Use pnpm instead of npm.", kind="preference")
     assert _why(plain) == ""
-    reasoned = fake_lore.add_lesson("Use httpx, not requests", "Use httpx instead of requests.",
+    reasoned = fake_lore.lessons.add("Use httpx, not requests", "Use httpx instead of requests.",
                                     kind="preference",
                                     preference={"reasoning": "the whole service is async"})
     assert _why(reasoned) == "the whole service is async"
-    detailed = fake_lore.add_lesson("Never edit gen/", "gen/ is rebuilt by make codegen on every "
+    detailed = fake_lore.lessons.add("Never edit gen/", "gen/ is rebuilt by make codegen on every "
                                     "build, so edits there vanish.", kind="project_rule")
     assert "rebuilt by make codegen" in _why(detailed)
 

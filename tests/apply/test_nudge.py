@@ -21,7 +21,7 @@ NOON = time.mktime((2026, 3, 14, 12, 0, 0, 0, 0, -1))
 
 
 def learn(lore, text: str, previous: str, project: str) -> str:
-    outcome = lore.learner.record(text, previous, project=project, force=True)
+    outcome = lore.learning.record(text, previous, project=project, force=True)
     assert outcome.lesson is not None
     return outcome.lesson.id
 
@@ -36,11 +36,11 @@ def test_the_count_is_what_review_lists_and_follows_each_decision(lore, settings
     def counted(project: str | None) -> int:
         return waiting_rules(glance(db, project, today_start()))
 
-    assert counted(shop) == len(lore.waiting(shop, all_projects=False)) == 2
-    assert counted(None) == len(lore.waiting()) == 3
-    lore.learner.review(a, "approve")
-    lore.learner.review(b, "defer")
-    assert counted(shop) == len(lore.waiting(shop, all_projects=False)) == 0
+    assert counted(shop) == len(lore.review.waiting(shop, all_projects=False)) == 2
+    assert counted(None) == len(lore.review.waiting()) == 3
+    lore.review.decide(a, "approve")
+    lore.review.decide(b, "defer")
+    assert counted(shop) == len(lore.review.waiting(shop, all_projects=False)) == 0
     assert counted(None) == 1
 
 
@@ -97,13 +97,13 @@ def test_the_status_line_counts_rules_checks_and_blocks(lore, settings, tmp_path
     rule = learn(lore, "No, don't use npm, use pnpm instead", "I'll run npm install", shop)
     assert statusline(settings.db_path, shop, plugin=True) == \
         "Lore: 1 rule to review (/lore:review)"
-    lore.learner.review(rule, "approve")  # proposes a check on npm
-    [check] = lore.guards.checks(rule, statuses=("proposed",))
+    lore.review.decide(rule, "approve")  # proposes a check on npm
+    [check] = lore.checks.checks(rule, statuses=("proposed",))
     assert statusline(settings.db_path, shop, plugin=False) == \
         "Lore: 1 check to review (lore review)"
-    lore.guards.review(check["id"], "approve")
+    lore.review.decide_check(check["id"], "approve")
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
-    lore.guards.record("ev1", {"session_id": "s", "cwd": shop, "tool_name": "Bash",
+    lore.checks.record("ev1", {"session_id": "s", "cwd": shop, "tool_name": "Bash",
                                "lore_guard": [{"check": check["id"], "rule": rule,
                                                "outcome": "blocked", "matched": "npm i"}]},
                        stamp)
@@ -179,14 +179,14 @@ def test_the_glance_counts_what_review_lists_for_any_metadata(fake_lore, setting
     made = []
     for status, key, meta, here in rows:
         metadata = {key: dict(meta)} if key else {}
-        made.append(fake_lore.add_lesson(f"Rule {len(made)} {status}", "x", kind="preference",
+        made.append(fake_lore.lessons.add(f"Rule {len(made)} {status}", "x", kind="preference",
                                          status=status, project=project if here else "/else",
                                          metadata=metadata).id)
     try:
         seen = glance(str(settings.db_path), project, today_start())
-        assert waiting_rules(seen) == len(fake_lore.waiting(project, all_projects=False))
+        assert waiting_rules(seen) == len(fake_lore.review.waiting(project, all_projects=False))
         everywhere = glance(str(settings.db_path), None, today_start())
-        assert waiting_rules(everywhere) == len(fake_lore.waiting())
+        assert waiting_rules(everywhere) == len(fake_lore.review.waiting())
     finally:
         for lesson_id in made:
-            fake_lore.delete_lesson(lesson_id)
+            fake_lore.lessons.delete(lesson_id)

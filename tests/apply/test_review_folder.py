@@ -25,11 +25,11 @@ CORRECTIONS = [
 def seed(lore: Lore) -> list[str]:
     ids = []
     for i, (said, turn) in enumerate(CORRECTIONS):
-        out = lore.learner.record(said, turn, project="/work/app", session_id=f"s{i}",
+        out = lore.learning.record(said, turn, project="/work/app", session_id=f"s{i}",
                                   at=f"2026-03-0{i + 1}T10:00:00Z")
         assert out.lesson is not None
         ids.append(out.lesson.id)
-    assert {i["id"] for i in lore.waiting()} == set(ids)
+    assert {i["id"] for i in lore.review.waiting()} == set(ids)
     return ids
 
 
@@ -46,7 +46,7 @@ def tick(path: Path, action: str, reason: str = "") -> None:
 
 
 def status(lore: Lore, lesson_id: str) -> str:
-    return lore.get_lesson(lesson_id).status
+    return lore.lessons.get(lesson_id).status
 
 
 def tree(root: Path) -> dict[str, bytes]:
@@ -58,7 +58,7 @@ def tree(root: Path) -> dict[str, bytes]:
 def test_export_writes_a_file_per_waiting_rule_an_index_and_nothing_twice(fake_lore, tmp_path):
     ids = seed(fake_lore)
     folder = tmp_path / "vault" / "Lore"
-    report = fake_lore.review_export(folder)
+    report = fake_lore.review.export_folder(folder)
     assert report["waiting"] == 3 and len(list((folder / "reviews").glob("*.md"))) == 3
     text = review_file(folder, ids[0]).read_text(encoding="utf-8")
     assert text.startswith("---\nlore: review\nid: " + ids[0])
@@ -72,46 +72,46 @@ def test_export_writes_a_file_per_waiting_rule_an_index_and_nothing_twice(fake_l
     index = (folder / "index.md").read_text(encoding="utf-8")
     assert "3 waiting" in index and f"(reviews/{name})" in index
     before = tree(folder)
-    again = fake_lore.review_export(folder)
+    again = fake_lore.review.export_folder(folder)
     assert again["written"] == [] and tree(folder) == before  # an unchanged rule keeps its file
 
 
 def test_the_default_folder_is_in_the_home_or_review_folder(fake_lore, lore_home, tmp_path):
     seed(fake_lore)
-    assert fake_lore.review_export()["folder"] == str((lore_home / "review").resolve())
+    assert fake_lore.review.export_folder()["folder"] == str((lore_home / "review").resolve())
     fake_lore.config.review.folder = str(tmp_path / "elsewhere")
-    assert Path(fake_lore.review_export()["folder"]) == (tmp_path / "elsewhere").resolve()
+    assert Path(fake_lore.review.export_folder()["folder"]) == (tmp_path / "elsewhere").resolve()
 
 
 # ---- import ------------------------------------------------------------------------------
 def test_ticked_boxes_decide_and_a_second_import_changes_nothing(fake_lore, tmp_path):
     ids = seed(fake_lore)
     folder = tmp_path / "review"
-    fake_lore.review_export(folder)
+    fake_lore.review.export_folder(folder)
     tick(review_file(folder, ids[0]), "approve")
     tick(review_file(folder, ids[1]), "reject", "we print on purpose in this CLI")
     tick(review_file(folder, ids[2]), "defer")
-    report = fake_lore.review_import(folder)
+    report = fake_lore.review.import_folder(folder)
     assert (report["approved"], report["rejected"], report["deferred"]) == (1, 1, 1)
     assert report["warnings"] == []
     assert status(fake_lore, ids[0]) == "active" and status(fake_lore, ids[1]) == "rejected"
-    meta = fake_lore.get_lesson(ids[1]).metadata["learning"]
+    meta = fake_lore.lessons.get(ids[1]).metadata["learning"]
     assert meta["rejected_reason"] == "we print on purpose in this CLI"
     assert meta["review"]["via"] == "folder"
-    assert fake_lore.waiting() == []
-    stored = [fake_lore.get_lesson(i).to_dict() for i in ids]
-    second = fake_lore.review_import(folder)
+    assert fake_lore.review.waiting() == []
+    stored = [fake_lore.lessons.get(i).to_dict() for i in ids]
+    second = fake_lore.review.import_folder(folder)
     assert second["unchanged"] == 3 and second["warnings"] == [] and second["applied"] == []
-    assert [fake_lore.get_lesson(i).to_dict() for i in ids] == stored
+    assert [fake_lore.lessons.get(i).to_dict() for i in ids] == stored
 
 
 def test_sync_archives_decided_rules_and_lists_approved_ones(fake_lore, tmp_path):
     ids = seed(fake_lore)
     folder = tmp_path / "review"
-    first = fake_lore.review_sync(folder)  # a new folder: nothing to import, then the export
+    first = fake_lore.review.sync_folder(folder)  # a new folder: nothing to import, then the export
     assert first["imported"]["undecided"] == 0 and first["exported"]["waiting"] == 3
     tick(review_file(folder, ids[0]), "approve")
-    report = fake_lore.review_sync(folder)
+    report = fake_lore.review.sync_folder(folder)
     assert report["imported"]["approved"] == 1
     assert report["exported"]["waiting"] == 2 and report["exported"]["approved"] == 1
     assert not [p for p in (folder / "reviews").glob("*.md") if ids[0][-6:].lower() in p.name]
@@ -120,25 +120,25 @@ def test_sync_archives_decided_rules_and_lists_approved_ones(fake_lore, tmp_path
     rules = (folder / "rules" / "app.md").read_text(encoding="utf-8")
     assert "## Use httpx, not requests" in rules and "Use httpx instead of requests." in rules
     assert "rules/app.md" in (folder / "index.md").read_text(encoding="utf-8")
-    again = fake_lore.review_sync(folder)
+    again = fake_lore.review.sync_folder(folder)
     assert again["imported"]["applied"] == [] and again["exported"]["written"] == []
 
 
 def test_an_edited_rule_text_is_approved_as_edited(fake_lore, tmp_path):
     ids = seed(fake_lore)
     folder = tmp_path / "review"
-    fake_lore.review_export(folder)
+    fake_lore.review.export_folder(folder)
     path = review_file(folder, ids[0])
     text = path.read_text(encoding="utf-8")
     text = text.replace("# Use httpx, not requests", "# Use httpx for HTTP, never requests")
     text = text.replace("Use httpx instead of requests.", "Use httpx (async) for every HTTP call.")
     path.write_text(text, encoding="utf-8")
-    report = fake_lore.review_import(folder)
+    report = fake_lore.review.import_folder(folder)
     assert report["edited"] == 1 and report["applied"][0]["decision"] == "edited"
-    lesson = fake_lore.get_lesson(ids[0])
+    lesson = fake_lore.lessons.get(ids[0])
     assert lesson.status == "active" and lesson.title == "Use httpx for HTTP, never requests"
     assert lesson.content == "Use httpx (async) for every HTTP call."
-    assert fake_lore.review_import(folder)["unchanged"] == 1
+    assert fake_lore.review.import_folder(folder)["unchanged"] == 1
 
 
 def test_hand_edits_are_tolerated(fake_lore, tmp_path):
@@ -146,7 +146,7 @@ def test_hand_edits_are_tolerated(fake_lore, tmp_path):
     reason on the checkbox line, unicode: all still read as the person meant."""
     ids = seed(fake_lore)
     folder = tmp_path / "review"
-    fake_lore.review_export(folder)
+    fake_lore.review.export_folder(folder)
     path = review_file(folder, ids[1])
     text = path.read_text(encoding="utf-8")
     head, _, rest = text.partition("## Rule")
@@ -156,16 +156,16 @@ def test_hand_edits_are_tolerated(fake_lore, tmp_path):
     moved = (head + "## Decision" + decision + "\nMy own note: looked at it twice.\n"
              + "## Evidence" + evidence + "## Rule" + rule)
     path.write_bytes(("\ufeff" + moved).replace("\n", "\r\n").encode("utf-8"))
-    report = fake_lore.review_import(folder)
+    report = fake_lore.review.import_folder(folder)
     assert report["rejected"] == 1 and report["warnings"] == []
-    meta = fake_lore.get_lesson(ids[1]).metadata["learning"]
+    meta = fake_lore.lessons.get(ids[1]).metadata["learning"]
     assert meta["rejected_reason"] == "déjà vu, ça arrive 🙂"
 
 
 def test_two_boxes_a_deleted_file_and_an_unknown_id_decide_nothing(fake_lore, tmp_path):
     ids = seed(fake_lore)
     folder = tmp_path / "review"
-    fake_lore.review_export(folder)
+    fake_lore.review.export_folder(folder)
     both = review_file(folder, ids[0])
     tick(both, "approve")
     tick(both, "reject")
@@ -174,22 +174,22 @@ def test_two_boxes_a_deleted_file_and_an_unknown_id_decide_nothing(fake_lore, tm
     stranger.write_text(review_file(folder, ids[2]).read_text(encoding="utf-8").replace(
         ids[2], "01JD0000000000000000000000").replace("- [ ] approve", "- [x] approve"),
         encoding="utf-8")
-    report = fake_lore.review_import(folder)
+    report = fake_lore.review.import_folder(folder)
     assert report["approved"] == report["rejected"] == 0
     [two, unknown] = sorted(report["warnings"])
     assert "approve and reject are both ticked; tick one; no decision taken" in two
     assert both.name in two and "no rule has the id 01JD0000000000000000000000" in unknown
     assert {status(fake_lore, i) for i in ids} <= {"candidate", "proposed"}
-    assert {i["id"] for i in fake_lore.waiting()} == set(ids)
+    assert {i["id"] for i in fake_lore.review.waiting()} == set(ids)
 
 
 def test_a_decision_made_since_the_export_wins_over_the_stale_file(fake_lore, tmp_path):
     ids = seed(fake_lore)
     folder = tmp_path / "review"
-    fake_lore.review_export(folder)
+    fake_lore.review.export_folder(folder)
     tick(review_file(folder, ids[0]), "reject", "not for this project")
-    fake_lore.learner.review(ids[0], "approve")  # in the terminal, after the export
-    report = fake_lore.review_import(folder)
+    fake_lore.review.decide(ids[0], "approve")  # in the terminal, after the export
+    report = fake_lore.review.import_folder(folder)
     assert report["rejected"] == 0 and report["kept"] == 1
     [warning] = report["warnings"]
     assert "kept the decision made with `lore review`" in warning and "(approve)" in warning
@@ -200,16 +200,16 @@ def test_a_decision_made_since_the_export_wins_over_the_stale_file(fake_lore, tm
 def test_export_never_overwrites_a_decision_not_imported_yet(fake_lore, tmp_path):
     ids = seed(fake_lore)
     folder = tmp_path / "review"
-    fake_lore.review_export(folder)
+    fake_lore.review.export_folder(folder)
     path = review_file(folder, ids[0])
     tick(path, "approve")
     kept = path.read_bytes()
-    fake_lore.learner.record("No, don't use requests, use httpx instead", None,
+    fake_lore.learning.record("No, don't use requests, use httpx instead", None,
                              project="/work/app", session_id="s9")  # seen again: file would change
-    report = fake_lore.review_export(folder)
+    report = fake_lore.review.export_folder(folder)
     assert report["kept"] == [f"reviews/{path.name}"] and path.read_bytes() == kept
     assert "not imported yet" in report["notes"][0]
-    assert fake_lore.review_import(folder)["approved"] == 1
+    assert fake_lore.review.import_folder(folder)["approved"] == 1
 
 
 def test_a_person_s_own_files_in_the_folder_are_left_alone(fake_lore, tmp_path):
@@ -221,22 +221,22 @@ def test_a_person_s_own_files_in_the_folder_are_left_alone(fake_lore, tmp_path):
             folder / "rules" / "by-hand.md": "# rules I keep myself\n", folder / "ideas.md": "x"}
     for path, text in mine.items():
         path.write_text(text, encoding="utf-8")
-    fake_lore.review_export(folder)
-    assert fake_lore.review_import(folder)["warnings"] == []
-    fake_lore.review_sync(folder)
+    fake_lore.review.export_folder(folder)
+    assert fake_lore.review.import_folder(folder)["warnings"] == []
+    fake_lore.review.sync_folder(folder)
     assert all(path.read_text(encoding="utf-8") == text for path, text in mine.items())
 
 
 # ---- safety ------------------------------------------------------------------------------
 def test_no_id_or_title_can_write_outside_the_folder(fake_lore, tmp_path):
-    out = fake_lore.learner.suggest_rule("Use ../../../etc/passwd style paths \\ never /tmp/x",
+    out = fake_lore.learning.suggest_rule("Use ../../../etc/passwd style paths \\ never /tmp/x",
                                          project="/work/app")
     assert out.lesson is not None
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "keep.md").write_text("mine", encoding="utf-8")
     folder = tmp_path / "review"
-    fake_lore.review_export(folder)
+    fake_lore.review.export_folder(folder)
     [path] = (folder / "reviews").glob("*.md")
     assert path.parent == folder / "reviews" and set(path.stem) <= set(string.ascii_lowercase
                                                                         + string.digits + "-")
@@ -248,7 +248,7 @@ def test_no_id_or_title_can_write_outside_the_folder(fake_lore, tmp_path):
     (folder / "reviews" / "link.md").symlink_to(outside / "keep.md")
     (folder / "archive").mkdir(exist_ok=True)
     (folder / "archive" / "out").symlink_to(outside, target_is_directory=True)
-    fake_lore.review_sync(folder)
+    fake_lore.review.sync_folder(folder)
     assert tree(outside) == {"keep.md": b"mine"}
     with pytest.raises(Exception, match="not a file name inside the review folder"):
         fmt.Folder(folder).path("../outside/keep.md")
@@ -262,7 +262,7 @@ def test_no_id_or_title_can_write_outside_the_folder(fake_lore, tmp_path):
 def test_files_are_replaced_atomically_and_stay_private(fake_lore, tmp_path):
     seed(fake_lore)
     folder = tmp_path / "review"
-    fake_lore.review_export(folder)
+    fake_lore.review.export_folder(folder)
     assert not [p for p in folder.rglob("*") if p.name.endswith(".lore-tmp")]
     assert oct(folder.stat().st_mode & 0o777) == "0o700"
     assert all(p.stat().st_mode & 0o077 == 0 for p in folder.rglob("*.md"))
@@ -355,11 +355,11 @@ def test_slugs_are_safe_file_names(text):
 def test_an_export_through_a_linked_archive_writes_nothing_at_all(fake_lore, tmp_path):
     ids = seed(fake_lore)
     folder = tmp_path / "review"
-    fake_lore.review_export(folder)
+    fake_lore.review.export_folder(folder)
     # Something for every part of the next export: a decided rule (its archive file), a
     # new waiting rule (its review file), the index; and archive/ now leads out.
-    fake_lore.learner.review(ids[0], "approve")
-    assert fake_lore.learner.suggest_rule("Always pin the Python version in CI",
+    fake_lore.review.decide(ids[0], "approve")
+    assert fake_lore.learning.suggest_rule("Always pin the Python version in CI",
                                           project="/work/app").lesson is not None
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -370,55 +370,55 @@ def test_an_export_through_a_linked_archive_writes_nothing_at_all(fake_lore, tmp
     before = tree(folder)
     stamps = {p: p.stat().st_mtime_ns for p in folder.rglob("*") if not p.is_symlink()}
     with pytest.raises(Exception, match="leads outside the review folder"):
-        fake_lore.review_export(folder)
+        fake_lore.review.export_folder(folder)
     assert tree(folder) == before and tree(outside) == {"keep.md": b"mine"}
     assert {p: p.stat().st_mtime_ns for p in folder.rglob("*") if not p.is_symlink()} == stamps
     (folder / "archive").unlink()
-    done = fake_lore.review_export(folder)  # the link gone, the same export goes through
+    done = fake_lore.review.export_folder(folder)  # the link gone, the same export goes through
     assert any(w.startswith("archive/") for w in done["written"])
 
 
 def test_two_files_claiming_one_rule_decide_nothing_and_are_both_named(fake_lore, tmp_path):
     ids = seed(fake_lore)
     folder = tmp_path / "review"
-    fake_lore.review_export(folder)
+    fake_lore.review.export_folder(folder)
     original = review_file(folder, ids[0])
     copy = folder / "reviews" / "copy of the review.md"  # as a file sync names a conflict
     copy.write_bytes(original.read_bytes())
     tick(original, "approve")
     tick(copy, "reject", "not ours")
-    report = fake_lore.review_import(folder)
-    assert ids[0] in {i["id"] for i in fake_lore.waiting()}  # still waiting
+    report = fake_lore.review.import_folder(folder)
+    assert ids[0] in {i["id"] for i in fake_lore.review.waiting()}  # still waiting
     [warning] = [w for w in report["warnings"] if ids[0] in w]
     assert original.name in warning and copy.name in warning and "no decision" in warning
     assert report["approved"] == report["rejected"] == 0
     # The export leaves both as the person left them and says so again.
     texts = (original.read_bytes(), copy.read_bytes())
-    exported = fake_lore.review_export(folder)
+    exported = fake_lore.review.export_folder(folder)
     assert (original.read_bytes(), copy.read_bytes()) == texts
     assert any(original.name in n and copy.name in n for n in exported["notes"])
     # One file deleted: the other decides, as any file would.
     copy.unlink()
-    assert fake_lore.review_import(folder)["approved"] == 1
+    assert fake_lore.review.import_folder(folder)["approved"] == 1
 
 
 def test_an_edited_rule_text_changes_the_line_agents_receive(fake_lore, tmp_path):
     """Only the rule text edited: the title (the line `lore apply` writes) follows it."""
     ids = seed(fake_lore)
     folder = tmp_path / "review"
-    fake_lore.review_export(folder)
+    fake_lore.review.export_folder(folder)
     path = review_file(folder, ids[0])
     text = path.read_text(encoding="utf-8")
     assert "# Use httpx, not requests" in text
     path.write_text(text.replace("Use httpx instead of requests.",
                                  "Use httpx for every HTTP call. It is async-ready."),
                     encoding="utf-8")
-    report = fake_lore.review_import(folder)
+    report = fake_lore.review.import_folder(folder)
     assert report["edited"] == 1
-    lesson = fake_lore.get_lesson(ids[0])
+    lesson = fake_lore.lessons.get(ids[0])
     assert lesson.title == "Use httpx for every HTTP call"
     assert lesson.content == "Use httpx for every HTTP call. It is async-ready."
-    plan = fake_lore.apply_plan("/work/app", tmp_path / "home", include_global=True)
+    plan = fake_lore.apply.plan("/work/app", tmp_path / "home", include_global=True)
     assert "- Use httpx for every HTTP call." in plan.diff()
     assert "not requests" not in plan.diff()
 

@@ -25,7 +25,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _approve(lore, title: str, **kw) -> str:
-    lesson = lore.add_lesson(title, kw.pop("content", title), status="active", **kw)
+    lesson = lore.lessons.add(title, kw.pop("content", title), status="active", **kw)
     return lesson.id
 
 
@@ -36,22 +36,22 @@ def test_a_rule_written_by_apply_is_not_repeated_at_session_start(fake_lore, pro
                                 "reasoning": "the lockfile is pnpm's"})
     typed = _approve(fake_lore, "Use type hints", kind="project_rule", project=str(project),
                      file_types=["py"])
-    before = fake_lore.session_context(str(project))
+    before = fake_lore.apply.session_context(str(project))
     assert "Use pnpm, not npm (why: the lockfile is pnpm's)" in before
     assert "npm install lodash" not in before and "context:" not in before
     assert "Use type hints" in before
-    plan = fake_lore.apply_plan(str(project), Path(os.environ["HOME"]), include_global=True)
+    plan = fake_lore.apply.plan(str(project), Path(os.environ["HOME"]), include_global=True)
     plan.write()
     assert "Use pnpm, not npm" in (project / "CLAUDE.md").read_text()
     (project / "sub").mkdir()
-    after = fake_lore.session_context(str(project / "sub"))
+    after = fake_lore.apply.session_context(str(project / "sub"))
     assert "Use pnpm" not in after and "Use type hints" not in after
     # A rule proposed and seen twice is in no file: the context still carries it.
-    fake_lore.add_lesson("Use httpx, not requests", "x", kind="preference", status="proposed",
+    fake_lore.lessons.add("Use httpx, not requests", "x", kind="preference", status="proposed",
                          project=str(project), preference={"rejected": "requests",
                                                           "preferred": "httpx"},
                          metadata={"learning": {"occurrences": 2, "untyped": ""}})
-    ctx = fake_lore.session_context(str(project))
+    ctx = fake_lore.apply.session_context(str(project))
     assert "Use httpx, not requests (unconfirmed)" in ctx
     assert pnpm and typed
 
@@ -106,16 +106,16 @@ def test_unreadable_or_missing_files_carry_nothing(project, tmp_path):
 
 
 def test_a_superseded_lesson_is_not_told_its_successor_is(fake_lore, project):
-    old = fake_lore.add_lesson("Store Django sessions in Redis", "Redis for sessions.",
+    old = fake_lore.lessons.add("Store Django sessions in Redis", "Redis for sessions.",
                                project=str(project))
-    new = fake_lore.add_lesson("Use local file sessions, not Redis", "File sessions.",
+    new = fake_lore.lessons.add("Use local file sessions, not Redis", "File sessions.",
                                project=str(project))
-    fake_lore.link(new.id, old.id, "supersedes")
-    ctx = fake_lore.session_context(str(project))
+    fake_lore.lessons.link(new.id, old.id, "supersedes")
+    ctx = fake_lore.apply.session_context(str(project))
     assert "Use local file sessions" in ctx and "Django sessions in Redis" not in ctx
     # A successor that is no longer active does not hide it.
-    fake_lore.update_lesson(new.id, status="archived")
-    assert "Django sessions in Redis" in fake_lore.session_context(str(project))
+    fake_lore.lessons.update(new.id, status="archived")
+    assert "Django sessions in Redis" in fake_lore.apply.session_context(str(project))
 
 
 def test_the_session_start_hook_output_for_a_subfolder(fake_lore, project):
@@ -124,7 +124,7 @@ def test_the_session_start_hook_output_for_a_subfolder(fake_lore, project):
     _approve(fake_lore, "Use pnpm, not npm", kind="preference", project=str(project),
              preference={"context": "npm install lodash", "rejected": "npm",
                          "preferred": "pnpm"})
-    fake_lore.apply_plan(str(project), Path(os.environ["HOME"]), include_global=True).write()
+    fake_lore.apply.plan(str(project), Path(os.environ["HOME"]), include_global=True).write()
     _approve(fake_lore, "Pin the major version", kind="project_rule", project=str(project))
     (project / "src").mkdir()
     output, record = session_context(str(project / "src"))

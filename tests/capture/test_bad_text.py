@@ -35,7 +35,7 @@ def test_import_keeps_lines_with_invalid_utf8_and_raw_line_separators(tmp_path):
         from lore.demo.runner import seed
 
         seed(source)
-        lines = [json.dumps(r, ensure_ascii=False) for r in source.export()]
+        lines = [json.dumps(r, ensure_ascii=False) for r in source.lessons.export()]
     first = json.loads(lines[0])
     first["content"] += " line\u2028separator"
     lines[0] = json.dumps(first, ensure_ascii=False)
@@ -50,7 +50,7 @@ def test_import_keeps_lines_with_invalid_utf8_and_raw_line_separators(tmp_path):
     report = json.loads(out.stdout)
     assert report["added"] == len(lines) and not report["skipped"]
     with Lore.open(make_settings(tmp_path / "b"), embedder=FakeEmbedder()) as target:
-        content = target.get_lesson(first["id"]).content
+        content = target.lessons.get(first["id"]).content
     assert content.endswith(" line\ufffd\ufffd\u2028separator")
 
 

@@ -123,11 +123,11 @@ def test_session_end_diffs_from_the_start_commit(lore_home: Path, repo: Repo, re
         repo.write("src/wip.py", lines(3))  # and uncommitted work
         q.append("SessionEnd", {"session_id": "s-c", "cwd": str(repo.path)})
         assert _worker(lore).run(once=True) == 1
-        st = lore.analyzer.status()
+        st = lore.analysis.status()
         run = st["last_run"]
         assert run["base"] == start and run["score"] >= 5
         assert st["last_session_start"]["commit"] == start and st["last_session_start"]["branch"] == "main"
-        report = lore.analyzer.session_ended("s-c", str(repo.path), None, "2026-01-01T12:00:00Z")
+        report = lore.analysis.session_ended("s-c", str(repo.path), None, "2026-01-01T12:00:00Z")
         assert report.start and report.start["diff_from"] == "the commit the session started from"
         assert {"src/wip.py", "src/m0.py"} <= {f.path for f in report.changes.files}
 
@@ -135,9 +135,9 @@ def test_session_end_diffs_from_the_start_commit(lore_home: Path, repo: Repo, re
 def test_a_start_commit_gone_from_history_falls_back_to_the_time(lore_home: Path, repo: Repo,
                                                                  real_embedder: Any) -> None:
     with Lore.open(make_settings(lore_home), embedder=real_embedder) as lore:
-        lore.analyzer.session_started("s-g", str(repo.path), "2026-01-01T09:00:00Z",
+        lore.analysis.session_started("s-g", str(repo.path), "2026-01-01T09:00:00Z",
                                       {"state": "commit", "commit": "ab" * 20, "branch": "main"})
-        report = lore.analyzer.session_ended("s-g", str(repo.path), None, "2026-01-01T12:00:00Z")
+        report = lore.analysis.session_ended("s-g", str(repo.path), None, "2026-01-01T12:00:00Z")
     assert report.start["diff_from"].startswith("the start commit is gone")
     assert report.changes is not None and report.changes.unavailable is None
 
@@ -150,7 +150,7 @@ def test_a_repository_with_no_commit_at_the_start(lore_home: Path, tmp_path: Pat
         _worker(lore).run(once=True)
         fresh.clock = int(time.time()) - 3600  # a commit dated before the start: still counted
         fresh.commit("First files", *((f"pkg/f{i}.py", lines(40)) for i in range(6)))
-        report = lore.analyzer.session_ended("s-0", str(fresh.path), None, "2026-01-01T12:00:00Z")
+        report = lore.analysis.session_ended("s-0", str(fresh.path), None, "2026-01-01T12:00:00Z")
         del q
     assert report.start["git"] == "no-commits" and report.start["diff_from"].startswith("no commit yet")
     assert len(report.changes.files) == 6

@@ -210,22 +210,22 @@ def test_session_start_context_is_scoped_budgeted_and_marked(lore_home, tmp_path
 
     settings = make_settings(lore_home)
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
-        lore.add_lesson("Use file sessions", "x", kind="preference", project="/work/shop",
+        lore.lessons.add("Use file sessions", "x", kind="preference", project="/work/shop",
                         preference={"context": "auth", "rejected": "Redis", "preferred": "files"})
-        lore.add_lesson("Run ruff before committing", "CI fails otherwise", kind="project_rule")
-        lore.add_lesson("Other project rule", "y", kind="project_rule", project="/work/blog")
+        lore.lessons.add("Run ruff before committing", "CI fails otherwise", kind="project_rule")
+        lore.lessons.add("Other project rule", "y", kind="project_rule", project="/work/blog")
         for i in range(40):
-            lore.add_lesson(f"Lesson number {i} about something", "z", project="/work/shop")
-        lore.add_lesson("Use pnpm, not npm", "Use pnpm instead of npm.", kind="preference",
+            lore.lessons.add(f"Lesson number {i} about something", "z", project="/work/shop")
+        lore.lessons.add("Use pnpm, not npm", "Use pnpm instead of npm.", kind="preference",
                         status="proposed", project="/work/shop",
                         preference={"rejected": "npm", "preferred": "pnpm"},
                         metadata={"learning": {"occurrences": 2, "untyped": ""}})
         # A proposed rule seen once waits for review instead of reaching the session.
-        lore.add_lesson("Use yarn, not npm", "Use yarn instead of npm.", kind="preference",
+        lore.lessons.add("Use yarn, not npm", "Use yarn instead of npm.", kind="preference",
                         status="proposed", project="/work/shop",
                         preference={"rejected": "npm", "preferred": "yarn"},
                         metadata={"learning": {"occurrences": 1}})
-        text = lore.session_context("/work/shop", max_chars=900)
+        text = lore.apply.session_context("/work/shop", max_chars=900)
         assert text.startswith("<lore-context>") and text.endswith("</lore-context>")
         assert len(text) <= 900
         assert "- Use file sessions\n" in text and "Run ruff" in text
@@ -235,9 +235,9 @@ def test_session_start_context_is_scoped_budgeted_and_marked(lore_home, tmp_path
         assert (text.index("Use file sessions") < text.index("Use pnpm, not npm (unconfirmed)")
                 < text.index("Lesson number"))
         assert "more item(s) not shown" in text and "lore_search" in text
-        assert lore.session_context("/nowhere/else", max_chars=4000).count("\n- ") == 1  # global only
+        assert lore.apply.session_context("/nowhere/else", max_chars=4000).count("\n- ") == 1  # global only
     empty = Lore.open(make_settings(tmp_path / "empty"), embedder=FakeEmbedder())
-    assert empty.session_context("/work/shop") == ""
+    assert empty.apply.session_context("/work/shop") == ""
     empty.close()
 
 
@@ -248,7 +248,7 @@ def test_session_start_hook_prints_context_and_nothing_without_a_database(lore_h
     from lore.api import Lore
 
     with Lore.open(make_settings(lore_home), embedder=FakeEmbedder()) as lore:
-        lore.add_lesson("Prefer pytest", "not unittest", kind="project_rule", project="/p")
+        lore.lessons.add("Prefer pytest", "not unittest", kind="project_rule", project="/p")
     out = hook("session-start", json.dumps({"session_id": "s2", "cwd": "/p"}), lore_home)
     data = json.loads(out.stdout)
     assert data["hookSpecificOutput"]["hookEventName"] == "SessionStart"

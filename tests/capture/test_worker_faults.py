@@ -369,10 +369,10 @@ def test_a_clock_jump_skews_rule_decay_only_until_the_next_rescore(lore_home, mo
     import lore.extract.score as learner
 
     w = worker(lore_home)
-    learning = w.lore.learner
+    learning = w.lore.learning
     rule = learning.record("always use type hints", None, project="/p").lesson
     assert rule is not None
-    before = w.lore.get_lesson(rule.id).score
+    before = w.lore.lessons.get(rule.id).score
 
     class Jumped(datetime):
         @classmethod
@@ -381,7 +381,7 @@ def test_a_clock_jump_skews_rule_decay_only_until_the_next_rescore(lore_home, mo
 
     monkeypatch.setattr(learner, "datetime", Jumped)  # the clock jumps a year ahead
     w.rescore()
-    assert w.lore.get_lesson(rule.id).score < before  # faded early
+    assert w.lore.lessons.get(rule.id).score < before  # faded early
     monkeypatch.setattr(learner, "datetime", datetime)  # the clock is right again
     w.rescore()
-    assert w.lore.get_lesson(rule.id).score == before
+    assert w.lore.lessons.get(rule.id).score == before

@@ -53,7 +53,7 @@ def test_the_worker_follows_the_config_and_says_which_judge_it_uses(
         worker.acquire()
         worker.record_model()
         assert model_in_use(lore_home)["provider"] is None
-        assert worker.lore.learner.judge is None and not worker.follow_config()  # nothing changed
+        assert worker.lore.learning.judge is None and not worker.follow_config()  # nothing changed
         assert doctor_line(runner).endswith(f"the running worker (pid {os.getpid()}) uses none")
 
         write(config, CLAUDE)  # `lore install --judge claude-cli` while the worker runs
@@ -61,7 +61,7 @@ def test_the_worker_follows_the_config_and_says_which_judge_it_uses(
         assert "still uses none: it reads the change before its next event" in doctor_line(runner)
         assert worker.follow_config()
         assert worker._lore is None  # the facade, and its judge, are opened anew
-        assert worker.lore.learner.judge is not None
+        assert worker.lore.learning.judge is not None
         assert worker.settings.config.llm.model == "haiku"
         assert model_in_use(lore_home) == {"pid": os.getpid(), "provider": "claude-cli", "model": "haiku",
                                           "judge": True}
@@ -79,7 +79,7 @@ def test_the_worker_follows_the_config_and_says_which_judge_it_uses(
         assert "does not load" in (lore_home / "logs" / "worker.log").read_text()
 
         write(config, "search:\n  default_limit: 7\n")  # removed
-        assert worker.follow_config() and worker.lore.learner.judge is None
+        assert worker.follow_config() and worker.lore.learning.judge is None
         assert model_in_use(lore_home)["provider"] is None
     finally:
         worker.release()

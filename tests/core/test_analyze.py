@@ -67,7 +67,7 @@ def test_force_and_the_summary_without_a_model(run, repo: Repo, lore_home: Path)
     assert data["outcome"] == "summarised" and data["reason"] == "manual trigger"
     assert [p["action"] for p in data["lessons"]] == ["created"]
     with Lore.open(make_settings(lore_home)) as lore:
-        lesson = lore.get_lesson(data["lessons"][0]["id"])
+        lesson = lore.lessons.get(data["lessons"][0]["id"])
     assert lesson.status == "proposed" and lesson.source == "git"
     assert lesson.content.startswith("Not analysed")
     assert lesson.metadata["analysis"]["analysed"] is False
@@ -155,11 +155,11 @@ def test_session_end_without_a_model(lore_home: Path, repo: Repo, real_embedder:
                                 "transcript_path": str(TRANSCRIPT)})
         w = worker(lore)
         assert w.run(once=True) == 1 and w.status()["errors"]["count"] == 0
-        st = lore.analyzer.status()
+        st = lore.analysis.status()
         assert st["sessions_seen"] == 1 and st["summarised"] == 1
         run = st["last_run"]
         assert run["trigger"] == "session_end" and run["session_id"] == "s-1" and run["score"] >= 5
-        stored = [lore.get_lesson(i) for i in run["lesson_ids"]]
+        stored = [lore.lessons.get(i) for i in run["lesson_ids"]]
         assert all(x.status == "proposed" for x in stored)
         assert "Refactor the storage layer" in [x.title for x in stored]
         learned = [x for x in stored if x.source == "conversation"]  # the transcript's pass
@@ -175,7 +175,7 @@ def test_session_without_git_is_skipped_with_the_reason(lore_home: Path, tmp_pat
         q = session(lore_home, plain, "s-2")
         q.append("SessionEnd", {"session_id": "s-2", "cwd": str(plain)})
         assert worker(lore).run(once=True) == 2
-        st = lore.analyzer.status()
+        st = lore.analysis.status()
     assert st["skipped_by_reason"] == {"no git repository": 1} and st["sessions_seen"] == 1
     assert st["last_error"] is None
     assert st["last_session_start"]["git"] == "no-git"
@@ -199,18 +199,18 @@ def test_session_end_with_a_model_on_loopback(server: LoopbackServer, lore_home:
                     *((f"src/m{i}.py", lines(3)) for i in range(5)))
         q.append("SessionEnd", {"session_id": "s-3", "cwd": str(repo.path)})
         worker(lore).run(once=True)
-        st = lore.analyzer.status()
+        st = lore.analysis.status()
         assert st["analysed"] == 1 and st["llm"]["calls_today"] == 4 and st["llm"]["tokens_today"] > 0
-        entry = lore.get_lesson(st["last_run"]["lesson_ids"][0])
+        entry = lore.lessons.get(st["last_run"]["lesson_ids"][0])
         assert entry.kind == "bug_fix" and entry.status == "proposed"
         assert entry.problem_solved == "Transient failures." and entry.when_not_to_apply
         assert entry.examples[0].language == "python"  # from the file, not the model's word
         assert {t.type for t in entry.trade_offs} == {"pro", "con"}
         assert entry.metadata["analysis"]["related_patterns"] == ["circuit breaker"]
         # The same entry from another run (outside the session) reinforces it with that evidence.
-        again = lore.analyzer.analyze(repo.path, range_="HEAD~1..HEAD", force=True)
+        again = lore.analysis.analyze(repo.path, range_="HEAD~1..HEAD", force=True)
         assert [(p.id, p.action) for p in again.lessons] == [(entry.id, "reinforced")]
-        assert lore.get_lesson(entry.id).metadata["analysis"]["occurrences"] == 2
+        assert lore.lessons.get(entry.id).metadata["analysis"]["occurrences"] == 2
 
 
 def test_a_failing_model_falls_back_to_the_summary(server: LoopbackServer, lore_home: Path, repo: Repo,
@@ -223,9 +223,9 @@ def test_a_failing_model_falls_back_to_the_summary(server: LoopbackServer, lore_
     settings = make_settings(lore_home, llm=LLM | {"base_url": server.url})
     with Lore.open(settings, embedder=real_embedder) as lore:
         big_change(repo, "Refactor the modules")
-        report = lore.analyzer.analyze(repo.path)
+        report = lore.analysis.analyze(repo.path)
         assert report.outcome == "summarised" and report.error and "400" in report.error
-        assert lore.analyzer.status()["last_error"]["error"] == report.error
+        assert lore.analysis.status()["last_error"]["error"] == report.error
 
 
 def test_a_model_without_its_key_falls_back_too(lore_home: Path, repo: Repo, real_embedder: Any,
@@ -234,7 +234,7 @@ def test_a_model_without_its_key_falls_back_too(lore_home: Path, repo: Repo, rea
     settings = make_settings(lore_home, llm={"provider": "anthropic", "base_url": "http://127.0.0.1:9"})
     with Lore.open(settings, embedder=real_embedder) as lore:
         big_change(repo, "Refactor the modules")
-        report = lore.analyzer.analyze(repo.path)
+        report = lore.analysis.analyze(repo.path)
     assert report.outcome == "summarised" and report.error and report.error.startswith("ConfigError")
     assert report.lessons[0].action == "created"
 
@@ -276,10 +276,10 @@ def test_a_session_end_handled_twice_runs_once(lore_home: Path, tmp_path: Path, 
     plain.mkdir()
     with Lore.open(make_settings(lore_home), embedder=real_embedder) as lore:
         at = "2026-01-01T10:00:00+00:00"
-        first = lore.analyzer.session_ended("s-9", str(plain), None, at, event_id="e-1")
-        again = lore.analyzer.session_ended("s-9", str(plain), None, at, event_id="e-1")
+        first = lore.analysis.session_ended("s-9", str(plain), None, at, event_id="e-1")
+        again = lore.analysis.session_ended("s-9", str(plain), None, at, event_id="e-1")
         assert (first.reason, again.reason) == ("no git repository", "already handled")
-        assert lore.analyzer.status()["skipped"] == 1
+        assert lore.analysis.status()["skipped"] == 1
 
 
 def test_the_closest_project_threshold_wins(tmp_path: Path) -> None:

@@ -303,10 +303,10 @@ def test_a_measurement_override_reaches_each_room(lore_home):
     s = make_settings(lore_home, tuning={"search.rrf_k": 30, "search.recency.weight": 0.2,
                                          "learning.recent_days": 3})
     with Lore.open(s, embedder=FakeEmbedder()) as lore:
-        search = lore.tuned(SEARCH)
+        search = lore.engine.tuned(SEARCH)
         assert (search.rrf_k, search.recency_weight, search.vector_weight) == (30, 0.2, 0.7)
-        assert lore.learner.tuning.recent_days == 3
-        assert lore.tuned(LEARNING).same_rule_similarity == 0.86
+        assert lore.learning.tuning.recent_days == 3
+        assert lore.engine.tuned(LEARNING).same_rule_similarity == 0.86
     r = rows(s)
     assert r["search.rrf_k"] == (30, "tuning") and r["search.fts_weight"] == (0.3, "default")
 

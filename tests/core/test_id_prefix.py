@@ -14,8 +14,8 @@ from lore.ids import CROCKFORD, ID_PREFIX
 
 @pytest.fixture
 def two(fake_lore, tmp_path):
-    a = fake_lore.add_lesson("Use pnpm, not npm", "x", kind="project_rule", status="proposed")
-    b = fake_lore.add_lesson("Use httpx, not requests", "y", kind="project_rule")
+    a = fake_lore.lessons.add("Use pnpm, not npm", "x", kind="project_rule", status="proposed")
+    b = fake_lore.lessons.add("Use httpx, not requests", "y", kind="project_rule")
     return fake_lore, a.id, b.id
 
 
@@ -28,8 +28,8 @@ def test_a_unique_start_in_any_case_names_the_id(two, data):
     length = data.draw(st.integers(max(ID_PREFIX, common + 1), 26))
     typed = "".join(c.lower() if data.draw(st.booleans()) else c for c in a[:length])
     typed = data.draw(st.sampled_from(["", " ", "\t"])) + typed + data.draw(st.sampled_from(["", " "]))
-    assert lore.resolve_id(typed) == a
-    assert lore.get_lesson(typed).id == a
+    assert lore.lessons.resolve_id(typed) == a
+    assert lore.lessons.get(typed).id == a
 
 
 def test_a_shared_a_short_or_an_unknown_start_is_refused(two):
@@ -37,14 +37,14 @@ def test_a_shared_a_short_or_an_unknown_start_is_refused(two):
     common = next(i for i in range(26) if a[i] != b[i])
     if common >= ID_PREFIX:
         with pytest.raises(InvalidInput, match="more than one id"):
-            lore.resolve_id(a[:common])
+            lore.lessons.resolve_id(a[:common])
     with pytest.raises(InvalidInput, match="not a lesson id"):
-        lore.resolve_id(a[:ID_PREFIX - 1])
+        lore.lessons.resolve_id(a[:ID_PREFIX - 1])
     unknown = "".join("Z" if c != "Z" else "Y" for c in a[:8])
     with pytest.raises(NotFound, match="no lesson or check id starts with"):
-        lore.resolve_id(unknown)
+        lore.lessons.resolve_id(unknown)
     with pytest.raises(InvalidInput, match="not an id or the start of one"):
-        lore.resolve_id("01JD8U")  # U is not a Crockford digit
+        lore.lessons.resolve_id("01JD8U")  # U is not a Crockford digit
     assert set("ILOU").isdisjoint(CROCKFORD)
 
 

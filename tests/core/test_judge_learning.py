@@ -55,8 +55,8 @@ JUDGED = {
 
 def capture(lore: Lore, *messages: tuple[str, str | None], session: str = SESSION) -> None:
     for text, previous in messages:
-        lore.learner.capture(text, previous, project="/p", session_id=session, origin="hook")
-    lore.learner.process_pending()
+        lore.learning.capture(text, previous, project="/p", session_id=session, origin="hook")
+    lore.learning.process_pending()
 
 
 def session_end(worker: Worker, session: str = SESSION) -> str:
@@ -75,7 +75,7 @@ def test_worker_judges_a_session_in_one_request(lore_home: Path, server: Loopbac
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         capture(lore, (REDIS, "I added a Redis-backed session store."), (THANKS, "Fixed the import."),
                 (DOCS, "Renamed the command to lore sync."))
-        waiting = lore.waiting_for_judge()
+        waiting = lore.admin.waiting_for_judge()
         assert waiting["messages"] >= 2 and waiting["sessions"] == 1
         assert not server.received  # nothing is sent before the session ends
         outcome = session_end(Worker(settings, lore))
@@ -83,11 +83,11 @@ def test_worker_judges_a_session_in_one_request(lore_home: Path, server: Loopbac
         assert len(server.received) == 1
         sent = server.received[0]["body"]["messages"][-1]["content"]
         assert "I added a Redis-backed session store." in sent and REDIS in sent
-        assert lore.waiting_for_judge()["messages"] == 0
-        titles = {lesson.content.splitlines()[0] for lesson in lore.preferences("/p")}
+        assert lore.admin.waiting_for_judge()["messages"] == 0
+        titles = {lesson.content.splitlines()[0] for lesson in lore.search.preferences("/p")}
         assert "Use local file sessions, not Redis: the service runs on one box." in " ".join(titles)
         assert any("README" in t for t in titles)
-        learned = lore.preferences("/p")
+        learned = lore.search.preferences("/p")
         assert all(lesson.status in ("proposed", "active") for lesson in learned)
 
 
@@ -99,17 +99,17 @@ def test_a_provider_error_leaves_the_session_waiting(lore_home: Path, server: Lo
         worker = Worker(settings, lore)
         outcome = session_end(worker)
         assert "judge unavailable, 1 messages waiting" in outcome
-        waiting = lore.waiting_for_judge()
+        waiting = lore.admin.waiting_for_judge()
         assert waiting["messages"] == 1 and "500" in waiting["last_error"]
-        assert lore.preferences("/p") == []  # never silently detector-only
+        assert lore.search.preferences("/p") == []  # never silently detector-only
         assert statuses(lore) == [("judging", "unanswered 1: openai: HTTP 500 (overloaded); the "
                                               "server failed; try again later")]
         server.replies = [answer(JUDGED)]  # the provider is back: the next session end catches up
         capture(lore, (THANKS, "Done."), session="s-judge-2")
         assert "judged" in session_end(worker, "s-judge-2")
-        assert lore.waiting_for_judge() == {"messages": 0, "sessions": 0, "last_error": None,
+        assert lore.admin.waiting_for_judge() == {"messages": 0, "sessions": 0, "last_error": None,
                                             "given_up": 0, "given_up_reason": None}
-        assert len(lore.preferences("/p")) == 1
+        assert len(lore.search.preferences("/p")) == 1
 
 
 def test_a_spent_budget_leaves_the_session_waiting(lore_home: Path, server: LoopbackServer) -> None:  # noqa: F811
@@ -117,10 +117,10 @@ def test_a_spent_budget_leaves_the_session_waiting(lore_home: Path, server: Loop
     settings = make_settings(lore_home, llm=llm(server, daily_token_budget=100))
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         capture(lore, (REDIS, "I added a Redis-backed session store."))
-        report = lore.learner.judge_waiting()
+        report = lore.learning.judge_waiting()
         assert report.error and "budget" in report.error and report.waiting == 1
         assert not server.received
-        assert lore.waiting_for_judge()["messages"] == 1
+        assert lore.admin.waiting_for_judge()["messages"] == 1
 
 
 def test_invented_quotes_and_unanswered_messages(lore_home: Path, server: LoopbackServer) -> None:  # noqa: F811
@@ -134,10 +134,10 @@ def test_invented_quotes_and_unanswered_messages(lore_home: Path, server: Loopba
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         capture(lore, (REDIS, "I added a Redis-backed session store."),
                 (DOCS, "Renamed the command to lore sync."))
-        report = lore.learner.judge_waiting()
+        report = lore.learning.judge_waiting()
         assert report.invented == 2  # the second request (for the unanswered one) got the same
-        assert lore.preferences("/p") == []
-        assert lore.waiting_for_judge()["messages"] == 0
+        assert lore.search.preferences("/p") == []
+        assert lore.admin.waiting_for_judge()["messages"] == 0
         reasons = [r[0] for r in lore.store.conn.execute("SELECT action FROM corrections")]
         assert reasons == ["none", "none"]
 
@@ -147,9 +147,9 @@ def test_malformed_replies_keep_the_messages_waiting(lore_home: Path, server: Lo
     settings = make_settings(lore_home, llm=llm(server))
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         capture(lore, (REDIS, "I added a Redis-backed session store."))
-        report = lore.learner.judge_waiting()
+        report = lore.learning.judge_waiting()
         assert report.error and "could not be read" in report.error
-        assert lore.waiting_for_judge()["messages"] == 1
+        assert lore.admin.waiting_for_judge()["messages"] == 1
 
 
 def test_a_restatement_reinforces_the_known_rule(lore_home: Path, server: LoopbackServer) -> None:  # noqa: F811
@@ -157,8 +157,8 @@ def test_a_restatement_reinforces_the_known_rule(lore_home: Path, server: Loopba
     settings = make_settings(lore_home, llm=llm(server))
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         capture(lore, (REDIS, "I added a Redis-backed session store."))
-        lore.learner.judge_waiting()
-        [rule] = lore.preferences("/p")
+        lore.learning.judge_waiting()
+        [rule] = lore.search.preferences("/p")
 
         def restates(body: dict[str, Any]) -> Reply:
             user = body["messages"][-1]["content"]
@@ -169,9 +169,9 @@ def test_a_restatement_reinforces_the_known_rule(lore_home: Path, server: Loopba
         server.replies = [restates]
         capture(lore, ("I told you: no Redis, use local file sessions", "I'll add Redis."),
                 session="s-judge-2")
-        report = lore.learner.judge_waiting()
+        report = lore.learning.judge_waiting()
         assert [o.action for o in report.outcomes] == ["reinforced"]
-        [again] = lore.preferences("/p")
+        [again] = lore.search.preferences("/p")
         assert again.id == rule.id and len(again.evidence) == 2
 
 
@@ -202,7 +202,7 @@ def test_without_a_model_the_detector_decides(lore_home: Path) -> None:
     settings = make_settings(lore_home)
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         capture(lore, (REDIS, "I added a Redis-backed session store."))
-        assert lore.waiting_for_judge()["messages"] == 0
+        assert lore.admin.waiting_for_judge()["messages"] == 0
         assert "judging" not in [s for s, _ in statuses(lore)]
 
 
@@ -222,10 +222,10 @@ def test_ingest_learn_judges_each_past_session(lore_home: Path, server: Loopback
         (folder / f"past-{n}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     settings = make_settings(lore_home, llm=llm(server))
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
-        report = lore.learner.backfill([tmp_path / "projects"])
+        report = lore.learning.backfill([tmp_path / "projects"])
         assert len(server.received) == 2  # one request per past session
         assert report["rules"] == 2 and "waiting" not in report["actions"]
-        assert lore.waiting_for_judge()["messages"] == 0
+        assert lore.admin.waiting_for_judge()["messages"] == 0
 
 
 def test_worker_status_shows_the_messages_waiting_for_the_judge(lore_home: Path,
@@ -234,7 +234,7 @@ def test_worker_status_shows_the_messages_waiting_for_the_judge(lore_home: Path,
     settings = make_settings(lore_home, llm=llm(server))
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         capture(lore, (REDIS, "I added a Redis-backed session store."), (DOCS, "Renamed it."))
-        lore.learner.judge_waiting()
+        lore.learning.judge_waiting()
     lore_home.mkdir(parents=True, exist_ok=True)
     (lore_home / "config.yaml").write_text(
         "llm:\n  provider: openai\n  model: small-1\n  base_url: " + server.url + "/v1\n")
@@ -264,7 +264,7 @@ def test_the_judge_through_the_users_own_claude(lore_home: Path, tmp_path: Path,
         [call] = calls(record)
         assert call["argv"][call["argv"].index("--model") + 1] == "haiku"
         assert REDIS in call["stdin"] and call["lore_disabled"] == "1"
-        [rule] = lore.preferences("/p")
+        [rule] = lore.search.preferences("/p")
         assert rule.content.startswith("Use local file sessions, not Redis.")
 
 
@@ -275,8 +275,8 @@ def test_a_rule_line_that_names_nothing_the_user_named_is_not_used(lore_home: Pa
     settings = make_settings(lore_home, llm=llm(server))
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         capture(lore, (REDIS, "I added a Redis-backed session store."))
-        lore.learner.judge_waiting()
-        [rule] = lore.preferences("/p")
+        lore.learning.judge_waiting()
+        [rule] = lore.search.preferences("/p")
         assert rule.content.startswith("Use local file sessions instead of Redis")  # the shapes' line
 
 
@@ -297,11 +297,11 @@ def test_learn_judge_takes_one_session_or_the_messages_since_a_date(lore_home: P
         "llm:\n  provider: openai\n  model: small-1\n  base_url: " + server.url + "/v1\n")
     settings = make_settings(lore_home, llm=llm(server))
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
-        lore.learner.capture(REDIS, "I added Redis.", project="/p", session_id="old", origin="hook",
+        lore.learning.capture(REDIS, "I added Redis.", project="/p", session_id="old", origin="hook",
                              at="2026-01-01T10:00:00Z")
-        lore.learner.capture(DOCS, "Renamed it.", project="/p", session_id="new", origin="hook",
+        lore.learning.capture(DOCS, "Renamed it.", project="/p", session_id="new", origin="hook",
                              at="2026-03-01T10:00:00Z")
-        lore.learner.process_pending()
+        lore.learning.process_pending()
     runner = CliRunner()
     obj = {"embedder": FakeEmbedder()}
     dry = runner.invoke(cli, ["learn", "judge", "--dry-run", "--since", "2026-02-01"], obj=obj)
@@ -310,7 +310,7 @@ def test_learn_judge_takes_one_session_or_the_messages_since_a_date(lore_home: P
     assert got["messages"] == 1 and got["sessions"] == 1 and len(server.received) == 1
     assert REDIS in server.received[0]["body"]["messages"][-1]["content"]
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
-        assert lore.waiting_for_judge()["messages"] == 1  # the other session still waits
+        assert lore.admin.waiting_for_judge()["messages"] == 1  # the other session still waits
 
 
 def test_a_recorded_correction_is_evidence_the_judge_decides(lore_home: Path,
@@ -320,20 +320,20 @@ def test_a_recorded_correction_is_evidence_the_judge_decides(lore_home: Path,
     server.replies = [answer({"use local file sessions": {"label": "correction", "durable": False}})]
     settings = make_settings(lore_home, llm=llm(server))
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
-        out = lore.learner.record("No, don't use Redis, use local file sessions instead",
+        out = lore.learning.record("No, don't use Redis, use local file sessions instead",
                                   "I added Redis.", project="/p", session_id="s-rec")
         assert out.action == "waiting" and out.lesson is None
         assert out.notice().startswith("not learned: ")
         assert not server.received
-        report = lore.learner.judge_waiting(session_id="s-rec")
+        report = lore.learning.judge_waiting(session_id="s-rec")
         assert report.messages == 1 and len(server.received) == 1
         # one-off in the judge's eyes: kept hidden, waiting to be said again, not for review
-        [kept] = lore.preferences(None, all_projects=True,
+        [kept] = lore.search.preferences(None, all_projects=True,
                                   statuses=("candidate", "proposed", "active"))
         assert kept.status == "candidate" and kept.metadata["learning"]["one_off"]
-        assert lore.waiting() == []
+        assert lore.review.waiting() == []
         # --force is the user's own wish: learned at once, no judge asked
-        forced = lore.learner.record("always use pathlib, not os.path", None, project="/p",
+        forced = lore.learning.record("always use pathlib, not os.path", None, project="/p",
                                      force=True)
         assert forced.lesson is not None and len(server.received) == 1
 
@@ -362,10 +362,10 @@ def test_a_message_the_judge_never_answers_stops_waiting_after_three_attempts(
         # Each session end asks (the judge asks once more for what a reply leaves out), three
         # session ends in all; then never again.
         assert [a > 0 for a in asked] == [True, True, True, False, False]
-        waiting = lore.waiting_for_judge()
+        waiting = lore.admin.waiting_for_judge()
         assert waiting["messages"] == 0 and waiting["given_up"] == 1
         assert waiting["given_up_reason"] == "unanswered 3: the judge's reply left it out"
-        assert len(lore.preferences("/p")) == 1  # the README rule was learned the first time
+        assert len(lore.search.preferences("/p")) == 1  # the README rule was learned the first time
     lore_home.mkdir(parents=True, exist_ok=True)
     (lore_home / "config.yaml").write_text(
         "llm:\n  provider: openai\n  model: small-1\n  base_url: " + server.url + "/v1\n")
@@ -379,7 +379,7 @@ def test_a_message_the_judge_never_answers_stops_waiting_after_three_attempts(
     assert out.exit_code == 0, out.output
     assert json.loads(out.output)["messages"] == 1
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
-        assert lore.waiting_for_judge()["given_up"] == 0 and len(lore.preferences("/p")) == 2
+        assert lore.admin.waiting_for_judge()["given_up"] == 0 and len(lore.search.preferences("/p")) == 2
 
 
 def test_a_rule_line_the_judge_or_lore_discards_leaves_no_trace_in_the_lesson(
@@ -402,8 +402,8 @@ def test_a_rule_line_the_judge_or_lore_discards_leaves_no_trace_in_the_lesson(
 
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         capture(lore, (REDIS, "I added a Redis-backed session store."))
-        lore.learner.judge_waiting()
-        [rule] = lore.preferences("/p")
+        lore.learning.judge_waiting()
+        [rule] = lore.search.preferences("/p")
         assert rule.content.startswith("Use local file sessions instead of Redis")
         untouched(lore)
 
@@ -418,9 +418,9 @@ def test_a_rule_line_the_judge_or_lore_discards_leaves_no_trace_in_the_lesson(
             server.replies = [reply([{"id": "m1", "rule": discarded, **item}])]
             capture(lore, ("I told you: no Redis, use local file sessions", "I'll add Redis."),
                     session=f"s-discard-{n}")
-            lore.learner.judge_waiting()
+            lore.learning.judge_waiting()
             untouched(lore)
-        [again] = lore.preferences("/p")
+        [again] = lore.search.preferences("/p")
         assert again.id == rule.id and again.content == rule.content
 
 
@@ -500,14 +500,14 @@ def test_a_one_off_said_again_in_another_session_is_proposed_through_the_judge(
     settings = make_settings(lore_home, llm=llm(server))
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         capture(lore, (first, "I added formatDate to the component file."), session="s1")
-        lore.learner.judge_waiting(session_id="s1")
-        [kept] = lore.preferences(None, all_projects=True, statuses=("candidate",))
-        assert kept.metadata["learning"]["one_off"] and lore.waiting() == []
+        lore.learning.judge_waiting(session_id="s1")
+        [kept] = lore.search.preferences(None, all_projects=True, statuses=("candidate",))
+        assert kept.metadata["learning"]["one_off"] and lore.review.waiting() == []
         capture(lore, (second, "I added parseDate beside the component."), session="s2")
-        lore.learner.judge_waiting(session_id="s2")
+        lore.learning.judge_waiting(session_id="s2")
         sent = server.received[-1]["body"]["messages"][-1]["content"]
         assert "<earlier_corrections>" in sent and "utils/dates.py" in sent.split(
             "<earlier_corrections>")[1]
-        rule = lore.get_lesson(kept.id)
+        rule = lore.lessons.get(kept.id)
         assert rule.status == "proposed" and len(rule.evidence) == 2
-        assert [w["id"] for w in lore.waiting()] == [kept.id]
+        assert [w["id"] for w in lore.review.waiting()] == [kept.id]

@@ -33,7 +33,7 @@ def test_same_phrase():
 
 
 def test_a_correction_becomes_a_proposed_preference_with_evidence(fake_lore):
-    out = fake_lore.learner.record("No, don't use Redis, use local file sessions instead",
+    out = fake_lore.learning.record("No, don't use Redis, use local file sessions instead",
                                      PROPOSAL, project="/work/shop", session_id="s1",
                                      files=["/work/shop/auth.py", "/work/shop/app.py"])
     assert out.action == "created"
@@ -53,7 +53,7 @@ def test_a_correction_becomes_a_proposed_preference_with_evidence(fake_lore):
 
 
 def test_restating_reinforces_instead_of_duplicating(fake_lore):
-    learning = fake_lore.learner
+    learning = fake_lore.learning
     first = learning.record("don't use Redis, use local file sessions instead", PROPOSAL,
                             project="/p", session_id="s1", origin="hook")
     second = learning.record("No! use file sessions instead of Redis", PROPOSAL, project="/p",
@@ -63,7 +63,7 @@ def test_restating_reinforces_instead_of_duplicating(fake_lore):
     assert first.lesson and second.lesson and third.lesson
     assert second.action == "reinforced" and second.lesson.id == first.lesson.id
     assert third.action == "reinforced"
-    lesson = fake_lore.get_lesson(first.lesson.id)
+    lesson = fake_lore.lessons.get(first.lesson.id)
     assert lesson.metadata["learning"]["occurrences"] == 3
     assert len(lesson.evidence) == 3
     assert lesson.score == 0.9 and lesson.status == "active"  # three times: active
@@ -72,41 +72,41 @@ def test_restating_reinforces_instead_of_duplicating(fake_lore):
 
 
 def test_the_same_message_twice_is_stored_once(fake_lore):
-    learning = fake_lore.learner
+    learning = fake_lore.learning
     a = learning.record("never commit the .env file", None, project="/p", session_id="s1")
     b = learning.record("never commit the .env file", None, project="/p", session_id="s1")
     assert a.action == "created" and b.action == "duplicate"
-    assert fake_lore.get_lesson(a.lesson.id).metadata["learning"]["occurrences"] == 1
+    assert fake_lore.lessons.get(a.lesson.id).metadata["learning"]["occurrences"] == 1
 
 
 def test_a_contradiction_is_linked_and_both_lose_confidence(fake_lore):
-    learning = fake_lore.learner
+    learning = fake_lore.learning
     old = learning.record("use Redis for sessions, not file sessions", None, project="/p",
                           session_id="s1").lesson
     new = learning.record("no, use file sessions, not Redis", PROPOSAL, project="/p",
                           session_id="s2")
     assert old is not None and new.lesson is not None
     assert new.action == "conflict" and new.related == [old.id]
-    fresh_old = fake_lore.get_lesson(old.id)
+    fresh_old = fake_lore.lessons.get(old.id)
     assert fresh_old.score == pytest.approx(old.score - 0.3)
     assert new.lesson.score == pytest.approx(0.4) and new.lesson.status == "candidate"
     assert any(e.relation == "contradicts" for e in fresh_old.edges)
-    listed = fake_lore.preferences("/p", statuses=("active", "proposed", "candidate"))
+    listed = fake_lore.search.preferences("/p", statuses=("active", "proposed", "candidate"))
     assert {p.id for p in listed} == {old.id, new.lesson.id}
 
 
 def test_a_change_of_mind_supersedes_the_old_rule(fake_lore):
-    learning = fake_lore.learner
+    learning = fake_lore.learning
     old = learning.record("use npm, not yarn", None, project="/p", session_id="s1").lesson
     new = learning.record("from now on use yarn instead of npm", None, project="/p",
                           session_id="s2")
     assert old is not None and new.action == "superseded" and new.related == [old.id]
-    assert fake_lore.get_lesson(old.id).status == "superseded"
+    assert fake_lore.lessons.get(old.id).status == "superseded"
     assert any(e.relation == "supersedes" and e.to_id == old.id for e in new.lesson.edges)
 
 
 def test_none_and_one_off_messages_make_no_lesson(fake_lore):
-    learning = fake_lore.learner
+    learning = fake_lore.learning
     fake_lore.store.conn.execute(
         "INSERT INTO corrections (event_id, session_id, project, user_message, assistant_proposal, "
         "at) VALUES ('e1', 's1', '/p', 'looks good, thanks', 'Done.', '2026-11-01T00:00:00')")
@@ -122,7 +122,7 @@ def test_none_and_one_off_messages_make_no_lesson(fake_lore):
 
 def test_secrets_are_redacted_before_storage(fake_lore):
     key = "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
-    out = fake_lore.learner.record(f"no, never hardcode the key {key} in config.py, read it "
+    out = fake_lore.learning.record(f"no, never hardcode the key {key} in config.py, read it "
                                      "from the environment", None, project="/p")
     stored = json.dumps([r[0] for r in fake_lore.store.conn.execute("SELECT user_message FROM corrections")])
     assert key not in stored and "[REDACTED" in stored
@@ -130,7 +130,7 @@ def test_secrets_are_redacted_before_storage(fake_lore):
 
 
 def test_huge_and_empty_input(fake_lore):
-    learning = fake_lore.learner
+    learning = fake_lore.learning
     with pytest.raises(Exception, match="empty"):
         learning.record("   ", None)
     out = learning.record("never use eval here. " + "word " * 50_000, None, project="/p")
@@ -140,34 +140,34 @@ def test_huge_and_empty_input(fake_lore):
 
 
 def test_rescore_lets_recency_fade(fake_lore):
-    learning = fake_lore.learner
+    learning = fake_lore.learning
     lesson = learning.record("always use type hints", None, project="/p").lesson
     assert lesson is not None and lesson.status == "proposed"
     meta = dict(lesson.metadata)
     meta["learning"] = {**meta["learning"], "last_seen": "2020-01-01T00:00:00+00:00"}
-    fake_lore.update_lesson(lesson.id, metadata=meta)
+    fake_lore.lessons.update(lesson.id, metadata=meta)
     assert learning.rescore() == 1
-    faded = fake_lore.get_lesson(lesson.id)
+    faded = fake_lore.lessons.get(lesson.id)
     assert faded.score == 0.6 and faded.status == "proposed"
 
 
 def test_suggested_rules_wait_for_review(fake_lore):
-    out = fake_lore.learner.suggest_rule("Use httpx instead of requests", "rewrote it twice",
+    out = fake_lore.learning.suggest_rule("Use httpx instead of requests", "rewrote it twice",
                                            project="/p", file_types=["py"])
     assert out.lesson is not None and out.lesson.status == "proposed"
     assert out.lesson.file_types == ("py",)
 
 
 def test_preferences_filter_by_project_and_file_type(fake_lore):
-    learning = fake_lore.learner
+    learning = fake_lore.learning
     learning.record("always use pathlib, not os.path", None, project="/a", files=["/a/x.py"])
     learning.record("never use var, use const", None, project="/a", files=["/a/x.ts"])
     learning.record("always write commit messages in English", None, project=None)
     learning.record("use tabs", None, project="/b")
-    titles = [p.title for p in fake_lore.preferences("/a", file_type="py")]
+    titles = [p.title for p in fake_lore.search.preferences("/a", file_type="py")]
     assert any("pathlib" in t for t in titles) and any("English" in t for t in titles)
     assert not any("const" in t for t in titles) and not any("tabs" in t.lower() for t in titles)
-    assert len(fake_lore.preferences(None, all_projects=True)) == 4
+    assert len(fake_lore.search.preferences(None, all_projects=True)) == 4
 
 
 def _git(repo, *args, when=None):
@@ -204,7 +204,7 @@ def test_silent_fix_in_a_real_repository_becomes_a_preference(fake_lore, tmp_pat
     user = "def fetch(url):\n    import httpx\n    return httpx.get(url, timeout=5).json()\n"
     app.write_text(f"import json\n\n\n{user}")
     _git(repo, "commit", "-qam", "use httpx", when="2026-11-01T12:00:00+00:00")
-    outcomes = fake_lore.learner.silent_fixes(project=str(repo))
+    outcomes = fake_lore.learning.silent_fixes(project=str(repo))
     assert len(outcomes) == 1
     [o] = outcomes
     assert o.detection.type == "silent_fix" and o.lesson is not None
@@ -213,4 +213,4 @@ def test_silent_fix_in_a_real_repository_becomes_a_preference(fake_lore, tmp_pat
     row = fake_lore.store.conn.execute("SELECT correction_type, diff FROM corrections").fetchone()
     assert row[0] == "silent_fix" and "httpx" in row[1] and "requests" in row[1]
     # Checked once: a second pass finds nothing new.
-    assert fake_lore.learner.silent_fixes(project=str(repo)) == []
+    assert fake_lore.learning.silent_fixes(project=str(repo)) == []

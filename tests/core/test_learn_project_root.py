@@ -48,17 +48,17 @@ def test_a_correction_in_a_subfolder_is_learned_for_the_repository(fake_lore, tm
     sub.mkdir(parents=True)
     top = toplevel(repo, sub)
     # As the hooks' worker does: capture with the session's cwd, then learn.
-    cid = fake_lore.learner.capture("No, don't use requests, use httpx instead",
+    cid = fake_lore.learning.capture("No, don't use requests, use httpx instead",
                                     "I'll call the API with requests.", project=str(sub),
                                     session_id="s1")
     assert cid is not None
-    [outcome] = fake_lore.learner.process_pending()
+    [outcome] = fake_lore.learning.process_pending()
     assert outcome.lesson is not None and outcome.lesson.project == top
-    [item] = fake_lore.waiting(top, all_projects=False)
+    [item] = fake_lore.review.waiting(top, all_projects=False)
     assert item["scope"] == top
-    fake_lore.learner.review(outcome.lesson.id, "approve")
-    assert [r.id for r in fake_lore.approved_rules(top)] == [outcome.lesson.id]
+    fake_lore.review.decide(outcome.lesson.id, "approve")
+    assert [r.id for r in fake_lore.apply.rules(top)] == [outcome.lesson.id]
     # A later session started in another subfolder is told the rule.
     other = repo.path / "docs"
     other.mkdir()
-    assert "Use httpx, not requests" in fake_lore.session_context(str(other))
+    assert "Use httpx, not requests" in fake_lore.apply.session_context(str(other))

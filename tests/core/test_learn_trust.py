@@ -87,7 +87,7 @@ def test_a_choice_between_fillers_names_nothing(message):
                                      "don't edit gen/, those files are generated",
                                      "no, use date-fns instead of moment"])
 def test_the_readme_examples_are_proposed_without_a_model(fake_lore, message):
-    out = fake_lore.learner.record(message, None, project="/p", session_id="s1")
+    out = fake_lore.learning.record(message, None, project="/p", session_id="s1")
     assert out.lesson is not None and out.lesson.status == "proposed", out.notice()
 
 
@@ -108,7 +108,7 @@ def test_a_specific_durable_preference_may_be_proposed():
 # ---- through the pipeline -----------------------------------------------------------------------
 
 def test_explicit_records_refuse_what_is_no_rule(fake_lore):
-    learner = fake_lore.learner
+    learner = fake_lore.learning
     for text, reason in [("thanks, looks great!", "reads as thanks or approval"),
                          ("What time is it?", "reads as a question"),
                          (TRACEBACK, "traceback"),
@@ -117,12 +117,12 @@ def test_explicit_records_refuse_what_is_no_rule(fake_lore):
         out = learner.record(text, None, project="/p")
         assert out.action == "not-learned" and out.lesson is None, text
         assert out.notice().startswith("not learned: ") and reason in out.notice()
-    assert fake_lore.preferences(None, all_projects=True, statuses=("candidate", "proposed",
+    assert fake_lore.search.preferences(None, all_projects=True, statuses=("candidate", "proposed",
                                                                    "active")) == []
 
 
 def test_a_vague_record_is_a_candidate_until_it_recurs_in_another_session(fake_lore):
-    learner = fake_lore.learner
+    learner = fake_lore.learning
     first = learner.record("don't do that again", "I rewrote the whole module.", project="/p",
                            session_id="s1")
     assert first.lesson is not None and first.lesson.status == "candidate"
@@ -135,7 +135,7 @@ def test_a_vague_record_is_a_candidate_until_it_recurs_in_another_session(fake_l
 
 
 def test_a_vague_record_repeated_in_one_session_stays_a_candidate(fake_lore):
-    learner = fake_lore.learner
+    learner = fake_lore.learning
     first = learner.record("don't do that again", "I rewrote the module.", session_id="s1")
     again = learner.record("Don't do that again!", "I rewrote it again.", session_id="s1")
     assert again.lesson is not None and again.lesson.id == (first.lesson and first.lesson.id)
@@ -143,14 +143,14 @@ def test_a_vague_record_repeated_in_one_session_stays_a_candidate(fake_lore):
 
 
 def test_force_learns_and_proposes_a_vague_rule(fake_lore):
-    out = fake_lore.learner.record("don't do that again", None, project="/p", force=True)
+    out = fake_lore.learning.record("don't do that again", None, project="/p", force=True)
     assert out.lesson is not None and out.lesson.status == "proposed"
-    forced = fake_lore.learner.record("thanks, looks great!", None, project="/p", force=True)
+    forced = fake_lore.learning.record("thanks, looks great!", None, project="/p", force=True)
     assert forced.lesson is not None and forced.action == "created"
 
 
 def test_hook_path_learns_nothing_from_thanks_wrappers_never_mind_or_pastes(fake_lore):
-    learner = fake_lore.learner
+    learner = fake_lore.learning
     for i, text in enumerate(["Thanks", "Never mind",
                               "<ide_selection>The user selected the lines 98 to 98</ide_selection>",
                               PASTED_RULES]):
@@ -164,7 +164,7 @@ def test_hook_path_learns_nothing_from_thanks_wrappers_never_mind_or_pastes(fake
 
 
 def test_a_specific_correction_from_the_hooks_is_proposed(fake_lore):
-    learner = fake_lore.learner
+    learner = fake_lore.learning
     learner.capture("No, don't use Redis, use local file sessions instead",
                     "I'll add Redis for the session store.", project="/p", session_id="s1")
     [out] = learner.process_pending()
@@ -174,51 +174,51 @@ def test_a_specific_correction_from_the_hooks_is_proposed(fake_lore):
 # ---- review state that sticks -------------------------------------------------------------------
 
 def _age(lore: Lore, lesson_id: str, days: int) -> None:
-    lesson = lore.get_lesson(lesson_id)
+    lesson = lore.lessons.get(lesson_id)
     meta = dict(lesson.metadata["learning"])
     meta["last_seen"] = (datetime.now(UTC) - timedelta(days=days)).isoformat()
     lore.lessons.update(lesson_id, metadata={**lesson.metadata, "learning": meta})
 
 
 def test_approved_rules_survive_rescoring_and_reinforcement(fake_lore):
-    learner = fake_lore.learner
+    learner = fake_lore.learning
     out = learner.record("don't do that again", None, project="/p", session_id="s1")
     assert out.lesson is not None and out.lesson.status == "candidate"
     approved = learner.review(out.lesson.id, "approve")
     assert approved.status == "active" and approved.metadata["learning"]["reviewed"] is True
     _age(fake_lore, approved.id, 60)
     learner.rescore()
-    assert fake_lore.get_lesson(approved.id).status == "active"
+    assert fake_lore.lessons.get(approved.id).status == "active"
     learner.record("don't do that again!", None, project="/p", session_id="s2")
-    assert fake_lore.get_lesson(approved.id).status == "active"
+    assert fake_lore.lessons.get(approved.id).status == "active"
 
 
 def test_a_status_set_by_hand_sticks(fake_lore):
-    learner = fake_lore.learner
+    learner = fake_lore.learning
     out = learner.record("No, don't use Redis, use local file sessions instead", None,
                          project="/p", session_id="s1")
     assert out.lesson is not None and out.lesson.status == "proposed"
-    fake_lore.update_lesson(out.lesson.id, status="active")
+    fake_lore.lessons.update(out.lesson.id, status="active")
     _age(fake_lore, out.lesson.id, 60)
     learner.rescore()
-    assert fake_lore.get_lesson(out.lesson.id).status == "active"
+    assert fake_lore.lessons.get(out.lesson.id).status == "active"
 
 
 def test_a_hand_added_active_lesson_stays_active_when_a_correction_restates_it(fake_lore):
-    lesson = fake_lore.add_lesson("Use local file sessions, not Redis",
+    lesson = fake_lore.lessons.add("Use local file sessions, not Redis",
                                   "Use local file sessions instead of Redis.", kind="preference",
                                   status="active", project="/p",
                                   preference={"rejected": "Redis", "preferred": "local file sessions"})
-    out = fake_lore.learner.record("No, don't use Redis, use local file sessions instead", None,
+    out = fake_lore.learning.record("No, don't use Redis, use local file sessions instead", None,
                                    project="/p")
     assert out.action == "reinforced" and out.lesson is not None and out.lesson.id == lesson.id
     assert out.lesson.status == "active"
-    fake_lore.learner.rescore()
-    assert fake_lore.get_lesson(lesson.id).status == "active"
+    fake_lore.learning.rescore()
+    assert fake_lore.lessons.get(lesson.id).status == "active"
 
 
 def test_a_rejected_rule_stays_rejected_and_counts_recorrections(fake_lore):
-    learner = fake_lore.learner
+    learner = fake_lore.learning
     text = "No, don't use Redis, use local file sessions instead"
     out = learner.record(text, None, project="/p", session_id="s1")
     assert out.lesson is not None
@@ -230,12 +230,12 @@ def test_a_rejected_rule_stays_rejected_and_counts_recorrections(fake_lore):
     assert again.lesson.id == out.lesson.id and again.lesson.status == "rejected"
     assert again.lesson.metadata["learning"]["recorrections"] == 1
     learner.rescore()
-    assert fake_lore.get_lesson(out.lesson.id).status == "rejected"
+    assert fake_lore.lessons.get(out.lesson.id).status == "rejected"
     assert all(item["id"] != out.lesson.id for item in learner.waiting())
 
 
 def test_the_review_list_shows_evidence_and_defer_hides_until_seen_again(fake_lore):
-    learner = fake_lore.learner
+    learner = fake_lore.learning
     out = learner.record("don't do that again", "I rewrote the whole module.", project="/p",
                          session_id="s1", at="2026-01-05T10:00:00Z")
     assert out.lesson is not None
@@ -255,7 +255,7 @@ def test_the_review_list_shows_evidence_and_defer_hides_until_seen_again(fake_lo
 
 
 def test_edit_rewords_and_approves(fake_lore):
-    learner = fake_lore.learner
+    learner = fake_lore.learning
     out = learner.record("don't do that again", None, project="/p")
     assert out.lesson is not None
     edited = learner.review(out.lesson.id, "edit", title="Do not rewrite whole modules")
@@ -265,30 +265,30 @@ def test_edit_rewords_and_approves(fake_lore):
 def test_review_refuses_an_unknown_action(fake_lore):
     from lore.errors import InvalidInput
 
-    out = fake_lore.learner.record("don't do that again", None, project="/p")
+    out = fake_lore.learning.record("don't do that again", None, project="/p")
     assert out.lesson is not None
     with pytest.raises(InvalidInput, match="unknown review action"):
-        fake_lore.learner.review(out.lesson.id, "bless")
+        fake_lore.review.decide(out.lesson.id, "bless")
 
 
 # ---- what SessionStart tells --------------------------------------------------------------------
 
 def test_proposed_rules_reach_the_session_only_once_seen_twice(fake_lore):
-    learner = fake_lore.learner
+    learner = fake_lore.learning
     learner.record("No, don't use Redis, use local file sessions instead", None, project="/p",
                    session_id="s1", origin="hook")
-    assert "file sessions" not in fake_lore.session_context("/p")
+    assert "file sessions" not in fake_lore.apply.session_context("/p")
     learner.record("use local file sessions instead of Redis", None, project="/p",
                    session_id="s2", origin="hook")
-    assert "file sessions" in fake_lore.session_context("/p")
+    assert "file sessions" in fake_lore.apply.session_context("/p")
 
 
 def test_a_measurement_can_vary_the_injection_threshold(lore_home):
     settings = make_settings(lore_home, tuning={"learning.inject_proposed_min_seen": 1})
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
-        lore.learner.record("No, don't use Redis, use local file sessions instead", None,
+        lore.learning.record("No, don't use Redis, use local file sessions instead", None,
                             project="/p", session_id="s1", origin="hook")
-        assert "file sessions" in lore.session_context("/p")
+        assert "file sessions" in lore.apply.session_context("/p")
 
 
 # ---- the second opinion -------------------------------------------------------------------------
@@ -319,9 +319,9 @@ def test_an_unsure_message_takes_the_second_opinion(lore_home, server, monkeypat
     det = detect(UNSURE, PREVIOUS)
     assert not det.positive and abs(det.probability - 0.5) < 0.15
     with _llm_lore(lore_home, server) as lore:
-        lore.learner.capture(UNSURE, PREVIOUS, project="/p", session_id="s1")
-        lore.learner.capture("Thanks", PREVIOUS, project="/p", session_id="s1")
-        first, thanks = lore.learner.process_pending()
+        lore.learning.capture(UNSURE, PREVIOUS, project="/p", session_id="s1")
+        lore.learning.capture("Thanks", PREVIOUS, project="/p", session_id="s1")
+        first, thanks = lore.learning.process_pending()
     assert len(server.received) == 1  # "Thanks" is nowhere near the threshold: not asked
     assert UNSURE in server.received[0]["raw"]
     assert first.action == "created" and first.lesson is not None
@@ -337,8 +337,8 @@ def test_a_second_opinion_of_none_drops_the_message(lore_home, server, monkeypat
     det = detect(near, PREVIOUS)
     assert det.positive and abs(det.probability - 0.5) < 0.15
     with _llm_lore(lore_home, server) as lore:
-        lore.learner.capture(near, PREVIOUS, project="/p")
-        [out] = lore.learner.process_pending()
+        lore.learning.capture(near, PREVIOUS, project="/p")
+        [out] = lore.learning.process_pending()
     assert len(server.received) == 1
     assert out.lesson is None and out.detection.reason == "second opinion: not a correction"
 
@@ -349,33 +349,33 @@ def test_a_provider_error_or_spent_budget_falls_back_to_the_detector(lore_home, 
     server.replies = [Reply({"type": "error", "error": {"type": "api_error", "message": "down"}},
                             status=500)]
     with _llm_lore(lore_home, server) as lore:
-        lore.learner.capture(UNSURE, PREVIOUS, project="/p", session_id="s1")
-        [out] = lore.learner.process_pending()
+        lore.learning.capture(UNSURE, PREVIOUS, project="/p", session_id="s1")
+        [out] = lore.learning.process_pending()
     assert out.action == "none" and out.lesson is None  # the detector's verdict stands
     assert "second opinion unavailable" in caplog.text
     server.received.clear()
     with _llm_lore(lore_home / "spent", server, daily_token_budget=0) as lore:
-        lore.learner.capture(UNSURE, PREVIOUS, project="/p", session_id="s2")
-        [out] = lore.learner.process_pending()
+        lore.learning.capture(UNSURE, PREVIOUS, project="/p", session_id="s2")
+        [out] = lore.learning.process_pending()
     assert out.action == "none" and server.received == []
 
 
 def test_without_a_provider_nothing_is_called(fake_lore):
-    assert fake_lore.learner.opinion is None
-    fake_lore.learner.capture(UNSURE, PREVIOUS, project="/p")
-    [out] = fake_lore.learner.process_pending()
+    assert fake_lore.learning.opinion is None
+    fake_lore.learning.capture(UNSURE, PREVIOUS, project="/p")
+    [out] = fake_lore.learning.process_pending()
     assert out.action == "none"
 
 
 # ---- backfill -----------------------------------------------------------------------------------
 
 def test_backfill_is_idempotent(fake_lore):
-    first = fake_lore.learner.backfill([FIXTURES])
+    first = fake_lore.learning.backfill([FIXTURES])
     assert first["files"] > 10 and first["messages"] > 10
-    count = len(fake_lore.learner.corrections(all_projects=True, limit=10_000))
-    again = fake_lore.learner.backfill([FIXTURES])
+    count = len(fake_lore.learning.corrections(all_projects=True, limit=10_000))
+    again = fake_lore.learning.backfill([FIXTURES])
     assert again["actions"] == {"already seen": again["messages"]} and again["rules"] == 0
-    assert len(fake_lore.learner.corrections(all_projects=True, limit=10_000)) == count
+    assert len(fake_lore.learning.corrections(all_projects=True, limit=10_000)) == count
 
 
 def test_backfill_reads_only_what_the_user_typed(fake_lore):
@@ -450,16 +450,16 @@ def test_cli_ingest_learn_is_idempotent(run, lore_home):
 
 
 def test_a_conflicting_correction_leaves_a_hand_added_rule_alone(fake_lore):
-    lesson = fake_lore.add_lesson("Use Redis for sessions, not local files",
+    lesson = fake_lore.lessons.add("Use Redis for sessions, not local files",
                                   "Sessions live in Redis.", kind="preference", status="active",
                                   project="/p",
                                   preference={"rejected": "local file sessions", "preferred": "Redis"})
-    out = fake_lore.learner.record("No, don't use Redis, use local file sessions", None,
+    out = fake_lore.learning.record("No, don't use Redis, use local file sessions", None,
                                    project="/p", session_id="s1")
     assert out.action == "conflict" and out.related == [lesson.id]
-    assert fake_lore.get_lesson(lesson.id).status == "active"
-    fake_lore.learner.rescore()
-    assert fake_lore.get_lesson(lesson.id).status == "active"
+    assert fake_lore.lessons.get(lesson.id).status == "active"
+    fake_lore.learning.rescore()
+    assert fake_lore.lessons.get(lesson.id).status == "active"
 
 
 def _stop_event(home: Path, message: str, previous: str, session: str) -> None:
@@ -483,7 +483,7 @@ def test_the_worker_asks_the_second_opinion_and_logs_a_failure(lore_home, server
         worker = Worker(lore.settings, lore)
         _stop_event(lore_home, UNSURE, PREVIOUS, "s1")
         assert worker.run(once=True) == 1
-        [rule] = lore.preferences(None, all_projects=True)
+        [rule] = lore.search.preferences(None, all_projects=True)
         assert "black" in rule.title.lower() and rule.status == "proposed"
         _stop_event(lore_home, "from now on please lint with black", PREVIOUS, "s2")
         assert worker.run(once=True) == 1  # the provider fails: handled, not quarantined
@@ -496,7 +496,7 @@ def test_the_worker_asks_the_second_opinion_and_logs_a_failure(lore_home, server
 def test_the_session_start_hook_keeps_the_injection_threshold_of_the_code(fake_lore, lore_home):
     from lore.hooks import session_context
 
-    fake_lore.learner.record("No, don't use Redis, use local file sessions instead", None,
+    fake_lore.learning.record("No, don't use Redis, use local file sessions instead", None,
                              project="/p", session_id="s1", origin="hook")
     first, record = session_context("/p")  # proposed, seen once: not told (the review nudge is)
     assert record["shown"] == [] and "file sessions" not in (first or "")
@@ -531,16 +531,16 @@ def test_a_fragment_title_is_never_proposed(fake_lore, monkeypatch):
                          rejected=None, preferred=None, reasoning=None, context=None,
                          shape="test", kind="preference", scope_hint=None, globs=())
 
-    monkeypatch.setattr(fake_lore.learner.extractor, "extract", extract)
-    out = fake_lore.learner.record("always use these pages for the docs site", None,
+    monkeypatch.setattr(fake_lore.learning.extractor, "extract", extract)
+    out = fake_lore.learning.record("always use these pages for the docs site", None,
                                    project="/p", session_id="s1")
     assert out.lesson is None and "a heading" in out.notice()
 
 
 def test_a_hyphenated_word_written_apart_is_the_same_rule(fake_lore):
-    first = fake_lore.learner.record("never force-push to main", None, project="/p",
+    first = fake_lore.learning.record("never force-push to main", None, project="/p",
                                      session_id="s1")
-    again = fake_lore.learner.record("Never force push to main.", None, project="/p",
+    again = fake_lore.learning.record("Never force push to main.", None, project="/p",
                                      session_id="s2")
     assert again.action == "reinforced" and again.lesson.id == first.lesson.id
 
@@ -554,13 +554,13 @@ def test_a_one_off_correction_waits_hidden_and_its_repeat_is_proposed(fake_lore)
     """Without a model: a correction the detector reads as one-off is kept as a hidden
     candidate (not for review, not told); said again in another session it is proposed, with
     both messages as evidence."""
-    learner = fake_lore.learner
+    learner = fake_lore.learning
     first = learner.record("no, put the helper in utils/helpers.py", HELPER_PREV, project="/p",
                            session_id="s1", origin="hook", asserted=False)
     assert first.lesson is not None and first.lesson.status == "candidate"
     meta = first.lesson.metadata["learning"]
     assert meta["one_off"] and meta["gate"] == "a one-off fix, not a standing rule"
-    assert fake_lore.waiting() == []
+    assert fake_lore.review.waiting() == []
     again = learner.record("no, put the helper in utils/helpers.py", "I put the helper in app.py.",
                            project="/p", session_id="s2", origin="hook", asserted=False)
     assert again.action == "reinforced" and again.lesson.id == first.lesson.id
@@ -568,26 +568,26 @@ def test_a_one_off_correction_waits_hidden_and_its_repeat_is_proposed(fake_lore)
     assert not again.lesson.metadata["learning"]["one_off"]
     assert again.lesson.metadata["learning"]["repeated"]
     assert {e.session_id for e in again.lesson.evidence} == {"s1", "s2"}
-    assert [w["id"] for w in fake_lore.waiting()] == [first.lesson.id]
+    assert [w["id"] for w in fake_lore.review.waiting()] == [first.lesson.id]
 
 
 def test_a_one_off_said_twice_in_one_session_stays_hidden(fake_lore):
-    learner = fake_lore.learner
+    learner = fake_lore.learning
     for text in ("no, put the helper in utils/helpers.py", "No! put the helper in utils/helpers.py"):
         out = learner.record(text, HELPER_PREV, project="/p", session_id="s1", origin="hook",
                              asserted=False)
     assert out.lesson is not None and out.lesson.status == "candidate"
-    assert fake_lore.waiting() == []
+    assert fake_lore.review.waiting() == []
 
 
 def test_a_vague_one_off_leaves_nothing_behind(fake_lore):
-    out = fake_lore.learner.record("revert that", "I renamed the helper.", project="/p",
+    out = fake_lore.learning.record("revert that", "I renamed the helper.", project="/p",
                                    session_id="s1", origin="hook", asserted=False)
     assert out.action in ("one-off", "none") and out.lesson is None
 
 
 def test_a_one_off_never_conflicts_with_a_known_rule(fake_lore):
-    learner = fake_lore.learner
+    learner = fake_lore.learning
     rule = learner.record("always use pnpm, never npm", None, project="/p", session_id="s1",
                           origin="hook").lesson
     from lore.extract.detect import Detection
@@ -600,14 +600,14 @@ def test_a_one_off_never_conflicts_with_a_known_rule(fake_lore):
     out = learner.merge(extract(said), det, evidence, "/p", [], said,
                         {"gate": "a one-off fix, not a standing rule", "one_off": True})
     assert out.action == "one-off" and out.lesson is None
-    assert not fake_lore.get_lesson(rule.id).metadata["learning"].get("conflicts")
+    assert not fake_lore.lessons.get(rule.id).metadata["learning"].get("conflicts")
 
 
 def test_a_one_off_not_said_again_is_archived(fake_lore):
-    learner = fake_lore.learner
+    learner = fake_lore.learning
     first = learner.record("no, put the helper in utils/helpers.py", HELPER_PREV, project="/p",
                            session_id="s1", origin="hook", asserted=False,
                            at="2020-01-01T00:00:00Z")
     assert first.lesson is not None and first.lesson.status == "candidate"
     learner.rescore()
-    assert fake_lore.get_lesson(first.lesson.id).status == "archived"
+    assert fake_lore.lessons.get(first.lesson.id).status == "archived"

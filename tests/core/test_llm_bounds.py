@@ -231,10 +231,10 @@ def test_learn_judge_with_a_deeply_nested_answer_is_one_line(
     (lore_home / "config.yaml").write_text(
         f"llm:\n  provider: openai\n  model: small-1\n  max_retries: 0\n  base_url: {server.url}/v1\n")
     with Lore.open(make_settings(lore_home, llm=llm), embedder=FakeEmbedder()) as lore:
-        lore.learner.capture("no, don't use Redis for this. Use local file sessions",
+        lore.learning.capture("no, don't use Redis for this. Use local file sessions",
                              "I added a Redis-backed session store.", project="/p",
                              session_id="s1", origin="hook")
-        lore.learner.process_pending()
+        lore.learning.process_pending()
     out = CliRunner().invoke(cli, ["learn", "judge"], obj={"embedder": FakeEmbedder()})
     assert out.exception is None or isinstance(out.exception, SystemExit), out.exception
     assert "Traceback" not in out.output and "RecursionError" not in out.output

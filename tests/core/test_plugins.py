@@ -98,10 +98,10 @@ def test_third_party_backends_are_found_and_used(plugin_package, lore_home, tmp_
     settings = Settings(config=config, home=lore_home, config_path=lore_home / "config.yaml")
     with Lore.open(settings) as lore:
         assert type(lore.store).__name__ == "FileURLStore"
-        lesson = lore.add_lesson("Use file sessions", "not Redis, for the session store")
-        assert lore.recall("session store", track=False)[0].id == lesson.id
-        assert lore.stored_model() == ("words-64", 64)
-        out = lore.learner.record("always run the linter before committing")
+        lesson = lore.lessons.add("Use file sessions", "not Redis, for the session store")
+        assert lore.search.query("session store", track=False)[0].id == lesson.id
+        assert lore.admin.stored_model() == ("words-64", 64)
+        out = lore.learning.record("always run the linter before committing")
         assert out.lesson is not None and out.lesson.title == "ALWAYS RUN THE LINTER BEFORE COMMITTING"
     assert db.is_file()  # the plugin's store wrote where its URL pointed
 

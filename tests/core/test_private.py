@@ -117,7 +117,7 @@ def test_a_home_lore_did_not_create_keeps_every_mode(lore_home: Path):
 
 def test_database_files_are_private_and_an_old_one_is_tightened(settings):
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
-        lore.add_lesson("Use uv for environments", "uv is fast")
+        lore.lessons.add("Use uv for environments", "uv is fast")
         db = settings.db_path
         assert mode(db) == 0o600 and mode(db.parent) == 0o700
         assert {mode(p) for p in db.parent.glob("lore.db-*")} == {0o600}
@@ -163,12 +163,12 @@ def test_export_and_config_written_by_lore_are_private(settings, tmp_path: Path)
 
 # ---- the other doors --------------------------------------------------------------------
 def test_lesson_writes_from_any_interface_are_redacted(fake_lore):
-    lesson = fake_lore.add_lesson(
+    lesson = fake_lore.lessons.add(
         f"Staging db password is {STAGING}", f"connect with DB_PASSWORD={DB_PASSWORD}",
         evidence=[{"quote": PROMPT}], examples=[{"code": f"aws_key = '{AWS}'"}],
         preference={"preferred": f"token {GITHUB}"}, metadata={"note": f"password: {PROSE_PASSWORD}"})
     assert "[REDACTED:password]" in lesson.title
-    fake_lore.update_lesson(lesson.id, content=f"now {GITHUB}")
+    fake_lore.lessons.update(lesson.id, content=f"now {GITHUB}")
     assert leaked(fake_lore.store.conn) == []
     assert fake_lore.store.conn.execute("SELECT count(*) FROM lessons_fts WHERE lessons_fts MATCH ?",
                                   ('"Hunter2Staging"',)).fetchone()[0] == 0
@@ -177,13 +177,13 @@ def test_lesson_writes_from_any_interface_are_redacted(fake_lore):
 def test_import_is_redacted(fake_lore):
     line = json.dumps({"id": "01JD8X3Q5M4Z2Y7T6R1W0V9K8J", "title": f"key {AWS}",
                        "content": PROMPT, "evidence": [{"quote": f"password={DB_PASSWORD}"}]})
-    report = fake_lore.import_lines([line])
+    report = fake_lore.lessons.import_lines([line])
     assert report.added == 1
     assert leaked(fake_lore.store.conn) == []
 
 
 def test_a_correction_with_a_password_is_stored_without_it(fake_lore):
-    out = fake_lore.learner.record(PROMPT, "I used the default password.", project="/p")
+    out = fake_lore.learning.record(PROMPT, "I used the default password.", project="/p")
     assert out.lesson is not None
     assert leaked(fake_lore.store.conn) == []
 
@@ -220,7 +220,7 @@ def test_migration_redacts_what_an_older_lore_stored(settings, monkeypatch):
     monkeypatch.setattr("lore.capture.reading.redact", lambda v: v)
     monkeypatch.setattr("lore.capture.reading.redact_value", lambda v: v)
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
-        lesson = lore.add_lesson(f"Staging db password is {STAGING}", f"DB_PASSWORD={DB_PASSWORD}",
+        lesson = lore.lessons.add(f"Staging db password is {STAGING}", f"DB_PASSWORD={DB_PASSWORD}",
                                  evidence=[{"quote": PROMPT}])
         old_hash = lesson.content_hash
         c = lore.store.conn
@@ -238,7 +238,7 @@ def test_migration_redacts_what_an_older_lore_stored(settings, monkeypatch):
     monkeypatch.undo()
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         assert leaked(lore.store.conn) == []
-        migrated = lore.get_lesson(lesson.id)
+        migrated = lore.lessons.get(lesson.id)
         assert migrated.title == "Staging db password is [REDACTED:password]"
         assert migrated.content_hash != old_hash  # the vector is stale: reembed picks it up
         assert lore.store.lessons_needing_vectors()

@@ -282,7 +282,7 @@ def export_lines() -> Iterator[tuple[list[str], Lore]]:
     with tempfile.TemporaryDirectory() as tmp:
         source = Lore.open(make_settings(Path(tmp) / "a"), embedder=FakeEmbedder())
         seed(source)
-        lines = [json.dumps(r, ensure_ascii=False) for r in source.export()]
+        lines = [json.dumps(r, ensure_ascii=False) for r in source.lessons.export()]
         source.close()
         target = Lore.open(make_settings(Path(tmp) / "b"), embedder=FakeEmbedder())
         yield lines, target
@@ -307,7 +307,7 @@ def test_import_never_raises_and_imports_every_untouched_line(data, export_lines
                                                 for e in untouched[i]["edges"])}:
         expected -= broken
     started = time.perf_counter()
-    report = target.import_lines(mutated, skip_invalid=True)
+    report = target.lessons.import_lines(mutated, skip_invalid=True)
     assert time.perf_counter() - started < SECONDS * 4
     assert expected <= set(target.store.existing_ids(expected)), report.skipped
     INPUTS["import lines"] += 1

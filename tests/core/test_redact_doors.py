@@ -143,9 +143,9 @@ def test_hook_events_the_queue_and_the_database_hold_no_secret(lore_home: Path, 
 
 def test_lessons_and_corrections_from_the_api_hold_no_secret(fake_lore: Lore):
     for i, part in enumerate(chunks(TEXTS, 20)):
-        fake_lore.add_lesson(f"Deploy notes {i}: {part[0]}", "\n".join(part),
+        fake_lore.lessons.add(f"Deploy notes {i}: {part[0]}", "\n".join(part),
                              metadata={"inputs": TOOL_INPUTS[i % len(TOOL_INPUTS)]})
-        fake_lore.learner.capture("No, use this one:\n" + "\n".join(part), "I'll use the old key",
+        fake_lore.learning.capture("No, use this one:\n" + "\n".join(part), "I'll use the old key",
                                   project="/p", session_id=f"s{i}")
     assert table_leaks(fake_lore.store.conn) == []
 
@@ -159,13 +159,13 @@ def test_search_queries_are_redacted_in_the_log_and_in_stats(lore_home: Path):
     settings = make_settings(lore_home)
     shown = TEXTS[:5]  # searched three times each: the top queries
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
-        lore.add_lesson("Keep sessions in files", "not Redis")
+        lore.lessons.add("Keep sessions in files", "not Redis")
         for text in TEXTS:
-            lore.recall(text, interface="api")
+            lore.search.query(text, interface="api")
         for text in shown * 2:
-            lore.recall(text, interface="api")
+            lore.search.query(text, interface="api")
         assert table_leaks(lore.store.conn) == []
-        stats = lore.stats()
+        stats = lore.admin.stats()
         assert len(stats["top_queries"]) == 5
         assert all("[REDACTED:" in q["query"] for q in stats["top_queries"])
         _no_secret_shown(json.dumps(stats))
@@ -246,7 +246,7 @@ def test_an_old_search_log_is_shown_redacted_and_migrated(lore_home: Path):
         with lore.store.atomic():
             _old_rows(lore.store.conn)
             lore.store.conn.execute("DELETE FROM schema_migrations WHERE version = 22")
-        _no_secret_shown(json.dumps(lore.stats()))  # redacted as shown, before the migration
+        _no_secret_shown(json.dumps(lore.admin.stats()))  # redacted as shown, before the migration
         assert table_leaks(lore.store.conn) != []
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:  # schema 22 runs on open
         assert table_leaks(lore.store.conn) == []
@@ -282,16 +282,16 @@ def test_postgres_logs_shows_and_migrates_queries_redacted(pg_url: str, lore_hom
 
     settings = make_settings(lore_home, database=pg_url)
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
-        lore.add_lesson("Keep sessions in files", "not Redis")
+        lore.lessons.add("Keep sessions in files", "not Redis")
         for text in TEXTS[:60] + TEXTS[:3] * 3:
-            lore.recall(text, interface="web")
-        stats = lore.stats()
+            lore.search.query(text, interface="web")
+        stats = lore.admin.stats()
         assert all("[REDACTED:" in q["query"] for q in stats["top_queries"])
         _no_secret_shown(json.dumps(stats))
         with lore.store.atomic():
             _old_rows(lore.store.conn)
             lore.store.conn.execute("DELETE FROM schema_migrations WHERE version = 22")
-        _no_secret_shown(json.dumps(lore.stats()))
+        _no_secret_shown(json.dumps(lore.admin.stats()))
     schema = pg_url.rsplit("schema=", 1)[1]
     server = pg_url.rsplit("schema=", 1)[0].rstrip("?&")
 
@@ -391,9 +391,9 @@ def test_credential_files_and_setters_leave_no_byte_in_the_home(lore_home: Path,
         requests = [r["raw"] for r in judge.received]
         assert requests and all("[REDACTED:" in r for r in requests)
         assert [s for s in secrets for r in requests if holds(r, s)] == []
-        exported = list(lore.export())  # the judge's rule, which quotes a message as sent
+        exported = list(lore.lessons.export())  # the judge's rule, which quotes a message as sent
         assert exported and "[REDACTED:" in json.dumps(exported)
-        lore.review_export(lore_home / "review")
+        lore.review.export_folder(lore_home / "review")
         with (lore_home / "export.jsonl").open("w") as f:
             f.writelines(json.dumps(row) + "\n" for row in exported)
         assert table_leaks(lore.store.conn) == []

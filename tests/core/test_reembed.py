@@ -34,7 +34,7 @@ WORDS = ("redis postgres queue deploy cache retry timeout pool socket schema ind
 def fill(lore: Lore, lessons: int, chunks: int) -> None:
     """Lessons and one-turn chunks with varied words, embedded by the model ``lore`` holds."""
     for i in range(lessons):
-        lore.add_lesson(f"Lesson {i}: {WORDS[i % len(WORDS)]} and {WORDS[(i * 7) % len(WORDS)]}",
+        lore.lessons.add(f"Lesson {i}: {WORDS[i % len(WORDS)]} and {WORDS[(i * 7) % len(WORDS)]}",
                         f"Always check the {WORDS[(i * 3) % len(WORDS)]} before the "
                         f"{WORDS[(i * 5) % len(WORDS)]} (case {i})")
     turns = [(f"u{i}", "user" if i % 2 else "assistant",
@@ -81,13 +81,13 @@ def test_model_change_reembeds_lessons_and_chunks(settings):
     with Lore.open(settings, embedder=FakeEmbedder("model-a", 64)) as lore:
         fill(lore, 5, 12)
     with Lore.open(settings, embedder=FakeEmbedder("model-b", 32)) as lore:
-        assert lore.embedding_state()["state"] == "needed"
+        assert lore.admin.embedding_state()["state"] == "needed"
         heard: list[tuple[int, int]] = []
-        report = lore.reembed(progress=lambda d, t: heard.append((d, t)))
+        report = lore.admin.reembed(progress=lambda d, t: heard.append((d, t)))
         assert (report.lessons, report.chunks, report.restarted) == (5, 12, True)
         assert report.complete and heard[-1] == (17, 17)
-        assert lore.stored_model() == ("model-b", 32)
-        assert lore.embedding_state()["state"] == "ok"
+        assert lore.admin.stored_model() == ("model-b", 32)
+        assert lore.admin.embedding_state()["state"] == "ok"
         assert lore.store.meta(STARTED) is None
         hits = lore.conversations.search("redis", mode="vector", project=None, limit=3)
         assert hits  # the chunks are searched by meaning again, with the new model
@@ -103,8 +103,8 @@ def test_interrupted_run_keeps_batches_searches_one_model_and_resumes(settings):
     with Lore.open(settings, embedder=new) as lore:
         stop = Interrupt(after=6 + 8)  # the lessons and two batches of chunks
         with pytest.raises(KeyboardInterrupt):
-            reembed(lore.store, lore.embedding, lore.conversations, progress=stop, batch=4)
-        state = lore.embedding_state()
+            reembed(lore.store, lore.engine.embedding, lore.conversations, progress=stop, batch=4)
+        state = lore.admin.embedding_state()
         assert state["state"] == "half done"
         assert state["missing"] == {"lessons": 0, "chunks": 12}
         assert state["started"]["from"] == "model-a" and state["started"]["to"] == "model-b"
@@ -117,10 +117,10 @@ def test_interrupted_run_keeps_batches_searches_one_model_and_resumes(settings):
         assert {h.chunk_id for h in by_meaning} <= set(stored["chunks"])
         by_words = lore.conversations.search("turn", mode="hybrid", project=None, limit=50)
         assert len(by_words) == 20  # every chunk is still found by its keywords
-        assert lore.recall("Lesson check", track=False)  # lessons search with the new model
-        done = reembed(lore.store, lore.embedding, lore.conversations, batch=4)
+        assert lore.search.query("Lesson check", track=False)  # lessons search with the new model
+        done = reembed(lore.store, lore.engine.embedding, lore.conversations, batch=4)
         assert (done.lessons, done.chunks, done.resumed, done.restarted) == (0, 12, True, False)
-        assert lore.embedding_state()["state"] == "ok"
+        assert lore.admin.embedding_state()["state"] == "ok"
         assert lore.store.meta(STARTED) is None
     assert vectors(settings.db_path)["chunks"].keys() == stored["chunks"].keys() | set(
         range(min(stored["chunks"]), min(stored["chunks"]) + 20))
@@ -143,15 +143,15 @@ def test_any_interruption_then_resume_equals_one_run(tmp_path_factory, lessons, 
         shutil.copy(first.db_path, home / "lore.db")
         homes.append(make_settings(home))
     with Lore.open(homes[0], embedder=FakeEmbedder(model, 24)) as lore:
-        reembed(lore.store, lore.embedding, lore.conversations, force=force, batch=batch)
+        reembed(lore.store, lore.engine.embedding, lore.conversations, force=force, batch=batch)
     with Lore.open(homes[1], embedder=FakeEmbedder(model, 24)) as lore:
         try:
-            reembed(lore.store, lore.embedding, lore.conversations, force=force, batch=batch,
+            reembed(lore.store, lore.engine.embedding, lore.conversations, force=force, batch=batch,
                     progress=Interrupt(stop_at))
         except KeyboardInterrupt:
             pass
-        reembed(lore.store, lore.embedding, lore.conversations, batch=batch)  # no force: go on
-        assert lore.embedding_state()["state"] == "ok"
+        reembed(lore.store, lore.engine.embedding, lore.conversations, batch=batch)  # no force: go on
+        assert lore.admin.embedding_state()["state"] == "ok"
     assert vectors(homes[0].db_path) == vectors(homes[1].db_path)
     for key in ("embedding_model", "embedding_dimensions", STARTED):
         assert meta(homes[0].db_path, key) == meta(homes[1].db_path, key)
@@ -171,8 +171,8 @@ def test_a_model_that_cannot_load_changes_nothing(settings):
     before = vectors(settings.db_path)
     with Lore.open(settings, embedder=Broken("model-b", 32)) as lore:
         with pytest.raises(BackendUnavailable):
-            lore.reembed()
-        assert lore.stored_model() == ("model-a", 64)
+            lore.admin.reembed()
+        assert lore.admin.stored_model() == ("model-a", 64)
         assert lore.store.meta(STARTED) is None
     assert vectors(settings.db_path) == before
 
@@ -182,7 +182,7 @@ def test_nothing_to_do_is_quick_and_complete(settings):
     with Lore.open(settings, embedder=emb) as lore:
         fill(lore, 2, 3)
         emb.calls.clear()
-        report = lore.reembed()
+        report = lore.admin.reembed()
         assert (report.total, report.restarted, report.complete) == (0, False, True)
         assert emb.calls == []
 
@@ -223,7 +223,7 @@ def test_doctor_and_status_say_needed_then_half_done(lore_home):
     assert check["fix"] == "lore admin reembed" and "lore admin reembed" in status
     with Lore.open(s, embedder=new) as lore:
         with pytest.raises(KeyboardInterrupt):
-            reembed(lore.store, lore.embedding, lore.conversations, batch=3,
+            reembed(lore.store, lore.engine.embedding, lore.conversations, batch=3,
                     progress=Interrupt(2 + 3))
     check, status = report()
     assert check["ok"] and "half done" in check["detail"] and "6 conversation chunks" in (
@@ -331,15 +331,15 @@ def test_an_interrupted_reembed_on_postgres_resumes_to_one_model(pg_url, lore_ho
         fill(lore, 4, 10)
     with Lore.open(s, embedder=FakeEmbedder("model-b", 32)) as lore:
         with pytest.raises(KeyboardInterrupt):
-            reembed(lore.store, lore.embedding, lore.conversations, batch=3,
+            reembed(lore.store, lore.engine.embedding, lore.conversations, batch=3,
                     progress=Interrupt(4 + 3))
-        state = lore.embedding_state()
+        state = lore.admin.embedding_state()
         assert state["state"] == "half done" and state["missing"] == {"lessons": 0, "chunks": 7}
         hits = lore.conversations.search("turn redis", mode="vector", project=None, limit=20)
         assert len(hits) == 3  # only the re-embedded chunks are searched by meaning
-        report = lore.reembed()
+        report = lore.admin.reembed()
         assert (report.chunks, report.resumed, report.complete) == (7, True, True)
-        assert lore.embedding_state()["state"] == "ok" and lore.stored_model() == ("model-b", 32)
+        assert lore.admin.embedding_state()["state"] == "ok" and lore.admin.stored_model() == ("model-b", 32)
         assert len(lore.conversations.search("turn", mode="vector", project=None, limit=20)) == 10
 
 
@@ -357,12 +357,12 @@ def test_a_process_still_on_the_old_model_cannot_write_after_a_reembed_started(s
             if done == 3:  # between two batches of the old process: the new model takes over
                 with Lore.open(settings, embedder=FakeEmbedder("model-b", 32)) as new:
                     with pytest.raises(KeyboardInterrupt):
-                        reembed(new.store, new.embedding, new.conversations, batch=2,
+                        reembed(new.store, new.engine.embedding, new.conversations, batch=2,
                                 progress=Interrupt(2 + 2))
         with pytest.raises(EmbeddingMismatch, match="model-b now"):
             old.conversations.embed_pending(switch, batch=3)
         with pytest.raises(EmbeddingMismatch):
-            old.add_lesson("Another lesson", "by the old process")
+            old.lessons.add("Another lesson", "by the old process")
     finally:
         old.close()
     stored = vectors(settings.db_path)

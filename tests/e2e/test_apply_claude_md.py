@@ -61,10 +61,10 @@ def test_lore_apply_from_the_database_reaches_the_model(tmp_path, api, real_embe
     project.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
     with Lore.open(make_settings(lore_home), embedder=real_embedder) as lore:
-        lore.add_lesson("Use pnpm, not npm", kind="preference", status="active",
+        lore.lessons.add("Use pnpm, not npm", kind="preference", status="active",
                         project=str(project.resolve()), tags=["tooling"])
-        lore.add_lesson("Answer in British English", kind="project_rule", status="active")
-        lore.add_lesson("Prefer tabs", kind="preference", status="proposed",
+        lore.lessons.add("Answer in British English", kind="project_rule", status="active")
+        lore.lessons.add("Prefer tabs", kind="preference", status="proposed",
                         project=str(project.resolve()))
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LORE_", "ANTHROPIC_"))}

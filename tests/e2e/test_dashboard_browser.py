@@ -44,7 +44,7 @@ def browser():
 @pytest.fixture
 def seeded(lore):
     ids = {
-        "sessions": lore.add_lesson(
+        "sessions": lore.lessons.add(
             "Use local file sessions, not Redis",
             "For auth in this project the user rejected Redis; sessions live in var/sessions.",
             kind="preference", tags=["auth", "sessions"], file_types=["py"],
@@ -52,17 +52,17 @@ def seeded(lore):
                         "reasoning": "one less server"},
             evidence=[{"quote": "No, don't use Redis for sessions", "session_id": "s-1",
                        "observed_at": "2026-11-20T10:00:00.000Z"}]).id,
-        "expiry": lore.add_lesson("Sessions expire after a day",
+        "expiry": lore.lessons.add("Sessions expire after a day",
                                   "Expired session files are removed nightly.",
                                   kind="project_rule", tags=["auth"]).id,
-        "cron": lore.add_lesson("Clean-up jobs run from cron, not the app",
+        "cron": lore.lessons.add("Clean-up jobs run from cron, not the app",
                                 "Nightly jobs live in ops/cron.", kind="decision").id,
-        "numpy": lore.add_lesson("Pin numpy below 2 for the old wheels",
+        "numpy": lore.lessons.add("Pin numpy below 2 for the old wheels",
                                  "Binary wheels built for numpy 1 break on 2.", kind="bug_fix",
                                  file_types=["toml"]).id,
     }
-    lore.link(ids["sessions"], ids["expiry"], "related_to")
-    lore.link(ids["expiry"], ids["cron"], "depends_on")
+    lore.lessons.link(ids["sessions"], ids["expiry"], "related_to")
+    lore.lessons.link(ids["expiry"], ids["cron"], "depends_on")
     return ids
 
 
@@ -128,16 +128,16 @@ def test_add_a_lesson_with_the_form(browser, lore, seeded):
         page.get_by_role("button", name="Save lesson").click()
         page.wait_for_url("**/lessons/*")
         assert page.locator("h1").inner_text() == "Prefer pathlib over os.path"
-        assert lore.lesson_count() == 5
+        assert lore.lessons.count() == 5
 
 
 # ---- the review queue ---------------------------------------------------------------------------
 
 def waiting(lore, text: str, previous: str, project: str = "/srv/shop") -> str:
-    out = lore.learner.record(text, previous, project=project, session_id="s-7")
+    out = lore.learning.record(text, previous, project=project, session_id="s-7")
     assert out.lesson is not None, out
     if out.lesson.status == "candidate":
-        lore.update_lesson(out.lesson.id, status="proposed")
+        lore.lessons.update(out.lesson.id, status="proposed")
     return out.lesson.id
 
 
@@ -203,7 +203,7 @@ def test_review_in_the_browser(browser, lore, queue):
     assert rules[queue["httpx"]]["status"] == "active"
     assert rules[queue["black"]]["title"] == "Never reformat generated code under gen/"
     assert rules[queue["black"]]["status"] == "active" and queue["tabs"] not in rules
-    rejected = lore.get_lesson(queue["tabs"])
+    rejected = lore.lessons.get(queue["tabs"])
     assert rejected.status == "rejected"
     assert rejected.metadata["learning"]["rejected_reason"] == "this repository has no Makefile"
 
@@ -215,12 +215,12 @@ def test_review_and_trends_fit_a_phone(browser, lore, queue):
     for weeks_ago, times in ((5, 3), (4, 3), (3, 2), (2, 2), (1, 1)):
         for i in range(times):
             at = (datetime.now(UTC) - timedelta(weeks=weeks_ago, hours=i))
-            lore.learner.record("No, don't use requests here, use httpx instead",
+            lore.learning.record("No, don't use requests here, use httpx instead",
                                 "I'll add requests to fetch the price list.", project="/srv/shop",
                                 session_id=f"s-{weeks_ago}-{i}",
                                 at=at.isoformat(timespec="milliseconds").replace("+00:00", "Z"))
-    lore.learner.review(queue["httpx"], "approve")
-    lore.learner.review(queue["tabs"], "reject", reason="this repository has no Makefile")
+    lore.review.decide(queue["httpx"], "approve")
+    lore.review.decide(queue["tabs"], "reject", reason="this repository has no Makefile")
     with running(lore) as url:
         page = browser.new_page(viewport={"width": 375, "height": 740}, is_mobile=True)
         for path in ("/review", "/trends", "/trends?period=month"):
@@ -239,7 +239,7 @@ def test_review_and_trends_fit_a_phone(browser, lore, queue):
 
 def test_a_long_project_path_stays_in_its_own_column_on_stats(browser, lore):
     long_path = "/home/someone/src/" + "/".join(f"averylongfoldername_{i}" for i in range(8))
-    lore.add_lesson("Use pnpm, not npm", "The lockfile is pnpm's.", kind="preference",
+    lore.lessons.add("Use pnpm, not npm", "The lockfile is pnpm's.", kind="preference",
                     project=long_path)
     with running(lore) as url:
         page = browser.new_page(viewport={"width": 1280, "height": 900})

@@ -92,7 +92,7 @@ def test_exact_and_tolerant_counts():
 
 
 def test_the_files_a_rule_names_reach_the_stored_rule(fake_lore):
-    out = fake_lore.learner.record("In TypeScript files use unknown instead of any", None,
+    out = fake_lore.learning.record("In TypeScript files use unknown instead of any", None,
                                    project="/repo", session_id="s1", files=["/repo/README.md"])
     assert out.lesson is not None
     assert set(out.lesson.file_types) == {"md", "ts", "tsx"}

@@ -273,7 +273,7 @@ def test_a_wrapped_correction_becomes_a_rule_without_the_wrapper(fake_lore):
     wrapped = ("<ide_opened_file>The user opened the file /work/shop/CHANGELOG.md in the IDE. "
                "This may or may not be related to the current task.</ide_opened_file>"
                "from now on, keep the changelog in sync with every change you make")
-    out = fake_lore.learner.record(wrapped, DONE, project="/work/shop", session_id="s1")
+    out = fake_lore.learning.record(wrapped, DONE, project="/work/shop", session_id="s1")
     assert out.lesson is not None, out
     text = out.lesson.title + " " + out.lesson.content
     assert "ide_opened_file" not in text and "may or may not" not in text, text

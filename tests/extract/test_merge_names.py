@@ -57,7 +57,7 @@ def test_other_names_refuse_a_merge_and_the_same_names_allow_it():
 
 
 def test_sixty_corrections_that_differ_in_names_stay_sixty_rules(lore):
-    outcomes = [lore.learner.record(
+    outcomes = [lore.learning.record(
         f"No, use library-new-{n} instead of library-old-{n} for handler {n}",
         f"I'll use library-old-{n} for handler {n}.", project="/repo", session_id=f"s{n}")
         for n in range(1, 61)]
@@ -71,8 +71,8 @@ def test_sixty_corrections_that_differ_in_names_stay_sixty_rules(lore):
 
 def merged(lore, i: int, pair: dict) -> bool:
     project = f"/pairs/{i}"
-    first = lore.learner.record(pair["a"], pair.get("agent"), project=project, session_id=f"a{i}")
-    second = lore.learner.record(pair["b"], pair.get("agent"), project=project, session_id=f"b{i}")
+    first = lore.learning.record(pair["a"], pair.get("agent"), project=project, session_id=f"a{i}")
+    second = lore.learning.record(pair["b"], pair.get("agent"), project=project, session_id=f"b{i}")
     assert first.action == "created", pair
     return second.action == "reinforced" and second.lesson is not None \
         and first.lesson is not None and second.lesson.id == first.lesson.id

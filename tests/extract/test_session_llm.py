@@ -136,22 +136,22 @@ def test_session_end_uses_the_model_then_reinforces_not_repeats(server: Loopback
     server.replies = [reply(GOOD)]
     settings = make_settings(lore_home, llm=LLM | {"base_url": server.url})
     with Lore.open(settings, embedder=real_embedder) as lore:
-        known = lore.add_lesson("Prefer a library's built-in feature to custom code",
+        known = lore.lessons.add("Prefer a library's built-in feature to custom code",
                                 "When the library already offers it, use it.", kind="pattern")
-        report = lore.analyzer.session_ended(TRANSCRIPT.stem, None, str(TRANSCRIPT), "2026-01-01T12:00:00Z")
+        report = lore.analysis.session_ended(TRANSCRIPT.stem, None, str(TRANSCRIPT), "2026-01-01T12:00:00Z")
         assert report.session_pass and report.session_pass["by"] == "llm"
         assert report.session_pass["dropped_without_quote"] == 1
         assert [p.action for p in report.lessons] == ["created", "created"]
-        decision = lore.get_lesson(report.lessons[0].id)
+        decision = lore.lessons.get(report.lessons[0].id)
         assert decision.status == "proposed" and decision.source == "conversation"
         assert decision.metadata["analysis"]["analysed"] is True
         assert decision.evidence[0].quote.startswith("You can set group.visible")
         # Its related pattern resembles the known lesson: an edge in the graph.
         assert report.lessons[0].related == [known.id]
         assert [(e.to_id, e.relation) for e in decision.edges] == [(known.id, "related_to")]
-        assert [r.id for r in lore.related(decision.id)] == [known.id]
+        assert [r.id for r in lore.search.related(decision.id)] == [known.id]
         # The same session read again (by its file): the same quotes, nothing new stored.
-        again = lore.analyzer.learn_from_session(str(TRANSCRIPT))
+        again = lore.analysis.learn_from_session(str(TRANSCRIPT))
         assert [p.action for p in again.lessons] == ["duplicate", "duplicate"]
 
 
@@ -162,7 +162,7 @@ def test_a_failing_model_falls_back_to_the_pattern_pass(server: LoopbackServer, 
     server.replies = [reply("I cannot help with that.")]
     settings = make_settings(lore_home, llm=LLM | {"base_url": server.url})
     with Lore.open(settings, embedder=real_embedder) as lore:
-        report = lore.analyzer.learn_from_session(str(TRANSCRIPT), dry_run=True)
+        report = lore.analysis.learn_from_session(str(TRANSCRIPT), dry_run=True)
     assert report.session_pass["by"] == "patterns" and "UnusableReply" in report.session_pass["llm_error"]
     assert report.lessons and all(p.action == "would-propose" for p in report.lessons)
 
@@ -198,11 +198,11 @@ def test_knowledge_entries_link_the_lessons_their_patterns_name(server: Loopback
     repo.commit("Fix flaky calls", ("src/client.py", lines(200, "retry")))
     settings = make_settings(lore_home, llm=LLM | {"base_url": server.url})
     with Lore.open(settings, embedder=real_embedder) as lore:
-        breaker = lore.add_lesson("Put a circuit breaker around the payment API",
+        breaker = lore.lessons.add("Put a circuit breaker around the payment API",
                                   "Stop calling it for a minute after five failures.", kind="pattern")
-        unrelated = lore.add_lesson("Use pnpm, not npm", "The lock file is pnpm's.", kind="preference")
-        report = lore.analyzer.analyze(repo.path, range_="HEAD~1..HEAD", force=True)
-        entry = lore.get_lesson(report.lessons[0].id)
+        unrelated = lore.lessons.add("Use pnpm, not npm", "The lock file is pnpm's.", kind="preference")
+        report = lore.analysis.analyze(repo.path, range_="HEAD~1..HEAD", force=True)
+        entry = lore.lessons.get(report.lessons[0].id)
         assert [e.to_id for e in entry.edges] == [breaker.id]
         assert unrelated.id not in report.lessons[0].related
 
@@ -224,14 +224,14 @@ def test_a_session_end_asks_the_model_once_at_most(server: LoopbackServer, lore_
          "timestamp": "2026-01-01T10:00:05Z",
          "message": {"role": "assistant", "content": [{"type": "text", "text": "A list of names."}]}}]))
     with Lore.open(settings, embedder=real_embedder) as lore:
-        judged = lore.analyzer.session_ended(TRANSCRIPT.stem, None, str(TRANSCRIPT), "2026-01-01T12:00:00Z",
+        judged = lore.analysis.session_ended(TRANSCRIPT.stem, None, str(TRANSCRIPT), "2026-01-01T12:00:00Z",
                                              model_called=True)
         assert judged.session_pass["by"] == "patterns" and judged.session_pass["kept"] >= 1
         assert judged.session_pass["llm_skipped"] == "the judge already asked the model about this session"
-        quiet = lore.analyzer.session_ended("s-chat", None, str(chat), "2026-01-01T12:00:00Z")
+        quiet = lore.analysis.session_ended("s-chat", None, str(chat), "2026-01-01T12:00:00Z")
         assert quiet.session_pass == {"by": "patterns", "kept": 0,
                                       "llm_skipped": "the pattern pass finds nothing to weigh in it"}
         assert not server.received
         # Nothing else asked and something to weigh: the model reads it, once.
-        again = lore.analyzer.session_ended("s-other", None, str(TRANSCRIPT), "2026-01-01T12:00:00Z")
+        again = lore.analysis.session_ended("s-other", None, str(TRANSCRIPT), "2026-01-01T12:00:00Z")
         assert again.session_pass["by"] == "llm" and len(server.received) == 1

@@ -202,3 +202,41 @@ def test_the_checks_catch_what_they_claim():
     assert SQL.search("BEGIN IMMEDIATE") and SQL.search("PRAGMA quick_check")
     assert not SQL.search("Select a lesson where the user begins")
     assert not SQL.search("-----BEGIN")  # a PEM header is not a transaction
+
+
+# What a face (and a service above the facade) may use of a Lore: its parts and how it is made
+# and closed (docs/python-api.md). A Lore is a name ``lore``, or an attribute ``….lore``.
+FACADE_USERS = (*FACES, "lore.worker", "lore.schedule", "lore.doctor", "lore.install",
+                "lore.demo", "lore.measure")
+CONSTRUCTION = ("open", "close", "config", "settings")
+
+
+def facade_uses(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, attribute) of every attribute taken of a Lore other than a part or construction."""
+    from lore.api import PARTS
+
+    allowed = {*PARTS, *CONSTRUCTION}
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute):
+            continue
+        owner = node.value
+        named = (owner.id if isinstance(owner, ast.Name) else
+                 owner.attr if isinstance(owner, ast.Attribute) else None)
+        if named in ("lore", "_lore") and node.attr not in allowed \
+                and not (node.attr.startswith("__") and node.attr.endswith("__")):
+            out.append((node.lineno, ast.unparse(node)))
+    return out
+
+
+def test_faces_use_only_the_facades_parts():
+    wrong = [f"{mod}:{line} {text}" for mod, tree in modules().items()
+             if mod.startswith(FACADE_USERS) for line, text in facade_uses(tree)]
+    assert not wrong, ("faces use a Lore's parts (lore.lessons, lore.search, lore.review …), "
+                       "never its engine or store:\n" + "\n".join(wrong))
+
+
+def test_the_parts_rule_catches_what_it_claims():
+    sample = ast.parse("lore.engine.learner.record(x)\nself.lore.store.get(i)\n"
+                       "lore.lessons.get(i)\nlore.review.decide(i, 'approve')\nlore.__class__\n")
+    assert sorted(text for _, text in facade_uses(sample)) == ["lore.engine", "self.lore.store"]

@@ -193,7 +193,7 @@ def test_architecture_names_only_modules_that_exist():
                 return True
         return False
 
-    # ``lore.learner`` and ``lore.stores`` are the facade's parts and entry-point groups: a name
+    # ``lore.learning`` and ``lore.stores`` are the facade's parts and entry-point groups: a name
     # is a module's only when its first part after ``lore`` is a module or package of Lore.
     modules = {n for n in dotted if (src / n.split(".")[1]).is_dir()
                or (src / n.split(".")[1]).with_suffix(".py").is_file()}

@@ -28,11 +28,11 @@ def seed(lore: Any, root: Path) -> dict[str, str]:
     for name, project, status in (("a_active", A, "active"), ("a_proposed", A, "proposed"),
                                   ("a_rejected", A, "rejected"), ("b_active", B, "active"),
                                   ("g_active", None, "active")):
-        ids[name] = lore.add_lesson(f"Use {WORD} for {name}", f"Run {WORD} install, not npm.",
+        ids[name] = lore.lessons.add(f"Use {WORD} for {name}", f"Run {WORD} install, not npm.",
                                     kind="preference", status=status,
                                     project=str(root / project) if project else "").id
     for name, project in (("a_waits", A), ("b_waits", B)):
-        ids[name] = lore.learner.suggest_rule(f"Always run {WORD} dedupe in {name}", "seen twice",
+        ids[name] = lore.learning.suggest_rule(f"Always run {WORD} dedupe in {name}", "seen twice",
                                               project=str(root / project)).lesson.id
     return ids
 
@@ -169,7 +169,7 @@ def test_a_limit_out_of_range_is_refused_by_every_face(faces, run, limit):
 
 
 def test_the_policy_knows_every_status_the_store_has(lore):
-    assert set(policy.EVERY_STATUS) == {s.name for s in lore.list_statuses()}
+    assert set(policy.EVERY_STATUS) == {s.name for s in lore.lessons.reference("status")}
 
 
 def test_the_policy_in_words():

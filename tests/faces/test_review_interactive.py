@@ -27,8 +27,8 @@ CORRECTIONS = [
 def queue(lore: Lore) -> list[dict]:
     """Four learned rules waiting, in the order `lore review` shows them."""
     for i, (said, turn) in enumerate(CORRECTIONS):
-        lore.learner.record(said, turn, project="/work/app", session_id=f"s{i}")
-    items = lore.waiting()
+        lore.learning.record(said, turn, project="/work/app", session_id=f"s{i}")
+    items = lore.review.waiting()
     assert len(items) == 4
     return items
 
@@ -57,7 +57,7 @@ def finish(child: pexpect.spawn) -> str:
 
 
 def review_of(lore: Lore, lesson_id: str) -> tuple[str, dict]:
-    lesson = lore.get_lesson(lesson_id)
+    lesson = lore.lessons.get(lesson_id)
     return lesson.status, lesson.metadata["learning"].get("review") or {}
 
 
@@ -94,7 +94,7 @@ def test_keys_decide_and_the_summary_counts(queue, spawn, lore):
     assert status == "rejected" and review["reason"] == "we print on purpose in this CLI"
     assert review["via"] == "terminal"
     assert review_of(lore, queue[2]["id"])[1]["action"] == "defer"
-    assert [i["id"] for i in lore.waiting()] == [queue[3]["id"]]
+    assert [i["id"] for i in lore.review.waiting()] == [queue[3]["id"]]
 
 
 def test_quit_midway_keeps_earlier_decisions(queue, spawn, lore):
@@ -110,8 +110,8 @@ def test_quit_midway_keeps_earlier_decisions(queue, spawn, lore):
     child.send("q")
     out = finish(child)
     assert "approved 1, rejected 0, deferred 0, skipped 3" in out and child.exitstatus == 0
-    assert lore.get_lesson(queue[0]["id"]).status == "active"
-    assert {i["id"] for i in lore.waiting()} == {i["id"] for i in queue[1:]}
+    assert lore.lessons.get(queue[0]["id"]).status == "active"
+    assert {i["id"] for i in lore.review.waiting()} == {i["id"] for i in queue[1:]}
 
 
 def test_ctrl_c_leaves_every_decision_made_and_nothing_half_done(queue, spawn, lore):
@@ -127,8 +127,8 @@ def test_ctrl_c_leaves_every_decision_made_and_nothing_half_done(queue, spawn, l
     assert "approved 0, rejected 0, deferred 1, skipped 3" in out
     assert child.exitstatus == 130
     assert review_of(lore, queue[0]["id"])[1]["action"] == "defer"
-    assert lore.get_lesson(queue[1]["id"]).status == queue[1]["status"]
-    assert lore.integrity() == "ok"
+    assert lore.lessons.get(queue[1]["id"]).status == queue[1]["status"]
+    assert lore.admin.integrity() == "ok"
 
 
 def test_edit_prefills_the_rule_and_an_empty_edit_cancels(queue, spawn, lore):
@@ -150,7 +150,7 @@ def test_edit_prefills_the_rule_and_an_empty_edit_cancels(queue, spawn, lore):
     child.send("q")
     out = finish(child)
     assert "approved 1 (1 edited)" in out
-    lesson = lore.get_lesson(queue[0]["id"])
+    lesson = lore.lessons.get(queue[0]["id"])
     assert lesson.title == "Log with the logging module, never print()"
     assert lesson.status == "active"
 
@@ -166,7 +166,7 @@ def test_edit_in_the_editor(queue, spawn, lore, tmp_path):
     assert "edited: Prefer the logging module over print" in child.before
     child.send("q")
     finish(child)
-    assert lore.get_lesson(queue[0]["id"]).title == "Prefer the logging module over print"
+    assert lore.lessons.get(queue[0]["id"]).title == "Prefer the logging module over print"
 
 
 def test_not_a_terminal_is_a_one_line_error(queue, run):
@@ -202,23 +202,23 @@ def test_the_queue_costs_the_same_few_queries_for_4_rules_or_40(lore, queue):
         conn = lore.store.conn  # type: ignore[attr-defined]
         conn.set_trace_callback(seen.append)
         try:
-            lore.waiting(limit=1000)
+            lore.review.waiting(limit=1000)
         finally:
             conn.set_trace_callback(None)
         return len(seen)
 
     few = queries()
     for i in range(36):
-        lore.learner.record(f"No, don't use tool{i}, use gadget{i} instead", None,
+        lore.learning.record(f"No, don't use tool{i}, use gadget{i} instead", None,
                             project="/work/app", session_id=f"x{i}", force=True)
-    assert len(lore.waiting(limit=1000)) == 40
+    assert len(lore.review.waiting(limit=1000)) == 40
     assert queries() == few <= 20
 
 
 def test_checks_wait_after_the_rules_and_take_approve_or_reject(spawn, lore):
-    rule = lore.add_lesson("Use pnpm, not npm", "The lockfile is pnpm's.", kind="project_rule")
-    [npm] = lore.guards.propose(rule.id)
-    gen = lore.guards.add(rule.id, {"path": "gen/", "mode": "block"})
+    rule = lore.lessons.add("Use pnpm, not npm", "The lockfile is pnpm's.", kind="project_rule")
+    [npm] = lore.checks.propose(rule.id)
+    gen = lore.checks.add(rule.id, {"path": "gen/", "mode": "block"})
     child = spawn()
     child.expect(PROMPT)
     assert "1/2" in child.before and "check: " + npm["id"] in child.before
@@ -232,5 +232,5 @@ def test_checks_wait_after_the_rules_and_take_approve_or_reject(spawn, lore):
     child.send("r")
     out = finish(child)
     assert "approved 1, rejected 1" in out and child.exitstatus == 0
-    assert lore.guards.get(npm["id"])["status"] == "active"
-    assert lore.guards.get(gen["id"])["status"] == "rejected"
+    assert lore.checks.get(npm["id"])["status"] == "active"
+    assert lore.checks.get(gen["id"])["status"] == "rejected"

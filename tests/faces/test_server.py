@@ -98,8 +98,8 @@ def test_related_and_graph_follow_links(lore, client):
     b = client.post("/api/v1/lessons", json={"title": "Sessions expire after a day"}).json()["id"]
     c = client.post("/api/v1/lessons", json={"title": "Clear expired sessions nightly"}).json()["id"]
     # Links are made through the facade (the server is idle between requests).
-    lore.link(a, b, "related_to")
-    lore.link(b, c, "depends_on")
+    lore.lessons.link(a, b, "related_to")
+    lore.lessons.link(b, c, "depends_on")
     near = client.get(f"/api/v1/lessons/{a}/related", params={"depth": 2}).json()
     assert [(r["id"], r["depth"]) for r in near] == [(b, 1), (c, 2)]
     graph = client.get(f"/api/v1/lessons/{a}/graph", params={"depth": 2}).json()
@@ -239,17 +239,17 @@ def test_forms_need_their_csrf_token(lore, client):
     wrong = client.post("/lessons", data={"title": "Forged lesson", "csrf": "x" * 43},
                         follow_redirects=False)
     assert wrong.status_code == 403
-    assert lore.lesson_count() == 0
+    assert lore.lessons.count() == 0
     made = client.post("/lessons", data={"title": "Real lesson", "tags": "a, b", "csrf": token},
                        follow_redirects=False)
     assert made.status_code == 303 and made.headers["location"].startswith("/lessons/")
     lesson_id = made.headers["location"].rsplit("/", 1)[1]
-    assert list(lore.get_lesson(lesson_id).tags) == ["a", "b"]
+    assert list(lore.lessons.get(lesson_id).tags) == ["a", "b"]
     with httpx.Client(base_url=str(client.base_url), timeout=30) as stranger:  # no cookie
         assert stranger.post(f"/lessons/{lesson_id}/delete", data={"csrf": token},
                              follow_redirects=False).status_code == 403
     gone = client.post(f"/lessons/{lesson_id}/delete", data={"csrf": token}, follow_redirects=False)
-    assert gone.status_code == 303 and lore.lesson_count() == 0
+    assert gone.status_code == 303 and lore.lessons.count() == 0
 
 
 def test_pages_render(lore, client):
@@ -346,10 +346,10 @@ def test_a_database_of_the_previous_release_gains_the_token_table(settings, monk
         m.setattr("lore.store.sqlite.migrations.MIGRATIONS", [*MIGRATIONS[:released], who])
         m.setattr("lore.store.sqlite.migrations.SCHEMA_VERSION", 13)
         with Lore.open(settings, embedder=FakeEmbedder()) as old:
-            kept = old.add_lesson("Made before the server existed").id
+            kept = old.lessons.add("Made before the server existed").id
             with pytest.raises(Exception, match="server_tokens"):
                 old.tokens.list()
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
-        assert lore.get_lesson(kept).title == "Made before the server existed"
+        assert lore.lessons.get(kept).title == "Made before the server existed"
         _, secret = lore.tokens.create("read")
         assert lore.tokens.verify(secret) is not None

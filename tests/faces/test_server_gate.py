@@ -171,7 +171,7 @@ def test_a_web_page_cannot_make_a_loopback_server_change_anything(lore, local, h
         assert form.status_code == 403 and "own pages" in form.text
         # Reading stays open: a GET changes nothing.
         assert c.get("/api/v1/stats", headers=headers).status_code == 200
-    assert lore.lesson_count() == 0
+    assert lore.lessons.count() == 0
 
 
 def test_the_servers_own_pages_and_other_clients_still_write(lore, local):
@@ -186,7 +186,7 @@ def test_the_servers_own_pages_and_other_clients_still_write(lore, local):
             assert form.status_code == 303, (headers, form.text[:300])
         api = c.post("/api/v1/lessons", json={"title": "from a script"})  # no Origin: no browser
         assert api.status_code == 201
-    assert lore.lesson_count() == 6
+    assert lore.lessons.count() == 6
     assert host
 
 
@@ -207,7 +207,7 @@ def test_a_token_server_checks_origin_for_cookies_not_for_bearer_tokens(lore, gu
         own = c.post("/lessons", data={"title": "own", "csrf": csrf},
                      headers={"origin": guarded}, follow_redirects=False)
         assert own.status_code == 303
-    assert sorted(x["title"] for x in lore.list_lessons(None, 10, 0)[1]) == ["by token", "own"]
+    assert sorted(x["title"] for x in lore.lessons.list(None, 10, 0)[1]) == ["by token", "own"]
 
 
 # ---- lessons capped at every door --------------------------------------------------------
@@ -225,7 +225,7 @@ def test_an_oversized_lesson_is_refused_by_the_api(lore, local, fields, named):
         refused = c.post("/api/v1/lessons", json=fields)
     assert refused.status_code == 413
     assert named in error_of(refused)["message"]
-    assert lore.lesson_count() == 0
+    assert lore.lessons.count() == 0
 
 
 def test_a_20_mb_lesson_is_refused_at_the_door(lore, local):
@@ -233,7 +233,7 @@ def test_a_20_mb_lesson_is_refused_at_the_door(lore, local):
         refused = c.post("/api/v1/lessons", json={"title": "t", "content": "x" * 20_000_000})
         assert refused.status_code == 413 and error_of(refused)["code"] == "too_large"
         assert c.get("/api/v1/health").status_code == 200
-    assert lore.lesson_count() == 0
+    assert lore.lessons.count() == 0
 
 
 @pytest.mark.parametrize(("fields", "named"), OVER)
@@ -241,8 +241,8 @@ def test_an_oversized_lesson_is_refused_by_the_core(fake_lore, fields, named):
     from lore.errors import TooLarge
 
     with pytest.raises(TooLarge, match=named):
-        fake_lore.add_lesson(**fields)
-    assert fake_lore.lesson_count() == 0
+        fake_lore.lessons.add(**fields)
+    assert fake_lore.lessons.count() == 0
 
 
 def test_an_oversized_lesson_is_refused_by_the_cli_in_one_line(run, tmp_path):
@@ -262,8 +262,8 @@ def test_an_oversized_import_line_is_refused_whole(fake_lore):
 
     line = json.dumps({"id": new_id(), "title": "t", "content": "x" * (TEXT_MAX + 1)})
     with pytest.raises(InvalidInput, match="line 1: content"):
-        fake_lore.import_lines([line])
-    assert fake_lore.lesson_count() == 0
+        fake_lore.lessons.import_lines([line])
+    assert fake_lore.lessons.count() == 0
 
 
 def test_an_oversized_lesson_is_refused_by_mcp_in_one_line(lore_home):
@@ -292,7 +292,7 @@ def test_an_oversized_lesson_is_refused_by_mcp_in_one_line(lore_home):
 
 def test_a_correction_longer_than_a_quote_is_still_learned(fake_lore):
     said = "No, don't use requests, use httpx instead. " + "log line\n" * 20_000
-    out = fake_lore.learner.record(said, "I'll call the API with requests.", project="/w/app",
+    out = fake_lore.learning.record(said, "I'll call the API with requests.", project="/w/app",
                                    session_id="s1", at="2026-03-01T10:00:00Z")
     assert out.lesson is not None
     assert len(out.lesson.evidence[0].quote) <= TEXT_MAX  # the learner quotes a part

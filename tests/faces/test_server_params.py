@@ -63,7 +63,7 @@ def test_the_routes_are_all_drawn():
 
 @pytest.fixture
 def server(lore):
-    lore.add_lesson("Use pnpm, not npm", "The user said so.", kind="preference",
+    lore.lessons.add("Use pnpm, not npm", "The user said so.", kind="preference",
                     tags=["tooling"])
     with running(lore) as url, httpx.Client(base_url=url, timeout=60) as client:
         yield client
@@ -119,7 +119,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers(-(2**70), 2**70)
 def test_no_lesson_body_makes_a_500(lore, server, route, body):
     import json
 
-    lesson_id = lore.list_lessons(None, 1, 0)[1][0]["id"]
+    lesson_id = lore.lessons.list(None, 1, 0)[1][0]["id"]
     method, path = route
     r = server.request(method, path.replace("{id}", lesson_id),
                        content=json.dumps(body, allow_nan=True),

@@ -24,10 +24,10 @@ AGENT_TURN = "I'll add requests to fetch the page."
 
 
 def waiting_rule(lore, text: str = CORRECTION, previous: str = AGENT_TURN, project: str = "/srv/app"):
-    out = lore.learner.record(text, previous, project=project, session_id="s-1")
+    out = lore.learning.record(text, previous, project=project, session_id="s-1")
     assert out.lesson is not None, out
     if out.lesson.status == "candidate":
-        lore.update_lesson(out.lesson.id, status="proposed")
+        lore.lessons.update(out.lesson.id, status="proposed")
     return out.lesson.id
 
 
@@ -72,7 +72,7 @@ def test_review_queue_and_decisions_in_the_api(fake_lore):
                              json={"action": "edit", "title": "Indent Makefiles with tabs"}).json()
         assert edited["status"] == "active" and edited["title"] == "Indent Makefiles with tabs"
         assert client.get("/api/v1/review").json()["count"] == 0
-    stored = fake_lore.get_lesson(rule).metadata["learning"]
+    stored = fake_lore.lessons.get(rule).metadata["learning"]
     assert stored["rejected_reason"] == "a one-off for this script"
 
 
@@ -85,7 +85,7 @@ def test_review_forms_need_csrf_and_leave_a_flash_line(fake_lore):
         assert "scope /srv/app" in page
         refused = client.post(f"/review/{rule}", data={"action": "approve"})
         assert refused.status_code == 403
-        assert fake_lore.get_lesson(rule).status == "proposed"
+        assert fake_lore.lessons.get(rule).status == "proposed"
         done = client.post(f"/review/{rule}", data={"action": "reject", "reason": "not a rule",
                                                     "csrf": csrf})
         assert done.status_code == 303 and done.headers["location"] == "/review"
@@ -94,7 +94,7 @@ def test_review_forms_need_csrf_and_leave_a_flash_line(fake_lore):
         assert "Rejected: “" not in client.get("/review").text  # shown once
         unknown = client.post(f"/review/{rule}", data={"action": "maybe", "csrf": csrf})
         assert unknown.status_code == 422 and "unknown review action" in unknown.text
-    assert fake_lore.get_lesson(rule).status == "rejected"
+    assert fake_lore.lessons.get(rule).status == "rejected"
 
 
 def test_a_read_token_cannot_decide(fake_lore):
@@ -107,7 +107,7 @@ def test_a_read_token_cannot_decide(fake_lore):
                         headers=headers)
         assert denied.status_code == 403
         assert c.post("/api/v1/schedule/run", headers=headers).status_code == 403
-    assert fake_lore.get_lesson(rule).status == "proposed"
+    assert fake_lore.lessons.get(rule).status == "proposed"
 
 
 # ---- the scheduled analysis ---------------------------------------------------------------------
@@ -152,7 +152,7 @@ def test_one_run_at_a_time_the_other_is_recorded_as_skipped(fake_lore, lore_home
     finally:
         _unlock(held)
     assert run["outcome"] == "skipped" and "another process" in run["error"]
-    assert fake_lore.schedule_runs(1)[0]["outcome"] == "skipped"
+    assert fake_lore.admin.schedule_runs(1)[0]["outcome"] == "skipped"
     assert "skipped" in (lore_home / "logs" / "schedule.log").read_text()
 
 
@@ -161,16 +161,16 @@ def test_the_schedule_fires_on_its_own(fake_lore, lore_home):
 
     settings = make_settings(lore_home, schedule={"analysis": "*/5 * * * *", "transcripts": [
         str(lore_home / "none")]})
-    scheduler = Scheduler(settings, embedder=lambda: fake_lore.embedder)
+    scheduler = Scheduler(settings, embedder=lambda: fake_lore.admin.embedder)
     first = datetime.now().astimezone() + timedelta(seconds=1)
     scheduler.start(first=first)
     try:
         deadline = time.monotonic() + 30
-        while not fake_lore.schedule_runs(1) and time.monotonic() < deadline:
+        while not fake_lore.admin.schedule_runs(1) and time.monotonic() < deadline:
             time.sleep(0.2)
     finally:
         scheduler.stop()
-    [run] = fake_lore.schedule_runs(5)
+    [run] = fake_lore.admin.schedule_runs(5)
     assert run["trigger"] == "schedule" and run["outcome"] == "ok", run
     assert scheduler.next_run is not None and scheduler.next_run > first
     assert scheduler.next_run.minute % 5 == 0 and scheduler.next_run.second == 0
@@ -204,10 +204,10 @@ def test_digest_counts_decisions_and_compares_with_the_last_period(fake_lore, ru
     approved = waiting_rule(fake_lore)
     rejected = waiting_rule(fake_lore, "Always use tabs, never spaces, in the Makefile",
                             "I indented the Makefile with spaces.")
-    fake_lore.learner.review(approved, "approve")
-    fake_lore.learner.review(rejected, "reject", reason="this repository has no Makefile")
+    fake_lore.review.decide(approved, "approve")
+    fake_lore.review.decide(rejected, "reject", reason="this repository has no Makefile")
     # The same correction after approval: a re-correction, and a repeated one.
-    fake_lore.learner.record(CORRECTION, AGENT_TURN, project="/srv/app", session_id="s-2")
+    fake_lore.learning.record(CORRECTION, AGENT_TURN, project="/srv/app", session_id="s-2")
     from lore.measure import digest
 
     d = digest.build(fake_lore, "week")
@@ -234,8 +234,8 @@ def test_digest_counts_decisions_and_compares_with_the_last_period(fake_lore, ru
 
 def test_trends_page_and_digest_api(fake_lore):
     rule = waiting_rule(fake_lore)
-    fake_lore.learner.review(rule, "approve")
-    fake_lore.record_context_load("e-1", "s-1", "/srv/app", datetime.now().astimezone().isoformat(),
+    fake_lore.review.decide(rule, "approve")
+    fake_lore.sessions.record_context_load("e-1", "s-1", "/srv/app", datetime.now().astimezone().isoformat(),
                                   {"shown": [rule], "dropped": [], "chars": 120, "dropped_chars": 0})
     with running(fake_lore) as url, httpx.Client(base_url=url, timeout=30) as client:
         page = client.get("/trends")

@@ -23,33 +23,33 @@ AGENT_TURN = "I'll run npm install to add the dependency."
 
 def matched(lore, event: str, lesson_id: str, check_id: str, session: str, outcome: str,
             at: str) -> None:
-    lore.guards.record(event, {"lore_guard": [{"check_id": check_id, "lesson_id": lesson_id,
+    lore.checks.record(event, {"lore_guard": [{"check_id": check_id, "lesson_id": lesson_id,
                                                "outcome": outcome, "matched": "npm i"}],
                                "session_id": session, "cwd": "/shop", "tool_name": "Bash"}, at)
 
 
 def approved_rule(lore):
-    out = lore.learner.record(CORRECTION, AGENT_TURN, project="/shop", session_id="s0")
-    lore.learner.review(out.lesson.id, "approve")
-    return lore.get_lesson(out.lesson.id)
+    out = lore.learning.record(CORRECTION, AGENT_TURN, project="/shop", session_id="s0")
+    lore.review.decide(out.lesson.id, "approve")
+    return lore.lessons.get(out.lesson.id)
 
 
 def test_compliance_counts_only_where_the_rule_was_relevant(fake_lore):
     rule = approved_rule(fake_lore)
-    check = fake_lore.guards.add(rule.id, {"command": r"npm(?=\s|$)", "mode": "block"},
+    check = fake_lore.checks.add(rule.id, {"command": r"npm(?=\s|$)", "mode": "block"},
                                  status="active")
-    since = fake_lore.approved_at(rule)
+    since = fake_lore.review.approved_at(rule)
     later = (datetime.fromisoformat(since.replace("Z", "+00:00")) + timedelta(minutes=5))
     at = later.isoformat().replace("+00:00", "Z")
     # Three sessions loaded the rule; in s1 a block stopped npm, in s2 the user allowed it,
     # s3 never came near it; s4 re-corrected it without a check matching.
     for s in ("s1", "s2", "s3"):
-        fake_lore.record_context_load(f"load-{s}", s, "/shop", at, {"shown": [rule.id]})
-    fake_lore.record_context_load("load-x", "sx", "/shop", at, {"shown": ["someone-else"]})
+        fake_lore.sessions.record_context_load(f"load-{s}", s, "/shop", at, {"shown": [rule.id]})
+    fake_lore.sessions.record_context_load("load-x", "sx", "/shop", at, {"shown": ["someone-else"]})
     matched(fake_lore, "e1", rule.id, check["id"], "s1", "blocked", at)
     matched(fake_lore, "e2", rule.id, check["id"], "s2", "allowed", at)
     matched(fake_lore, "e3", rule.id, check["id"], "s2", "reminded", at)
-    fake_lore.learner.record(CORRECTION, AGENT_TURN, project="/shop", session_id="s4")
+    fake_lore.learning.record(CORRECTION, AGENT_TURN, project="/shop", session_id="s4")
     [r] = [x for x in rule_follow(fake_lore) if x.id == rule.id]
     assert r.loaded == 3
     assert r.matches == {"blocked": 1, "allowed": 1, "reminded": 1}
@@ -63,19 +63,19 @@ def test_compliance_counts_only_where_the_rule_was_relevant(fake_lore):
 
 def test_a_rule_quiet_for_90_days_is_proposed_for_archiving(fake_lore, run):
     rule = approved_rule(fake_lore)
-    since = datetime.fromisoformat(fake_lore.approved_at(rule).replace("Z", "+00:00"))
+    since = datetime.fromisoformat(fake_lore.review.approved_at(rule).replace("Z", "+00:00"))
     out = run("stats", "--rules")
     assert "ARCHIVE?" not in out.stdout and "not relevant for 90 days" not in out.stderr
     [soon] = rule_follow(fake_lore, at=since + timedelta(days=30))
     [late] = rule_follow(fake_lore, at=since + timedelta(days=91))
     assert not soon.archive and late.archive and late.last_relevant is None
-    check = fake_lore.guards.add(rule.id, {"command": "npm"}, status="active")
+    check = fake_lore.checks.add(rule.id, {"command": "npm"}, status="active")
     at = (since + timedelta(days=80)).isoformat().replace("+00:00", "Z")
     matched(fake_lore, "e9", rule.id, check["id"], "s9", "reminded", at)
     [now] = rule_follow(fake_lore, at=since + timedelta(days=91))
     assert not now.archive and now.last_relevant == at
     # Approved 120 days ago and never relevant since: the CLI proposes archiving it.
-    old = fake_lore.add_lesson("Use tabs in the Makefile", kind="project_rule", metadata={
+    old = fake_lore.lessons.add("Use tabs in the Makefile", kind="project_rule", metadata={
         "approved_at": (datetime.now(UTC) - timedelta(days=120)).isoformat()})
     out = run("stats", "--rules")
     assert "ARCHIVE?" in out.stdout
@@ -84,10 +84,10 @@ def test_a_rule_quiet_for_90_days_is_proposed_for_archiving(fake_lore, run):
 
 def test_stats_and_the_dashboard_show_the_same_figures(fake_lore, run):
     rule = approved_rule(fake_lore)
-    check = fake_lore.guards.add(rule.id, {"command": "npm"}, status="active")
+    check = fake_lore.checks.add(rule.id, {"command": "npm"}, status="active")
     at = datetime.now(UTC).isoformat().replace("+00:00", "Z")
     matched(fake_lore, "e1", rule.id, check["id"], "s1", "blocked", at)
-    fake_lore.learner.record(CORRECTION, AGENT_TURN, project="/shop", session_id="s2")
+    fake_lore.learning.record(CORRECTION, AGENT_TURN, project="/shop", session_id="s2")
     cli = json.loads(run("stats", "--rules", "--json").stdout)["rules"]
     [mine] = [r for r in cli if r["id"] == rule.id]
     text = run("stats", "--rules").stdout
@@ -115,7 +115,7 @@ def test_stats_and_the_dashboard_show_the_same_figures(fake_lore, run):
 
 def test_the_dashboard_reviews_checks_with_their_replay(fake_lore):
     rule = approved_rule(fake_lore)
-    [check] = fake_lore.guards.checks(rule.id)  # proposed when the rule was approved
+    [check] = fake_lore.checks.checks(rule.id)  # proposed when the rule was approved
     with running(fake_lore) as url, httpx.Client(base_url=url, timeout=30) as client:
         page = client.get("/review")
         text = unescape(page.text)
@@ -133,14 +133,14 @@ def test_the_dashboard_reviews_checks_with_their_replay(fake_lore):
         assert done.status_code == 303
         after = unescape(client.get("/review").text)
         assert "Approved: Reminds of the rule at" in after and "No check waits for review" in after
-    [held] = fake_lore.guards.checks(rule.id)
+    [held] = fake_lore.checks.checks(rule.id)
     assert (held["status"], held["mode"]) == ("active", "remind")
 
 
 def test_a_change_the_user_allowed_is_not_held_against_the_rule(fake_lore):
     rule = approved_rule(fake_lore)
-    check = fake_lore.guards.add(rule.id, {"path": "gen/", "mode": "block"}, status="active")
-    at = (datetime.fromisoformat(fake_lore.approved_at(rule).replace("Z", "+00:00"))
+    check = fake_lore.checks.add(rule.id, {"path": "gen/", "mode": "block"}, status="active")
+    at = (datetime.fromisoformat(fake_lore.review.approved_at(rule).replace("Z", "+00:00"))
           + timedelta(minutes=5)).isoformat().replace("+00:00", "Z")
     matched(fake_lore, "a1", rule.id, check["id"], "s1", "allowed", at)
     matched(fake_lore, "a2", rule.id, check["id"], "s1", "ran", at)
@@ -154,13 +154,13 @@ def test_a_rule_the_session_read_from_claude_md_counts_as_loaded(fake_lore):
     """The SessionStart context leaves out a rule CLAUDE.md already holds (in_files): the
     session had it all the same, so stats --rules and `lore review why` count it."""
     rule = approved_rule(fake_lore)
-    since = fake_lore.approved_at(rule)
+    since = fake_lore.review.approved_at(rule)
     at = (datetime.fromisoformat(since.replace("Z", "+00:00")) + timedelta(minutes=5)
           ).isoformat().replace("+00:00", "Z")
-    fake_lore.record_context_load("load-a", "sa", "/shop", at, {"shown": [rule.id]})
-    fake_lore.record_context_load("load-b", "sb", "/shop", at, {"shown": [],
+    fake_lore.sessions.record_context_load("load-a", "sa", "/shop", at, {"shown": [rule.id]})
+    fake_lore.sessions.record_context_load("load-b", "sb", "/shop", at, {"shown": [],
                                                                   "in_files": [rule.id]})
-    fake_lore.record_context_load("load-c", "sc", "/shop", at, {"shown": ["other"]})
+    fake_lore.sessions.record_context_load("load-c", "sc", "/shop", at, {"shown": ["other"]})
     [r] = [x for x in rule_follow(fake_lore) if x.id == rule.id]
     assert r.loaded == 2
-    assert fake_lore.why(rule.id[:12].lower())["told"]["sessions"] == 2
+    assert fake_lore.review.why(rule.id[:12].lower())["told"]["sessions"] == 2

@@ -147,7 +147,7 @@ def test_search_uses_the_index_and_falls_back_to_exact(indexed):
     lore, ids, vecs = indexed
     conv = lore.conversations
     q = vecs[7]
-    lore.embedding.query_function = lambda: (lambda text: q)  # the query's vector, given
+    lore.engine.embedding.query_function = lambda: (lambda text: q)  # the query's vector, given
     hits = conv.search("anything", project=None, limit=5, mode="vector", decay=False)
     assert hits[0].chunk_id == ids[7]
     assert not conv.vectors.loaded  # the graph answered: nothing was loaded into memory
@@ -441,7 +441,7 @@ def test_without_faiss_a_large_memory_is_searched_exactly(indexed, monkeypatch):
     lore, ids, vecs = indexed
     conv = lore.conversations
     q = vecs[11]
-    lore.embedding.query_function = lambda: (lambda text: q)
+    lore.engine.embedding.query_function = lambda: (lambda text: q)
     with_index = conv.search("anything", project=None, limit=5, mode="vector", decay=False)
     monkeypatch.setattr(vectors, "faiss_available", lambda: False)
     assert "loreloop[scale]" in conv.index.refresh(conv.store, force=True)

@@ -84,9 +84,9 @@ def test_openai_backend_against_loopback_server(openai_server, lore_home):
     s = make_settings(lore_home, embedding={"backend": "openai", "model": "text-embedding-3-small",
                                             "api_key": "sk-test", "base_url": openai_server})
     with Lore.open(s) as lore:
-        a = lore.add_lesson("Use file sessions", "not Redis")
-        assert lore.stored_model() == ("text-embedding-3-small", 1536)
-        hits = lore.recall("Use file sessions", track=False)
+        a = lore.lessons.add("Use file sessions", "not Redis")
+        assert lore.admin.stored_model() == ("text-embedding-3-small", 1536)
+        hits = lore.search.query("Use file sessions", track=False)
         assert hits[0].id == a.id
     sent = _FakeOpenAI.requests
     assert sent[0]["path"] == "/v1/embeddings"
@@ -118,19 +118,19 @@ def test_openai_errors_are_clear(openai_server, monkeypatch):
 
 def test_model_mismatch_stops_and_reembed_rebuilds(settings):
     with Lore.open(settings, embedder=FakeEmbedder("model-a", 64)) as lore:
-        a = lore.add_lesson("Alpha lesson", "first")
+        a = lore.lessons.add("Alpha lesson", "first")
     with Lore.open(settings, embedder=FakeEmbedder("model-b", 32)) as lore:
         with pytest.raises(EmbeddingMismatch, match="lore admin reembed"):
-            lore.recall("alpha")
+            lore.search.query("alpha")
         with pytest.raises(EmbeddingMismatch):
-            lore.add_lesson("Beta lesson", "second")
+            lore.lessons.add("Beta lesson", "second")
         assert lore.store.count() == 1  # nothing written
-        assert lore.get_lesson(a.id).title == "Alpha lesson"  # reading needs no model
+        assert lore.lessons.get(a.id).title == "Alpha lesson"  # reading needs no model
         done = []
-        assert lore.reembed(progress=lambda d, t: done.append((d, t))).total == 1
+        assert lore.admin.reembed(progress=lambda d, t: done.append((d, t))).total == 1
         assert done[-1] == (1, 1)
-        assert lore.stored_model() == ("model-b", 32)
-        assert lore.recall("alpha lesson", track=False)[0].id == a.id
+        assert lore.admin.stored_model() == ("model-b", 32)
+        assert lore.search.query("alpha lesson", track=False)[0].id == a.id
 
 
 def test_cli_mismatch_message_names_reembed(lore_home, real_embedder, monkeypatch):

@@ -12,7 +12,7 @@ from lore.ids import new_id
 
 def add(lore, title: str, kind: str | None = None):
     extra = {"kind": kind} if kind else {}
-    return lore.add_lesson(title, f"content of {title}", **extra).id
+    return lore.lessons.add(title, f"content of {title}", **extra).id
 
 
 def edge_set(lore) -> set[tuple[str, str, str]]:
@@ -27,9 +27,9 @@ def by_id(found) -> dict:
 def chain(fake_lore):
     """A -related_to-> B -supersedes-> C -example_of-> D, and an isolated lesson Z."""
     ids = {name: add(fake_lore, f"Lesson {name}") for name in "ABCDZ"}
-    fake_lore.link(ids["A"], ids["B"])
-    fake_lore.link(ids["B"], ids["C"], "supersedes")
-    fake_lore.link(ids["C"], ids["D"], "example_of")
+    fake_lore.lessons.link(ids["A"], ids["B"])
+    fake_lore.lessons.link(ids["B"], ids["C"], "supersedes")
+    fake_lore.lessons.link(ids["C"], ids["D"], "example_of")
     return ids
 
 
@@ -37,42 +37,42 @@ def chain(fake_lore):
 
 def test_link_defaults_to_related_to_and_shows_on_both_lessons(fake_lore):
     a, b = add(fake_lore, "A"), add(fake_lore, "B")
-    edge = fake_lore.link(a, b)
+    edge = fake_lore.lessons.link(a, b)
     assert (edge.from_id, edge.to_id, edge.relation) == (a, b, "related_to")
     assert edge.created_at
     for lid in (a, b):
-        edges = fake_lore.get_lesson(lid).edges
+        edges = fake_lore.lessons.get(lid).edges
         assert [(e.from_id, e.to_id, e.relation) for e in edges] == [(a, b, "related_to")]
     assert edge_set(fake_lore) == {(a, b, "related_to")}
 
 
 def test_free_form_relations_are_accepted(fake_lore):
     a, b = add(fake_lore, "A"), add(fake_lore, "B")
-    assert "inspired_by" not in {r.name for r in fake_lore.list_relations()}
-    fake_lore.link(a, b, "inspired_by")
-    fake_lore.link(a, b, "  supersedes  ")  # trimmed
+    assert "inspired_by" not in {r.name for r in fake_lore.lessons.reference("relation")}
+    fake_lore.lessons.link(a, b, "inspired_by")
+    fake_lore.lessons.link(a, b, "  supersedes  ")  # trimmed
     assert edge_set(fake_lore) == {(a, b, "inspired_by"), (a, b, "supersedes")}
 
 
 def test_duplicate_link_is_idempotent(fake_lore):
     a, b = add(fake_lore, "A"), add(fake_lore, "B")
-    fake_lore.link(a, b, "supersedes")
-    fake_lore.link(a, b, "supersedes")
+    fake_lore.lessons.link(a, b, "supersedes")
+    fake_lore.lessons.link(a, b, "supersedes")
     assert fake_lore.store.edge_count() == 1
-    assert len(fake_lore.get_lesson(a).edges) == 1
+    assert len(fake_lore.lessons.get(a).edges) == 1
 
 
 def test_self_link_is_rejected(fake_lore):
     a = add(fake_lore, "A")
     with pytest.raises(InvalidInput, match="itself"):
-        fake_lore.link(a, a)
+        fake_lore.lessons.link(a, a)
     assert fake_lore.store.edge_count() == 0
 
 
 def test_empty_relation_is_rejected(fake_lore):
     a, b = add(fake_lore, "A"), add(fake_lore, "B")
     with pytest.raises(InvalidInput, match="relation"):
-        fake_lore.link(a, b, "   ")
+        fake_lore.lessons.link(a, b, "   ")
 
 
 @pytest.mark.parametrize("missing_side", ["from", "to"])
@@ -80,120 +80,120 @@ def test_link_to_missing_lesson_is_not_found(fake_lore, missing_side):
     a, ghost = add(fake_lore, "A"), new_id()
     args = (ghost, a) if missing_side == "from" else (a, ghost)
     with pytest.raises(NotFound, match=ghost):
-        fake_lore.link(*args)
+        fake_lore.lessons.link(*args)
     assert fake_lore.store.edge_count() == 0
 
 
 def test_unlink_without_relation_removes_every_relation(fake_lore):
     a, b, c = add(fake_lore, "A"), add(fake_lore, "B"), add(fake_lore, "C")
-    fake_lore.link(a, b)
-    fake_lore.link(a, b, "supersedes")
-    fake_lore.link(a, c)
-    assert fake_lore.unlink(a, b) == 2
+    fake_lore.lessons.link(a, b)
+    fake_lore.lessons.link(a, b, "supersedes")
+    fake_lore.lessons.link(a, c)
+    assert fake_lore.lessons.unlink(a, b) == 2
     assert edge_set(fake_lore) == {(a, c, "related_to")}
 
 
 def test_unlink_with_relation_removes_only_that_relation(fake_lore):
     a, b = add(fake_lore, "A"), add(fake_lore, "B")
-    fake_lore.link(a, b)
-    fake_lore.link(a, b, "supersedes")
-    assert fake_lore.unlink(a, b, "supersedes") == 1
+    fake_lore.lessons.link(a, b)
+    fake_lore.lessons.link(a, b, "supersedes")
+    assert fake_lore.lessons.unlink(a, b, "supersedes") == 1
     assert edge_set(fake_lore) == {(a, b, "related_to")}
 
 
 def test_unlink_of_missing_link_is_not_found(fake_lore):
     a, b = add(fake_lore, "A"), add(fake_lore, "B")
     with pytest.raises(NotFound):
-        fake_lore.unlink(a, b)
-    fake_lore.link(a, b)
+        fake_lore.lessons.unlink(a, b)
+    fake_lore.lessons.link(a, b)
     with pytest.raises(NotFound):  # links are directed: there is no b -> a
-        fake_lore.unlink(b, a)
+        fake_lore.lessons.unlink(b, a)
     with pytest.raises(NotFound, match="supersedes"):
-        fake_lore.unlink(a, b, "supersedes")
+        fake_lore.lessons.unlink(a, b, "supersedes")
     with pytest.raises(NotFound):
-        fake_lore.unlink(a, new_id())
+        fake_lore.lessons.unlink(a, new_id())
     assert edge_set(fake_lore) == {(a, b, "related_to")}
 
 
 def test_deleting_a_lesson_removes_its_edges(fake_lore, chain):
-    fake_lore.delete_lesson(chain["B"])
+    fake_lore.lessons.delete(chain["B"])
     assert edge_set(fake_lore) == {(chain["C"], chain["D"], "example_of")}
-    assert fake_lore.get_lesson(chain["A"]).edges == ()
-    assert fake_lore.related(chain["A"], depth=3) == []
-    assert [e.to_id for e in fake_lore.get_lesson(chain["C"]).edges] == [chain["D"]]
+    assert fake_lore.lessons.get(chain["A"]).edges == ()
+    assert fake_lore.search.related(chain["A"], depth=3) == []
+    assert [e.to_id for e in fake_lore.lessons.get(chain["C"]).edges] == [chain["D"]]
 
 
 # ---- related ---------------------------------------------------------------------------
 
 def test_related_depths(fake_lore, chain):
     a, b, c, d = (chain[k] for k in "ABCD")
-    one = fake_lore.related(a, depth=1)
+    one = fake_lore.search.related(a, depth=1)
     assert [(r.id, r.depth, r.relation, r.direction, r.via) for r in one] == [
         (b, 1, "related_to", "out", a)
     ]
     assert one[0].title == "Lesson B" and one[0].kind == "learning"
-    two = by_id(fake_lore.related(a, depth=2))
+    two = by_id(fake_lore.search.related(a, depth=2))
     assert set(two) == {b, c}
     assert (two[c].depth, two[c].relation, two[c].via) == (2, "supersedes", b)
-    three = fake_lore.related(a, depth=3)
+    three = fake_lore.search.related(a, depth=3)
     assert [r.id for r in three] == [b, c, d]  # ordered by depth
     assert [r.depth for r in three] == [1, 2, 3]
     assert (three[2].relation, three[2].direction, three[2].via) == ("example_of", "out", c)
-    assert fake_lore.related(chain["Z"], depth=3) == []
+    assert fake_lore.search.related(chain["Z"], depth=3) == []
 
 
 def test_related_relation_filter(fake_lore, chain):
     a, b, c = chain["A"], chain["B"], chain["C"]
-    assert [r.id for r in fake_lore.related(a, 3, relations=["related_to"])] == [b]
-    assert fake_lore.related(a, 3, relations=["supersedes"]) == []  # A's only edge is related_to
-    found = fake_lore.related(b, 3, relations=["supersedes", "related_to"])
+    assert [r.id for r in fake_lore.search.related(a, 3, relations=["related_to"])] == [b]
+    assert fake_lore.search.related(a, 3, relations=["supersedes"]) == []  # A's only edge is related_to
+    found = fake_lore.search.related(b, 3, relations=["supersedes", "related_to"])
     assert {r.id for r in found} == {a, c}
 
 
 def test_related_direction(fake_lore, chain):
     a, b, c, d = (chain[k] for k in "ABCD")
-    out = fake_lore.related(b, 1, direction="out")
+    out = fake_lore.search.related(b, 1, direction="out")
     assert [(r.id, r.direction, r.relation) for r in out] == [(c, "out", "supersedes")]
-    inn = fake_lore.related(b, 1, direction="in")
+    inn = fake_lore.search.related(b, 1, direction="in")
     assert [(r.id, r.direction, r.relation) for r in inn] == [(a, "in", "related_to")]
-    assert {r.id for r in fake_lore.related(b, 1, direction="both")} == {a, c}
-    assert {r.id for r in fake_lore.related(d, 3, direction="in")} == {a, b, c}
-    assert fake_lore.related(d, 3, direction="out") == []
-    assert fake_lore.related(a, 3, direction="in") == []
+    assert {r.id for r in fake_lore.search.related(b, 1, direction="both")} == {a, c}
+    assert {r.id for r in fake_lore.search.related(d, 3, direction="in")} == {a, b, c}
+    assert fake_lore.search.related(d, 3, direction="out") == []
+    assert fake_lore.search.related(a, 3, direction="in") == []
 
 
 def test_related_cycle_terminates_and_reports_each_lesson_once(fake_lore):
     a, b, c = add(fake_lore, "A"), add(fake_lore, "B"), add(fake_lore, "C")
-    fake_lore.link(a, b)
-    fake_lore.link(b, c)
-    fake_lore.link(c, a, "contradicts")
-    out = fake_lore.related(a, depth=10, direction="out")
+    fake_lore.lessons.link(a, b)
+    fake_lore.lessons.link(b, c)
+    fake_lore.lessons.link(c, a, "contradicts")
+    out = fake_lore.search.related(a, depth=10, direction="out")
     assert [(r.id, r.depth, r.via) for r in out] == [(b, 1, a), (c, 2, b)]
-    both = by_id(fake_lore.related(a, depth=10))
+    both = by_id(fake_lore.search.related(a, depth=10))
     assert len(both) == 2 and a not in both
     assert both[b].depth == 1 and both[c].depth == 1
     assert (both[c].relation, both[c].direction) == ("contradicts", "in")
-    assert len(fake_lore.related(a, depth=10)) == 2  # no duplicates
+    assert len(fake_lore.search.related(a, depth=10)) == 2  # no duplicates
 
 
 @pytest.mark.parametrize("depth", [0, 11, -1])
 def test_related_invalid_depth(fake_lore, chain, depth):
     with pytest.raises(InvalidInput, match="depth"):
-        fake_lore.related(chain["A"], depth=depth)
+        fake_lore.search.related(chain["A"], depth=depth)
 
 
 def test_related_invalid_direction_and_unknown_id(fake_lore, chain):
     with pytest.raises(InvalidInput, match="direction"):
-        fake_lore.related(chain["A"], direction="sideways")
+        fake_lore.search.related(chain["A"], direction="sideways")
     with pytest.raises(NotFound):
-        fake_lore.related(new_id())
+        fake_lore.search.related(new_id())
 
 
 # ---- path ------------------------------------------------------------------------------
 
 def test_path_follows_the_chain(fake_lore, chain):
     a, b, c, d = (chain[k] for k in "ABCD")
-    steps = fake_lore.path(a, d)
+    steps = fake_lore.search.path(a, d)
     assert [s.id for s in steps] == [a, b, c, d]
     assert [s.relation for s in steps] == [None, "related_to", "supersedes", "example_of"]
     assert [s.direction for s in steps] == [None, "out", "out", "out"]
@@ -205,15 +205,15 @@ def test_path_follows_the_chain(fake_lore, chain):
 def test_path_takes_the_shortest_route_and_reports_direction(fake_lore, chain):
     a, d = chain["A"], chain["D"]
     e = add(fake_lore, "Lesson E")
-    fake_lore.link(a, e, "alternative")
-    fake_lore.link(d, e, "derived_from")  # points from D to E: against the path A..D
-    steps = fake_lore.path(a, d)
+    fake_lore.lessons.link(a, e, "alternative")
+    fake_lore.lessons.link(d, e, "derived_from")  # points from D to E: against the path A..D
+    steps = fake_lore.search.path(a, d)
     assert [s.id for s in steps] == [a, e, d]
     assert [(s.relation, s.direction) for s in steps] == [
         (None, None), ("alternative", "out"), ("derived_from", "in")
     ]
     # Reverse: D..A uses the same edges, directions flipped.
-    back = fake_lore.path(d, a)
+    back = fake_lore.search.path(d, a)
     assert [(s.id, s.relation, s.direction) for s in back] == [
         (d, None, None), (e, "derived_from", "out"), (a, "alternative", "in")
     ]
@@ -222,35 +222,35 @@ def test_path_takes_the_shortest_route_and_reports_direction(fake_lore, chain):
 def test_directed_path_refuses_to_go_against_edges(fake_lore, chain):
     a, b, c, d = (chain[k] for k in "ABCD")
     e = add(fake_lore, "Lesson E")
-    fake_lore.link(a, e)
-    fake_lore.link(d, e)
-    assert [s.id for s in fake_lore.path(a, d, directed=True)] == [a, b, c, d]
-    assert fake_lore.path(d, a, directed=True) == []
-    assert [s.id for s in fake_lore.path(d, a)] == [d, e, a]
+    fake_lore.lessons.link(a, e)
+    fake_lore.lessons.link(d, e)
+    assert [s.id for s in fake_lore.search.path(a, d, directed=True)] == [a, b, c, d]
+    assert fake_lore.search.path(d, a, directed=True) == []
+    assert [s.id for s in fake_lore.search.path(d, a)] == [d, e, a]
 
 
 def test_path_respects_max_depth_and_relations(fake_lore, chain):
     a, d = chain["A"], chain["D"]
-    assert fake_lore.path(a, d, max_depth=2) == []
-    assert len(fake_lore.path(a, d, max_depth=3)) == 4
-    assert fake_lore.path(a, d, relations=["related_to", "supersedes"]) == []
-    assert fake_lore.path(a, chain["Z"]) == []
+    assert fake_lore.search.path(a, d, max_depth=2) == []
+    assert len(fake_lore.search.path(a, d, max_depth=3)) == 4
+    assert fake_lore.search.path(a, d, relations=["related_to", "supersedes"]) == []
+    assert fake_lore.search.path(a, chain["Z"]) == []
 
 
 def test_path_to_itself_and_invalid_arguments(fake_lore, chain):
     a = chain["A"]
-    assert [(s.id, s.relation) for s in fake_lore.path(a, a)] == [(a, None)]
+    assert [(s.id, s.relation) for s in fake_lore.search.path(a, a)] == [(a, None)]
     with pytest.raises(InvalidInput):
-        fake_lore.path(a, chain["D"], max_depth=0)
+        fake_lore.search.path(a, chain["D"], max_depth=0)
     with pytest.raises(NotFound):
-        fake_lore.path(a, new_id())
+        fake_lore.search.path(a, new_id())
 
 
 # ---- subgraph and Mermaid --------------------------------------------------------------
 
 def test_subgraph_nodes_edges_and_dict(fake_lore, chain):
     a, b, c = chain["A"], chain["B"], chain["C"]
-    sub = fake_lore.subgraph(b, depth=1)
+    sub = fake_lore.search.subgraph(b, depth=1)
     assert set(sub.nodes) == {a, b, c}
     assert sub.nodes[b] == ("Lesson B", "learning")
     assert {(e.from_id, e.to_id, e.relation) for e in sub.edges} == {
@@ -267,17 +267,17 @@ def test_subgraph_nodes_edges_and_dict(fake_lore, chain):
 
 def test_subgraph_includes_every_edge_among_members(fake_lore):
     a, b, c, x = (add(fake_lore, n) for n in "ABCX")
-    fake_lore.link(a, b)
-    fake_lore.link(a, c)
-    fake_lore.link(b, c, "contradicts")  # does not touch A, but joins two members
-    fake_lore.link(c, x)  # X is two hops away
-    sub = fake_lore.subgraph(a, depth=1)
+    fake_lore.lessons.link(a, b)
+    fake_lore.lessons.link(a, c)
+    fake_lore.lessons.link(b, c, "contradicts")  # does not touch A, but joins two members
+    fake_lore.lessons.link(c, x)  # X is two hops away
+    sub = fake_lore.search.subgraph(a, depth=1)
     assert set(sub.nodes) == {a, b, c}
     assert {(e.from_id, e.to_id, e.relation) for e in sub.edges} == {
         (a, b, "related_to"), (a, c, "related_to"), (b, c, "contradicts")
     }
-    assert set(fake_lore.subgraph(a, depth=2).nodes) == {a, b, c, x}
-    lonely = fake_lore.subgraph(x, depth=1, direction="out")
+    assert set(fake_lore.search.subgraph(a, depth=2).nodes) == {a, b, c, x}
+    lonely = fake_lore.search.subgraph(x, depth=1, direction="out")
     assert set(lonely.nodes) == {x} and lonely.edges == []
 
 
@@ -285,9 +285,9 @@ def test_mermaid_output_and_escaping(fake_lore):
     tricky = 'Say "hi" | use <b>bold</b>'
     a = add(fake_lore, tricky)
     b, c = add(fake_lore, "Plain B", kind="bug_fix"), add(fake_lore, "Plain C")
-    fake_lore.link(a, b, "supersedes")
-    fake_lore.link(c, a, "odd|relation")
-    text = fake_lore.subgraph(a, depth=1).to_mermaid()
+    fake_lore.lessons.link(a, b, "supersedes")
+    fake_lore.lessons.link(c, a, "odd|relation")
+    text = fake_lore.search.subgraph(a, depth=1).to_mermaid()
     lines = text.splitlines()
     assert text.startswith("graph LR\n") and text.endswith("\n")
     edge_lines = [ln for ln in lines if "-->" in ln]

@@ -111,7 +111,7 @@ finally:
 ])
 def test_a_command_that_embeds_creates_one_session(lore_home, tmp_path, args):
     with Lore.open(make_settings(lore_home), embedder=FakeEmbedder("all-MiniLM-L6-v2", 384)) as lore:
-        lore.add_lesson("Build timeouts", "raise the build timeout")
+        lore.lessons.add("Build timeouts", "raise the build timeout")
         lore.conversations.add_turns("s1", "test", "/p", [
             ("u1", "user", "why did the build fail", "2026-11-01T10:00:00Z"),
             ("u2", "assistant", "the upload timed out", "2026-11-01T10:01:00Z")])
@@ -133,7 +133,7 @@ def test_a_command_that_loaded_the_model_ends_with_its_whole_output_and_status(l
     other than 0 after the model loaded: tests/core/test_reembed.py, SIGTERM exits 130)."""
     with Lore.open(make_settings(lore_home), embedder=FakeEmbedder("all-MiniLM-L6-v2", 384)) as lore:
         for i in range(60):
-            lore.add_lesson(f"Build timeout rule {i}", "raise the timeout " * 30)
+            lore.lessons.add(f"Build timeout rule {i}", "raise the timeout " * 30)
     env = {**os.environ, "LORE_HOME": str(lore_home), "XDG_CACHE_HOME": str(tmp_path / "cache"),
            "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
     ok = subprocess.run([sys.executable, "-m", "lore", "recall", "search", "build timeout",

@@ -23,8 +23,8 @@ QUERY = "session store"
 
 @pytest.fixture
 def pair(lore):
-    old = lore.add_lesson(*OLD, project="/work/shop")
-    new = lore.add_lesson(*NEW, project="/work/shop")
+    old = lore.lessons.add(*OLD, project="/work/shop")
+    new = lore.lessons.add(*NEW, project="/work/shop")
     return lore, old.id, new.id
 
 
@@ -34,25 +34,25 @@ def ids(results) -> list[str]:
 
 def test_without_the_link_the_old_wording_wins_with_it_the_successor_does(pair):
     lore, old, new = pair
-    before = ids(lore.recall(QUERY, Filters(project="/work/shop"), 10, track=False))
+    before = ids(lore.search.query(QUERY, Filters(project="/work/shop"), 10, track=False))
     assert before.index(old) < before.index(new)  # wording alone: the older lesson first
-    lore.link(new, old, "supersedes")
-    after = lore.recall(QUERY, Filters(project="/work/shop"), 10, track=False)
+    lore.lessons.link(new, old, "supersedes")
+    after = lore.search.query(QUERY, Filters(project="/work/shop"), 10, track=False)
     assert ids(after).index(new) < ids(after).index(old)
     [demoted] = [r for r in after if r.id == old]
     assert demoted.parts.context_factor == pytest.approx(SUPERSEDED_FACTOR)
-    hidden = lore.recall(QUERY, Filters(project="/work/shop"), 10, track=False,
+    hidden = lore.search.query(QUERY, Filters(project="/work/shop"), 10, track=False,
                          include_superseded=False)
     assert old not in ids(hidden) and new in ids(hidden)
     # A successor that is archived supersedes nothing any more.
-    lore.update_lesson(new, status="archived")
-    again = ids(lore.recall(QUERY, Filters(project="/work/shop"), 10, track=False))
+    lore.lessons.update(new, status="archived")
+    again = ids(lore.search.query(QUERY, Filters(project="/work/shop"), 10, track=False))
     assert again.index(old) == 0
 
 
 def test_the_cli_mcp_and_web_rank_the_successor_first(pair, run, settings):
     lore, old, new = pair
-    lore.link(new, old, "supersedes")
+    lore.lessons.link(new, old, "supersedes")
     out = run("recall", "search", QUERY, "--json", "--no-track")
     got = ids(json.loads(out.stdout)["results"])
     assert got.index(new) < got.index(old)

@@ -59,7 +59,7 @@ def _stamped_device(db: Path) -> list[str]:
 
 def test_sync_and_the_stamps_use_the_same_id(lore_home):
     with Lore.open(make_settings(lore_home), embedder=FakeEmbedder()) as lore:
-        lore.add_lesson("Pin numpy below 2", "numpy 2 broke the build")
+        lore.lessons.add("Pin numpy below 2", "numpy 2 broke the build")
         mine = lore.sync.device_id()
     assert mine == (lore_home / DEVICE_FILE).read_text().strip()
     assert _stamped_device(lore_home / "lore.db") == [mine]
@@ -72,7 +72,7 @@ def test_a_home_that_synced_before_keeps_its_id(lore_home):
     (lore_home / DEVICE_FILE).unlink()
     with Lore.open(make_settings(lore_home), embedder=FakeEmbedder()) as lore:
         assert lore.sync.device_id() == "01JOLDHOMEDEVICE000000000A"
-        lore.add_lesson("Use uv for installs", "faster")
+        lore.lessons.add("Use uv for installs", "faster")
         assert lore.sync.status()["device"] == "01JOLDHOMEDEVICE000000000A"
     assert _stamped_device(lore_home / "lore.db") == ["01JOLDHOMEDEVICE000000000A"]
     assert (lore_home / DEVICE_FILE).read_text().strip() == "01JOLDHOMEDEVICE000000000A"
@@ -89,7 +89,7 @@ def test_a_shared_database_never_gives_its_id_to_a_home(lore_home, tmp_path, pg_
     for name in ("laptop", "desktop"):
         home = tmp_path / name
         with Lore.open(make_settings(home, database=pg_url), embedder=FakeEmbedder()) as lore:
-            lesson = lore.add_lesson(f"Written on the {name}", "a rule")
+            lesson = lore.lessons.add(f"Written on the {name}", "a rule")
             ids.append(lore.sync.device_id())
             row = lore.store.conn.execute("SELECT device FROM lessons WHERE id = ?",
                                           (lesson.id,)).fetchone()
@@ -115,13 +115,13 @@ def _import_sessions(lore: Lore, folder: Path) -> None:
     lore.conversations.ingest([folder], embed=False)
     lore.conversations.add_turns("s-turns", "eval", None,
                                  [("t1", "ana", "the build needs uv", None)])
-    lore.record_edits("s-edits", "/work/shop", None, [])
+    lore.conversations.record_edits("s-edits", "/work/shop", None, [])
 
 
 def test_imported_sessions_carry_the_homes_device_not_the_host_name(lore_home, tmp_path):
     with Lore.open(make_settings(lore_home), embedder=FakeEmbedder()) as lore:
         _import_sessions(lore, tmp_path / "projects")
-        mine = lore.device
+        mine = lore.admin.device
     assert mine == (lore_home / DEVICE_FILE).read_text().strip() != socket.gethostname()
     assert _session_devices(lore_home / "lore.db") == {"s-file": mine, "s-turns": mine,
                                                        "s-edits": mine}
@@ -131,7 +131,7 @@ def test_lore_device_overrides_the_id_everywhere_it_is_stamped(lore_home, tmp_pa
     monkeypatch.setenv("LORE_DEVICE", "build-box")
     with Lore.open(make_settings(lore_home), embedder=FakeEmbedder()) as lore:
         _import_sessions(lore, tmp_path / "projects")
-        lore.add_lesson("Pin numpy below 2", "numpy 2 broke the build")
+        lore.lessons.add("Pin numpy below 2", "numpy 2 broke the build")
         assert lore.sync.device_id() == "build-box"
     assert set(_session_devices(lore_home / "lore.db").values()) == {"build-box"}
     assert _stamped_device(lore_home / "lore.db") == ["build-box"]

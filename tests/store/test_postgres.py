@@ -64,7 +64,7 @@ def test_the_web_api_and_the_session_start_hook_read_postgres(pg_url, lore_home,
 
     settings = make_settings(lore_home, database=pg_url)
     with Lore.open(settings, embedder=real_embedder) as lore:
-        rule = lore.add_lesson("Sessions live in files", "Keep web sessions in local files, "
+        rule = lore.lessons.add("Sessions live in files", "Keep web sessions in local files, "
                                "not Redis.", kind="preference", status="active",
                                preference={"rejected": "Redis", "preferred": "local files"})
         with running(lore) as base:
@@ -89,7 +89,7 @@ def test_lore_serve_searches_postgres(pg_url, lore_home, tmp_path, real_embedder
     from server_util import free_port
 
     with Lore.open(make_settings(lore_home, database=pg_url), embedder=real_embedder) as lore:
-        rule = lore.add_lesson("Retry flaky network calls with backoff", CORPUS[5][1])
+        rule = lore.lessons.add("Retry flaky network calls with backoff", CORPUS[5][1])
     port = free_port()
     env = {**os.environ, "LORE_DATABASE_URL": pg_url, "LORE_HOME": str(lore_home)}
     log = (tmp_path / "serve.log").open("w")
@@ -240,8 +240,8 @@ def test_hybrid_search_finds_the_same_lessons_on_both_backends(pg_url, tmp_path,
         with Lore.open(settings, embedder=real_embedder) as lore:
             titles = {}
             for title, content in CORPUS:
-                titles[lore.add_lesson(title, content, status="active").id] = title
-            top[name] = [[titles[r.id] for r in lore.recall(q, limit=5, track=False)] for q in QUERIES]
+                titles[lore.lessons.add(title, content, status="active").id] = title
+            top[name] = [[titles[r.id] for r in lore.search.query(q, limit=5, track=False)] for q in QUERIES]
     # Below 5 results when fewer pass the similarity floor: overlap of what each returned.
     overlaps = [len(set(a) & set(b)) / max(len(a), len(b), 1)
                 for a, b in zip(top["sqlite"], top["postgres"], strict=True)]
@@ -266,7 +266,7 @@ def test_migrate_to_postgres_and_back_loses_nothing(run, pg_url, tmp_path, lore_
     settings = make_settings(lore_home)
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         fill(lore.store)
-        lore.add_lesson("Added through the facade", "with its vector", tags=["facade"])
+        lore.lessons.add("Added through the facade", "with its vector", tags=["facade"])
         original = _tables(lore.store)
         original_log = lore.store.sync.lesson_changes_after(0, 100)
     assert len(original_log) >= 4  # fill's lessons, the facade's, the merged tag's rewrites
@@ -313,7 +313,7 @@ def test_migrate_to_postgres_and_back_loses_nothing(run, pg_url, tmp_path, lore_
         copy.close()
     monkeypatch.delenv("LORE_DATABASE_URL")
     with Lore.open(make_settings(lore_home, database=str(back)), embedder=FakeEmbedder()) as lore:
-        assert lore.recall("facade vector", limit=1)[0].title == "Added through the facade"
+        assert lore.search.query("facade vector", limit=1)[0].title == "Added through the facade"
 
 
 def test_a_server_that_does_not_answer_is_one_line(run, monkeypatch):

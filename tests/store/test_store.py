@@ -103,30 +103,30 @@ def test_reference_tables_are_extensible_by_insert(fake_lore):
         "INSERT INTO source_types (name, description, typical_confidence) "
         "VALUES ('pairing', 'learned while pairing', 'high')"
     )
-    lesson = fake_lore.add_lesson("Restart the worker after deploys", "systemctl restart",
+    lesson = fake_lore.lessons.add("Restart the worker after deploys", "systemctl restart",
                                   kind="runbook", source="pairing")
     assert (lesson.kind, lesson.source) == ("runbook", "pairing")
-    assert "runbook" in [k.name for k in fake_lore.list_kinds()]
+    assert "runbook" in [k.name for k in fake_lore.lessons.reference("kind")]
 
 
 def test_reference_values_are_seeded(fake_lore):
-    assert [c.name for c in fake_lore.list_confidence_levels()] == [
+    assert [c.name for c in fake_lore.lessons.reference("confidence")] == [
         "very-low", "low", "medium", "high", "very-high"]
     assert {"tested", "documented", "observed", "inferred", "hearsay"} <= {
-        s.name for s in fake_lore.list_sources()}
+        s.name for s in fake_lore.lessons.reference("source")}
     assert {"code_pattern", "bug_fix", "architecture", "project_rule", "preference", "decision",
             "pattern", "anti_pattern", "learning", "reflection"} <= {
-        k.name for k in fake_lore.list_kinds()}
+        k.name for k in fake_lore.lessons.reference("kind")}
     assert {"related_to", "derived_from", "contradicts", "supersedes", "example_of"} <= {
-        r.name for r in fake_lore.list_relations()}
+        r.name for r in fake_lore.lessons.reference("relation")}
 
 
 def test_foreign_keys_cascade_on_delete(fake_lore):
-    a = fake_lore.add_lesson("A lesson", "body", tags=["x"], evidence=[{"quote": "q"}],
+    a = fake_lore.lessons.add("A lesson", "body", tags=["x"], evidence=[{"quote": "q"}],
                              examples=[{"code": "print(1)", "language": "python"}])
-    b = fake_lore.add_lesson("B lesson", "body")
-    fake_lore.link(a.id, b.id)
-    fake_lore.delete_lesson(a.id)
+    b = fake_lore.lessons.add("B lesson", "body")
+    fake_lore.lessons.link(a.id, b.id)
+    fake_lore.lessons.delete(a.id)
     q = fake_lore.store.conn.execute
     for table in ("lesson_tags", "evidence", "code_examples", "edges"):
         assert q(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
@@ -156,6 +156,6 @@ def test_database_of_the_previous_schema_is_upgraded_in_place(settings, monkeypa
     with Lore.open(settings, embedder=FakeEmbedder()) as lore:
         versions = [r[0] for r in lore.store.conn.execute("SELECT version FROM schema_migrations")]
         assert versions == numbers()
-        assert lore.get_lesson(kept_id).tags == ("old",)
-        assert lore.get_lesson(kept_id).evidence[0].context is None
+        assert lore.lessons.get(kept_id).tags == ("old",)
+        assert lore.lessons.get(kept_id).evidence[0].context is None
         assert lore.conversations.store.stats()["sessions"] == 0

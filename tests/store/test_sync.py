@@ -90,9 +90,9 @@ def server_counts(server: Lore) -> dict[str, int]:
 
 def test_a_pushes_b_pulls_the_approved_rule(homes, run_cli, monkeypatch):
     a, b, server = homes
-    rule = a.add_lesson(RULE["title"], RULE["content"],
+    rule = a.lessons.add(RULE["title"], RULE["content"],
                         **{k: v for k, v in RULE.items() if k not in ("title", "content")})
-    proposed = a.add_lesson("Maybe prefer tabs", "Unreviewed guess.", kind="preference",
+    proposed = a.lessons.add("Maybe prefer tabs", "Unreviewed guess.", kind="preference",
                             status="proposed")
     capture(a, 5)
     with running(server) as url:
@@ -102,11 +102,11 @@ def test_a_pushes_b_pulls_the_approved_rule(homes, run_cli, monkeypatch):
     counts = server_counts(server)
     assert counts["corrections"] == 5 and counts["messages"] == 5 and counts["edits"] == 1
     assert counts["lessons"] == 2
-    pulled = b.get_lesson(rule.id)
+    pulled = b.lessons.get(rule.id)
     assert pulled.title == rule.title and pulled.updated_at == rule.updated_at
     assert pulled.preference.preferred == "uv pip install" and pulled.tags == rule.tags
     with pytest.raises(Exception, match="no lesson"):
-        b.get_lesson(proposed.id)
+        b.lessons.get(proposed.id)
     # Every record keeps its device: the corrections and sessions on the server name A.
     device_a = a.sync.device_id()
     assert device_a != b.sync.device_id() != server.sync.device_id()
@@ -151,7 +151,7 @@ def test_secrets_never_leave_the_device(homes):
 def test_push_twice_and_nothing_twice(homes):
     a, _, server = homes
     capture(a, 30)
-    a.add_lesson(RULE["title"], RULE["content"], kind="preference", status="active")
+    a.lessons.add(RULE["title"], RULE["content"], kind="preference", status="active")
     with running(server) as url:
         sync(a, url, batch_size=7)
         first = server_counts(server)
@@ -317,7 +317,7 @@ def test_another_protocol_is_refused_before_anything_is_sent(homes, monkeypatch)
 
 def test_tokens_unreachable_and_scopes(homes):
     a, b, server = homes
-    a.add_lesson(RULE["title"], RULE["content"], kind="preference", status="active")
+    a.lessons.add(RULE["title"], RULE["content"], kind="preference", status="active")
     _, read = server.tokens.create("read", "phone")
     _, write = server.tokens.create("write", "laptop")
     with running(server, require_token=True) as url:
@@ -336,18 +336,18 @@ def test_tokens_unreachable_and_scopes(homes):
 
 def test_conflict_latest_wins_everywhere_and_keeps_history(homes):
     a, b, server = homes
-    lesson = a.add_lesson(RULE["title"], RULE["content"], kind="preference", status="active")
+    lesson = a.lessons.add(RULE["title"], RULE["content"], kind="preference", status="active")
     with running(server) as url:
         sync(a, url)
         sync(b, url)
-        a.update_lesson(lesson.id, content="A says: use uv for installs.")
-        b.update_lesson(lesson.id, content="B says: use uv and lock with uv.lock.")  # later
+        a.lessons.update(lesson.id, content="A says: use uv for installs.")
+        b.lessons.update(lesson.id, content="B says: use uv and lock with uv.lock.")  # later
         sync(a, url)
         report = sync(b, url)
         assert report.merge.conflicts == 0  # the server took B's newer version
         assert sync(a, url).merge.conflicts == 1  # A's own edit lost to B's newer one
     for lore in (a, b, server):
-        assert lore.get_lesson(lesson.id).content == "B says: use uv and lock with uv.lock."
+        assert lore.lessons.get(lesson.id).content == "B says: use uv and lock with uv.lock."
     kept = history(server.store, lesson.id)
     assert [h["outcome"] for h in kept] == ["replaced"]
     assert kept[0]["data"]["content"] == "A says: use uv for installs."
@@ -357,16 +357,16 @@ def test_conflict_latest_wins_everywhere_and_keeps_history(homes):
 
 def test_merge_ties_go_to_the_greater_device(tmp_path):
     with Lore.open(make_settings(tmp_path / "x"), embedder=FakeEmbedder()) as x:
-        lesson = x.add_lesson("Prefer ruff", "Lint with ruff.", status="active")
+        lesson = x.lessons.add("Prefer ruff", "Lint with ruff.", status="active")
         data = lesson.to_dict()
         low, high = "0" * 26, "Z" * 26
         tie = {**data, "content": "from the low device"}
         assert x.sync.merge([(low, tie)]).conflicts == 1
         mine = x.sync.device_id()
-        assert x.get_lesson(lesson.id).content == ("from the low device" if low > mine
+        assert x.lessons.get(lesson.id).content == ("from the low device" if low > mine
                                                    else "Lint with ruff.")
         x.sync.merge([(high, {**data, "content": "from the high device"})])
-        assert x.get_lesson(lesson.id).content == "from the high device"
+        assert x.lessons.get(lesson.id).content == "from the high device"
         with pytest.raises(InvalidInput):
             x.sync.merge([(high, {"id": lesson.id})])
 
@@ -450,7 +450,7 @@ def test_a_server_on_postgres_receives_and_hands_out_as_on_sqlite(tmp_path, pg_u
     server = Lore.open(make_settings(tmp_path / "server", database=pg_url),
                        embedder=real_embedder)
     try:
-        rule = a.add_lesson(RULE["title"], RULE["content"],
+        rule = a.lessons.add(RULE["title"], RULE["content"],
                             **{k: v for k, v in RULE.items() if k not in ("title", "content")})
         capture(a, 4)
         with running(server) as url:
@@ -470,7 +470,7 @@ def test_a_server_on_postgres_receives_and_hands_out_as_on_sqlite(tmp_path, pg_u
         assert server.store.sync.pending_count("corrections", 0) == 0
         assert server.store.sync.origins([rule.id]) == {
             rule.id: (a.sync.device_id(), rule.updated_at)}
-        assert b.get_lesson(rule.id).title == rule.title
+        assert b.lessons.get(rule.id).title == rule.title
         assert server.conversations.search("helper", mode="keyword", project="/srv/app")
     finally:
         for lore in (a, b, server):
@@ -481,12 +481,12 @@ def test_a_deletion_travels_and_does_not_come_back(homes):
     """A deletes a lesson both devices hold: the server and B delete it too, and A's next
     sync does not bring it back; nothing is pushed twice."""
     a, b, server = homes
-    lesson = a.add_lesson(RULE["title"], RULE["content"], kind="preference", status="active")
-    kept = a.add_lesson("Pin numpy below 2", "numpy 2 broke the build", status="active")
+    lesson = a.lessons.add(RULE["title"], RULE["content"], kind="preference", status="active")
+    kept = a.lessons.add("Pin numpy below 2", "numpy 2 broke the build", status="active")
     with running(server) as url:
         sync(a, url)
         assert sync(b, url).merge.added == 2
-        a.delete_lesson(lesson.id)
+        a.lessons.delete(lesson.id)
         assert a.sync.status()["pending"]["lessons"] == 1
         report = sync(a, url)
         assert report.pushed == {"lessons": 1} and report.merge.deleted == 0
@@ -505,23 +505,23 @@ def test_an_edit_later_than_a_deletion_wins_and_an_earlier_one_loses(homes):
     """The rule of edits holds for deletions: the later of the two wins, everywhere, and the
     loser is kept in the history."""
     a, b, server = homes
-    first = a.add_lesson(RULE["title"], RULE["content"], kind="preference", status="active")
-    second = a.add_lesson("Pin numpy below 2", "numpy 2 broke the build", status="active")
+    first = a.lessons.add(RULE["title"], RULE["content"], kind="preference", status="active")
+    second = a.lessons.add("Pin numpy below 2", "numpy 2 broke the build", status="active")
     with running(server) as url:
         sync(a, url)
         sync(b, url)
         # first: B edits after A deleted it; second: B edits before A deletes it.
-        b.update_lesson(second.id, content="numpy 2 broke the build; pin <2 until the fix")
-        a.delete_lesson(first.id)
-        a.delete_lesson(second.id)
-        b.update_lesson(first.id, content="B still wants this rule, edited after the deletion")
+        b.lessons.update(second.id, content="numpy 2 broke the build; pin <2 until the fix")
+        a.lessons.delete(first.id)
+        a.lessons.delete(second.id)
+        b.lessons.update(first.id, content="B still wants this rule, edited after the deletion")
         sync(a, url)
         report = sync(b, url)
         assert report.merge.deleted == 1 and report.merge.conflicts >= 1
         assert sync(a, url).merge.added == 1
     for lore in (a, b, server):
         assert lore.store.existing_ids([first.id, second.id]) == {first.id}, lore.settings.home
-        assert lore.get_lesson(first.id).content.startswith("B still wants")
+        assert lore.lessons.get(first.id).content.startswith("B still wants")
     outcomes = {h["lesson_id"]: h for h in history(server.store, first.id)
                 + history(server.store, second.id)}
     assert outcomes[first.id]["data"].get("deleted") and outcomes[first.id]["outcome"] == "replaced"
@@ -728,7 +728,7 @@ def test_forged_records_are_refused_and_stored_nowhere(guarded):
     out (counted as refused); A's lesson and session stay A's."""
     a, b, server, url, token_a, token_b = guarded
     device_a, device_b = a.sync.device_id(), b.sync.device_id()
-    lesson = a.add_lesson(RULE["title"], RULE["content"], kind="preference", status="active")
+    lesson = a.lessons.add(RULE["title"], RULE["content"], kind="preference", status="active")
     a.conversations.add_turns("s-a", "claude-code", "/srv/app", [
         ("a-m1", "user", "the first prompt of A", "2026-11-01T10:00:00.000Z")],
         title="A's own title")
@@ -773,10 +773,10 @@ def test_forged_records_are_refused_and_stored_nowhere(guarded):
     assert pushed_ids(server, device_a)["message"] == {"a-m1"}
     assert server_counts(server)["edits"] == 0
     # A's lesson is A's, and A's own later edit still replaces it.
-    assert server.get_lesson(lesson.id).content == RULE["content"]
-    a.update_lesson(lesson.id, content="A's real edit")
+    assert server.lessons.get(lesson.id).content == RULE["content"]
+    a.lessons.update(lesson.id, content="A's real edit")
     sync(a, url, token_a)
-    assert server.get_lesson(lesson.id).content == "A's real edit"
+    assert server.lessons.get(lesson.id).content == "A's real edit"
     assert server.store.sync.record_count(device_b) == 0
 
 
@@ -785,18 +785,18 @@ def test_a_stored_far_future_lesson_loses_to_a_real_edit(tmp_path):
     wins every conflict: a real edit replaces it, and the forged one is kept in the history."""
     with Lore.open(make_settings(tmp_path / "x"), embedder=FakeEmbedder()) as x:
         for forged in ("9999-12-31T00:00:00.000Z", "not a date"):
-            lesson = x.add_lesson(f"Prefer ruff ({forged})", "Lint with ruff.", status="active")
+            lesson = x.lessons.add(f"Prefer ruff ({forged})", "Lint with ruff.", status="active")
             x.store.conn.execute("UPDATE lessons SET updated_at = ? WHERE id = ?",  # type: ignore[attr-defined]
                                  (forged, lesson.id))
             real = {**lesson.to_dict(), "content": "A real edit",
                     "updated_at": "2026-11-02T00:00:00.000Z"}
             report = x.sync.merge([("Z" * 26, real)])
             assert report.updated == 1 and report.conflicts == 1
-            assert x.get_lesson(lesson.id).content == "A real edit"
+            assert x.lessons.get(lesson.id).content == "A real edit"
             # Pulled versions with such dates are refused, not merged.
             bad = {**real, "content": "far future", "updated_at": "9999-12-31T00:00:00.000Z"}
             assert x.sync.merge([("Z" * 26, bad)]).refused == 1
-            assert x.get_lesson(lesson.id).content == "A real edit"
+            assert x.lessons.get(lesson.id).content == "A real edit"
 
 
 def test_bad_cursors_and_older_peers_get_one_line(homes):
@@ -913,7 +913,7 @@ OPS = st.one_of(
 
 
 def lessons_of(lore: Lore) -> list:
-    return [lore.get_lesson(b["id"]) for b in lore.list_lessons(limit=10_000)[1]]
+    return [lore.lessons.get(b["id"]) for b in lore.lessons.list(limit=10_000)[1]]
 
 
 def attack(url: str, token_b: str, device_a: str, device_b: str, server: Lore, how: str) -> None:
@@ -1029,9 +1029,9 @@ def test_every_record_of_the_honest_device_arrives_once_and_nothing_forged(tmp_p
                         elif op[0] == "lesson":
                             mine = lessons_of(a)
                             if op[1] and mine:
-                                a.update_lesson(mine[0].id, content=f"edited {len(ops)}")
+                                a.lessons.update(mine[0].id, content=f"edited {len(ops)}")
                             else:
-                                made = a.add_lesson(f"Rule {len(lessons_ever)} of {device_a}",
+                                made = a.lessons.add(f"Rule {len(lessons_ever)} of {device_a}",
                                                     "Prefer the small change.", status="active")
                                 lessons_ever.add(made.id)
                         elif op[0] == "sync":
@@ -1071,7 +1071,7 @@ def test_every_record_of_the_honest_device_arrives_once_and_nothing_forged(tmp_p
                     for sid in sids:  # named as A named them, never renamed
                         assert server.store.conversations.session(sid)["title"] == titles[sid]
                     for lid, updated_at in lessons_acked.items():
-                        held = server.get_lesson(lid)
+                        held = server.lessons.get(lid)
                         assert held.updated_at >= updated_at and held.content != "forged"
                     assert all(sane(lesson.updated_at) for lesson in lessons_of(server))
                     assert server.store.sync.record_count(device_b) == 4  # B's own, no more
@@ -1105,8 +1105,8 @@ def test_a_lesson_with_an_unbelievable_date_is_left_out_and_named(homes):
     """A device's own lesson dated 9999 (an import, a clock far ahead) would be refused by the
     server and stop the stream: the device leaves it out, names it, and sends the others."""
     a, _, server = homes
-    bad = a.add_lesson("Dated far ahead", "An imported lesson.", status="active")
-    good = a.add_lesson(RULE["title"], RULE["content"], status="active")
+    bad = a.lessons.add("Dated far ahead", "An imported lesson.", status="active")
+    good = a.lessons.add(RULE["title"], RULE["content"], status="active")
     a.store.conn.execute("UPDATE lessons SET updated_at = '9999-01-01T00:00:00.000Z' "  # type: ignore[attr-defined]
                          "WHERE id = ?", (bad.id,))
     with running(server) as url:
@@ -1129,7 +1129,7 @@ def test_a_server_on_postgres_binds_devices_and_keeps_its_view(tmp_path, pg_url)
         _, token_a = server.tokens.create("write", "a")
         _, token_b = server.tokens.create("write", "b")
         device_a, device_b = a.sync.device_id(), b.sync.device_id()
-        lesson = a.add_lesson(RULE["title"], RULE["content"], status="active")
+        lesson = a.lessons.add(RULE["title"], RULE["content"], status="active")
         capture(a, 4)
         with running(server, require_token=True) as url:
             sync(a, url, token_a, batch_size=3)
@@ -1152,7 +1152,7 @@ def test_a_server_on_postgres_binds_devices_and_keeps_its_view(tmp_path, pg_url)
         q = server.store.conn.execute  # type: ignore[attr-defined]
         assert int(q("SELECT count(*) FROM corrections WHERE device = ?",
                      (device_a,)).fetchone()[0]) == 7
-        assert server.get_lesson(lesson.id).updated_at == lesson.updated_at
+        assert server.lessons.get(lesson.id).updated_at == lesson.updated_at
         assert set(server.sync.server.view(device_a)["acked"]) == {"lessons", "corrections",
                                                               "messages", "edits"}
         with server.store.atomic():
@@ -1174,20 +1174,20 @@ def test_a_pull_cursor_the_restored_server_does_not_know_starts_again(tmp_path):
     a, b = (Lore.open(make_settings(tmp_path / n), embedder=FakeEmbedder()) for n in ("a", "b"))
     server = Lore.open(make_settings(tmp_path / "server"), embedder=FakeEmbedder())
     try:
-        first = a.add_lesson("Prefer uv", "Install with uv.", status="active")
+        first = a.lessons.add("Prefer uv", "Install with uv.", status="active")
         with running(server) as url:
             sync(a, url)
             sync(b, url)
             old = backup(server, tmp_path / "server-old.db")
-            second = a.add_lesson("Pin numpy below 2", "numpy 2 broke the build.",
+            second = a.lessons.add("Pin numpy below 2", "numpy 2 broke the build.",
                                   status="active")
             sync(a, url)
             assert sync(b, url).merge.added == 1
         server = reopen(server, old)
-        own = server.add_lesson("Run the tests with -x", "Stop at the first failure.",
+        own = server.lessons.add("Run the tests with -x", "Stop at the first failure.",
                                 status="active")
         with running(server) as url:
-            third = a.add_lesson("Prefer pathlib", "Not os.path.", status="active")
+            third = a.lessons.add("Prefer pathlib", "Not os.path.", status="active")
             assert set(sync(a, url).resent) >= {"lessons"}  # the server lacked `second`
             report = sync(b, url)
             assert report.resent.get("pull") and report.merge.added == 2
@@ -1222,7 +1222,7 @@ def test_a_lesson_dated_hours_ahead_is_clamped_to_the_servers_clock(guarded):
 
     a, b, server, url, token_a, token_b = guarded
     device_b = b.sync.device_id()
-    lesson = a.add_lesson(RULE["title"], RULE["content"], kind="preference", status="active")
+    lesson = a.lessons.add(RULE["title"], RULE["content"], kind="preference", status="active")
     sync(a, url, token_a)
     ahead = (datetime.now(UTC) + timedelta(hours=23)).isoformat(timespec="milliseconds")
     forged = {**lesson.to_dict(), "content": "B's forged content", "updated_at": ahead,
@@ -1234,30 +1234,30 @@ def test_a_lesson_dated_hours_ahead_is_clamped_to_the_servers_clock(guarded):
     got = answer.json()
     assert got["stored"] == 1 and got["clamped"] == 1
     assert 22.9 * 3600 < got["ahead"] <= 23 * 3600, got
-    stored = server.get_lesson(lesson.id)
+    stored = server.lessons.get(lesson.id)
     assert stored.content == "B's forged content"
     stamp = datetime.fromisoformat(stored.updated_at.replace("Z", "+00:00"))
     assert before - timedelta(seconds=1) <= stamp <= datetime.now(UTC)  # the server's now
     again = forge(url, token_b, device_b, records)
     assert again.json()["repeated"] is True and again.json()["stored"] == 0
-    a.update_lesson(lesson.id, content="A's real edit")
+    a.lessons.update(lesson.id, content="A's real edit")
     sync(a, url, token_a)
-    assert server.get_lesson(lesson.id).content == "A's real edit"
+    assert server.lessons.get(lesson.id).content == "A's real edit"
     # A date within the tolerance is kept as it was sent; a creation ahead of a clamped
     # change is not left after it.
     near = (datetime.now(UTC) + timedelta(minutes=2)).isoformat(timespec="milliseconds")
-    other = b.add_lesson("Prefer ruff over flake8", "Lint with ruff.", status="active")
+    other = b.lessons.add("Prefer ruff over flake8", "Lint with ruff.", status="active")
     data = {**other.to_dict(), "updated_at": near}
     answer = forge(url, token_b, device_b, [{"kind": "lesson", "id": other.id,
                                              "device": device_b, "data": data}])
     assert answer.json()["clamped"] == 0
-    assert server.get_lesson(other.id).updated_at == near
-    third = b.add_lesson("Prefer uv over pip", "Install with uv.", status="active")
+    assert server.lessons.get(other.id).updated_at == near
+    third = b.lessons.add("Prefer uv over pip", "Install with uv.", status="active")
     data = {**third.to_dict(), "created_at": near, "updated_at": ahead}
     answer = forge(url, token_b, device_b, [{"kind": "lesson", "id": third.id,
                                              "device": device_b, "data": data}])
     assert answer.json()["clamped"] == 1
-    stored = server.get_lesson(third.id)
+    stored = server.lessons.get(third.id)
     assert stored.created_at <= stored.updated_at < near
 
 
@@ -1271,7 +1271,7 @@ def test_a_device_whose_clock_runs_ahead_is_told(guarded, tmp_path):
     from lore.cli import cli
 
     a, _, server, url, token_a, _ = guarded
-    lesson = a.add_lesson("Use uv to install packages", "Run uv pip install.", status="active")
+    lesson = a.lessons.add("Use uv to install packages", "Run uv pip install.", status="active")
     ahead = (datetime.now(UTC) + timedelta(hours=1)).isoformat(timespec="milliseconds")
     a.store.conn.execute("UPDATE lessons SET updated_at = ? WHERE id = ?",  # type: ignore[attr-defined]
                          (ahead, lesson.id))
@@ -1281,11 +1281,11 @@ def test_a_device_whose_clock_runs_ahead_is_told(guarded, tmp_path):
     problem = report.clock_problem()
     assert problem and "set 1 lesson date up to 60 minutes ahead" in problem
     assert a.sync.status()["clock"]["problem"] == problem
-    assert server.get_lesson(lesson.id).updated_at < ahead
+    assert server.lessons.get(lesson.id).updated_at < ahead
     env = {"LORE_HOME": str(a.settings.home), "LORE_DB": str(a.settings.db_location)}
     out = CliRunner().invoke(cli, ["sync", "status"], env=env)
     assert out.exit_code == 0 and "clock      " + problem in out.output, out.output
-    a.update_lesson(lesson.id, content="Run uv pip install, never pip.")  # this clock's now
+    a.lessons.update(lesson.id, content="Run uv pip install, never pip.")  # this clock's now
     assert sync(a, url, token_a).clock_problem() is None
     assert a.sync.status()["clock"] is None
 

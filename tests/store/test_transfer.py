@@ -22,7 +22,7 @@ def comparable(lesson_dict: dict) -> dict:
 
 
 def export_lines(lore: Lore) -> list[str]:
-    return [json.dumps(r, ensure_ascii=False) for r in lore.export()]
+    return [json.dumps(r, ensure_ascii=False) for r in lore.lessons.export()]
 
 
 def edge_set(lore: Lore) -> set[tuple[str, str, str]]:
@@ -45,7 +45,7 @@ def open_other(tmp_path):
 
 
 def populate(lore: Lore) -> list[str]:
-    rich = lore.add_lesson(
+    rich = lore.lessons.add(
         "Use file sessions, not Redis",
         "Sessions live in ./var/sessions; Redis was rejected for auth.",
         kind="preference", status="active", confidence="high", score=0.8, source="correction",
@@ -64,12 +64,12 @@ def populate(lore: Lore) -> list[str]:
                    "observed_at": "2024-05-01T10:00:00Z", "source": "transcript.jsonl"}],
         metadata={"origin": "test", "n": 3},
     )
-    plain = lore.add_lesson("Pin numpy below 2", "numpy 2 broke the build", tags=["deps"])
-    third = lore.add_lesson("Run the linter before committing", "ruff check .")
-    lore.link(rich.id, plain.id, "supersedes")
-    lore.link(third.id, rich.id)
-    lore.link(plain.id, third.id, "example_of")
-    lore.recall("sessions redis")  # usage stats: not part of the comparison
+    plain = lore.lessons.add("Pin numpy below 2", "numpy 2 broke the build", tags=["deps"])
+    third = lore.lessons.add("Run the linter before committing", "ruff check .")
+    lore.lessons.link(rich.id, plain.id, "supersedes")
+    lore.lessons.link(third.id, rich.id)
+    lore.lessons.link(plain.id, third.id, "example_of")
+    lore.search.query("sessions redis")  # usage stats: not part of the comparison
     return [rich.id, plain.id, third.id]
 
 
@@ -82,77 +82,77 @@ def test_round_trip_into_another_home(fake_lore, open_other):
     # Each edge is exported once, under the lesson it starts from.
     assert sum(len(json.loads(ln)["edges"]) for ln in lines) == 3
     other = open_other()
-    report = other.import_lines(lines)
+    report = other.lessons.import_lines(lines)
     assert report.to_dict() == {"added": 3, "updated": 0, "unchanged": 0, "edges": 3,
                                 "skipped": []}
     for lid in ids:
-        assert comparable(other.get_lesson(lid).to_dict()) == comparable(
-            fake_lore.get_lesson(lid).to_dict())
-    rich = other.get_lesson(ids[0])
+        assert comparable(other.lessons.get(lid).to_dict()) == comparable(
+            fake_lore.lessons.get(lid).to_dict())
+    rich = other.lessons.get(ids[0])
     assert rich.tags == ("auth", "sessions") and rich.file_types == ("py",)
     assert rich.preference is not None and rich.preference.rejected == "Redis"
     assert rich.evidence[0].message_id == "m7" and rich.metadata == {"origin": "test", "n": 3}
     assert edge_set(other) == edge_set(fake_lore)
     # Vectors were built on import: every lesson is searchable by meaning.
     assert other.store.vector_count() == 3
-    assert other.recall("file sessions redis", mode="vector")[0].id == ids[0]
+    assert other.search.query("file sessions redis", mode="vector")[0].id == ids[0]
 
 
 def test_import_twice_is_idempotent(fake_lore, open_other):
     populate(fake_lore)
     lines = export_lines(fake_lore)
     other = open_other()
-    other.import_lines(lines)
+    other.lessons.import_lines(lines)
     before = [comparable(x.to_dict()) for x in other.store.iter_lessons()]
-    second = other.import_lines(lines)
+    second = other.lessons.import_lines(lines)
     assert second.to_dict() == {"added": 0, "updated": 0, "unchanged": 3, "edges": 0,
                                 "skipped": []}
     assert other.store.count() == 3
     assert other.store.edge_count() == 3
     assert [comparable(x.to_dict()) for x in other.store.iter_lessons()] == before
     # Importing a database's own export into itself changes nothing either.
-    again = fake_lore.import_lines(lines)
+    again = fake_lore.lessons.import_lines(lines)
     assert (again.added, again.updated, again.unchanged, again.edges) == (0, 0, 3, 0)
 
 
 def test_two_exports_imported_into_a_third_give_the_union(open_other):
     laptop, desktop, merged = open_other("laptop"), open_other("desktop"), open_other("merged")
-    l1, l2 = laptop.add_lesson("Laptop one", "a"), laptop.add_lesson("Laptop two", "b")
-    laptop.link(l1.id, l2.id)
-    d1, d2, d3 = (desktop.add_lesson(f"Desktop {n}", n) for n in ("x", "y", "z"))
-    desktop.link(d1.id, d2.id, "contradicts")
-    desktop.link(d3.id, d1.id)
-    r1 = merged.import_lines(export_lines(laptop))
-    r2 = merged.import_lines(export_lines(desktop))
+    l1, l2 = laptop.lessons.add("Laptop one", "a"), laptop.lessons.add("Laptop two", "b")
+    laptop.lessons.link(l1.id, l2.id)
+    d1, d2, d3 = (desktop.lessons.add(f"Desktop {n}", n) for n in ("x", "y", "z"))
+    desktop.lessons.link(d1.id, d2.id, "contradicts")
+    desktop.lessons.link(d3.id, d1.id)
+    r1 = merged.lessons.import_lines(export_lines(laptop))
+    r2 = merged.lessons.import_lines(export_lines(desktop))
     assert (r1.added, r1.edges, r2.added, r2.edges) == (2, 1, 3, 2)
     assert merged.store.count() == 5
     assert edge_set(merged) == edge_set(laptop) | edge_set(desktop)
     assert len(edge_set(merged)) == 3
     # The union can travel back: the laptop gains the desktop's lessons only.
-    back = laptop.import_lines(export_lines(merged))
+    back = laptop.lessons.import_lines(export_lines(merged))
     assert (back.added, back.unchanged, back.edges) == (3, 2, 2)
     assert laptop.store.count() == 5
 
 
 def test_newer_copy_replaces_older_copy_is_ignored(fake_lore, open_other):
-    lesson = fake_lore.add_lesson("Original title", "original text", tags=["old"])
+    lesson = fake_lore.lessons.add("Original title", "original text", tags=["old"])
     [record] = [json.loads(ln) for ln in export_lines(fake_lore)]
     other = open_other()
-    other.import_lines([json.dumps(record)])
+    other.lessons.import_lines([json.dumps(record)])
     newer = dict(record, title="Newer title", content="rewritten text", tags=["new"],
                  updated_at="2999-01-01T00:00:00.000Z")
-    report = other.import_lines([json.dumps(newer)])
+    report = other.lessons.import_lines([json.dumps(newer)])
     assert (report.added, report.updated, report.unchanged) == (0, 1, 0)
-    got = other.get_lesson(lesson.id)
+    got = other.lessons.get(lesson.id)
     assert (got.title, got.content, got.tags) == ("Newer title", "rewritten text", ("new",))
     assert got.updated_at == "2999-01-01T00:00:00.000Z"
     assert got.created_at == lesson.created_at
-    assert other.recall("rewritten", mode="keyword")[0].id == lesson.id
-    assert other.recall("original", mode="keyword") == []
+    assert other.search.query("rewritten", mode="keyword")[0].id == lesson.id
+    assert other.search.query("original", mode="keyword") == []
     older = dict(record, title="Ancient title", updated_at="2000-01-01T00:00:00.000Z")
-    report = other.import_lines([json.dumps(older)])
+    report = other.lessons.import_lines([json.dumps(older)])
     assert (report.added, report.updated, report.unchanged) == (0, 0, 1)
-    assert other.get_lesson(lesson.id).title == "Newer title"
+    assert other.lessons.get(lesson.id).title == "Newer title"
 
 
 # ---- invalid lines ---------------------------------------------------------------------
@@ -183,13 +183,13 @@ BAD_LINES["edge to missing lesson"] = (_edge_to_nowhere, "edge to missing lesson
 
 @pytest.mark.parametrize("kind", list(BAD_LINES))
 def test_one_invalid_line_fails_the_whole_import(fake_lore, kind):
-    existing = fake_lore.add_lesson("Already here", "x")
+    existing = fake_lore.lessons.add("Already here", "x")
     make_bad, reason = BAD_LINES[kind]
     first, third = _good("First"), _good("Third")
     first["edges"] = [{"from": first["id"], "to": existing.id, "relation": "related_to"}]
     lines = [json.dumps(first), make_bad(), json.dumps(third)]
     with pytest.raises(InvalidInput) as exc:
-        fake_lore.import_lines(lines)
+        fake_lore.lessons.import_lines(lines)
     msg = str(exc.value)
     assert msg.startswith("line 2: "), msg
     assert reason in msg
@@ -202,7 +202,7 @@ def test_one_invalid_line_fails_the_whole_import(fake_lore, kind):
 def test_error_message_counts_further_invalid_lines(fake_lore):
     lines = [json.dumps(_good("ok")), "", "{nope", json.dumps(_good("X", kind="nonsense")), "[]"]
     with pytest.raises(InvalidInput, match=r"^line 3: .*\(and 2 more invalid lines\)"):
-        fake_lore.import_lines(lines)
+        fake_lore.lessons.import_lines(lines)
     assert fake_lore.store.count() == 0
 
 
@@ -217,7 +217,7 @@ def test_skip_invalid_imports_the_valid_lines(fake_lore):
         json.dumps(good[2]),
         json.dumps(dict(_good("X"), id="not-an-id")),
     ]
-    report = fake_lore.import_lines(lines, skip_invalid=True)
+    report = fake_lore.lessons.import_lines(lines, skip_invalid=True)
     assert report.added == 3
     assert [n for n, _ in report.skipped] == [2, 5, 7]
     reasons = dict(report.skipped)
@@ -231,10 +231,10 @@ def test_skip_invalid_imports_the_valid_lines(fake_lore):
 def test_edge_to_a_lesson_later_in_the_file(fake_lore):
     first, second = _good("Points forward"), _good("Comes later")
     first["edges"] = [{"from": first["id"], "to": second["id"], "relation": "prerequisite"}]
-    report = fake_lore.import_lines([json.dumps(first), json.dumps(second)])
+    report = fake_lore.lessons.import_lines([json.dumps(first), json.dumps(second)])
     assert (report.added, report.edges) == (2, 1)
     assert edge_set(fake_lore) == {(first["id"], second["id"], "prerequisite")}
-    [rel] = fake_lore.related(second["id"])
+    [rel] = fake_lore.search.related(second["id"])
     assert (rel.id, rel.direction) == (first["id"], "in")
 
 
@@ -242,7 +242,7 @@ def test_edge_listed_under_the_wrong_lesson_is_invalid(fake_lore):
     a, b = _good("A"), _good("B")
     a["edges"] = [{"from": b["id"], "to": a["id"], "relation": "related_to"}]
     with pytest.raises(InvalidInput, match="^line 1: edge from"):
-        fake_lore.import_lines([json.dumps(a), json.dumps(b)])
+        fake_lore.lessons.import_lines([json.dumps(a), json.dumps(b)])
     assert fake_lore.store.count() == 0
 
 
@@ -253,7 +253,7 @@ def test_skip_invalid_edge_to_a_skipped_lesson(fake_lore):
     fine = _good("Unrelated")
     lines = [json.dumps(bad), json.dumps(pointing), json.dumps(fine)]
     try:
-        report = fake_lore.import_lines(lines, skip_invalid=True)
+        report = fake_lore.lessons.import_lines(lines, skip_invalid=True)
     except LoreError as exc:  # a clear error would be acceptable-ish, a DB error is not
         pytest.fail(f"skip_invalid raised {exc!r}")
     assert 1 in [n for n, _ in report.skipped]
@@ -263,18 +263,18 @@ def test_skip_invalid_edge_to_a_skipped_lesson(fake_lore):
 
 
 def test_same_id_twice_in_one_file(fake_lore, open_other):
-    lesson = fake_lore.add_lesson("Shared lesson", "v1")
+    lesson = fake_lore.lessons.add("Shared lesson", "v1")
     [record] = [json.loads(ln) for ln in export_lines(fake_lore)]
     newer = dict(record, title="Shared lesson v2", updated_at="2999-01-01T00:00:00.000Z")
     other = open_other()
     try:
-        other.import_lines([json.dumps(record), json.dumps(newer)])
+        other.lessons.import_lines([json.dumps(record), json.dumps(newer)])
     except InvalidInput as exc:  # refusing with a line number would also be fine
         assert str(exc).startswith("line 2:")
         assert other.store.count() == 0
         return
     assert other.store.count() == 1
-    assert other.get_lesson(lesson.id).title == "Shared lesson v2"
+    assert other.lessons.get(lesson.id).title == "Shared lesson v2"
 
 
 # ---- CLI -------------------------------------------------------------------------------

@@ -28,46 +28,46 @@ def people(tmp_path: Path) -> Iterator[dict[str, Lore]]:
 
 
 def rules_applied(lore: Lore, home: Path) -> str:
-    plan = lore.apply_plan(PROJECT, home, include_global=True)
+    plan = lore.apply.plan(PROJECT, home, include_global=True)
     return "".join(c.new.decode() for c in plan.changes if c.new)
 
 
 def test_a_personal_rule_reaches_no_one_else_until_it_is_shared(people, tmp_path):
     ana, ben = people["ana"], people["ben"]
-    mine = ana.add_lesson("Use pnpm, not npm", "pnpm for installs", kind="preference",
+    mine = ana.lessons.add("Use pnpm, not npm", "pnpm for installs", kind="preference",
                           source="correction", project=PROJECT)
-    team = ana.add_lesson("Pin numpy below 2", "numpy 2 broke the build", kind="preference",
+    team = ana.lessons.add("Pin numpy below 2", "numpy 2 broke the build", kind="preference",
                           project=PROJECT)
-    hub = ana.add_lesson("Package managers", "notes on the tools")
-    ana.link(hub.id, mine.id)
-    proposed = ana.add_lesson("Squash before merging", "one commit per change",
+    hub = ana.lessons.add("Package managers", "notes on the tools")
+    ana.lessons.link(hub.id, mine.id)
+    proposed = ana.lessons.add("Squash before merging", "one commit per change",
                               kind="preference", source="correction", status="proposed",
                               metadata={"learning": {"occurrences": 2}})
 
     # ana sees her own rule everywhere
     assert "Use pnpm" in rules_applied(ana, tmp_path / "ana-home")
-    assert mine.id in {x.id for x in ana.preferences(PROJECT)}
-    assert mine.id in {x.id for x in ana.approved_lessons()}
-    assert [r.id for r in ana.related(hub.id)] == [mine.id]
-    assert proposed.id in {w["id"] for w in ana.waiting()}
+    assert mine.id in {x.id for x in ana.search.preferences(PROJECT)}
+    assert mine.id in {x.id for x in ana.review.approved()}
+    assert [r.id for r in ana.search.related(hub.id)] == [mine.id]
+    assert proposed.id in {w["id"] for w in ana.review.waiting()}
 
     # ben: not applied, not a preference, not shown, not reached through a link
     applied = rules_applied(ben, tmp_path / "ben-home")
     assert "Pin numpy below 2" in applied and "Use pnpm" not in applied
-    assert {x.id for x in ben.preferences(PROJECT)} == {team.id}
-    assert mine.id not in {x.id for x in ben.approved_lessons()}
+    assert {x.id for x in ben.search.preferences(PROJECT)} == {team.id}
+    assert mine.id not in {x.id for x in ben.review.approved()}
     with pytest.raises(NotFound, match=f"no lesson with id {mine.id}"):
-        ben.get_lesson(mine.id)
+        ben.lessons.get(mine.id)
     with pytest.raises(NotFound):
-        ben.update_lesson(mine.id, title="Use yarn")
+        ben.lessons.update(mine.id, title="Use yarn")
     with pytest.raises(NotFound):
-        ben.related(mine.id)
-    assert ben.related(hub.id) == [] and list(ben.subgraph(hub.id).nodes) == [hub.id]
-    assert proposed.id not in {w["id"] for w in ben.waiting()}
-    assert mine.id not in {h.id for h in ben.recall("pnpm installs", Filters(project=PROJECT))}
-    assert "Use pnpm" not in ben.session_context(PROJECT)
+        ben.search.related(mine.id)
+    assert ben.search.related(hub.id) == [] and list(ben.search.subgraph(hub.id).nodes) == [hub.id]
+    assert proposed.id not in {w["id"] for w in ben.review.waiting()}
+    assert mine.id not in {h.id for h in ben.search.query("pnpm installs", Filters(project=PROJECT))}
+    assert "Use pnpm" not in ben.apply.session_context(PROJECT)
 
-    ana.set_visibility(mine.id, "team")
+    ana.lessons.set_visibility(mine.id, "team")
     assert "Use pnpm" in rules_applied(ben, tmp_path / "ben-home")
-    assert ben.get_lesson(mine.id).title == "Use pnpm, not npm"
-    assert [r.id for r in ben.related(hub.id)] == [mine.id]
+    assert ben.lessons.get(mine.id).title == "Use pnpm, not npm"
+    assert [r.id for r in ben.search.related(hub.id)] == [mine.id]

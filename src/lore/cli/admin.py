@@ -91,7 +91,7 @@ def admin_init(ctx: click.Context, json_: bool) -> None:
             fh.write(CONFIG_TEMPLATE)
         wrote_config = True
     with Lore.open(s) as lore:
-        count = lore.lesson_count()
+        count = lore.lessons.count()
     result = {"database": s.db_shown, "created": not existed, "lessons": count,
               "config": str(s.config_path), "config_created": wrote_config}
     if json_:
@@ -114,7 +114,7 @@ def admin_stats(lore: Lore, json_: bool) -> None:
     Example:
       lore admin stats --json
     """
-    st = lore.stats()
+    st = lore.admin.stats()
     if json_:
         emit_json(st)
         return
@@ -158,7 +158,7 @@ def admin_export(ctx: click.Context, output: str | None, yes: bool) -> None:
             # An export quotes every lesson: private (0600) like the database it comes from.
             with (open(open_private(Path(output)), "w", encoding="utf-8") if output
                   else nullcontext(sys.stdout)) as out:
-                for record in lore.export():
+                for record in lore.lessons.export():
                     out.write(json.dumps(record, ensure_ascii=False) + "\n")
                     n += 1
         except OSError as exc:  # a full disk: name the file, not "a file"
@@ -195,7 +195,7 @@ def admin_import(ctx: click.Context, lines: list[str], skip_invalid: bool, json_
     else:
         bar, update = progress_bar("embedding")
         with open_lore(ctx, undo_new=True) as lore, bar:
-            report = lore.import_lines(lines, skip_invalid=skip_invalid, progress=update)
+            report = lore.lessons.import_lines(lines, skip_invalid=skip_invalid, progress=update)
     for number, reason in report.skipped:
         notice(f"skipped line {number}: {reason}")
     if json_:
@@ -230,7 +230,7 @@ def admin_migrate_to(lore: Lore, target: str, force: bool, json_: bool) -> None:
 
     bar, update = progress_bar("copying rows")
     with bar:
-        copied = lore.migrate_to(target, force=force, progress=update)
+        copied = lore.admin.migrate_to(target, force=force, progress=update)
     if json_:
         emit_json({"target": mask_url(target), "rows": copied})
         return
@@ -251,7 +251,7 @@ def admin_visibility(lore: Lore, lesson_id: str, visibility: str) -> None:
     Example:
       lore admin visibility 01JD8X3Q5M4Z2Y7T6R1W0V9K8J team
     """
-    lore.set_visibility(lesson_id, visibility)
+    lore.lessons.set_visibility(lesson_id, visibility)
     notice(f"{lesson_id} is now {visibility}")
 
 
@@ -290,7 +290,7 @@ def admin_merge_tags(lore: Lore, old: str, new: str, yes: bool, json_: bool) -> 
       lore admin merge-tags js javascript --yes
     """
     confirm(yes, f"Retag every lesson tagged '{old}' as '{new}'?")
-    n = lore.merge_tags(old, new)
+    n = lore.lessons.merge_tags(old, new)
     if json_:
         emit_json({"from": old, "to": new, "lessons": n})
     else:
@@ -330,7 +330,7 @@ def admin_reembed(lore: Lore, force: bool, json_: bool) -> None:
 
     try:
         with bar:
-            report = lore.reembed(force=force, progress=progress)
+            report = lore.admin.reembed(force=force, progress=progress)
     except KeyboardInterrupt:
         signal.signal(signal.SIGTERM, previous)
         notice(f"interrupted after {done[0]} of {done[1]}: what was embedded is kept; "
@@ -338,7 +338,7 @@ def admin_reembed(lore: Lore, force: bool, json_: bool) -> None:
         sys.exit(130)
     finally:
         signal.signal(signal.SIGTERM, previous)
-    model, dims = lore.stored_model()
+    model, dims = lore.admin.stored_model()
     if json_:
         emit_json({"embedded": report.total, "lessons": report.lessons, "chunks": report.chunks,
                    "restarted": report.restarted, "resumed": report.resumed,
@@ -346,7 +346,7 @@ def admin_reembed(lore: Lore, force: bool, json_: bool) -> None:
     else:
         verb = "continued: embedded" if report.resumed else "embedded"
         notice(f"{verb} {report.lessons} lessons and {report.chunks} conversation chunks "
-               f"with {model or lore.configured_model()}")
+               f"with {model or lore.admin.configured_model()}")
 
 
 @admin.command("doctor")

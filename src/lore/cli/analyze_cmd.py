@@ -60,7 +60,7 @@ def analyze_run(ctx: click.Context, path: str, since: str | None, range_: str | 
     if since and range_:
         raise click.UsageError("give --since or --range, not both")
     with open_lore(ctx) as lore:
-        report = lore.analyzer.analyze(path, since=since, range_=range_, force=force, dry_run=dry_run)
+        report = lore.analysis.analyze(path, since=since, range_=range_, force=force, dry_run=dry_run)
     if json_:
         emit_json(report.to_dict())
         return
@@ -108,7 +108,7 @@ def analyze_session(ctx: click.Context, session: str, dry_run: bool, json_: bool
       lore analyze session 0d3a8e6f-290f-4105-a327-a2496e5e2a83 --json
     """
     with open_lore(ctx) as lore:
-        report = lore.analyzer.learn_from_session(session, dry_run=dry_run)
+        report = lore.analysis.learn_from_session(session, dry_run=dry_run)
     if json_:
         emit_json(report.to_dict())
         return
@@ -139,7 +139,7 @@ def analyze_status(ctx: click.Context, project: str | None, json_: bool) -> None
       lore analyze status --json
     """
     with open_lore(ctx) as lore:
-        st = lore.analyzer.status(resolve_project(project))
+        st = lore.analysis.status(resolve_project(project))
     if json_:
         emit_json(st)
         return

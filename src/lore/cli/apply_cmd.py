@@ -64,10 +64,10 @@ def apply(ctx: click.Context, dry_run: bool, project: str, global_: bool | None,
     if folder is None or not os.path.isdir(folder):
         raise click.BadParameter(f"no such folder: {project}", ctx, param_hint="--project")
     with open_lore(ctx) as lore:
-        plan = lore.apply_plan(folder, Path.home(), local=local, agents_md=agents_md,
+        plan = lore.apply.plan(folder, Path.home(), local=local, agents_md=agents_md,
                                include_global=global_)
         diff = plan.diff()
-        left_out = lore.apply_left_out(folder, include_global=global_)
+        left_out = lore.apply.left_out(folder, include_global=global_)
         written: list[str] = []
         if not dry_run and plan.changed:
             # Asked only when there is something to write: nothing to do is a plain success.

@@ -37,7 +37,7 @@ def context_show(lore: Lore, session_id: str | None, limit: int, json_: bool) ->
       lore context show
       lore context show --session 3f0c2a… --json
     """
-    loads = lore.context_loads(session_id, limit)
+    loads = lore.sessions.context_loads(session_id, limit)
     if json_:
         emit_json({"count": len(loads), "loads": loads})
         return

@@ -52,13 +52,13 @@ def demo(home: str | None) -> None:
             ids = seed(lore)
             took = time.perf_counter() - started
             c.rule("[bold]Lore demo[/bold]")
-            c.print(f"Seeded {len(ids)} lessons and {lore.edge_count()} links "
+            c.print(f"Seeded {len(ids)} lessons and {lore.lessons.edge_count()} links "
                     f"into {folder} in {took:.1f} s (model load included).\n")
 
             for q in QUERIES:
                 filters = Filters(contexts=tuple(q.get("filters", {}).get("contexts", ())))
-                hybrid = lore.recall(q["query"], filters, 3, track=False)
-                keyword = lore.recall(q["query"], filters, 3, mode="keyword", track=False)
+                hybrid = lore.search.query(q["query"], filters, 3, track=False)
+                keyword = lore.search.query(q["query"], filters, 3, mode="keyword", track=False)
                 c.print(f"[bold cyan]search[/bold cyan] {escape(q['query'])!s}"
                         + (f"  [dim]{q['filters']}[/dim]" if q.get("filters") else ""))
                 c.print(f"  [dim]{escape(q['note'])}[/dim]")
@@ -73,9 +73,9 @@ def demo(home: str | None) -> None:
 
             hub = _most_linked(lore, ids)
             c.rule("related lessons, 2 hops")
-            c.print(f"from [bold]{escape(lore.get_lesson(hub).title)}[/bold]")
-            titles = {i: lore.get_lesson(i).title for i in ids.values()}
-            for r in lore.related(hub, depth=2):
+            c.print(f"from [bold]{escape(lore.lessons.get(hub).title)}[/bold]")
+            titles = {i: lore.lessons.get(i).title for i in ids.values()}
+            for r in lore.search.related(hub, depth=2):
                 arrow = f"-[{r.relation}]->" if r.direction == "out" else f"<-[{r.relation}]-"
                 via = "" if r.via == hub else f"   (via {titles[r.via]})"
                 c.print(escape(f"  {r.depth} hop{'s' if r.depth > 1 else ''} {arrow} {r.title}")
@@ -84,14 +84,14 @@ def demo(home: str | None) -> None:
             far = _farthest(lore, hub)
             if far:
                 c.rule("shortest path")
-                for i, step in enumerate(lore.path(hub, far)):
+                for i, step in enumerate(lore.search.path(hub, far)):
                     if i:
                         arrow = "↓" if step.direction == "out" else "↑"
                         c.print(escape(f"    {arrow} [{step.relation}]"))
                     c.print(f"  {escape(step.title)}")
 
             c.rule("filter: kind=preference, min confidence high")
-            for h in lore.recall("how does this team want things done",
+            for h in lore.search.query("how does this team want things done",
                                  Filters(kinds=("preference",), min_confidence="high"), 5,
                                  track=False):
                 c.print(f"  {escape(h.title)} [dim]({h.confidence})[/dim]")
@@ -121,7 +121,7 @@ def _learning(c: Any, lore: Lore) -> None:
 
 
     c.rule("learning from corrections")
-    learning = lore.learner
+    learning = lore.learning
     for i, (agent, user) in enumerate(EXCHANGES):
         out = learning.record(user, agent, project=DEMO_PROJECT, session_id=f"demo-{i}",
                               asserted=False, origin="hook")  # as the hooks capture it
@@ -132,14 +132,14 @@ def _learning(c: Any, lore: Lore) -> None:
         c.print(f"  [bold]user:[/bold]  {escape(user)}")
         c.print(f"         [cyan]{escape(what)}[/cyan]")
     c.print("\nThe next session in that project starts with:")
-    c.print(lore.session_context(DEMO_PROJECT), markup=False, highlight=False)
+    c.print(lore.apply.session_context(DEMO_PROJECT), markup=False, highlight=False)
     c.print()
 
 
 def _most_linked(lore: Lore, ids: dict[str, str]) -> str:
-    return max(ids.values(), key=lambda i: (len(lore.get_lesson(i).edges), i))
+    return max(ids.values(), key=lambda i: (len(lore.lessons.get(i).edges), i))
 
 
 def _farthest(lore: Lore, start: str) -> str | None:
-    found = lore.related(start, depth=6)
+    found = lore.search.related(start, depth=6)
     return max(found, key=lambda r: (r.depth, r.id)).id if found else None

@@ -40,7 +40,7 @@ def guard(ctx: click.Context, rule_id: str | None, status: str | None, json_: bo
     if ctx.invoked_subcommand is not None:
         return
     with open_lore(ctx) as lore:
-        rows = lore.guards.checks(lore.resolve_id(rule_id) if rule_id else None,
+        rows = lore.checks.checks(lore.lessons.resolve_id(rule_id) if rule_id else None,
                                    (status,) if status else None)
     if json_:
         emit_json({"count": len(rows), "checks": rows})
@@ -103,9 +103,9 @@ def guard_add(lore: Lore, rule_id: str, command_: str | None, path: str | None,
       lore guard add 01JD… --path 'gen/' --mode block --approve
       lore guard add 01JD… --path '*.py' --content '^\\s*import requests'
     """
-    row = lore.guards.add(lore.resolve_id(rule_id), {"command": command_, "path": path, "content": content,
-                                    "tool": tool, "mode": mode},
-                          status="active" if approve else "proposed")
+    row = lore.checks.add(lore.lessons.resolve_id(rule_id),
+                          {"command": command_, "path": path, "content": content, "tool": tool,
+                           "mode": mode}, status="active" if approve else "proposed")
     done(row, "added", json_)
 
 
@@ -134,7 +134,7 @@ def guard_propose(lore: Lore, rule_id: str | None, no_model: bool, json_: bool) 
       lore guard propose
       lore guard propose 01JD8X3Q5M4Z2Y7T6R1W0V9K8J --no-model
     """
-    made = lore.guards.propose(lore.resolve_id(rule_id) if rule_id else None,
+    made = lore.checks.propose(lore.lessons.resolve_id(rule_id) if rule_id else None,
                                 ask_model=not no_model)
     if json_:
         emit_json({"count": len(made), "checks": made})
@@ -159,7 +159,7 @@ def guard_approve(lore: Lore, check_id: str, mode: str | None, json_: bool) -> N
     Example:
       lore guard approve 01JE… --mode block
     """
-    done(lore.guards.review(lore.resolve_id(check_id), "approve", mode=mode), "approved", json_)
+    done(lore.review.decide_check(lore.lessons.resolve_id(check_id), "approve", mode=mode), "approved", json_)
 
 
 @guard.command("reject")
@@ -173,7 +173,7 @@ def guard_reject(lore: Lore, check_id: str, json_: bool) -> None:
     Example:
       lore guard reject 01JE…
     """
-    done(lore.guards.review(lore.resolve_id(check_id), "reject"), "rejected", json_)
+    done(lore.review.decide_check(lore.lessons.resolve_id(check_id), "reject"), "rejected", json_)
 
 
 @guard.command("mode")
@@ -188,7 +188,7 @@ def guard_mode(lore: Lore, check_id: str, mode: str, json_: bool) -> None:
     Example:
       lore guard mode 01JE… remind
     """
-    done(lore.guards.set_mode(lore.resolve_id(check_id), mode), f"now {mode}", json_)
+    done(lore.checks.set_mode(lore.lessons.resolve_id(check_id), mode), f"now {mode}", json_)
 
 
 @guard.command("allow")
@@ -205,7 +205,7 @@ def guard_allow(lore: Lore, check_id: str, minutes: float, json_: bool) -> None:
     Example:
       lore guard allow 01JE… --minutes 10
     """
-    row = lore.guards.allow(lore.resolve_id(check_id), minutes)
+    row = lore.checks.allow(lore.lessons.resolve_id(check_id), minutes)
     done(row, f"allowed for {minutes:g} minutes" if minutes else "blocking again", json_)
 
 
@@ -220,7 +220,7 @@ def guard_remove(lore: Lore, check_id: str, json_: bool) -> None:
     Example:
       lore guard remove 01JE…
     """
-    done(lore.guards.remove(lore.resolve_id(check_id)), "removed", json_)
+    done(lore.checks.remove(lore.lessons.resolve_id(check_id)), "removed", json_)
 
 
 @guard.command("test")
@@ -254,7 +254,7 @@ def guard_test(ctx: click.Context, check_id: str | None, command_: str | None,
     if not check_id and not any(given.values()):
         raise click.UsageError("give a check id, or --command/--path/--content/--tool", ctx)
     with open_lore(ctx) as lore:
-        report = lore.guards.test(lore.resolve_id(check_id) if check_id else given, since=since,
+        report = lore.checks.test(lore.lessons.resolve_id(check_id) if check_id else given, since=since,
                                   every_project=all_projects).to_dict(examples)
     if json_:
         emit_json(report)
@@ -274,12 +274,12 @@ def guard_compile(lore: Lore, json_: bool) -> None:
     Example:
       lore guard compile
     """
-    n = lore.guards.compile()
-    refused = lore.guards.refused()
+    n = lore.checks.compile()
+    refused = lore.checks.refused()
     if json_:
-        emit_json({"checks": n, "path": lore.guards.path, "refused": refused})
+        emit_json({"checks": n, "path": lore.checks.path, "refused": refused})
     else:
-        notice(f"{n} checks hold; wrote {lore.guards.path}" if n else
+        notice(f"{n} checks hold; wrote {lore.checks.path}" if n else
                "no check holds: the hooks' file is removed, so they return at once")
         if refused:
             notice(f"note: the hooks will not enforce them: {refused}")

@@ -46,7 +46,7 @@ def import_claude_memory(lore: Lore, dry_run: bool, claude_home: str | None, jso
     if not os.path.isdir(home):
         raise click.ClickException(f"no such folder: {home}; give Claude Code's folder with "
                                    "--claude-home")
-    report = lore.import_claude_memory(home, dry_run=dry_run)
+    report = lore.lessons.import_claude_memory(home, dry_run=dry_run)
     if json_:
         emit_json({"dry_run": dry_run, **report.to_dict()})
         return

@@ -109,7 +109,7 @@ def _duration(seconds: float) -> str:
 def _learn(lore: Lore, roots: list[Path]) -> dict[str, Any]:
     bar, update = progress_bar("learning")
     with bar:
-        return dict(lore.learner.backfill(roots, update))
+        return dict(lore.learning.backfill(roots, update))
 
 
 def _learned(learned: dict[str, Any]) -> None:

@@ -190,9 +190,9 @@ def learn_add(lore: Lore, title: str | None, content: str | None, json_: bool,
     if text is not None:
         fields["content"] = text
     fields.setdefault("content", "")
-    for tag in lore.unknown_tags(fields.get("tags", [])):
+    for tag in lore.lessons.unknown_tags(fields.get("tags", [])):
         notice(f"warning: tag '{tag}' is not in known_tags")
-    lesson = lore.add_lesson(**fields)
+    lesson = lore.lessons.add(**fields)
     show_saved(lesson, "added", json_)
 
 
@@ -224,12 +224,12 @@ def learn_update(lore: Lore, lesson_id: str, title: str | None, content_text: st
     if text is not None:
         fields["content"] = text
     if add_tag or remove_tag:
-        current = list(fields.get("tags") or lore.get_lesson(lesson_id).tags)
+        current = list(fields.get("tags") or lore.lessons.get(lesson_id).tags)
         drop = {normalize.tag(t) for t in split_multi(remove_tag)}
         fields["tags"] = [t for t in current + split_multi(add_tag) if normalize.tag(t) not in drop]
     if not fields:
         raise click.UsageError("nothing to change: give at least one option")
-    lesson = lore.update_lesson(lesson_id, **fields)
+    lesson = lore.lessons.update(lesson_id, **fields)
     show_saved(lesson, "updated", json_)
 
 
@@ -247,9 +247,9 @@ def learn_delete(lore: Lore, lesson_id: str, yes: bool, json_: bool) -> None:
     Example:
       lore learn delete 01JD… --yes
     """
-    lesson = lore.get_lesson(lesson_id)
+    lesson = lore.lessons.get(lesson_id)
     confirm(yes, f"Delete '{lesson.title}'?")
-    lore.delete_lesson(lesson_id)
+    lore.lessons.delete(lesson_id)
     if json_:
         emit_json({"deleted": lesson.id, "title": lesson.title})
     else:
@@ -270,7 +270,7 @@ def learn_link(lore: Lore, from_id: str, to_id: str, relation: str, json_: bool)
     Example:
       lore learn link 01JD…A 01JD…B --relation supersedes
     """
-    edge = lore.link(from_id, to_id, relation)
+    edge = lore.lessons.link(from_id, to_id, relation)
     if json_:
         emit_json(edge.to_dict())
     else:
@@ -296,7 +296,7 @@ def learn_unlink(lore: Lore, from_id: str, to_id: str, relation: str | None, yes
     """
     which = f"'{relation}' links" if relation else "every link"
     confirm(yes, f"Remove {which} from {from_id} to {to_id}?")
-    removed = lore.unlink(from_id, to_id, relation)
+    removed = lore.lessons.unlink(from_id, to_id, relation)
     if json_:
         emit_json({"removed": removed})
     else:
@@ -326,7 +326,7 @@ def learn_scope(lore: Lore, lesson_id: str, project: str | None, global_: bool,
     if project is not None and not os.path.isdir(os.path.expanduser(project)):
         raise click.BadParameter(f"no such folder: {project}", param_hint="--project")
     scope = "" if global_ else resolve_project(project)
-    lesson = lore.update_lesson(lesson_id.strip(), project=scope)
+    lesson = lore.lessons.update(lesson_id.strip(), project=scope)
     if json_:
         emit_json(lesson.to_dict())
         return
@@ -367,7 +367,7 @@ def learn_correction(lore: Lore, text: str, previous: str | None, project: str |
     """
     body = text
     scope = None if global_ else resolve_project(project or ".")
-    outcome = lore.learner.record(body, previous, project=scope, session_id=session_id,
+    outcome = lore.learning.record(body, previous, project=scope, session_id=session_id,
                                     files=list(files), origin="manual", force=force)
     if json_:
         emit_json(outcome.to_dict())
@@ -429,7 +429,7 @@ def learn_judge(lore: Lore, session_id: str | None, since: str | None, dry_run: 
     from lore.errors import ProviderError
 
     # Asked by a person: the messages the judge left unanswered too often are asked about too.
-    report = lore.learner.judge_waiting(session_id=session_id, since=since, dry_run=dry_run,
+    report = lore.learning.judge_waiting(session_id=session_id, since=since, dry_run=dry_run,
                                         given_up=True)
     if dry_run:
         if json_:

@@ -79,8 +79,8 @@ def recall_search(lore: Lore, query: str, limit: int | None, tag: tuple[str, ...
         file_types=tuple(split_multi(file_type)),
     )
     # A read-only database (its home is not writable) still answers; usage is not counted.
-    track = not no_track and not lore.read_only
-    results = lore.recall(query, filters, limit, mode=mode, track=track,  # type: ignore[arg-type]
+    track = not no_track and not lore.admin.read_only
+    results = lore.search.query(query, filters, limit, mode=mode, track=track,  # type: ignore[arg-type]
                           interface="cli")
     if json_:
         emit_json({"query": query, "results": [r.to_dict(explain=explain) for r in results]})
@@ -119,11 +119,11 @@ def recall_show(lore: Lore, lesson_id: str, json_: bool) -> None:
     Example:
       lore recall show 01JD8X3Q5M…
     """
-    lesson = lore.get_lesson(lesson_id)
+    lesson = lore.lessons.get(lesson_id)
     if json_:
         emit_json(lesson.to_dict())
         return
-    print_lesson(lesson, lore.titles([e.to_id if e.from_id == lesson.id else e.from_id
+    print_lesson(lesson, lore.lessons.titles([e.to_id if e.from_id == lesson.id else e.from_id
                                             for e in lesson.edges]))
 
 
@@ -203,13 +203,13 @@ def recall_related(lore: Lore, lesson_id: str, depth: int, relation: tuple[str, 
     """
     relations = split_multi(relation)
     if export_:
-        sub = lore.subgraph(lesson_id, depth, relations, direction)
+        sub = lore.search.subgraph(lesson_id, depth, relations, direction)
         if export_ == "mermaid":
             click.echo(sub.to_mermaid(), nl=False)
         else:
             emit_json(sub.to_dict())
         return
-    found = lore.related(lesson_id, depth, relations, direction)
+    found = lore.search.related(lesson_id, depth, relations, direction)
     if json_:
         emit_json([r.to_dict() for r in found])
         return
@@ -237,7 +237,7 @@ def recall_path(lore: Lore, from_id: str, to_id: str, max_depth: int, relation: 
     Example:
       lore recall path 01JD…A 01JD…B
     """
-    steps = lore.path(from_id, to_id, max_depth, split_multi(relation), directed)
+    steps = lore.search.path(from_id, to_id, max_depth, split_multi(relation), directed)
     if json_:
         emit_json({"from": from_id, "to": to_id, "steps": [s.to_dict() for s in steps]})
         return
@@ -261,7 +261,7 @@ def recall_tags(lore: Lore, counts: bool, json_: bool) -> None:
     Example:
       lore recall tags --counts
     """
-    tags = lore.list_tags()
+    tags = lore.lessons.tags()
     if json_:
         emit_json([{"tag": t, "count": n} for t, n in tags] if counts else [t for t, _ in tags])
     elif counts:
@@ -297,7 +297,7 @@ def recall_preferences(lore: Lore, project: str | None, file_type: str | None,
 
     where = policy.scope(project, "preferences", here=here())
     scope = where.project
-    lessons = lore.preferences(scope, all_projects=where.every, file_type=file_type,
+    lessons = lore.search.preferences(scope, all_projects=where.every, file_type=file_type,
                                statuses=policy.statuses(status, "preferences"), limit=limit)
     if json_:
         emit_json({"project": scope, "preferences": [p.to_dict() for p in lessons]})
@@ -421,12 +421,12 @@ def recall_turns(lore: Lore, chunk_id: int, before: int, after: int, json_: bool
         c.print(f"[{style}]{escape(m['speaker'] or m['role'])}:[/{style}] {escape(text)}")
 
 
-def _reference_command(name: str, getter: str, doc: str) -> None:
+def _reference_command(name: str, ref: str, doc: str) -> None:
     @recall.command(name, help=doc)
     @json_option
     @with_lore
     def command(lore: Lore, json_: bool) -> None:
-        items = getattr(lore, getter)()
+        items = lore.lessons.reference(ref)
         if json_:
             emit_json([i.to_dict() for i in items])
             return
@@ -437,7 +437,7 @@ def _reference_command(name: str, getter: str, doc: str) -> None:
             extra = ["typical confidence"]
         rows = []
         for i in items:
-            row = [i.name]
+            row: list[Any] = [i.name]
             if extra == ["ordinal"]:
                 row.append(i.ordinal)
             elif extra:
@@ -447,10 +447,10 @@ def _reference_command(name: str, getter: str, doc: str) -> None:
 
 
 
-_reference_command("sources", "list_sources",
+_reference_command("sources", "source",
                    "Valid sources of a lesson.\n\n\b\nExample:\n  lore recall sources --json")
-_reference_command("confidence-levels", "list_confidence_levels",
+_reference_command("confidence-levels", "confidence",
                    "Valid confidence levels, lowest first.\n\n\b\nExample:\n"
                    "  lore recall confidence-levels")
-_reference_command("kinds", "list_kinds",
+_reference_command("kinds", "kind",
                    "Valid kinds of lesson.\n\n\b\nExample:\n  lore recall kinds")

@@ -64,8 +64,8 @@ def review(ctx: click.Context, interactive: bool, project: str | None, limit: in
     with open_lore(ctx) as lore:
         where = policy.scope(project, "review", here=here())
         scope = where.project
-        items = lore.waiting(scope, all_projects=where.every, limit=limit)
-        checks = lore.guards.waiting(scope)[:limit]
+        items = lore.review.waiting(scope, all_projects=where.every, limit=limit)
+        checks = lore.review.waiting_checks(scope)[:limit]
     if json_:
         emit_json({"count": len(items), "waiting": items, "checks": checks})
         return
@@ -92,12 +92,12 @@ def _interactive(ctx: click.Context, project: str | None, limit: int, json_: boo
     with open_lore(ctx) as lore:
         where = policy.scope(project, "review", here=here())
         scope = where.project
-        items = lore.waiting(scope, all_projects=where.every, limit=limit)
-        items += [{**c, "check": True} for c in lore.guards.waiting(scope)][:limit]
+        items = lore.review.waiting(scope, all_projects=where.every, limit=limit)
+        items += [{**c, "check": True} for c in lore.review.waiting_checks(scope)][:limit]
         if not items:
             notice("nothing waits for review")
             return
-        walk = review_tty.Session(lore.learner.review, items, decide_check=lore.guards.review)
+        walk = review_tty.Session(lore.review.decide, items, decide_check=lore.review.decide_check)
         try:
             walk.run()
         except (KeyboardInterrupt, EOFError):
@@ -120,16 +120,16 @@ def review_approve(lore: Lore, lesson_id: str, status: str, json_: bool) -> None
     Example:
       lore review approve 01JD…
     """
-    lesson_id = lore.resolve_id(lesson_id)
-    if lore.guards.is_check(lesson_id):
+    lesson_id = lore.lessons.resolve_id(lesson_id)
+    if lore.checks.is_check(lesson_id):
         from lore.cli.guard_cmd import done
 
-        done(lore.guards.review(lesson_id, "approve"), "approved", json_)
+        done(lore.review.decide_check(lesson_id, "approve"), "approved", json_)
         return
-    lesson = lore.learner.review(lesson_id, "approve", status=status)
+    lesson = lore.review.decide(lesson_id, "approve", status=status)
     show_saved(lesson, "approved", json_)
     if not json_:
-        for check in lore.guards.checks(lesson.id, statuses=("proposed",)):
+        for check in lore.checks.checks(lesson.id, statuses=("proposed",)):
             notice(f"it proposed a check {check['id']}: {check['words']} (`lore review approve "
                    f"{check['id']}` turns it on, `lore review reject {check['id']}` drops it)")
 
@@ -150,8 +150,8 @@ def review_edit(lore: Lore, lesson_id: str, title: str | None, content: str | No
     """
     if title is None and content is None:
         raise click.UsageError("nothing to edit: give --title or --content")
-    lesson_id = lore.resolve_id(lesson_id)
-    show_saved(lore.learner.review(lesson_id, "edit", title=title, content=content), "edited", json_)
+    lesson_id = lore.lessons.resolve_id(lesson_id)
+    show_saved(lore.review.decide(lesson_id, "edit", title=title, content=content), "edited", json_)
 
 
 @review.command("reject")
@@ -167,13 +167,13 @@ def review_reject(lore: Lore, lesson_id: str, reason: str | None, json_: bool) -
     Example:
       lore review reject 01JD… --reason "pasted from another tool's prompt"
     """
-    lesson_id = lore.resolve_id(lesson_id)
-    if lore.guards.is_check(lesson_id):
+    lesson_id = lore.lessons.resolve_id(lesson_id)
+    if lore.checks.is_check(lesson_id):
         from lore.cli.guard_cmd import done
 
-        done(lore.guards.review(lesson_id, "reject"), "rejected", json_)
+        done(lore.review.decide_check(lesson_id, "reject"), "rejected", json_)
         return
-    show_saved(lore.learner.review(lesson_id, "reject", reason=reason), "rejected", json_)
+    show_saved(lore.review.decide(lesson_id, "reject", reason=reason), "rejected", json_)
 
 
 @review.command("defer")
@@ -187,8 +187,8 @@ def review_defer(lore: Lore, lesson_id: str, json_: bool) -> None:
     Example:
       lore review defer 01JD…
     """
-    lesson_id = lore.resolve_id(lesson_id)
-    show_saved(lore.learner.review(lesson_id, "defer"), "deferred", json_)
+    lesson_id = lore.lessons.resolve_id(lesson_id)
+    show_saved(lore.review.decide(lesson_id, "defer"), "deferred", json_)
 
 
 @review.command("why")
@@ -203,7 +203,7 @@ def review_why(lore: Lore, lesson_id: str, json_: bool) -> None:
     Example:
       lore review why 01JD…
     """
-    why = lore.why(lesson_id)
+    why = lore.review.why(lesson_id)
     if json_:
         emit_json(why)
         return
@@ -241,7 +241,7 @@ def review_forget(lore: Lore, lesson_id: str, json_: bool) -> None:
     Example:
       lore review forget 01JD…
     """
-    lesson = lore.delete_lesson(lesson_id)
+    lesson = lore.lessons.delete(lesson_id)
     if json_:
         emit_json({"deleted": lesson.id, "title": lesson.title})
         return
@@ -296,7 +296,7 @@ def review_export(lore: Lore, folder: Path | None, json_: bool) -> None:
     Example:
       lore review export ~/vault/Lore
     """
-    _report(lore.review_export(folder), json_, _exported)
+    _report(lore.review.export_folder(folder), json_, _exported)
 
 
 @review.command("import")
@@ -314,7 +314,7 @@ def review_import(lore: Lore, folder: Path | None, json_: bool) -> None:
     Example:
       lore review import ~/vault/Lore
     """
-    _report(lore.review_import(folder), json_, _imported)
+    _report(lore.review.import_folder(folder), json_, _imported)
 
 
 @review.command("sync")
@@ -328,4 +328,4 @@ def review_sync(lore: Lore, folder: Path | None, json_: bool) -> None:
     Example:
       lore review sync
     """
-    _report(lore.review_sync(folder), json_, _synced)
+    _report(lore.review.sync_folder(folder), json_, _synced)

@@ -35,14 +35,12 @@ def skills_propose(lore: Lore, json_: bool) -> None:
     Example:
       lore skills propose
     """
-    proposals = lore.skill_proposals()
+    proposals = lore.apply.skills()
     if json_:
         emit_json({"count": len(proposals), "proposals": [p.to_dict() for p in proposals]})
         return
     if not proposals:
-        from lore.apply.skills import SKILLS
-
-        notice(f"no skill to propose: it takes {lore.tuned(SKILLS).skill_min_size} approved lessons "
+        notice(f"no skill to propose: it takes {lore.apply.skill_min_size()} approved lessons "
                "with a tag in common and similar meaning")
         return
     for p in proposals:
@@ -71,7 +69,7 @@ def skills_write(lore: Lore, choice: str, to_global: bool, dry_run: bool, json_:
       lore skills write 1 --dry-run
       lore skills write learned-testing --global
     """
-    skill, plan = lore.skill_plan(choice, Path.home(), to_global=to_global)
+    skill, plan = lore.apply.skill_plan(choice, Path.home(), to_global=to_global)
     written = [] if dry_run else [str(p) for p in plan.write()]
     if json_:
         emit_json({"name": skill.name, "dry_run": dry_run, "diff": plan.diff(),

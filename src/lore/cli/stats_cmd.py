@@ -89,7 +89,7 @@ def stats(ctx: click.Context, rules_: bool, learning: bool, chart: str | None,
             out["rules"] = [r.to_dict() for r in rule_follow(lore, resolve_project(project))]
         if learning or both:
             points = learning_curve(lore)
-            out["learning"] = {**summary(points, lore.learned_corrections()),
+            out["learning"] = {**summary(points, lore.sessions.learned_corrections()),
                                "rates": [round(r, 3) for r in rates(points)],
                                "sessions": [p.to_dict() for p in points]}
             if chart:

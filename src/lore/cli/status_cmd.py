@@ -30,14 +30,14 @@ def status(ctx: click.Context, json_: bool) -> None:
 
     s = settings(ctx)
     with open_lore(ctx) as lore:
-        lessons = lore.lesson_count()
-        items = lore.waiting(limit=10_000)
+        lessons = lore.lessons.count()
+        items = lore.review.waiting(limit=10_000)
         waiting = len(items)
         repeated = [{"id": i["id"], "title": i["title"]} for i in items
                     if i.get("active_by_repetition")]
-        approved = len(lore.approved_lessons())
-        vectors = lore.embedding_state()
-        judging = lore.waiting_for_judge()
+        approved = len(lore.review.approved())
+        vectors = lore.admin.embedding_state()
+        judging = lore.admin.waiting_for_judge()
         unwritten = _unwritten(lore) if approved else []
     if s.llm_provider is None:  # nothing set: no model, and no config built to say so
         judge = model_name(None, None)
@@ -87,7 +87,7 @@ def _unwritten(lore: Any) -> list[str]:
     from lore.normalize import project_root
 
     try:
-        plan = lore.apply_plan(project_root(str(Path.cwd())), Path.home())
+        plan = lore.apply.plan(project_root(str(Path.cwd())), Path.home())
     except (LoreError, OSError):
         return []
     return [str(c.path) for c in plan.changed]

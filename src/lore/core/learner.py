@@ -1,6 +1,6 @@
 """From a captured message to a scored rule: detect, extract, merge, score, store.
 
-    outcome = lore.learner.record("no, don't use Redis, use local file sessions instead",
+    outcome = lore.learning.record("no, don't use Redis, use local file sessions instead",
                                   previous="I'll add Redis for the session store.", project="/repo")
     outcome.action      # created | reinforced | recorrection | conflict | superseded | duplicate
                         # | one-off | none | not-learned
@@ -89,7 +89,7 @@ class LearningTuning:
 LEARNING = LearningTuning()
 
 class Learner:
-    """The learning pipeline of one store (the ``learner`` part of :class:`lore.api.Lore`):
+    """The learning pipeline of one store (the ``learning`` part of :class:`lore.api.Lore`):
     capture, the detector and the second opinion here, the judge in :attr:`judging`, merging
     and scoring in :attr:`rules`."""
 

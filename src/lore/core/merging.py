@@ -39,7 +39,7 @@ MAX_EVIDENCE = 20    # quotes kept per rule: the oldest go first
 ONE_OFF = "a one-off fix, not a standing rule"
 ONE_OFF_DAYS = 90  # a correction read as one-off and not said again within this is archived
 
-log = logging.getLogger("lore.learner")
+log = logging.getLogger("lore.learning")
 
 
 @dataclass(slots=True)

@@ -13,8 +13,8 @@ def seed(lore: Lore) -> dict[str, str]:
     ids: dict[str, str] = {}
     for spec in LESSONS:
         fields: dict[str, Any] = {k: v for k, v in spec.items() if k != "key"}
-        lesson = lore.add_lesson(**fields)
+        lesson = lore.lessons.add(**fields)
         ids[spec["key"]] = lesson.id
     for a, b, relation in LINKS:
-        lore.link(ids[a], ids[b], relation)
+        lore.lessons.link(ids[a], ids[b], relation)
     return ids

@@ -116,7 +116,7 @@ def fields_of(a: Args, *names: str) -> dict[str, Any]:
 async def learn(t: LoreTools, ctx: Context | None, a: Args) -> dict[str, Any]:
     proj = await t.project(ctx, None)
     fields = lesson_fields(project=proj, **fields_of(a, *LESSON_FIELDS))
-    lesson = await t.run(lambda lore: lore.add_lesson(a["title"], a["content"], **fields))
+    lesson = await t.run(lambda lore: lore.lessons.add(a["title"], a["content"], **fields))
     return {"id": lesson.id, "title": lesson.title}
 
 
@@ -124,7 +124,7 @@ async def update(t: LoreTools, ctx: Context | None, a: Args) -> dict[str, Any]:
     fields = fields_of(a, "title", "content", *LESSON_FIELDS)
     if not fields:
         raise ToolError("nothing to change: give at least one field besides lesson_id")
-    lesson = await t.run(lambda lore: lore.update_lesson(a["lesson_id"].strip(), **fields))
+    lesson = await t.run(lambda lore: lore.lessons.update(a["lesson_id"].strip(), **fields))
     return {"updated": True, "id": lesson.id}
 
 
@@ -132,26 +132,26 @@ def recall(lore: Lore, a: Args) -> list[Any]:
     source = a["source"]
     filters = Filters(tags=tuple(a["tags"] or ()), contexts=tuple(a["contexts"] or ()),
                       min_confidence=a["min_confidence"], sources=(source,) if source else ())
-    return lore.recall(a["query"], filters, a["limit"], interface="mcp")
+    return lore.search.query(a["query"], filters, a["limit"], interface="mcp")
 
 
 async def learn_search(t: LoreTools, ctx: Context | None, a: Args) -> dict[str, Any]:
     proj = await t.project(ctx, a["project"])
 
     def run(lore: Lore) -> list[Any]:
-        level = next((c.name for c in lore.list_confidence_levels()
+        level = next((c.name for c in lore.lessons.reference("confidence")
                       if c.ordinal == a["min_level"]), None)
         filters = Filters(kinds=(a["type"],) if a["type"] else (), min_confidence=level,
                           project=proj or None)
-        return lore.recall(a["query"], filters, a["limit"], interface="mcp")
+        return lore.search.query(a["query"], filters, a["limit"], interface="mcp")
 
     hits = await t.run(run)
     return {"results": [h.to_dict() for h in hits], "query": a["query"], "total": len(hits)}
 
 
 def learn_status(lore: Lore, a: Args) -> dict[str, Any]:
-    stats = lore.stats()
-    stats["analysis"] = lore.analyzer.status(a["project"] or None)
+    stats = lore.admin.stats()
+    stats["analysis"] = lore.analysis.status(a["project"] or None)
     if a["project"]:
         stats["project"] = a["project"]
         stats["project_lessons"] = stats["by_project"].get(a["project"], 0)
@@ -173,8 +173,8 @@ async def search_memory(t: LoreTools, ctx: Context | None, a: Args) -> dict[str,
         raise ToolError(f"unknown scope '{scope}'; valid: all, project, global")
     proj = await t.project(ctx, None) if scope == "project" else None
     hits = await t.run(lambda lore: [
-        h for h in lore.recall(a["query"], Filters(project=proj), 10, interface="mcp")
-        if scope != "global" or lore.get_lesson(h.id).project is None])
+        h for h in lore.search.query(a["query"], Filters(project=proj), 10, interface="mcp")
+        if scope != "global" or lore.lessons.get(h.id).project is None])
     return search_payload(a["query"], hits)
 
 
@@ -191,7 +191,7 @@ async def store_reflection(t: LoreTools, ctx: Context | None, a: Args) -> dict[s
     proj = await t.project(ctx, None)
     content = a["reflection"]
     title = clip_words(content.strip().split("\n")[0], 80) or "Reflection"
-    lesson = await t.run(lambda lore: lore.add_lesson(
+    lesson = await t.run(lambda lore: lore.lessons.add(
         title, content, kind="reflection", tags=a["tags"] or [], project=proj,
         source="conversation"))
     return {"stored": True, "id": lesson.id, "title": lesson.title}
@@ -206,7 +206,7 @@ def lesson_id(a: Args) -> str:
     return str(a.get("lesson_id") or a.get("id") or a.get("rule_id")).strip()
 
 
-FULL = call(lambda lore, a: lore.get_lesson(lesson_id(a)), lambda lesson, a: lesson.to_dict())
+FULL = call(lambda lore, a: lore.lessons.get(lesson_id(a)), lambda lesson, a: lesson.to_dict())
 SEED = ("ai-lessons", "self-learning", "self-reflect", "reinforcement")
 
 # ---- the table -------------------------------------------------------------------------------
@@ -229,20 +229,20 @@ ALIASES: tuple[Alias, ...] = (
           "source_notes", update,
           """Change a lesson. Example: {"lesson_id": "01JD…", "confidence": "high"}"""),
     Alias(("ai-lessons",), "delete_lesson", "lore_delete", DELETE, "lesson_id",
-          call(lambda lore, a: lore.delete_lesson(lesson_id(a)),
+          call(lambda lore, a: lore.lessons.delete(lesson_id(a)),
                lambda _, a: {"deleted": True, "id": a["lesson_id"]}),
           """Delete a lesson. Example: {"lesson_id": "01JD8X3Q5M4Z2Y7T6R1W0V9K8J"}"""),
     Alias(("ai-lessons",), "related", "lore_related", READ, "lesson_id depth relations",
-          call(lambda lore, a: lore.related(lesson_id(a), a["depth"], a["relations"] or ()),
+          call(lambda lore, a: lore.search.related(lesson_id(a), a["depth"], a["relations"] or ()),
                lambda found, a: {"related": [r.to_dict() for r in found]}),
           """Lessons linked to a lesson. Example: {"lesson_id": "01JD…", "depth": 2}"""),
     Alias(("ai-lessons",), "link", "lore_link", WRITE, "from_id to_id relation",
-          call(lambda lore, a: lore.link(a["from_id"].strip(), a["to_id"].strip(), a["relation"]),
+          call(lambda lore, a: lore.lessons.link(a["from_id"].strip(), a["to_id"].strip(), a["relation"]),
                lambda edge, a: {"linked": True, **edge.to_dict()}),
           """Link two lessons. Example: {"from_id": "01JD…A", "to_id": "01JD…B",
           "relation": "derived_from"}"""),
     Alias(("ai-lessons",), "tags", "lore_tags", READ, "with_counts",
-          call(lambda lore, a: lore.list_tags(),
+          call(lambda lore, a: lore.lessons.tags(),
                lambda found, a: {"tags": [{"tag": g, "count": n} for g, n in found]
                                  if a["with_counts"] else [g for g, _ in found]}),
           """Tags in use. Example: {"with_counts": true}"""),
@@ -314,7 +314,7 @@ ALIASES: tuple[Alias, ...] = (
 
           Example: {"category": "py"}"""),
     Alias(("reinforcement",), "why_this_rule", "lore_get", READ, "rule_id",
-          call(lambda lore, a: lore.get_lesson(lesson_id(a)), why),
+          call(lambda lore, a: lore.lessons.get(lesson_id(a)), why),
           """The evidence behind a rule: the user's words, what they answered, when, how often.
 
           Example: {"rule_id": "01JD8X3Q5M4Z2Y7T6R1W0V9K8J"}"""),

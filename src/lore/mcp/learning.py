@@ -39,12 +39,12 @@ async def record(t: LoreTools, ctx: Context | None, text: str, previous: str | N
 
         prev, session_id = previous, None
         if assistant_msg_id:
-            msg = lore.learner.imported_message(assistant_msg_id.strip())
+            msg = lore.learning.imported_message(assistant_msg_id.strip())
             if msg is None:
                 raise InvalidInput(f"no imported message has the id '{assistant_msg_id}' "
                                    "(pass the agent's words as 'previous' instead)")
             prev, session_id = prev or msg["text"], msg["session_id"]
-        outcome = lore.learner.record(text, prev, project=proj or None, session_id=session_id,
+        outcome = lore.learning.record(text, prev, project=proj or None, session_id=session_id,
                                         proposal_uuid=assistant_msg_id, files=files or [],
                                         origin="mcp", force=force)
         return outcome_payload(outcome)
@@ -57,7 +57,7 @@ async def suggest(t: LoreTools, ctx: Context | None, rule: str, reason: str | No
     proj = await t.project(ctx, project)
 
     def call(lore: Lore) -> dict[str, Any]:
-        return outcome_payload(lore.learner.suggest_rule(
+        return outcome_payload(lore.learning.suggest_rule(
             rule, reason, project=proj or None, file_types=file_types or []))
 
     return dict(await t.run(call))
@@ -96,7 +96,7 @@ async def preferences(t: LoreTools, ctx: Context | None, project: str | None,
     scope = await t.scope(ctx, project, "preferences")
 
     def call(lore: Lore) -> dict[str, Any]:
-        found = lore.preferences(scope.project, all_projects=scope.every, file_type=file_type,
+        found = lore.search.preferences(scope.project, all_projects=scope.every, file_type=file_type,
                                  statuses=policy.statuses(statuses, "preferences"),
                                  limit=policy.limit(limit, "preferences"))
         return {"project": scope.project, "count": len(found), "preferences": [
@@ -115,7 +115,7 @@ async def review_list(t: LoreTools, ctx: Context | None, project: str | None,
     scope = await t.scope(ctx, project, "review")
 
     def call(lore: Lore) -> dict[str, Any]:
-        items = lore.learner.waiting(scope.project, all_projects=scope.every, limit=limit)
+        items = lore.review.waiting(scope.project, all_projects=scope.every, limit=limit)
         return {"project": scope.project, "count": len(items), "waiting": items}
 
     return dict(await t.run(call))
@@ -125,7 +125,7 @@ async def review_action(t: LoreTools, lesson_id: str, action: str, **kw: Any) ->
     def call(lore: Lore) -> dict[str, Any]:
         from lore.core.review import review_meta
 
-        lesson = lore.learner.review(lore.resolve_id(lesson_id), action, via="mcp", **kw)
+        lesson = lore.review.decide(lore.lessons.resolve_id(lesson_id), action, via="mcp", **kw)
         meta = (review_meta(lesson) or ("", {}))[1]
         return {"id": lesson.id, "title": lesson.title, "rule": lesson.content,
                 "status": lesson.status, "reviewed": bool(meta.get("reviewed")),
@@ -141,8 +141,8 @@ async def review_folder(t: LoreTools, folder: str | None, what: str) -> dict[str
 
     def call(lore: Lore) -> dict[str, Any]:
         if what == "export":
-            return dict(lore.review_export(target))
-        return dict(lore.review_import(target))
+            return dict(lore.review.export_folder(target))
+        return dict(lore.review.import_folder(target))
 
     return dict(await t.run(call))
 
@@ -159,7 +159,7 @@ async def apply_rules(t: LoreTools, ctx: Context | None, project: str | None,
         raise ToolError(str(InvalidInput(f"project must be an existing folder (got {proj!r})")))
 
     def call(lore: Lore) -> dict[str, Any]:
-        plan = lore.apply_plan(proj, Path.home())
+        plan = lore.apply.plan(proj, Path.home())
         written = [] if dry_run else [str(p) for p in plan.write()]
         return {"project": proj, "dry_run": dry_run, "diff": plan.diff(),
                 "changed": [str(c.path) for c in plan.changed], "written": written,
@@ -188,7 +188,7 @@ async def trigger(t: LoreTools, ctx: Context | None, project: str | None, since:
         from mcp.server.mcpserver.exceptions import ToolError
 
         raise ToolError("give 'project': the folder of a git repository")
-    return dict(await t.run(lambda lore: lore.analyzer.analyze(
+    return dict(await t.run(lambda lore: lore.analysis.analyze(
         folder, since=since, range_=commit, force=True, trigger="mcp").to_dict()))
 
 
@@ -220,7 +220,7 @@ def register(server: MCPServer, t: LoreTools) -> None:
         Example: {}
         """
         proj = await t.project(ctx, project) if project else None
-        return dict(await t.run(lambda lore: lore.analyzer.status(proj or None)))
+        return dict(await t.run(lambda lore: lore.analysis.status(proj or None)))
 
     @tool(server, "lore_record_correction", WRITE)
     async def lore_record_correction(

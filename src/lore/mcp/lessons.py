@@ -62,7 +62,7 @@ def register(server: MCPServer, t: LoreTools) -> None:  # noqa: C901 - one table
             statuses=policy.statuses(statuses, "search"), project=scope.filter,
             file_types=tuple(file_types or ()),
         )
-        hits = await t.run(lambda lore: lore.recall(query, filters, limit, interface="mcp"))
+        hits = await t.run(lambda lore: lore.search.query(query, filters, limit, interface="mcp"))
         return search_payload(query, hits, explain)
 
     @tool(server, "lore_get", READ)
@@ -74,7 +74,7 @@ def register(server: MCPServer, t: LoreTools) -> None:  # noqa: C901 - one table
         Use after lore_search when a result looks relevant.
         Example: {"id": "01JD8X3Q5M4Z2Y7T6R1W0V9K8J"}
         """
-        lesson = await t.run(lambda lore: lore.get_lesson(id.strip()))
+        lesson = await t.run(lambda lore: lore.lessons.get(id.strip()))
         return lesson.to_dict()
 
     @tool(server, "lore_add", WRITE)
@@ -127,7 +127,7 @@ def register(server: MCPServer, t: LoreTools) -> None:  # noqa: C901 - one table
             preference=preference, examples=examples, trade_offs=trade_offs, evidence=evidence,
             status=status,
         )
-        lesson = await t.run(lambda lore: lore.add_lesson(title, content, **fields))
+        lesson = await t.run(lambda lore: lore.lessons.add(title, content, **fields))
         return lesson.to_dict()
 
     @tool(server, "lore_update", UPDATE)
@@ -172,7 +172,7 @@ def register(server: MCPServer, t: LoreTools) -> None:  # noqa: C901 - one table
         )
         if not fields:
             raise ToolError("nothing to change: give at least one field besides id")
-        lesson = await t.run(lambda lore: lore.update_lesson(id.strip(), **fields))
+        lesson = await t.run(lambda lore: lore.lessons.update(id.strip(), **fields))
         return lesson.to_dict()
 
     @tool(server, "lore_delete", DELETE)
@@ -182,7 +182,7 @@ def register(server: MCPServer, t: LoreTools) -> None:  # noqa: C901 - one table
         Prefer lore_update with status "archived" or "superseded" unless the lesson is wrong.
         Example: {"id": "01JD8X3Q5M4Z2Y7T6R1W0V9K8J"}
         """
-        lesson = await t.run(lambda lore: lore.delete_lesson(id.strip()))
+        lesson = await t.run(lambda lore: lore.lessons.delete(id.strip()))
         return {"deleted": lesson.id, "title": lesson.title}
 
     @tool(server, "lore_related", READ)
@@ -197,7 +197,7 @@ def register(server: MCPServer, t: LoreTools) -> None:  # noqa: C901 - one table
         Use to see what supersedes, contradicts or explains a lesson.
         Example: {"id": "01JD8X3Q5M4Z2Y7T6R1W0V9K8J", "depth": 2, "relations": ["supersedes"]}
         """
-        found = await t.run(lambda lore: lore.related(id.strip(), depth, relations or (),
+        found = await t.run(lambda lore: lore.search.related(id.strip(), depth, relations or (),
                                                         direction))
         return {"id": id, "related": [r.to_dict() for r in found]}
 
@@ -212,7 +212,7 @@ def register(server: MCPServer, t: LoreTools) -> None:  # noqa: C901 - one table
 
         Example: {"from_id": "01JD…A", "to_id": "01JD…B", "relation": "supersedes"}
         """
-        edge = await t.run(lambda lore: lore.link(from_id.strip(), to_id.strip(), relation))
+        edge = await t.run(lambda lore: lore.lessons.link(from_id.strip(), to_id.strip(), relation))
         return edge.to_dict()
 
     @tool(server, "lore_unlink", DELETE)
@@ -221,31 +221,31 @@ def register(server: MCPServer, t: LoreTools) -> None:  # noqa: C901 - one table
 
         Example: {"from_id": "01JD…A", "to_id": "01JD…B", "relation": "related_to"}
         """
-        n = await t.run(lambda lore: lore.unlink(from_id.strip(), to_id.strip(), relation))
+        n = await t.run(lambda lore: lore.lessons.unlink(from_id.strip(), to_id.strip(), relation))
         return {"removed": n}
 
     @tool(server, "lore_tags", READ)
     async def lore_tags() -> dict[str, Any]:
         """Every tag in use with how many lessons carry it. Example: {}"""
-        tags = await t.run(lambda lore: lore.list_tags())
+        tags = await t.run(lambda lore: lore.lessons.tags())
         return {"tags": [{"tag": tag, "count": n} for tag, n in tags]}
 
     @tool(server, "lore_sources", READ)
     async def lore_sources() -> dict[str, Any]:
         """Valid sources of a lesson (tested, documented, correction …). Example: {}"""
-        items = await t.run(lambda lore: lore.list_sources())
+        items = await t.run(lambda lore: lore.lessons.reference("source"))
         return {"sources": [i.to_dict() for i in items]}
 
     @tool(server, "lore_confidence_levels", READ)
     async def lore_confidence_levels() -> dict[str, Any]:
         """Valid confidence levels, lowest first, with their ordinals. Example: {}"""
-        items = await t.run(lambda lore: lore.list_confidence_levels())
+        items = await t.run(lambda lore: lore.lessons.reference("confidence"))
         return {"confidence_levels": [i.to_dict() for i in items]}
 
     @tool(server, "lore_kinds", READ)
     async def lore_kinds() -> dict[str, Any]:
         """Valid kinds of lesson (preference, project_rule, bug_fix …). Example: {}"""
-        items = await t.run(lambda lore: lore.list_kinds())
+        items = await t.run(lambda lore: lore.lessons.reference("kind"))
         return {"kinds": [i.to_dict() for i in items]}
 
     @tool(server, "lore_status", READ)
@@ -254,5 +254,5 @@ def register(server: MCPServer, t: LoreTools) -> None:  # noqa: C901 - one table
 
         Example: {}
         """
-        return await t.run(lambda lore: lore.stats())
+        return await t.run(lambda lore: lore.admin.stats())
 

@@ -39,7 +39,7 @@ def register(server: MCPServer, t: LoreTools) -> None:
 
         scope = await t.scope(ctx, project, "search")
         filters = Filters(project=scope.filter, file_types=tuple(file_types or ()))
-        hits = await t.run(lambda lore: lore.recall(query, filters, limit, interface="mcp"))
+        hits = await t.run(lambda lore: lore.search.query(query, filters, limit, interface="mcp"))
         return search_payload(query, hits)
 
     register_conversations(server, t)
@@ -47,7 +47,7 @@ def register(server: MCPServer, t: LoreTools) -> None:
     @tool(server, "lore_get", READ)
     async def lore_get(id: Annotated[str, Field(description="A lesson id.")]) -> dict[str, Any]:
         """One lesson in full: content, preference, examples, evidence, links."""
-        lesson = await t.run(lambda lore: lore.get_lesson(id.strip()))
+        lesson = await t.run(lambda lore: lore.lessons.get(id.strip()))
         return lesson.to_dict()
 
     @tool(server, "lore_preferences", READ)

@@ -88,7 +88,7 @@ class LoreTools:
     def _warm(self) -> None:
         try:
             with self._lock:
-                self.lore.warm()
+                self.lore.search.warm()
         except Exception:  # noqa: BLE001 - a failed warm-up shows up on the first real call
             pass
 

@@ -157,13 +157,13 @@ def build(lore: Lore, kind: str = "week", label: str | None = None,
     trend_start = period_of("week", period.end - timedelta(days=1)).start \
         - timedelta(weeks=TREND_WEEKS - 1)
     since = min(before.start, trend_start)
-    activity = lore.lesson_activity(f"{since.isoformat()}T00:00:00")
-    added = lore.lessons_added(f"{since.isoformat()}T00:00:00")
-    corrections = [c for c in lore.learned_corrections() if (c["at"] or "") >= since.isoformat()]
+    activity = lore.sessions.lesson_activity(f"{since.isoformat()}T00:00:00")
+    added = lore.sessions.lessons_added(f"{since.isoformat()}T00:00:00")
+    corrections = [c for c in lore.sessions.learned_corrections() if (c["at"] or "") >= since.isoformat()]
     approved_at = _approval_times(lore, corrections)
     now = _figures(period, activity, added, corrections, approved_at)
     prev = _figures(before, activity, added, corrections, approved_at)
-    titles = lore.titles([r["id"] for r in now["repeated_rules"] + now["re_corrected"]])
+    titles = lore.lessons.titles([r["id"] for r in now["repeated_rules"] + now["re_corrected"]])
     for r in now["repeated_rules"] + now["re_corrected"]:
         r["title"] = titles.get(r["id"], ("(deleted)", ""))[0]
     weeks = [period_of("week", trend_start + timedelta(weeks=i)).label for i in range(TREND_WEEKS)]
@@ -183,7 +183,7 @@ def build(lore: Lore, kind: str = "week", label: str | None = None,
             counts[week]["repeated"] += c["action"] == REPEAT
     series = [{"week": w, **{k: counts[w][k] for k in ("learned", "lessons_added", "corrections",
                                                       "repeated")}} for w in weeks]
-    loads = [ld for ld in lore.context_loads(None, 200) if period.holds(ld["at"])][:30]
+    loads = [ld for ld in lore.sessions.context_loads(None, 200) if period.holds(ld["at"])][:30]
     return {
         "kind": period.kind, "period": period.label, "title": period.describe(),
         "start": period.start.isoformat(), "end": period.end.isoformat(),
@@ -210,17 +210,17 @@ def _week_of_day(day: str) -> str | None:
 
 def _approval_times(lore: Lore, corrections: list[LearnedCorrection]) -> dict[str, str]:
     """When each rule that was corrected again had been approved (approved rules only), as
-    ``lore stats --rules`` reads it (``lore.api.approved``, ``Lore.approved_at``)."""
+    ``lore stats --rules`` reads it (``lore.api.approved``, ``lore.review.approved_at``)."""
     from lore.api import approved
 
     out: dict[str, str] = {}
     for lid in {c["lesson_id"] for c in corrections if c["action"] == REPEAT}:
         try:
-            lesson = lore.get_lesson(lid)
+            lesson = lore.lessons.get(lid)
         except Exception:  # noqa: BLE001 - deleted since
             continue
         if approved(lesson):
-            out[lid] = lore.approved_at(lesson)
+            out[lid] = lore.review.approved_at(lesson)
     return out
 
 

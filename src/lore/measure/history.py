@@ -189,11 +189,11 @@ def _learned_from(lore: Lore, project: str, keys: set[str]) -> list[Any]:
     """The live lessons of ``project`` whose evidence holds one of the messages ``keys``."""
     from lore.models import Filters
 
-    statuses = tuple(s.name for s in lore.list_statuses())
-    _, briefs = lore.list_lessons(Filters(statuses=statuses, project=project), limit=100_000)
+    statuses = tuple(s.name for s in lore.lessons.reference("status"))
+    _, briefs = lore.lessons.list(Filters(statuses=statuses, project=project), limit=100_000)
     out = []
     for brief in briefs:
-        lesson = lore.get_lesson(brief["id"])
+        lesson = lore.lessons.get(brief["id"])
         if any(e.message_id in keys for e in lesson.evidence):
             out.append(lesson)
     return out
@@ -206,7 +206,7 @@ def _front(lore: Lore, project: str, root: Path) -> tuple[str, str]:
     for md in (Path(project) / "CLAUDE.md", root / "home" / ".claude" / "CLAUDE.md"):
         if md.is_file():
             written += md.read_text(encoding="utf-8") + "\n"
-    return written, lore.session_context(project)
+    return written, lore.apply.session_context(project)
 
 
 def _state(lessons: Sequence[Any], front: tuple[str, str]) -> str:
@@ -262,19 +262,19 @@ def _review(lore: Lore, project: str, lessons_of: dict[str, Message], report: Re
             seen: set[str]) -> None:
     """The simulated reviewer: approve a proposal whose evidence holds a lasting lesson,
     reject the rest. Candidates are not proposals and are left to wait."""
-    for item in lore.waiting(project, all_projects=False, limit=10_000):
+    for item in lore.review.waiting(project, all_projects=False, limit=10_000):
         if item["status"] not in ("proposed", "active") or item["id"] in seen:
             continue
         seen.add(item["id"])
-        lesson = lore.get_lesson(item["id"])
+        lesson = lore.lessons.get(item["id"])
         report.proposals += 1
         keep = any((m := lessons_of.get(e.message_id or "")) is not None and m.lesson
                    for e in lesson.evidence)
         if keep:
-            lore.learner.review(lesson.id, "approve", via="replay")
+            lore.review.decide(lesson.id, "approve", via="replay")
             report.approved += 1
         else:
-            lore.learner.review(lesson.id, "reject", reason="not kept", via="replay")
+            lore.review.decide(lesson.id, "reject", reason="not kept", via="replay")
             report.rejected += 1
 
 
@@ -288,9 +288,9 @@ def replay(lore: Lore, root: Path, repo: str, sessions: Sequence[Sequence[Messag
     quiet = logging.getLogger("lore.history.replay")
     quiet.addHandler(logging.NullHandler())
     quiet.propagate = False
-    lore.learner.log = quiet  # a missing reply is reported once, in the summary
+    lore.learning.log = quiet  # a missing reply is reported once, in the summary
     if judge is not None:  # the learner opens its provider from this on first use
-        lore.learner.judge = lambda: judge
+        lore.learning.judge = lambda: judge
     project = root / "projects" / slug(repo)
     project.mkdir(parents=True, exist_ok=True)
     report = RepoReport(repo)
@@ -318,17 +318,17 @@ def replay(lore: Lore, root: Path, repo: str, sessions: Sequence[Sequence[Messag
                 taught.setdefault(m.group, set()).add(m.key)
                 lesson_before[m.group] = lesson_before.get(m.group, False) or m.lesson
             at = (day + timedelta(seconds=k)).isoformat(timespec="seconds")
-            lore.learner.capture(m.text, m.previous, project=str(project), session_id=sid,
+            lore.learning.capture(m.text, m.previous, project=str(project), session_id=sid,
                                  message_uuid=m.key, at=at, origin="hook")
-            lore.learner.process_pending()
+            lore.learning.process_pending()
             if progress is not None:
                 progress()
         if judge is not None:
             judge.start(f"{slug(repo)}-s{number:03d}")
-            lore.learner.judge_waiting(session_id=sid)
+            lore.learning.judge_waiting(session_id=sid)
         if reviewer:
             _review(lore, str(project), by_key, report, decided)
-            lore.apply_plan(str(project), root / "home", include_global=True).write()
+            lore.apply.plan(str(project), root / "home", include_global=True).write()
     found: dict[str, str] = {}
     rank = {"active": 3, "proposed": 2, "candidate": 1}
     for lesson in _learned_from(lore, str(project), set(by_key)):
@@ -393,7 +393,7 @@ def evaluate(paths: Sequence[Path], settings: Settings, embedder: Embedder | Non
     found: dict[str, str] = {}
     for repo, sessions in sessions_of(messages).items():
         with opened(settings, embedder) as (lore, root):
-            embedder = lore.embedder  # loaded once, shared by every repository's home
+            embedder = lore.admin.embedder  # loaded once, shared by every repository's home
             report, statuses = replay(lore, root, repo, sessions, reviewer=reviewer,
                                       judge=judge, progress=progress)
         reports.append(report)

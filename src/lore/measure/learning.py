@@ -81,12 +81,12 @@ ARCHIVE_DAYS = 90
 def learning_curve(lore: Lore) -> list[SessionPoint]:
     """One point per session, oldest first (sessions with no correction count as zero)."""
     per: dict[str, list[LearnedCorrection]] = {}
-    for c in lore.learned_corrections():
+    for c in lore.sessions.learned_corrections():
         if c["session_id"]:
             per.setdefault(c["session_id"], []).append(c)
     return [SessionPoint(s["id"], s["at"] or "", s["project"], len(per.get(s["id"], [])),
                          sum(c["action"] == REPEAT for c in per.get(s["id"], [])))
-            for s in lore.session_spans()]
+            for s in lore.sessions.spans()]
 
 
 def rule_follow(lore: Lore, project: str | None = None, at: datetime | None = None
@@ -99,19 +99,19 @@ def rule_follow(lore: Lore, project: str | None = None, at: datetime | None = No
     checks matched a call, or when the user corrected the rule again. *Followed*: relevant,
     not re-corrected, no call stopped by a block and no reminded call run anyway; *held*: a
     block stopped a call and the user did not correct the rule."""
-    rules = lore.approved_lessons()
+    rules = lore.review.approved()
     rules = [r for r in rules if r.kind in ("preference", "project_rule", "anti_pattern")
              and (project is None or r.project in (None, project))]
-    corrections = lore.learned_corrections()
-    sessions = lore.session_spans()
+    corrections = lore.sessions.learned_corrections()
+    sessions = lore.sessions.spans()
     when = {s["id"]: s["at"] or "" for s in sessions}
-    events = lore.guards.matches()
-    loads = lore.guards.loads()
-    active = lore.guards.active_per_rule()
+    events = lore.checks.matches()
+    loads = lore.checks.loads()
+    active = lore.checks.active_per_rule()
     moment = at or datetime.now(UTC)
     out = []
     for rule in rules:
-        since = lore.approved_at(rule)
+        since = lore.review.approved_at(rule)
         later = [c for c in corrections if c["lesson_id"] == rule.id and c["action"] == REPEAT
                  and (c["at"] or "") > since]
         corrected = {c["session_id"] for c in later if c["session_id"]}
@@ -123,7 +123,7 @@ def rule_follow(lore: Lore, project: str | None = None, at: datetime | None = No
             terms = _terms(rule)
             mentioned: set[str] = set()
             for t in terms:
-                mentioned |= lore.sessions_mentioning(t)
+                mentioned |= lore.sessions.mentioning(t)
             hit = {s["id"] for s in in_scope if s["id"] in mentioned}
         mine = [e for e in events if e["lesson_id"] == rule.id and (e["at"] or "") > since]
         matches: dict[str, int] = {}
@@ -266,11 +266,11 @@ def replay(lore: Lore, paths: Sequence[Path]) -> dict[str, int]:
                 previous = t.text
             elif (t.role == "user" and not t.is_meta and not t.injected and not t.is_sidechain
                   and t.text.strip() and not t.text.startswith("[tool_result")):
-                if lore.learner.capture(t.text, previous, project=t.cwd, session_id=t.session_id,
+                if lore.learning.capture(t.text, previous, project=t.cwd, session_id=t.session_id,
                                         message_uuid=t.uuid, at=t.timestamp, origin="replay",
                                         event_id=f"replay:{t.uuid}") is not None:
                     captured += 1
-                lore.learner.process_pending()
+                lore.learning.process_pending()
     return {"sessions": len(sessions), "messages": captured}
 
 

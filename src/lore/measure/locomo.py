@@ -310,5 +310,5 @@ def _report(recalls: dict[str, Any], questions: int, dropped: int, lore: Lore) -
         "dropped_evidence": dropped,
         "config": {**asdict(lore.conversations.tuning),  # the constants measured
                    "decay": lore.config.conversations.decay},
-        "model": lore.configured_model(),
+        "model": lore.admin.configured_model(),
     }

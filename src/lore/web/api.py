@@ -62,7 +62,7 @@ def filters(tag: list[str], kind: list[str], status: list[str], source: list[str
 def health(request: Request) -> dict[str, Any]:
     """Whether the server answers, and which Lore it is. Needs no token."""
     state = state_of(request)
-    return {"status": "ok", "version": __version__, "read_only": state.lore.read_only}
+    return {"status": "ok", "version": __version__, "read_only": state.lore.admin.read_only}
 
 
 @router.get("/lessons", response_model=m.LessonPage, tags=["lessons"])
@@ -74,7 +74,7 @@ def list_lessons(state: Read, tag: StrList = [], kind: StrList = [],  # noqa: B0
                  offset: Annotated[int, Query(ge=0)] = 0) -> dict[str, Any]:
     """Lessons matching the filters (default: active ones), newest first, one page at a time."""
     f = filters(tag, kind, status, source, min_confidence, project, file_type, context, "lessons")
-    total, rows = state.call(lambda lore: lore.list_lessons(f, limit, offset))
+    total, rows = state.call(lambda lore: lore.lessons.list(f, limit, offset))
     return {"total": total, "limit": limit, "offset": offset, "lessons": rows}
 
 
@@ -82,26 +82,26 @@ def list_lessons(state: Read, tag: StrList = [], kind: StrList = [],  # noqa: B0
 def create_lesson(state: Write, body: m.LessonCreate, response: Response) -> dict[str, Any]:
     """Store a new lesson (validated, indexed and embedded); answers the stored lesson."""
     fields = body.model_dump(exclude_unset=True, exclude={"title", "content"})
-    lesson = state.call(lambda lore: lore.add_lesson(body.title, body.content or "", **fields))
+    lesson = state.call(lambda lore: lore.lessons.add(body.title, body.content or "", **fields))
     response.headers["Location"] = f"/api/v1/lessons/{lesson.id}"
     return lesson.to_dict()
 
 
 @router.get("/lessons/{lesson_id}", response_model=m.LessonOut, tags=["lessons"])
 def get_lesson(state: Read, lesson_id: str) -> dict[str, Any]:
-    return state.call(lambda lore: lore.get_lesson(lesson_id)).to_dict()
+    return state.call(lambda lore: lore.lessons.get(lesson_id)).to_dict()
 
 
 @router.patch("/lessons/{lesson_id}", response_model=m.LessonOut, tags=["lessons"])
 def update_lesson(state: Write, lesson_id: str, body: m.LessonUpdate) -> dict[str, Any]:
     """Change the given fields; a list replaces the old list."""
     changes = body.model_dump(exclude_unset=True)
-    return state.call(lambda lore: lore.update_lesson(lesson_id, **changes)).to_dict()
+    return state.call(lambda lore: lore.lessons.update(lesson_id, **changes)).to_dict()
 
 
 @router.delete("/lessons/{lesson_id}", response_model=m.Deleted, tags=["lessons"])
 def delete_lesson(state: Write, lesson_id: str) -> dict[str, Any]:
-    lesson = state.call(lambda lore: lore.delete_lesson(lesson_id))
+    lesson = state.call(lambda lore: lore.lessons.delete(lesson_id))
     return {"deleted": lesson.id}
 
 
@@ -110,7 +110,7 @@ def related(state: Read, lesson_id: str, depth: Annotated[int, Query(ge=1, le=5)
             relation: StrList = [],  # noqa: B006
             direction: Literal["both", "out", "in"] = "both") -> list[dict[str, Any]]:
     """Lessons linked to this one within ``depth`` links, nearest first."""
-    found = state.call(lambda lore: lore.related(lesson_id, depth, relation, direction))
+    found = state.call(lambda lore: lore.search.related(lesson_id, depth, relation, direction))
     return [r.to_dict() for r in found]
 
 
@@ -118,7 +118,7 @@ def related(state: Read, lesson_id: str, depth: Annotated[int, Query(ge=1, le=5)
 def graph(state: Read, lesson_id: str, depth: Annotated[int, Query(ge=1, le=3)] = 1,
           relation: StrList = []) -> dict[str, Any]:  # noqa: B006
     """The lessons within ``depth`` links and every link among them."""
-    return state.call(lambda lore: lore.subgraph(lesson_id, depth, relation)).to_dict()
+    return state.call(lambda lore: lore.search.subgraph(lesson_id, depth, relation)).to_dict()
 
 
 @router.get("/search", response_model=m.SearchOut, response_model_exclude_none=True,
@@ -131,7 +131,7 @@ def search(state: Read, q: Annotated[str, Query(min_length=1, max_length=2000)],
            min_confidence: str | None = None, project: str | None = None) -> Response:
     """Hybrid search (vectors and keywords fused); ``explain`` adds each part of the score."""
     f = filters(tag, kind, status, source, min_confidence, project, file_type, context)
-    hits = state.call(lambda lore: lore.recall(q, f, limit, mode=mode, interface="web"))
+    hits = state.call(lambda lore: lore.search.query(q, f, limit, mode=mode, interface="web"))
     # The shape of SearchOut without the model's validation on the way out (measured: about
     # 5 ms of a 20 ms search at 10 explained hits); the parts a hit has no value for are left
     # out, as response_model_exclude_none would.
@@ -151,7 +151,7 @@ def preferences(state: Read, project: str | None = None, file_type: str | None =
     ones only; ``all`` or none: every project), active and proposed unless ``status`` says
     otherwise (``all``: every status)."""
     scope = policy.scope(project, "preferences")
-    found = state.call(lambda lore: lore.preferences(
+    found = state.call(lambda lore: lore.search.preferences(
         scope.project, all_projects=scope.every, file_type=file_type or None,
         statuses=policy.statuses(status, "preferences"), limit=limit))
     return {"project": scope.project, "preferences": [p.to_dict() for p in found]}
@@ -177,7 +177,7 @@ def conversations(state: Read, q: Annotated[str, Query(min_length=1, max_length=
 def stats(request: Request, state: Read) -> dict[str, Any]:
     """The numbers of `lore admin stats --json`; where the database lies only to those who
     may write (a read token learns no path of the server's machine)."""
-    numbers = state.call(lambda lore: lore.stats())
+    numbers = state.call(lambda lore: lore.admin.stats())
     who = authorize(state, bearer(request.headers.get("authorization")), write=False)
     if who != LOCAL and getattr(who, "scope", None) != "write":
         numbers.pop("database", None)
@@ -202,7 +202,7 @@ def review_queue(state: Read, project: str | None = None,
     """What waits for review, as `lore review --json` lists it (``project``: its rules and the
     global ones; none: every project)."""
     scope = policy.scope(project, "review")
-    items = state.call(lambda lore: lore.learner.waiting(scope.project, all_projects=scope.every,
+    items = state.call(lambda lore: lore.review.waiting(scope.project, all_projects=scope.every,
                                                          limit=limit))
     return {"count": len(items), "waiting": items}
 
@@ -210,7 +210,7 @@ def review_queue(state: Read, project: str | None = None,
 @router.post("/lessons/{lesson_id}/review", response_model=m.LessonOut, tags=["review"])
 def review_decide(state: Write, lesson_id: str, body: ReviewIn) -> dict[str, Any]:
     """Approve, edit (then approve), reject (with a reason) or defer a learned rule."""
-    return state.call(lambda lore: lore.learner.review(
+    return state.call(lambda lore: lore.review.decide(
         lesson_id, body.action, reason=body.reason, title=body.title, content=body.content,
         status=body.status)).to_dict()
 
@@ -218,7 +218,7 @@ def review_decide(state: Write, lesson_id: str, body: ReviewIn) -> dict[str, Any
 @router.get("/schedule", tags=["server"])
 def schedule(state: Read) -> dict[str, Any]:
     """The scheduled analysis: its cron expression, the next run, the latest runs."""
-    runs = state.call(lambda lore: lore.schedule_runs(10))
+    runs = state.call(lambda lore: lore.admin.schedule_runs(10))
     return state.scheduler.status(runs)
 
 

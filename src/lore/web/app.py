@@ -48,7 +48,7 @@ def create_app(lore: Lore, *, require_token: bool = False, scheduler: Scheduler 
                   description="A local-first learning memory for AI coding agents: lessons, "
                               "hybrid search, preferences and past conversations.")
     if scheduler is None:
-        scheduler = Scheduler(lore.settings, embedder=lambda: lore.embedder)
+        scheduler = Scheduler(lore.settings, embedder=lambda: lore.admin.embedder)
     app.state.lore = ServerState(lore, require_token=require_token, scheduler=scheduler)
     app.include_router(api.router)
 
@@ -150,9 +150,9 @@ def serve(settings: Settings, host: str, port: int, *, require_token: bool = Fal
                                "create --scope write` (or serve on 127.0.0.1)")
         from lore.schedule import Scheduler
 
-        scheduler = Scheduler(settings, embedder=lambda: lore.embedder)
+        scheduler = Scheduler(settings, embedder=lambda: lore.admin.embedder)
         app = create_app(lore, require_token=require_token, scheduler=scheduler)
-        threading.Thread(target=app.state.lore.warm, name="lore-warm", daemon=True).start()
+        threading.Thread(target=app.state.lore.search.warm, name="lore-warm", daemon=True).start()
         scheduler.start()
         if ready is not None:
             ready(require_token, scheduler)

@@ -76,7 +76,7 @@ def render(request: Request, name: str, http_status: int = 200, **context: Any) 
     html = templates.get_template(name).render(
         csrf=csrf, version=__version__, path=request.url.path, flash=unquote(flash or ""),
         signed_in=state.require_token and bool(request.cookies.get(TOKEN_COOKIE)),
-        tokens=state.require_token, writable=can_write(request) and not state.lore.read_only,
+        tokens=state.require_token, writable=can_write(request) and not state.lore.admin.read_only,
         **context)
     response = HTMLResponse(html, status_code=http_status)
     if request.cookies.get(CSRF_COOKIE) != csrf:
@@ -119,7 +119,7 @@ def search_page(request: Request, q: Annotated[str, Query(max_length=2000)] = ""
         mode = "hybrid"
     hits = []
     if q.strip():
-        found = state.call(lambda lore: lore.recall(q, None, 20, mode=mode,  # type: ignore[arg-type]
+        found = state.call(lambda lore: lore.search.query(q, None, 20, mode=mode,  # type: ignore[arg-type]
                                                     interface="web"))
         hits = [h.to_dict(explain=True) for h in found]
     return render(request, "search.html", q=q, mode=mode, hits=hits, parts=EXPLAIN_PARTS)
@@ -133,8 +133,8 @@ def lessons_page(request: Request, kind: str = "", status: str = "active", tag: 
                 tags=(tag,) if tag else (), project=project or None)
 
     def load(lore: Lore) -> tuple[int, list[dict[str, Any]], Any, Any]:
-        total, rows = lore.list_lessons(f, PAGE_SIZE, (page - 1) * PAGE_SIZE)
-        return total, rows, lore.list_kinds(), lore.list_statuses()
+        total, rows = lore.lessons.list(f, PAGE_SIZE, (page - 1) * PAGE_SIZE)
+        return total, rows, lore.lessons.reference("kind"), lore.lessons.reference("status")
 
     total, rows, kinds, statuses = state.call(load)
     pages = max(1, -(-total // PAGE_SIZE))
@@ -154,7 +154,7 @@ def lesson_create(request: Request, title: Annotated[str, Form()],
         fields["kind"] = kind
     if project.strip():
         fields["project"] = project.strip()
-    lesson = state.call(lambda lore: lore.add_lesson(title, content, **fields))
+    lesson = state.call(lambda lore: lore.lessons.add(title, content, **fields))
     return see(f"/lessons/{lesson.id}")
 
 
@@ -163,8 +163,8 @@ def lesson_page(request: Request, lesson_id: str) -> Response:
     state = access(request)
 
     def load(lore: Lore) -> tuple[Any, Any, Any]:
-        lesson = lore.get_lesson(lesson_id)
-        return lesson, lore.subgraph(lesson.id, 2), lore.related(lesson.id, 2)
+        lesson = lore.lessons.get(lesson_id)
+        return lesson, lore.search.subgraph(lesson.id, 2), lore.search.related(lesson.id, 2)
 
     lesson, sub, near = state.call(load)
     history = sorted(
@@ -183,7 +183,7 @@ def lesson_page(request: Request, lesson_id: str) -> Response:
 def lesson_delete(request: Request, lesson_id: str,
                   csrf: Annotated[str | None, Form()] = None) -> Response:
     state = form_guard(request, csrf, write=True)
-    state.call(lambda lore: lore.delete_lesson(lesson_id))
+    state.call(lambda lore: lore.lessons.delete(lesson_id))
     return see("/lessons")
 
 
@@ -194,9 +194,9 @@ def rules_page(request: Request, project: str = "all", file_type: str = "") -> R
     scope = None if every or project == "global" else project
 
     def load(lore: Lore) -> tuple[Any, list[str]]:
-        found = lore.preferences(scope, all_projects=every, file_type=file_type or None,
+        found = lore.search.preferences(scope, all_projects=every, file_type=file_type or None,
                                          limit=500)
-        projects = sorted(p for p in lore.stats()["by_project"] if p != "(global)")
+        projects = sorted(p for p in lore.admin.stats()["by_project"] if p != "(global)")
         return found, projects
 
     found, projects = state.call(load)
@@ -213,8 +213,8 @@ def rules_page(request: Request, project: str = "all", file_type: str = "") -> R
 def review_page(request: Request, project: str = "") -> Response:
     """What waits for a person's word, as `lore review` lists it, with a form per decision."""
     state = access(request)
-    every = state.call(lambda lore: lore.learner.waiting(None, all_projects=True, limit=200))
-    checks = state.call(lambda lore: lore.guards.waiting(project or None))
+    every = state.call(lambda lore: lore.review.waiting(None, all_projects=True, limit=200))
+    checks = state.call(lambda lore: lore.review.waiting_checks(project or None))
     # A project's queue is its rules and the global ones, as `lore review --project`.
     items = [i for i in every if not project or i["scope"] in (project, "global")]
     projects = sorted({i["scope"] for i in every} - {"global"} | ({project} if project else set()))
@@ -228,7 +228,7 @@ def review_check(request: Request, check_id: str, action: Annotated[str, Form()]
                  csrf: Annotated[str | None, Form()] = None) -> Response:
     """Approve (in its mode or the one given) or reject a check, as `lore guard`."""
     state = form_guard(request, csrf, write=True)
-    check = state.call(lambda lore: lore.guards.review(check_id, action, mode=mode or None))
+    check = state.call(lambda lore: lore.review.decide_check(check_id, action, mode=mode or None))
     back = "/review" + (f"?{urlencode({'project': project})}" if project else "") + "#checks"
     done = "Approved" if action == "approve" else "Rejected"
     return see(back, f"{done}: {check['words']} (rule “{check['rule']}”).")
@@ -240,7 +240,7 @@ def review_decide(request: Request, lesson_id: str, action: Annotated[str, Form(
                   content: Annotated[str, Form()] = "", project: Annotated[str, Form()] = "",
                   csrf: Annotated[str | None, Form()] = None) -> Response:
     state = form_guard(request, csrf, write=True)
-    lesson = state.call(lambda lore: lore.learner.review(
+    lesson = state.call(lambda lore: lore.review.decide(
         lesson_id, action, reason=reason.strip() or None, title=title.strip() or None,
         content=content.strip() or None))
     back = "/review" + (f"?{urlencode({'project': project})}" if project else "")
@@ -261,7 +261,7 @@ def trends_page(request: Request, period: str = "week", at: str = "") -> Respons
     def load(lore: Lore) -> tuple[dict[str, Any], list[ScheduleRun], list[dict[str, Any]]]:
         from lore.measure.learning import rule_follow  # the figures `lore stats --rules` shows
 
-        return (digest.build(lore, period, at or None), lore.schedule_runs(5),
+        return (digest.build(lore, period, at or None), lore.admin.schedule_runs(5),
                 [r.to_dict() for r in rule_follow(lore)])
 
     d, runs, rules = state.call(load)
@@ -298,7 +298,7 @@ def schedule_run(request: Request, csrf: Annotated[str | None, Form()] = None) -
 @router.get("/stats", response_class=HTMLResponse)
 def stats_page(request: Request) -> Response:
     state = access(request)
-    return render(request, "stats.html", stats=state.call(lambda lore: lore.stats()))
+    return render(request, "stats.html", stats=state.call(lambda lore: lore.admin.stats()))
 
 
 @router.get("/login", response_class=HTMLResponse)

@@ -40,4 +40,4 @@ class ServerState:
 
     def warm(self) -> None:
         """Load the model and the vectors before the first search asks for them."""
-        self.call(lambda lore: lore.warm())
+        self.call(lambda lore: lore.search.warm())

@@ -1,0 +1,157 @@
+"""The ``review`` part of :class:`lore.api.Lore`: what waits for a person (learned rules,
+proposed lessons, checks), their decisions, where a rule came from, and the markdown review
+folder."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from lore.models import Lesson
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from lore.api.engine import Engine
+    from lore.store import Store
+
+
+def approved(lesson: Lesson) -> bool:
+    """Active, and a person's decision: a learned rule only once reviewed (or set active by
+    hand) — a rule that scored its way to active is not written where the agent obeys —, any
+    other lesson because a person (or an import of theirs) added it."""
+    from lore.core.review import decided
+
+    if lesson.status != "active":
+        return False
+    meta = lesson.metadata.get("learning")
+    return not isinstance(meta, dict) or decided(meta)
+
+
+def holds(lesson: Lesson) -> bool:
+    """Active and allowed to steer the agent: approved by a person (:func:`approved`), or
+    active by repetition within the bounds — every piece of its evidence typed by the user,
+    and it asks the agent to run, fetch or send nothing (:mod:`lore.extract.steer`)."""
+    from lore.core.review import needs_person
+
+    return lesson.status == "active" and not needs_person(lesson)
+
+
+def approved_at(lesson: Lesson) -> str:
+    """When a person approved the rule: ``metadata.approved_at`` when set, else the time
+    of the review that approved it, else the lesson's creation."""
+    at = lesson.metadata.get("approved_at")
+    if isinstance(at, str) and at:
+        return at
+    review = (lesson.metadata.get("learning") or {}).get("review") or {}
+    if review.get("action") in ("approve", "edit", "status") and review.get("at"):
+        return str(review["at"])
+    return lesson.created_at or ""
+
+
+def approved_lessons(store: Store) -> list[Lesson]:
+    """Every lesson a person approved (any kind) that this user may see."""
+    found = [x for x in store.iter_lessons() if approved(x)]
+    visible = store.visible_ids(x.id for x in found)
+    return [x for x in found if x.id in visible]
+
+
+class ReviewPart:
+    """What waits for a person and what they decide."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def waiting(self, project: str | None = None, *, all_projects: bool = True,
+                limit: int = 100) -> list[dict[str, Any]]:
+        """Learned rules and proposed lessons waiting for a person's review, with their
+        evidence; read from the store alone, without loading the learning pipeline (``lore
+        review`` lists fast)."""
+        from lore.core.review import waiting
+        from lore.normalize import project_root
+
+        return waiting(self.engine.store, project_root(project), all_projects=all_projects,
+                       limit=limit)
+
+    def waiting_checks(self, project: str | None = None, examples: int = 3
+                       ) -> list[dict[str, Any]]:
+        """Proposed checks of approved rules, each with what it would have matched."""
+        return self.engine.guards.waiting(project, examples)
+
+    def decide(self, lesson_id: str, action: str, *, reason: str | None = None,
+               title: str | None = None, content: str | None = None,
+               status: str | None = None, via: str | None = None,
+               file: str | None = None) -> Lesson:
+        """A person's decision on a learned rule or proposed lesson (approve, edit, reject,
+        defer); it sticks: rescoring and reinforcement never change it."""
+        return self.engine.learner.review(self.engine.shown(lesson_id), action, reason=reason,
+                                          title=title, content=content, status=status, via=via,
+                                          file=file)
+
+    def decide_check(self, check_id: str, action: str, *, mode: str | None = None
+                     ) -> dict[str, Any]:
+        """Approve (optionally in another mode) or reject a proposed check."""
+        return self.engine.guards.review(check_id, action, mode=mode)
+
+    def approved(self) -> list[Lesson]:
+        """Every lesson a person approved (any kind) that this user may see."""
+        return approved_lessons(self.engine.store)
+
+    approved_at = staticmethod(approved_at)
+
+    def why(self, lesson_id: str) -> dict[str, Any]:
+        """Where a rule came from and what it did: the user's words (evidence), the decision
+        on it, the session starts that told it, its checks and what they blocked."""
+        lesson = self.engine.get(lesson_id)
+        guards = self.engine.guards
+        meta = (lesson.metadata.get("learning") or lesson.metadata.get("analysis") or {})
+        review = meta.get("review") or {}
+        told = []
+        for load in guards.loads():
+            try:  # told by the context, or held by a file the session read at start
+                shown = [*json.loads(load["shown"] or "[]"),
+                         *json.loads(load.get("in_files") or "[]")]
+            except (TypeError, ValueError):
+                continue
+            if lesson.id in shown:
+                told.append(load["at"])
+        events = guards.matches(lesson.id)
+        outcomes: dict[str, int] = {}
+        for e in events:
+            outcomes[e["outcome"]] = outcomes.get(e["outcome"], 0) + 1
+        return {"id": lesson.id, "title": lesson.title, "status": lesson.status,
+                "scope": lesson.project or "global", "created_at": lesson.created_at,
+                "evidence": [{"said": e.quote, "session": e.session_id, "date": e.observed_at,
+                              "source": e.source} for e in lesson.evidence],
+                "decision": {"action": review.get("action"), "at": review.get("at"),
+                             "reason": review.get("reason"), "via": review.get("via")}
+                if review else None,
+                "approved_at": approved_at(lesson) if approved(lesson) else None,
+                "told": {"sessions": len(told), "last": max(told) if told else None},
+                "checks": [{"id": c["id"], "status": c["status"], "mode": c["mode"],
+                            "words": c["words"]} for c in guards.checks(lesson.id)],
+                "matches": outcomes,
+                "last_blocked": max((e["at"] for e in events if e["outcome"] == "blocked"),
+                                    default=None)}
+
+    # ---- the markdown review folder -------------------------------------------------------
+    def export_folder(self, folder: Path | None = None) -> dict[str, Any]:
+        """Write the markdown review folder (``review.folder`` unless given): a file per
+        waiting rule, the approved rules, the decided ones, an index (docs/learning.md)."""
+        from lore.core.review_sync import ReviewSync
+
+        return ReviewSync(self.engine.learner, self.engine.guards).export(
+            folder or self.engine.settings.review_folder, self.approved())
+
+    def import_folder(self, folder: Path | None = None, *, create: bool = False
+                      ) -> dict[str, Any]:
+        """Apply the decisions ticked or written in the review folder's files."""
+        from lore.core.review_sync import ReviewSync
+
+        return ReviewSync(self.engine.learner, self.engine.guards).import_(
+            folder or self.engine.settings.review_folder, create=create)
+
+    def sync_folder(self, folder: Path | None = None) -> dict[str, Any]:
+        """Import the folder's decisions (none the first time), then export it afresh."""
+        imported = self.import_folder(folder, create=True)
+        return {"imported": imported, "exported": self.export_folder(folder)}
