@@ -597,8 +597,8 @@ def test_a_one_off_never_conflicts_with_a_known_rule(fake_lore):
     said = "no, just use npm instead of pnpm for this one script"
     det = Detection("correction", False, "explicit", 0.7, (), "")
     evidence = Evidence(quote=said, session_id="s2", source="hook")
-    out = learner.merge(extract(said), det, evidence, "/p", [], said,
-                        {"gate": "a one-off fix, not a standing rule", "one_off": True})
+    out = learner.rules.merge(extract(said), det, evidence, "/p", [], said,
+                              {"gate": "a one-off fix, not a standing rule", "one_off": True})
     assert out.action == "one-off" and out.lesson is None
     assert not fake_lore.lessons.get(rule.id).metadata["learning"].get("conflicts")
 

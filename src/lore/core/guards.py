@@ -9,7 +9,6 @@ or a checked rule changes.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -424,7 +423,3 @@ def _since(text: str) -> str:
                                "number of days (30d)") from None
     d = d if d.tzinfo else d.replace(tzinfo=UTC)
     return d.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def seconds_since(iso: str | None) -> float | None:
-    return None if not iso else time.time() - _epoch(iso)

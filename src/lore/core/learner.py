@@ -231,11 +231,6 @@ class Learner:
         return self.judging.run(session_id=session_id, since=since, dry_run=dry_run,
                                 given_up=given_up, exclude_session=exclude_session)
 
-    def merge(self, ex: Extracted, det: Detection, evidence: Evidence, project: str | None,
-              file_types: Sequence[str], message: str,
-              gate: dict[str, Any] | None = None) -> Outcome:
-        return self.rules.merge(ex, det, evidence, project, file_types, message, gate)
-
     def rescore(self) -> int:
         return self.rules.rescore()
 
@@ -329,8 +324,8 @@ class Learner:
         evidence = Evidence(quote=row["user_message"], session_id=row["session_id"],
                             message_id=row.get("message_uuid"), observed_at=row["at"],
                             source="edit", context=row.get("diff"))
-        return self.rules.settle(row, self.merge(ex, det, evidence, row["project"], file_types_of([path]),
-                                            ""))
+        outcome = self.rules.merge(ex, det, evidence, row["project"], file_types_of([path]), "")
+        return self.rules.settle(row, outcome)
 
     # ---- past transcripts --------------------------------------------------------------
     def backfill(self, paths: Sequence[Path], progress: Any = None) -> dict[str, Any]:
@@ -468,7 +463,7 @@ class Learner:
         det = Detection("preference", True, "suggested", 1.0, (), "suggested by an agent")
         evidence = Evidence(quote=redact_cut(text), observed_at=now(), source="agent suggestion",
                             context=reason)
-        outcome = self.merge(ex, det, evidence, normalize.project_root(project),
+        outcome = self.rules.merge(ex, det, evidence, normalize.project_root(project),
                              [normalize.file_type(f) for f in file_types], text)
         if outcome.action == "created" and outcome.lesson is not None \
                 and outcome.lesson.status == "candidate":
