@@ -34,7 +34,6 @@ from lore.config import Settings
 from lore.core.embedding import Embedding
 from lore.core.learner import LEARNING, LearningTuning
 from lore.core.lessons import Lessons
-from lore.embed import document_text
 from lore.errors import BudgetExceeded, ConfigError, InvalidInput, MissingRef, NotFound, ProviderError
 from lore.extract.analysis import KnowledgeEntry, analyze_changes
 from lore.extract.session_learnings import (
@@ -389,16 +388,9 @@ class Analyzer:
         for row in brief.values():
             if normalize.context(row["title"]) == title:
                 return str(row["id"])
-        rows = self.store.vectors_for(seqs)
-        if not rows:
-            return None
-        self.embedding.check_model()
-        vec = self.embedding.embedder.embed_documents([document_text(cand.title, cand.content)])[0]
-        matrix = np.stack([np.frombuffer(b, dtype=np.float32) for _, b in rows])
-        sims = matrix @ np.asarray(vec, dtype=np.float32)
-        best = int(np.argmax(sims))
-        if float(sims[best]) >= self.same_rule_similarity:
-            return str(brief[rows[best][0]]["id"])
+        found = self.embedding.closest(cand.title, cand.content, seqs)
+        if found is not None and found[1] >= self.same_rule_similarity:
+            return str(brief[found[0]]["id"])
         return None
 
     def link_related(self, lesson_id: str, names: Sequence[str], project: str | None) -> list[str]:

@@ -52,6 +52,24 @@ class Embedding:
         """Embed with this model from now on (a benchmark swaps a cached one for the real one)."""
         self._embedder = embedder
 
+    def closest(self, title: str, content: str,
+                seqs: Sequence[int]) -> tuple[int, float] | None:
+        """(seq, cosine) of the lesson among ``seqs`` whose stored vector is closest to a lesson
+        of this title and content; None when none of them has a vector."""
+        import numpy as np
+
+        from lore.embed import document_text
+
+        rows = self.store.vectors_for(seqs)
+        if not rows:
+            return None
+        self.check_model()
+        vec = np.asarray(self.embedder.embed_documents([document_text(title, content)])[0],
+                         dtype=np.float32)
+        sims = np.stack([np.frombuffer(b, dtype=np.float32) for _, b in rows]) @ vec
+        best = int(np.argmax(sims))
+        return rows[best][0], float(sims[best])
+
     def configured_model(self) -> str:
         if self._embedder is not None:
             return self._embedder.name

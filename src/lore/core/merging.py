@@ -11,13 +11,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from lore import normalize
 from lore.core.embedding import Embedding
 from lore.core.lessons import Lessons
 from lore.core.review import LIVE, decided, proposable, why_candidate
-from lore.embed import document_text
 from lore.extract import Extractor
 from lore.extract.detect import Detection, words_of
 from lore.extract.merge import CHANGE_OF_MIND, contradicts, may_restate, same_rule
@@ -225,18 +222,9 @@ class RuleMerge:
                 return str(c["id"])
         if not self.embedding.in_use():
             return None
-        self.embedding.check_model()
-        vec = self.embedding.embedder.embed_documents([document_text(ex.title, ex.rule)])[0]
-        rows = self.store.vectors_for([c["seq"] for c in candidates])
-        if not rows:
-            return None
-        seqs = [s for s, _ in rows]
-        matrix = np.stack([np.frombuffer(b, dtype=np.float32) for _, b in rows])
-        sims = matrix @ vec.astype(np.float32)
-        best = int(np.argmax(sims))
-        if float(sims[best]) >= self.same_rule_similarity:
-            by_seq = {c["seq"]: c["id"] for c in candidates}
-            return str(by_seq[seqs[best]])
+        found = self.embedding.closest(ex.title, ex.rule, [c["seq"] for c in candidates])
+        if found is not None and found[1] >= self.same_rule_similarity:
+            return next(str(c["id"]) for c in candidates if c["seq"] == found[0])
         return None
 
     def _create(self, ex: Extracted, det: Detection, evidence: Evidence, project: str | None,
