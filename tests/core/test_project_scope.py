@@ -50,7 +50,7 @@ def test_every_face_names_the_same_project_for_a_subfolder(repo, fake_lore, monk
     from lore.cli.common import resolve_project
     from lore.mcp.tools import LoreTools
     from lore.models import Filters
-    from lore.worker import _project
+    from lore.worker.events import project_of as _project
 
     top = str(repo.path.resolve())
     sub = repo.path / "src" / "api"
