@@ -291,7 +291,3 @@ def summary(points: Sequence[SessionPoint],
     return {"sessions": len(points), "corrections": total, "repeated": repeated,
             "repeated_per_session_first_half": per(first),
             "repeated_per_session_second_half": per(second)}
-
-
-def to_json(points: Sequence[SessionPoint]) -> str:
-    return json.dumps([p.to_dict() for p in points])

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
 TOKEN_COOKIE = "lore_token"
 CSRF_COOKIE = "lore_csrf"
-CSRF_FIELD = "csrf"
 LOCAL = "local"  # the caller on a loopback server without tokens
 
 
