@@ -246,17 +246,16 @@ def judge_figures(paths: list[Path], replies: Path, filter_threshold: float | No
     dpred = [judged.get(i, (False, False))[1] for i in range(len(rows))]
     answered = len(run.requests) - len(missing_files) - len(unreadable)
     cut = FILTER_THRESHOLD if filter_threshold is None else filter_threshold
-    judged_messages = run.candidates
     return {
         "messages": len(rows),
         "detector": {**scores(truth, [d.positive for d in found]),
                      "durable": scores(durable_truth, [d.positive and d.durable for d in found])},
         "detector_and_judge": {**scores(truth, pred), "durable": scores(durable_truth, dpred)},
-        "filter_threshold": FILTER_THRESHOLD if filter_threshold is None else filter_threshold,
-        "messages_judged": judged_messages,
+        "filter_threshold": cut,
+        "messages_judged": run.candidates,
         "positives_reaching_the_judge": round(
-            sum(t and d.probability >= (FILTER_THRESHOLD if filter_threshold is None else filter_threshold)
-                for t, d in zip(truth, found, strict=True)) / max(sum(truth), 1), 3),
+            sum(t and d.probability >= cut for t, d in zip(truth, found, strict=True))
+            / max(sum(truth), 1), 3),
         "requests": len(run.requests),
         "replies_read": answered,
         "replies_missing": missing_files,

@@ -168,19 +168,13 @@ def build(lore: Lore, kind: str = "week", label: str | None = None,
         r["title"] = titles.get(r["id"], ("(deleted)", ""))[0]
     weeks = [period_of("week", trend_start + timedelta(weeks=i)).label for i in range(TREND_WEEKS)]
     counts: dict[str, Counter[str]] = {w: Counter() for w in weeks}
-    for a in activity:
-        week = _week_of(a["created_at"])
+    for week, key, n in [*((_week_of(a["created_at"]), "learned", 1) for a in activity),
+                         *((_week_of(d["day"]), "lessons_added", d["count"]) for d in added),
+                         *((_week_of(c["at"]), "corrections", 1) for c in corrections),
+                         *((_week_of(c["at"]), "repeated", c["action"] == REPEAT)
+                           for c in corrections)]:
         if week in counts:
-            counts[week]["learned"] += 1
-    for day in added:
-        week = _week_of(day["day"])
-        if week in counts:
-            counts[week]["lessons_added"] += day["count"]
-    for c in corrections:
-        week = _week_of(c["at"])
-        if week in counts:
-            counts[week]["corrections"] += 1
-            counts[week]["repeated"] += c["action"] == REPEAT
+            counts[week][key] += n
     series = [{"week": w, **{k: counts[w][k] for k in ("learned", "lessons_added", "corrections",
                                                       "repeated")}} for w in weeks]
     loads = [ld for ld in lore.sessions.context_loads(None, 200) if period.holds(ld["at"])][:30]

@@ -15,13 +15,17 @@ Everything is read from the store through the facade; nothing is written.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
+from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
 from lore.errors import InvalidInput
+from lore.ids import parse_time
 from lore.store.rows import LearnedCorrection
 
 if TYPE_CHECKING:
@@ -120,15 +124,10 @@ def rule_follow(lore: Lore, project: str | None = None, at: datetime | None = No
         if rule.file_types:
             hit = {s["id"] for s in in_scope if set(rule.file_types) & s["file_types"]}
         else:
-            terms = _terms(rule)
-            mentioned: set[str] = set()
-            for t in terms:
-                mentioned |= lore.sessions.mentioning(t)
+            mentioned = set().union(*(lore.sessions.mentioning(t) for t in _terms(rule)))
             hit = {s["id"] for s in in_scope if s["id"] in mentioned}
         mine = [e for e in events if e["lesson_id"] == rule.id and (e["at"] or "") > since]
-        matches: dict[str, int] = {}
-        for e in mine:
-            matches[e["outcome"]] = matches.get(e["outcome"], 0) + 1
+        matches = dict(Counter(e["outcome"] for e in mine))
         matched = {e["session_id"] for e in mine if e["session_id"]}
         stopped = {e["session_id"] for e in mine if e["outcome"] == "blocked"}
         # A call that ran after a reminder went against the rule; one the user allowed did not.
@@ -161,10 +160,8 @@ def _ids(shown: Any) -> list[str]:
 
 
 def _parse(at: str | None) -> datetime | None:
-    if not at:
-        return None
     try:
-        d = datetime.fromisoformat(at.replace("Z", "+00:00"))
+        d = parse_time(at or "")
     except ValueError:
         return None
     return d if d.tzinfo else d.replace(tzinfo=UTC)
@@ -183,11 +180,8 @@ def rates(points: Sequence[SessionPoint], buckets: int = 10) -> list[float]:
     if not points:
         return []
     n = min(buckets, len(points))
-    out = []
-    for i in range(n):
-        group = points[i * len(points) // n:(i + 1) * len(points) // n]
-        out.append(sum(p.repeated for p in group) / len(group))
-    return out
+    bounds = [i * len(points) // n for i in range(n + 1)]
+    return [fmean(p.repeated for p in points[a:b]) for a, b in pairwise(bounds)]
 
 
 def sparkline(values: Iterable[float]) -> str:
@@ -218,8 +212,7 @@ def chart(points: Sequence[SessionPoint], path: Path, title: str = "Repeated cor
     xs = list(range(1, len(points) + 1))
     repeated = [p.repeated for p in points]
     window = max(1, len(points) // 10)
-    mean = [sum(repeated[max(0, i - window + 1):i + 1]) / len(repeated[max(0, i - window + 1):i + 1])
-            for i in range(len(repeated))]
+    mean = [fmean(repeated[max(0, i - window + 1):i + 1]) for i in range(len(repeated))]
     fig, ax = plt.subplots(figsize=(8, 3.6), dpi=110)
     ax.bar(xs, [p.corrections for p in points], color="#d0d7de", label="corrections learned")
     ax.bar(xs, repeated, color="#cf222e", label="repeated (rule already known)")

@@ -21,6 +21,7 @@ from lore.api import Lore
 from lore.config import Settings
 from lore.embed import Embedder
 from lore.errors import ConfigError, InvalidInput
+from lore.ids import parse_time
 
 if TYPE_CHECKING:
     from lore.llm.rerank import RerankRequest
@@ -129,7 +130,7 @@ def each_question(lore: Lore, samples: list[dict[str, Any]], counts: dict[str, i
         turn_ids, last = index(lore, sample)
         lore.conversations.embed_pending()
         sid = str(sample.get("sample_id", "conv"))
-        at = datetime.fromisoformat(last.replace("Z", "+00:00")) if last else None
+        at = parse_time(last) if last else None
         for qa in sample["qa"]:
             number += 1
             evidence = {f"D{a}:{b}" for ev in qa.get("evidence", []) for a, b in
@@ -299,12 +300,8 @@ def _block(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def _report(recalls: dict[str, Any], questions: int, dropped: int, lore: Lore) -> dict[str, Any]:
-    default = _block(recalls["hybrid"])
     return {
-        "recall@5": default["recall@5"],
-        "recall@10": default["recall@10"],
-        "categories": default["categories"],
-        "conversations": default["conversations"],
+        **_block(recalls["hybrid"]),
         "baselines": {"keyword": _block(recalls["keyword"]), "vector": _block(recalls["vector"])},
         "questions": questions,
         "dropped_evidence": dropped,
