@@ -107,11 +107,7 @@ def installed_scopes(home: Path, project: Path) -> tuple[list[str], list[str]]:
 def plugin_scopes(home: Path, project: Path) -> list[str]:
     """The settings scopes that enable Lore's Claude Code plugin (``lore@<marketplace>`` in
     ``enabledPlugins``); read only, a file that is not JSON raises InvalidInput."""
-    found = []
-    for scope in SCOPES:
-        if _enables_plugin(_read(settings_path(scope, home, project))[1]):
-            found.append(scope)
-    return found
+    return [s for s in SCOPES if _enables_plugin(_read(settings_path(s, home, project))[1])]
 
 
 def _holds_our_hooks(settings: dict[str, Any]) -> bool:
@@ -253,8 +249,11 @@ def _read(path: Path) -> tuple[str | None, dict[str, Any]]:
     return text, data
 
 
-def _dump(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+def _change(path: Path, before: str | None, data: dict[str, Any]) -> Change:
+    """The change that writes ``data``; none when the file already holds it (byte for byte)."""
+    if before is not None and json.loads(before or "{}") == data:
+        return Change(path, before, before)
+    return Change(path, before, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def _is_ours(handler: Any) -> bool:
@@ -298,10 +297,7 @@ def _settings_change(path: Path, command: str, remove: bool) -> Change:
         data["hooks"] = hooks
     else:
         data.pop("hooks", None)
-    after = _dump(data)
-    if before is not None and json.loads(before or "{}") == data:
-        after = before  # nothing to do: keep the file byte for byte
-    return Change(path, before, after)
+    return _change(path, before, data)
 
 
 def _mcp_change(path: Path, keys: list[str], command: str, remove: bool) -> Change:
@@ -324,10 +320,7 @@ def _mcp_change(path: Path, keys: list[str], command: str, remove: bool) -> Chan
             node.pop(keys[-1], None)
     else:
         servers["lore"] = ours
-    after = _dump(data)
-    if before is not None and json.loads(before or "{}") == data:
-        after = before
-    return Change(path, before, after)
+    return _change(path, before, data)
 
 
 # ---- the judge ---------------------------------------------------------------------------
