@@ -194,18 +194,15 @@ def _database(settings: Any, home_ok: bool = True) -> list[Check]:
                              "restore from an export: lore admin import BACKUP.jsonl"))
             out.append(embeddings_check(lore.admin.embedding_state()))
     except StorageError as exc:
-        out.append(Check("database", False, exc.problem, exc.fix))
-        return out
+        return [*out, Check("database", False, exc.problem, exc.fix)]
+    except LoreError as exc:  # not a Lore database, or one of a newer Lore
+        return [*out, Check("database", False, str(exc),
+                            "point LORE_DB/--db at a Lore database, or move the file away")]
     except Exception as exc:  # a read-only file that needs a migration, a full disk …
         found = storage_error(exc, settings.db_location)
         if found is None:
             raise
-        out.append(Check("database", False, found.problem, found.fix))
-        return out
-    except LoreError as exc:
-        out.append(Check("database", False, str(exc),
-                         "point LORE_DB/--db at a Lore database, or move the file away"))
-        return out
+        return [*out, Check("database", False, found.problem, found.fix)]
     if os.name == "posix" and not remote:
         mode = stat.S_IMODE(path.stat().st_mode)
         out.append(Check("permissions", mode & 0o077 == 0, f"{path} mode {oct(mode)}",

@@ -140,6 +140,16 @@ def test_doctor_on_a_home_that_is_a_file(run, lore_home):
     assert not checks["database"]["ok"] and "does not exist yet" not in checks["database"]["detail"]
 
 
+def test_doctor_on_a_file_that_is_not_a_lore_database(run, lore_home):
+    lore_home.mkdir(parents=True, exist_ok=True)
+    (lore_home / "lore.db").write_text("not a database")
+    result = run("admin", "doctor", "--json")
+    assert result.exit_code == 1
+    checks = {c["check"]: c for c in json.loads(result.stdout)}
+    assert "not a Lore database" in checks["database"]["detail"] and checks["database"]["fix"]
+    assert (lore_home / "lore.db").read_text() == "not a database"
+
+
 def test_a_home_inside_a_file(run, tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("x")
