@@ -26,6 +26,7 @@ from lore.core.sync.records import (
     batch_name,
     cursor_key,
     edit_id,
+    lesson_record,
     redacted,
     sane,
     tombstone,
@@ -158,10 +159,8 @@ class Sync:
         device = self.device_id()
         out = []
         for lesson in self.own_versions(ids):
-            data = lesson.to_dict()
-            data["edges"] = [e for e in data["edges"] if e["from"] == lesson.id]
-            out.append({"kind": "lesson", "id": lesson.id, "device": device,
-                        "data": redacted("lesson", data)})
+            rec = lesson_record(lesson, device)
+            out.append({**rec, "data": redacted("lesson", rec["data"])})
         present = self.store.existing_ids(ids)
         for lid, (at, by) in self.tables.deletions([i for i in ids if i not in present]).items():
             if by == device:

@@ -10,7 +10,14 @@ from typing import Any
 
 from lore.core.embedding import Embedding
 from lore.core.lessons import Lessons
-from lore.core.sync.records import MergeReport, redacted, sane, tombstone, trust_gate
+from lore.core.sync.records import (
+    MergeReport,
+    redacted,
+    sane,
+    tombstone,
+    trust_gate,
+    written_by,
+)
 from lore.core.transfer import import_records
 from lore.errors import InvalidInput
 from lore.ids import now
@@ -47,8 +54,7 @@ def merge(store: Store, lessons: Lessons, embedding: Embedding, own: str,
     for lid, (key, data) in newest.items():
         if lid in existing:
             old = store.get(lid)
-            origin = origins.get(lid)
-            old_device = origin[0] if origin and origin[1] == old.updated_at else own
+            old_device = written_by(old, origins, own)
             # A stored date that is not believable (written before the server refused
             # them) loses to any real edit.
             local: tuple[tuple[str, str], dict[str, Any]] = (

@@ -181,6 +181,21 @@ def tombstone(lesson_id: str, deleted_at: str) -> dict[str, Any]:
     return {"id": lesson_id, "updated_at": deleted_at, "deleted": True}
 
 
+def written_by(lesson: Lesson, origins: Mapping[str, tuple[str, str]], own: str) -> str:
+    """The device that wrote ``lesson``'s current version: the one sync brought it from
+    (``origins``: lesson id -> (device, updated_at)), else this home (``own``)."""
+    origin = origins.get(lesson.id)
+    return origin[0] if origin and origin[1] == lesson.updated_at else own
+
+
+def lesson_record(lesson: Lesson, device: str) -> dict[str, Any]:
+    """A lesson version as a sync record of ``device``: its exported fields with only its
+    outgoing edges (each edge travels once, with the lesson it starts from)."""
+    data = lesson.to_dict()
+    data["edges"] = [e for e in data["edges"] if e["from"] == lesson.id]
+    return {"kind": "lesson", "id": lesson.id, "device": device, "data": data}
+
+
 def shared(lesson: Lesson) -> bool:
     """Does a pull hand this lesson out? A person's decision: a learned rule once reviewed
     (approved, edited, rejected), any other lesson while active."""

@@ -22,10 +22,12 @@ from lore.core.sync.records import (
     batch_name,
     check_record,
     clamped,
+    lesson_record,
     record_hash,
     redacted,
     shared,
     tombstone,
+    written_by,
 )
 from lore.errors import Forbidden, InvalidInput, NotFound
 from lore.ids import now
@@ -237,7 +239,6 @@ class SyncServer:
         origins = self.tables.origins(ids)
         present = self.store.existing_ids(ids)
         gone = self.tables.deletions([i for i in ids if i not in present])
-        own = self.device
         records = []
         for lid in ids:
             try:
@@ -247,13 +248,9 @@ class SyncServer:
                     records.append({"kind": "lesson", "id": lid, "device": gone[lid][1],
                                     "data": tombstone(lid, gone[lid][0])})
                 continue
-            origin = origins.get(lid)
-            by = origin[0] if origin and origin[1] == lesson.updated_at else own
-            if by == device or not shared(lesson):
-                continue
-            data = lesson.to_dict()
-            data["edges"] = [e for e in data["edges"] if e["from"] == lid]
-            records.append({"kind": "lesson", "id": lid, "device": by, "data": data})
+            by = written_by(lesson, origins, self.device)
+            if by != device and shared(lesson):
+                records.append(lesson_record(lesson, by))
         cursor = changes[-1][0] if changes else after
         return {"cursor": cursor, "check": changes[-1][1] if changes else check,
                 "rewound": rewound, "more": len(changes) >= limit, "records": records}
