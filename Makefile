@@ -59,9 +59,10 @@ bench: $(STAMP) ## Every speed benchmark at its default size; JSON results in be
 dist: $(STAMP) ## Build the sdist and the wheel into dist/
 	$(BIN)/python -m build --outdir dist .
 
-docs: $(STAMP) ## Regenerate the CLI reference from --help and storage.md's schema
+docs: $(STAMP) ## Regenerate the CLI reference from --help, storage.md's schema and architecture.md's house map
 	$(BIN)/python scripts/cli_reference.py > docs/cli.md
 	$(BIN)/python scripts/schema_reference.py --write docs/storage.md
+	$(BIN)/python scripts/house_map.py --write docs/architecture.md
 
 clean:
 	rm -rf $(VENV) $(NPM_TOOLS) build dist *.egg-info src/*.egg-info .pytest_cache

@@ -101,40 +101,11 @@ def test_imports_point_down():
 
 
 def test_no_import_cycles():
-    graph = {mod: {i for i in lore_imports(mod) if i in modules() and i != mod}
-             for mod in modules()}
-    # Tarjan's strongly connected components: any component of two or more is a cycle.
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    cycles: list[list[str]] = []
+    from scripts.house_map import circles
 
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in graph[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                cycles.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+    pairs = [(mod, i) for mod in modules() for i in lore_imports(mod) if i in modules() and i != mod]
+    found = circles(pairs)
+    assert not found, "import cycles:\n" + "\n".join(" -> ".join(c) for c in found)
 
 
 def test_faces_never_import_the_store():
