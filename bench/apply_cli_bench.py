@@ -101,9 +101,9 @@ def main() -> None:
                 wall, cpu = command(project, user)
                 add(f"command {label} (wall)", wall)
                 add(f"command {label} (CPU)", cpu)
-            wall, cpu = command(project, user, ("admin", "stats"))
-            add("lore admin stats (wall)", wall)
-            add("lore admin stats (CPU)", cpu)
+            wall, cpu = command(project, user, ("stats", "--counts"))
+            add("lore stats --counts (wall)", wall)
+            add("lore stats --counts (CPU)", cpu)
         lines = (project / "CLAUDE.md").read_text().count("\n- ")
         print(f"{args.rules} approved rules; CLAUDE.md has {lines} bullet lines after apply; "
               f"median and max of {args.runs} runs")
@@ -112,7 +112,8 @@ def main() -> None:
         report = Report("apply_cli_bench", **vars(args), bullet_lines=lines)
         for k, v in times.items():
             report.add(k, v, quiet=True, max=round(max(v), 1),
-                       baseline="lore admin stats" + k[k.index(" ("):] if k.startswith("command") else None)
+                       baseline=("lore stats --counts" + k[k.index(" ("):]
+                                 if k.startswith("command") else None))
         report.write()
 
 

@@ -38,16 +38,16 @@ COMMANDS = [
     ("lore review", ["review"], NO_CONFIG),
     ("lore recall preferences", ["recall", "preferences", "--project", "all"], NO_CONFIG),
     ("lore stats --rules", ["stats", "--rules"], NO_CONFIG),
-    ("lore config show", ["config", "show"], NO_CONFIG),
+    ("lore config", ["config"], NO_CONFIG),
     ("lore worker status", ["worker", "status"], NO_CONFIG),
     ("lore --version", ["--version"], CONFIG_FILE),
     ("lore status", ["status"], CONFIG_FILE),
     ("lore review", ["review"], CONFIG_FILE),
     ("lore recall preferences", ["recall", "preferences", "--project", "all"], CONFIG_FILE),
-    ("lore config show", ["config", "show"], CONFIG_FILE),
+    ("lore config", ["config"], CONFIG_FILE),
     ("lore worker status", ["worker", "status"], CONFIG_FILE),
     ("lore review", ["review"], VALIDATED),
-    ("lore config show", ["config", "show"], VALIDATED),
+    ("lore config", ["config"], VALIDATED),
 ]
 # A file as a user writes one: who they are, a few settings of three sections.
 CONFIG = """\

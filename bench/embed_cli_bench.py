@@ -50,7 +50,7 @@ QUERY = "why did the build fail with a timeout"
 COMMANDS: list[tuple[str, list[str]]] = [
     ("python -c pass", [sys.executable, "-c", "pass"]),
     ("lore --version", ["--version"]),
-    ("lore recall search", ["recall", "search", QUERY]),
+    ("lore search", ["search", QUERY]),
     ("lore recall conversations", ["recall", "conversations", QUERY, "--project", "all"]),
     ("lore learn add", ["learn", "add", "Run the linter before pushing {n}",
                         "It catches unused imports {n}", "--json"]),
@@ -58,7 +58,7 @@ COMMANDS: list[tuple[str, list[str]]] = [
                                "No, don't retry forever, give up after three tries {n}",
                                "--global", "--json"]),
 ]
-EMBEDS = {"lore recall search", "lore recall conversations", "lore learn add",
+EMBEDS = {"lore search", "lore recall conversations", "lore learn add",
           "lore learn correction"}
 
 

@@ -135,7 +135,7 @@ def cold_cli(home: Path, queries: list[str], runs: int) -> list[float]:
     times = []
     for q in queries[:runs]:
         t0 = time.perf_counter()
-        subprocess.run([lore_bin, "recall", "search", q, "--json"], env=env, check=True,
+        subprocess.run([lore_bin, "search", q, "--json"], env=env, check=True,
                        capture_output=True)
         times.append((time.perf_counter() - t0) * 1000)
     return times
@@ -213,8 +213,8 @@ def main() -> None:
             report.add(f"vector stage: sqlite-vec int8 KNN + exact re-scoring, {at}", v["sqlite"],
                        quiet=True, recall_at_10=round(v["recall"], 3))
             cold = cold_cli(home, queries, args.cold_runs)
-            print(f"- `lore recall search` cold process: {summary(cold)}")
-            report.add(f"lore recall search as a cold process, {at}", cold, quiet=True)
+            print(f"- `lore search` cold process: {summary(cold)}")
+            report.add(f"lore search as a cold process, {at}", cold, quiet=True)
             print(f"- peak RSS of a process doing 50 searches: {peak_memory(home, queries):.0f} MB "
                   f"one-shot, {peak_memory(home, queries, warm=True):.0f} MB with the vectors "
                   "held in memory")

@@ -6,7 +6,7 @@ everything below receives the resulting :class:`Config`.
 
 Precedence, lowest first: built-in defaults, the YAML file, ``LORE_*`` variables.
 :func:`load_config` remembers where each effective value came from for
-``lore config show``.
+``lore config``.
 """
 
 from __future__ import annotations

@@ -4,10 +4,10 @@
 override it with pydantic once for each change of what decides the result, stores the
 validated values in ``$LORE_HOME/.config-cache.json``, and afterwards reads them back without
 parsing YAML, importing pydantic or validating: a command that reads a setting or two (``lore
-review``, ``lore status``) or shows them (``lore config show``) never builds the models, and
+review``, ``lore status``) or shows them (``lore config``) never builds the models, and
 one that needs them gets them from ``model_construct`` (sections included), not validation.
 Nothing set (no file, or comments only, and no variable) is not validated on load; only
-``lore config show``, which lists the defaults, stores them (:func:`defaults`).
+``lore config``, which lists the defaults, stores them (:func:`defaults`).
 
 The entry is signed: an HMAC-SHA256 of its key and payload, under a key of 32 random bytes
 kept in ``$LORE_HOME/.config-cache.key`` (0600, made on first use; one another user owns, or
@@ -134,7 +134,7 @@ DEFAULTS = Path("(nothing set)")  # the path of the defaults' entry in its key
 
 
 def defaults(home: Path) -> Cached:
-    """The defaults (nothing set), for ``lore config show``: read from the home's entry, else
+    """The defaults (nothing set), for ``lore config``: read from the home's entry, else
     built (pydantic) and stored there under their own key."""
     cache_key = key(DEFAULTS, "", {})
     hit = read(home, cache_key) if cache_key else None

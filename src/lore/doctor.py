@@ -1,4 +1,4 @@
-"""`lore admin doctor`: check each moving part and say how to fix what is broken."""
+"""`lore doctor`: check each moving part and say how to fix what is broken."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def run_checks(load_settings: Callable[[], Any]) -> list[Check]:
                             ("" if settings.config_path.exists() else " (not present: defaults)")))
     except LoreError as exc:
         checks.append(Check("config", False, str(exc), "fix the key named above or move the "
-                            "file away; `lore config show` prints the effective values"))
+                            "file away; `lore config` prints the effective values"))
     if settings is None:
         from lore.config import lore_home
 

@@ -76,7 +76,7 @@ class BudgetExceeded(LoreError):
 class StorageError(LoreError):
     """The database file or its folder cannot be used: a file where a folder should be,
     no permission, a read-only or full disk. Carries the problem and the fix apart, so
-    `lore admin doctor` can show them in their own columns."""
+    `lore doctor` can show them in their own columns."""
 
     def __init__(self, problem: str, fix: str) -> None:
         super().__init__(f"{problem}; {fix}")

@@ -1,4 +1,4 @@
-"""`lore apply`, `lore context show` and `lore import claude-memory` on real files in
+"""`lore apply`, `lore context` and `lore ingest --claude-memory` on real files in
 temporary projects and home folders (click's CliRunner, the real model, the MCP tool)."""
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ def test_the_budget_keeps_approved_rules_first_whole_and_reports_what_it_left_ou
     assert built.dropped and set(built.dropped) <= set(others)
     assert len(built.text) <= 900
     assert f"{len(built.dropped)} more item(s) not shown ({built.dropped_chars} characters)" in built.text
-    assert "lore recall search" in built.text and "lore_search" in built.text
+    assert "lore search" in built.text and "lore_search" in built.text
     lines = [line for line in built.text.splitlines() if line.startswith("- ")]
     assert lines[0].endswith("…") and lines[0][:-1].split()[-1] in ("alpha", "beta", "gamma")
     assert all(line.endswith("word") for line in lines[1:])  # whole items, never cut
@@ -186,14 +186,14 @@ def test_session_start_records_what_it_injected_through_the_worker(run, lore_hom
 
     with Lore.open(settings, embedder=real_embedder) as lore:
         assert Worker(settings, lore).run(once=True) == 1
-    r = run("context", "show", "--json")
+    r = run("context", "--json")
     loads = json.loads(r.stdout)["loads"]
     assert loads[0]["session_id"] == "s-1" and loads[0]["shown"][0]["id"] == rule.id
     assert loads[0]["shown"][0]["title"] == "Use pnpm, not npm" and loads[0]["dropped"] == []
     assert loads[0]["chars"] > 0
-    text = run("context", "show", "--session", "s-1").stdout
+    text = run("context", "--session", "s-1").stdout
     assert "+ " + rule.id in text and "left out: 0" in text
-    none = run("context", "show", "--session", "other")
+    none = run("context", "--session", "other")
     assert none.exit_code == 0 and "no session start recorded" in none.stderr
 
 
@@ -229,13 +229,13 @@ def test_import_claude_memory_adds_proposed_lessons_once_and_never_edits_its_fil
     folder = memory_folder(home, project)
     before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir()}
 
-    dry = run("import", "claude-memory", "--dry-run", "--json")
+    dry = run("ingest", "--claude-memory", "--dry-run", "--json")
     assert dry.exit_code == 0, dry.output
     assert len(json.loads(dry.stdout)["added"]) == 2
     with Lore.open(settings, embedder=real_embedder) as lore:
         assert lore.lessons.count() == 0
 
-    r = run("import", "claude-memory", "--json")
+    r = run("ingest", "--claude-memory", "--json")
     added = json.loads(r.stdout)["added"]
     assert {a["kind"] for a in added} == {"preference", "learning"}
     with Lore.open(settings, embedder=real_embedder) as lore:
@@ -246,10 +246,10 @@ def test_import_claude_memory_adds_proposed_lessons_once_and_never_edits_its_fil
         assert pref.evidence[0].source == str(folder / "testing.md") and pref.evidence[0].observed_at
         assert lore.apply.rules(str(project)) == []  # candidates wait for review
 
-    again = run("import", "claude-memory")
+    again = run("ingest", "--claude-memory")
     assert again.exit_code == 0 and "added 0 entries for review, 2 already imported" in again.stderr
     assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir()} == before
-    missing = run("import", "claude-memory", "--claude-home", str(home / "nowhere"))
+    missing = run("ingest", "--claude-memory", "--claude-home", str(home / "nowhere"))
     assert missing.exit_code == 1 and "no such folder" in missing.stderr
 
 
@@ -269,20 +269,20 @@ def test_skills_propose_groups_by_meaning_and_write_never_overwrites_a_users_ski
                         tags=["testing"], status="active")
         lore.lessons.add("Unreviewed pytest idea", "pytest tests", tags=["testing"], status="proposed")
 
-    r = run("skills", "propose", "--json")
+    r = run("skills", "--json")
     assert r.exit_code == 0, r.output
     [proposal] = json.loads(r.stdout)["proposals"]
     assert proposal["name"] == "learned-testing"
     assert sorted(x["id"] for x in proposal["lessons"]) == sorted(pytest_ids)  # CI caching: apart
 
-    dry = run("skills", "write", "1", "--global", "--dry-run")
+    dry = run("skills", "1", "--global", "--dry-run")
     assert dry.exit_code == 0 and "+name: learned-testing" in dry.stdout
     assert not (home / ".claude" / "skills").exists()
 
     mine = home / ".claude" / "skills" / "learned-testing"
     mine.mkdir(parents=True)
     (mine / "SKILL.md").write_text("---\nname: learned-testing\ndescription: mine\n---\n\nMine.\n")
-    r = run("skills", "write", "learned-testing", "--global")
+    r = run("skills", "learned-testing", "--global")
     assert r.exit_code == 0, r.output
     assert (mine / "SKILL.md").read_text().endswith("Mine.\n")  # the user's skill is untouched
     written = home / ".claude" / "skills" / "learned-testing-2"
@@ -290,8 +290,8 @@ def test_skills_propose_groups_by_meaning_and_write_never_overwrites_a_users_ski
     assert validate_skill(written) == []
     assert "Parametrize pytest tests" in (written / "reference.md").read_text()
 
-    missing = run("skills", "write", "7")
-    assert missing.exit_code == 1 and "lore skills propose" in missing.stderr
+    missing = run("skills", "7")
+    assert missing.exit_code == 1 and "lore skills" in missing.stderr
 
 
 # ---- are rules followed, and the learning curve -------------------------------------------------

@@ -204,7 +204,7 @@ def test_decide_blocks_with_the_rule_reminds_allows_and_keeps_to_its_project():
     assert spec["hookEventName"] == "PreToolUse" and spec["permissionDecision"] == "deny"
     reason = spec["permissionDecisionReason"]
     for part in ("Use pnpm, not npm", "The lockfile is pnpm's.", "2026-11-20", "no, use pnpm",
-                 "npm install left-pad", "lore guard allow c1"):
+                 "npm install left-pad", "lore guard mode c1 allow"):
         assert part in reason
     assert found == [{"check_id": "c1", "lesson_id": "l1", "outcome": "blocked",
                       "matched": "npm install left-pad"}]
@@ -489,14 +489,14 @@ def test_guard_cli(run, tmp_path):
     tested = run("guard", "test", check["id"])
     assert "would have matched 0 of 0 recorded tool calls" in tested.stdout
     assert run("guard", "test").exit_code == 2
-    assert run("guard", "approve", check["id"]).exit_code == 0
-    allowed = run("guard", "allow", check["id"], "--minutes", "5", "--json")
+    assert run("review", "approve", check["id"]).exit_code == 0
+    allowed = run("guard", "mode", check["id"], "allow", "--minutes", "5", "--json")
     assert json.loads(allowed.stdout)["allowed_until"]
     assert run("guard", "mode", check["id"], "remind").exit_code == 0
     assert "reminds" in run("guard").stdout.lower()
     assert run("guard", "compile").exit_code == 0
-    assert run("guard", "remove", check["id"]).exit_code == 0
-    assert run("guard", "remove", check["id"]).exit_code == 1
+    assert run("review", "forget", check["id"]).exit_code == 0
+    assert run("review", "forget", check["id"]).exit_code == 1
 
 
 def test_checks_on_postgres(pg_url, lore_home):

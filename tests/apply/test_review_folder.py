@@ -271,22 +271,22 @@ def test_files_are_replaced_atomically_and_stay_private(fake_lore, tmp_path):
 def test_cli_export_import_sync(run, lore_home, tmp_path):
     run("learn", "correction", "No, don't use requests, use httpx instead", "--global")
     folder = tmp_path / "vault"
-    exported = run("review", "export", str(folder))
+    exported = run("review", "sync", "--only", "export", str(folder))
     assert exported.exit_code == 0 and "1 waiting" in exported.stdout
     [path] = (folder / "reviews").glob("*.md")
     tick(path, "approve")
     tick(path, "reject")
-    both = run("review", "import", str(folder))
+    both = run("review", "sync", "--only", "import", str(folder))
     assert both.exit_code == 0 and "both ticked" in both.stderr and "approved 0" in both.stdout
     path.write_text(path.read_text(encoding="utf-8").replace("- [x] reject", "- [ ] reject"),
                     encoding="utf-8")
     synced = json.loads(run("review", "sync", str(folder), "--json").stdout)
     assert synced["imported"]["approved"] == 1 and synced["exported"]["approved"] == 1
-    bad = run("review", "export", str(folder / "index.md"))
+    bad = run("review", "sync", "--only", "export", str(folder / "index.md"))
     assert bad.exit_code == 2 and "is a file" in bad.stderr and "Traceback" not in bad.stderr
-    missing = run("review", "import", str(tmp_path / "nowhere"))
+    missing = run("review", "sync", "--only", "import", str(tmp_path / "nowhere"))
     assert missing.exit_code == 1 and len(missing.stderr.strip().splitlines()) == 1
-    assert "run `lore review export` first" in missing.stderr
+    assert "run `lore review sync --only export` first" in missing.stderr
     assert not (tmp_path / "nowhere").exists()
 
 

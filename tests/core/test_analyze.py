@@ -57,7 +57,7 @@ def test_below_the_threshold_is_skipped_and_explained(run, repo: Repo) -> None:
     assert "skipped: score 0 below threshold 5" in res.output
     data = json.loads(run("analyze", str(repo.path), "--json").output)
     assert data["outcome"] == "skipped" and data["lessons"] == []
-    assert json.loads(run("analyze", "status", "--json").output)["skipped_by_reason"] == {
+    assert json.loads(run("analyze", "--status", "--json").output)["skipped_by_reason"] == {
         "score 0 below threshold 5": 2}
 
 
@@ -100,7 +100,7 @@ def test_dry_run_stores_nothing(run, repo: Repo, lore_home: Path) -> None:
     big_change(repo, "Fix the parser")
     data = json.loads(run("analyze", str(repo.path), "--dry-run", "--json").output)
     assert data["dry_run"] and [p["action"] for p in data["lessons"]] == ["would-propose"]
-    status = json.loads(run("analyze", "status", "--json").output)
+    status = json.loads(run("analyze", "--status", "--json").output)
     assert status["summarised"] == 0 and status["entries_by_kind"] == {}
 
 

@@ -211,7 +211,7 @@ def test_a_tuning_key_in_config_yaml_is_refused_in_one_line(lore_home, yaml_text
 ])
 def test_cli_invalid_config_is_one_error_line(run, lore_home, yaml_text):
     write_config(lore_home, yaml_text)
-    res = run("recall", "tags")
+    res = run("recall", "values", "tags")
     assert res.exit_code == 1
     assert res.stdout == ""
     err = res.stderr.strip()
@@ -226,7 +226,7 @@ def test_cli_tag_aliases_from_config(run, lore_home):
     res = run("learn", "add", "Prefer const", "const over let", "--tag", "JS", "--json")
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["tags"] == ["javascript"]
-    res = run("recall", "tags", "--json")
+    res = run("recall", "values", "tags", "--json")
     assert json.loads(res.stdout) == ["javascript"]
 
 
@@ -313,7 +313,7 @@ def test_a_measurement_override_reaches_each_room(lore_home):
 
 def test_the_cli_refuses_a_tuning_key_in_one_line_and_changes_nothing(lore_home, run):
     write_config(lore_home, "search:\n  rrf_k: 30\nconversations:\n  session_weight: 0.4\n")
-    for args in (["config", "show"], ["learn", "add", "Use uv", "not pip"]):
+    for args in (["config"], ["learn", "add", "Use uv", "not pip"]):
         res = run(*args)
         assert res.exit_code == 1, res.output
         assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.output
@@ -377,10 +377,10 @@ def test_any_override_is_applied_exactly_or_refused_in_one_line(value):
 
 
 def test_config_show_lists_constants_only_when_asked_or_set(lore_home, run):
-    shown = json.loads(run("config", "show", "--json").stdout)
+    shown = json.loads(run("config", "--json").stdout)
     keys = {row["key"] for row in shown["settings"]}
     assert "search.default_limit" in keys and "search.rrf_k" not in keys and shown["tuning"] == []
-    every = json.loads(run("config", "show", "--all", "--json").stdout)
+    every = json.loads(run("config", "--all", "--json").stdout)
     tuning = {row["key"]: row for row in every["tuning"]}
     assert tuning["search.rrf_k"] == {
         "key": "search.rrf_k", "value": 60, "source": "default",
@@ -390,7 +390,7 @@ def test_config_show_lists_constants_only_when_asked_or_set(lore_home, run):
     from lore.config import TUNING
 
     assert set(tuning) == set(TUNING)
-    table = run("config", "show", "--all")
+    table = run("config", "--all")
     assert table.exit_code == 0 and "SearchTuning.rrf_k" in table.stdout
 
 
@@ -474,7 +474,7 @@ def test_the_file_admin_init_writes_keeps_the_fast_path_and_loads_to_the_default
     assert load_config().config.search.default_limit == 7
 
 
-@pytest.mark.parametrize("command", [("review",), ("status",), ("config", "show")])
+@pytest.mark.parametrize("command", [("review",), ("status",), ("config",)])
 def test_an_unchanged_config_is_read_back_without_pydantic_or_yaml(lore_home, command):
     write_config(lore_home, "user: bob\nsearch:\n  default_limit: 7\n")
     imported, code, err = probe(*command)  # validates, and keeps the result
@@ -488,10 +488,10 @@ def test_an_unchanged_config_is_read_back_without_pydantic_or_yaml(lore_home, co
 
 def test_config_show_with_nothing_set_reads_the_defaults_back(lore_home):
     lore_home.mkdir()
-    imported, code, err = probe("config", "show")  # builds the defaults, and keeps them
+    imported, code, err = probe("config")  # builds the defaults, and keeps them
     assert code in ("0", "None"), err
     assert imported == ["lore.config_models", "pydantic"]
-    imported, code, err = probe("config", "show")
+    imported, code, err = probe("config")
     assert code in ("0", "None"), err
     assert imported == []
 

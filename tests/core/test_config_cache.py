@@ -281,7 +281,7 @@ def test_an_entry_that_is_a_folder_is_ignored(lore_home, run):
     for _ in range(2):
         s = load_miss()
         assert s.user == "ada"
-    res = run("config", "show", "--json")
+    res = run("config", "--json")
     assert res.exit_code == 0, res.output
     assert sorted(p.name for p in lore_home.iterdir()) == sorted(
         [config_cache.CACHE_FILE, config_cache.KEY_FILE, "config.yaml"])  # no temporary file
@@ -322,8 +322,8 @@ def read_only_mount(home: Path) -> tuple[str, ...]:
             "sh")
 
 
-@pytest.mark.parametrize("args", [("config", "show"), ("config", "show", "--json"),
-                                  ("config", "show", "--all", "--json")])
+@pytest.mark.parametrize("args", [("config",), ("config", "--json"),
+                                  ("config", "--all", "--json")])
 def test_config_show_prints_the_same_from_the_cache_as_after_validating(lore_home, args):
     write_config(lore_home, FULL)
     first = lore(lore_home, *args)  # validates, writes the entry
@@ -343,7 +343,7 @@ def test_processes_starting_together_all_read_a_whole_entry(lore_home):
                PYTHONPATH=os.pathsep.join([str(SRC), *filter(None, [env.get("PYTHONPATH")])]))
     outputs = set()
     for _ in range(2):  # the first wave races to write the entry, the second reads it
-        procs = [subprocess.Popen([sys.executable, "-m", "lore", "config", "show", "--json"],
+        procs = [subprocess.Popen([sys.executable, "-m", "lore", "config", "--json"],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
                  for _ in range(6)]
         for proc in procs:
@@ -366,7 +366,7 @@ def test_a_home_that_cannot_be_written_loses_only_the_speed(lore_home, how):
     lore_home.chmod(0o500 if how == "mode 0500" else 0o700)
     try:
         for _ in range(2):
-            shown = lore(lore_home, "config", "show", "--json", prefix=prefix)
+            shown = lore(lore_home, "config", "--json", prefix=prefix)
             assert shown.returncode == 0, shown.stderr
             rows = {r["key"]: (r["value"], r["source"]) for r in json.loads(shown.stdout)["settings"]}
             assert rows["user"] == ("ada", str(lore_home / "config.yaml"))
@@ -422,10 +422,10 @@ def test_a_bad_edit_of_a_cached_config_is_reported_and_keeps_the_old_entry(lore_
 
 def test_cli_bad_config_is_one_error_line_after_a_cached_good_one(run, lore_home):
     path = write_config(lore_home, "user: ada\n")
-    assert run("config", "show").exit_code == 0
+    assert run("config").exit_code == 0
     path.write_text('search:\n  default_limit: "ten"\n', encoding="utf-8")
     for _ in range(2):
-        res = run("config", "show")
+        res = run("config")
         assert res.exit_code == 1 and res.stdout == ""
         assert res.stderr.strip() == (
             f"Error: config {path}: search.default_limit: Input should be a valid integer, "

@@ -227,7 +227,7 @@ def test_a_config_lore_cannot_trust_is_one_line_and_exit_1(home, how, said):
     with pytest.raises(ConfigError) as caught:
         load_config()
     assert said in str(caught.value)
-    out = subprocess.run([LORE, "config", "show"], capture_output=True, text=True, timeout=60,
+    out = subprocess.run([LORE, "config"], capture_output=True, text=True, timeout=60,
                          env={**os.environ, "LORE_HOME": str(home)})
     assert out.returncode == 1 and out.stdout == ""
     assert said in out.stderr and len(out.stderr.strip().splitlines()) == 1

@@ -408,7 +408,7 @@ def test_cli_learn_correction_says_why_and_force_overrides(run, lore_home):
 def test_cli_quick_start_keeps_the_hand_added_rule_active(run, lore_home):
     added = run("learn", "add", "Use local file sessions, not Redis",
                 "For auth the user rejected Redis.", "--kind", "preference",
-                "--rejected", "Redis sessions", "--preferred", "file sessions")
+                "--set", "rejected=Redis sessions", "--set", "preferred=file sessions")
     lesson_id = added.stdout.strip()
     out = run("learn", "correction", "No, don't use Redis, use local file sessions instead",
               "--previous", "I'll add Redis for the session store.", "--json")

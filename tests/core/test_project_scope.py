@@ -144,18 +144,18 @@ def test_apply_names_every_approved_rule_it_did_not_write_and_scope_moves_it(
     assert set(left) == {rule, global_rule}
     assert str(other.path.resolve()) in left[rule]["reason"]
     assert "global" in left[global_rule]["reason"]
-    assert "lore learn scope" in left[rule]["reason"]
+    assert "lore learn update" in left[rule]["reason"]
     code, out, err = cli_in(repo.path, "apply", "--dry-run", "--no-global")
     assert "not written here: 1 approved rule(s) of 1 other project(s)" in err
     assert f"not written: {global_rule}" in err and f"not written: {rule}" not in err
     # Move it here: now it is written, and nothing is left out.
-    code, out, err = cli_in(repo.path / "src", "learn", "scope", rule, "--project", ".")
+    code, out, err = cli_in(repo.path / "src", "learn", "update", rule, "--project", ".")
     assert code == 0 and str(repo.path.resolve()) in err
     code, out, _ = cli_in(repo.path, "apply", "--dry-run", "--global", "--json")
     data = _json(out)
     assert data["not_written"] == []
     assert "Use httpx, not requests" in data["diff"]
-    code, out, _ = cli_in(repo.path, "learn", "scope", rule, "--global", "--json")
+    code, out, _ = cli_in(repo.path, "learn", "update", rule, "--global", "--json")
     assert _json(out)["project"] is None
 
 
@@ -163,11 +163,11 @@ def test_scope_refuses_bad_input_and_changes_nothing(repo, cli_in):
     code, out, _ = cli_in(repo.path, "learn", "add", "Use ruff", "Lint.", "--json")
     lesson = _json(out)
     for args in ([], ["--global", "--project", "."], ["--project", str(repo.path / "nope")]):
-        result = CliRunner().invoke(cli, ["learn", "scope", lesson["id"], *args],
+        result = CliRunner().invoke(cli, ["learn", "update", lesson["id"], *args],
                                     obj={"embedder": FakeEmbedder()})
         assert result.exit_code == 2, args
         assert "Traceback" not in result.output
-    result = CliRunner().invoke(cli, ["learn", "scope", "01JD8X3Q5M4Z2Y7T6R1W0V9K8J", "--global"],
+    result = CliRunner().invoke(cli, ["learn", "update", "01JD8X3Q5M4Z2Y7T6R1W0V9K8J", "--global"],
                                 obj={"embedder": FakeEmbedder()})
     assert result.exit_code != 0 and "Traceback" not in result.output
     code, out, _ = cli_in(repo.path, "recall", "show", lesson["id"], "--json")
@@ -256,9 +256,9 @@ def test_postgres_migrates_project_keys_when_opened(pg_url, repo):
 def test_search_takes_all_for_every_project_as_the_other_commands_do(repo, tmp_path, cli_in):
     other = Repo(tmp_path / "blog")
     cli_in(other.path, "learn", "add", "Write posts in Markdown", "Not HTML.")
-    code, out, _ = cli_in(repo.path, "recall", "search", "posts markdown", "--project", "all",
+    code, out, _ = cli_in(repo.path, "search", "posts markdown", "--project", "all",
                           "--json", "--no-track")
     assert code == 0 and [r["title"] for r in _json(out)["results"]] == ["Write posts in Markdown"]
-    code, out, _ = cli_in(repo.path, "recall", "search", "posts markdown", "--project", ".",
+    code, out, _ = cli_in(repo.path, "search", "posts markdown", "--project", ".",
                           "--json", "--no-track")
     assert _json(out)["results"] == []

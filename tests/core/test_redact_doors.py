@@ -4,7 +4,7 @@ The secrets of bench/secret_corpus.py go in as a user would give them: prompts, 
 commands, MCP tool inputs with secret-named fields, written files, a transcript, lessons,
 corrections and search queries from the API, the CLI, the web API and MCP. Then the queue
 (pending files and done.jsonl), every text cell of every table and every answer that shows
-them (stats, the /stats page, `lore admin stats`, MCP's lore_status) are searched for them.
+them (stats, the /stats page, `lore stats --counts`, MCP's lore_status) are searched for them.
 """
 
 from __future__ import annotations
@@ -175,12 +175,12 @@ def test_the_cli_logs_and_shows_queries_redacted(lore_home: Path):
     runner = CliRunner()
     obj = {"embedder": FakeEmbedder()}
     for text in TEXTS[:40] + TEXTS[:3] * 3:
-        res = runner.invoke(cli, ["recall", "search", text], obj=obj)
+        res = runner.invoke(cli, ["search", text], obj=obj)
         assert res.exit_code == 0, res.output
-    out = runner.invoke(cli, ["admin", "stats"], obj=obj)
+    out = runner.invoke(cli, ["stats", "--counts"], obj=obj)
     assert out.exit_code == 0 and "[REDACTED:" in out.output
     _no_secret_shown(out.output)
-    as_json = runner.invoke(cli, ["admin", "stats", "--json"], obj=obj)
+    as_json = runner.invoke(cli, ["stats", "--counts", "--json"], obj=obj)
     _no_secret_shown(as_json.output)
     with Lore.open(make_settings(lore_home), embedder=FakeEmbedder()) as lore:
         assert table_leaks(lore.store.conn) == []

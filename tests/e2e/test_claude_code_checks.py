@@ -136,7 +136,7 @@ def test_checks_block_remind_and_protect_generated_files(tmp_path, api):
                 "--kind", "project_rule", "--project", str(shop)).strip()
     [check] = json.loads(lore("guard", "propose", rule, "--json"))["checks"]
     assert check["mode"] == "block" and check["command"] == r"npm(?=\s|$)"
-    lore("guard", "approve", check["id"])
+    lore("review", "approve", check["id"])
 
     def ask(prompt: str) -> dict:
         out = subprocess.run([claude, "-p", prompt, "--output-format", "json", "--allowedTools",
@@ -154,7 +154,7 @@ def test_checks_block_remind_and_protect_generated_files(tmp_path, api):
     assert ask("Add left-pad to the project")["result"] == "Done."
     [reason] = tool_results(Scripted.requests, "toolu_npm")
     assert MARK in reason and "Use pnpm, not npm" in reason and "npm rewrites it" in reason
-    assert f"lore guard allow {check['id']}" in reason
+    assert f"lore guard mode {check['id']} allow" in reason
     assert ran.read_text() == "pnpm add left-pad\n"
     assert "pnpm: done" in tool_results(Scripted.requests, "toolu_pnpm")[0]
 
@@ -172,7 +172,7 @@ def test_checks_block_remind_and_protect_generated_files(tmp_path, api):
                "make gen instead.", "--kind", "project_rule", "--project", str(shop)).strip()
     [protect] = json.loads(lore("guard", "propose", gen, "--json"))["checks"]
     assert protect["path"] == "gen/"
-    lore("guard", "approve", protect["id"])
+    lore("review", "approve", protect["id"])
     Scripted.requests = []
     Scripted.first = {"models": ("toolu_read", "Read", {"file_path": str(models)})}
     Scripted.plan = {"toolu_read": ("toolu_edit", "Edit", {

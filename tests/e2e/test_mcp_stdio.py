@@ -494,5 +494,5 @@ def test_review_folder_through_mcp(lore_home, tmp_path):
     first, second, missing, lesson = session(lore_home, import_twice)
     assert first[1]["approved"] == 1 and first[1]["warnings"] == []
     assert second[1]["approved"] == 0 and second[1]["unchanged"] == 1
-    assert missing[0] and "run `lore review export` first" in missing[1]
+    assert missing[0] and "run `lore review sync --only export` first" in missing[1]
     assert lesson[1]["status"] == "active"

@@ -125,7 +125,7 @@ def test_redacted_and_cut_to_the_budget(server: LoopbackServer) -> None:
     assert result.learnings[0].evidence[0].message_id == "u-last"
 
 
-# ---- wired: the end of a session, `lore analyze session`, graph edges --------------------------
+# ---- wired: the end of a session, `lore analyze --session`, graph edges --------------------------
 LLM = {"provider": "anthropic", "max_retries": 0}
 
 
@@ -172,12 +172,12 @@ def test_analyze_session_with_claude_print(tmp_path: Path, run, lore_home: Path,
     install_fake(tmp_path, monkeypatch, answer=json.dumps({"learnings": GOOD["learnings"][:2]}))
     lore_home.mkdir(parents=True, exist_ok=True)
     (lore_home / "config.yaml").write_text("llm:\n  provider: claude-cli\n")
-    res = run("analyze", "session", str(TRANSCRIPT), "--json")
+    res = run("analyze", "--session", str(TRANSCRIPT), "--json")
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     assert out["session_pass"]["by"] == "llm" and out["created"] == 2
     assert out["session_id"] == TRANSCRIPT.stem
-    res = run("analyze", "session", "no-such-session")
+    res = run("analyze", "--session", "no-such-session")
     assert res.exit_code == 1 and "no transcript file or imported session" in res.output
     assert "Traceback" not in res.output
 

@@ -46,7 +46,10 @@ def test_issue_command_list_exists():
         "recall path", "recall tags", "recall sources", "recall confidence-levels",
         "recall kinds", "config show", "config path",
     ]
-    assert set(wanted) <= set(COMMANDS)
+    from lore.cli.common import MOVED
+
+    for path in wanted:  # each is a command, or refused naming the command that does it now
+        assert path in COMMANDS or MOVED[path].split()[1] in COMMANDS, path
 
 
 def add(run, *args, input=None):
@@ -71,13 +74,14 @@ def test_add_full_json_and_every_option(run, tmp_path):
     example = tmp_path / "settings.py"
     example.write_text("SESSION_ENGINE = 'file'\n")
     out = run("learn", "add", "Use file sessions", "Not Redis.", "--kind", "preference",
-              "--confidence", "high", "--source", "correction", "--project", str(tmp_path),
-              "--context", "small deployments", "--anti-context", "multi-region",
-              "--file-type", "py", "--rejected", "Redis", "--preferred", "files",
-              "--reasoning", "simplicity", "--pro", "no server", "--con", "one host",
-              "--example-file", str(example), "--evidence", "No, don't use Redis",
-              "--session-id", "s-1", "--summary", "S", "--problem", "P", "--when", "W",
-              "--when-not", "WN", "--score", "0.9", "--json")
+              "--confidence", "high", "--set", "source=correction", "--project", str(tmp_path),
+              "--context", "small deployments", "--set", "anti_contexts=multi-region",
+              "--set", "file-type=py", "--set", "rejected=Redis", "--set", "preferred=files",
+              "--set", "preference.reasoning=simplicity", "--set", "pro=no server",
+              "--set", "con=one host", "--example-file", str(example),
+              "--set", "evidence=No, don't use Redis", "--set", "session_id=s-1",
+              "--set", "summary=S", "--set", "problem=P", "--set", "when_to_apply=W",
+              "--set", "when-not=WN", "--set", "score=0.9", "--json")
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
     assert data["project"] == str(tmp_path.resolve())
@@ -115,7 +119,7 @@ def test_update_and_delete(run):
 
 def test_search_json_shape_and_explain(run):
     lid = add(run, "Websocket idle timeout behind nginx", "Set proxy_read_timeout 3600s.")
-    out = run("recall", "search", "why do websockets disconnect", "--json", "--explain")
+    out = run("search", "why do websockets disconnect", "--json", "--explain")
     data = json.loads(out.stdout)
     assert data["query"] == "why do websockets disconnect"
     hit = data["results"][0]
@@ -123,21 +127,21 @@ def test_search_json_shape_and_explain(run):
     assert set(hit) == {"id", "title", "snippet", "score", "kind", "confidence", "explain"}
     assert set(hit["explain"]) >= {"vector_rank", "similarity", "keyword_rank", "bm25", "rrf",
                                    "confidence_bonus", "usage_bonus", "recency_bonus", "total"}
-    table = run("recall", "search", "websocket timeout", "--explain")
+    table = run("search", "websocket timeout", "--explain")
     assert "rrf/max" in table.stdout and lid in table.stdout
-    assert run("recall", "search", "nothing matches zzqx", "--mode", "keyword").stderr.startswith(
+    assert run("search", "nothing matches zzqx", "--mode", "keyword").stderr.startswith(
         "no lessons found")
 
 
 def test_search_filters_from_the_command_line(run):
     add(run, "Deploy with blue green", "deploy script", "--tag", "deploy", "--kind", "project_rule")
     add(run, "Deploy docs", "deploy docs", "--tag", "docs", "--confidence", "low")
-    out = json.loads(run("recall", "search", "deploy", "--tag", "deploy", "--json").stdout)
+    out = json.loads(run("search", "deploy", "--tag", "deploy", "--json").stdout)
     assert [r["title"] for r in out["results"]] == ["Deploy with blue green"]
-    out = json.loads(run("recall", "search", "deploy", "--min-confidence", "medium",
+    out = json.loads(run("search", "deploy", "--filter", "min-confidence=medium",
                          "--kind", "project_rule", "--json").stdout)
     assert [r["title"] for r in out["results"]] == ["Deploy with blue green"]
-    bad = run("recall", "search", "deploy", "--min-confidence", "huge")
+    bad = run("search", "deploy", "--filter", "min-confidence=huge")
     assert bad.exit_code == 1
     assert bad.stderr.strip() == ("Error: invalid confidence level 'huge'; valid: very-low, low, "
                                   "medium, high, very-high")
@@ -146,7 +150,7 @@ def test_search_filters_from_the_command_line(run):
 @pytest.mark.parametrize("args, needle", [
     (["learn", "add", "", "x"], "title must not be empty"),
     (["learn", "add", "T", "x", "--confidence", "sure"], "valid: very-low"),
-    (["learn", "add", "T", "x", "--source", "rumour"], "invalid source 'rumour'; valid:"),
+    (["learn", "add", "T", "x", "--set", "source=rumour"], "invalid source 'rumour'; valid:"),
     (["learn", "add", "T", "--content-file", "/nonexistent/file.md"], "cannot read"),
     (["recall", "show", "01JD8X3Q5M0000000000000000"], "no lesson with id"),
     (["recall", "related", "01JD8X3Q5M0000000000000000"], "no lesson with id"),
@@ -154,19 +158,19 @@ def test_search_filters_from_the_command_line(run):
      "no lesson with id"),
 ])
 def test_bad_input_is_one_line_exit_1_and_changes_nothing(run, args, needle):
-    before = run("admin", "stats", "--json")
+    before = run("stats", "--counts", "--json")
     result = run(*args)
     assert result.exit_code == 1
     assert needle in result.stderr
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
-    after = run("admin", "stats", "--json")
+    after = run("stats", "--counts", "--json")
     assert json.loads(before.stdout)["lessons"] == json.loads(after.stdout)["lessons"]
 
 
 def test_not_a_database_and_newer_database(run, tmp_path):
     junk = tmp_path / "notes.db"
     junk.write_text("just text")
-    out = run("--db", str(junk), "recall", "tags")
+    out = run("--db", str(junk), "recall", "values", "tags")
     assert out.exit_code == 1 and "not a Lore database" in out.stderr
     assert junk.read_text() == "just text"
 
@@ -180,7 +184,7 @@ def test_admin_commands(run, tmp_path):
     assert json.loads(run("recall", "show", a, "--json").stdout)["tags"] == ["javascript"]
     merged = run("admin", "merge-tags", "frontend", "javascript", "--yes", "--json")
     assert json.loads(merged.stdout)["lessons"] == 1
-    tags = json.loads(run("recall", "tags", "--counts", "--json").stdout)
+    tags = json.loads(run("recall", "values", "tags", "--counts", "--json").stdout)
     assert tags == [{"tag": "javascript", "count": 2}]
     missing = run("admin", "merge-tags", "nope", "javascript", "--yes")
     assert missing.exit_code == 1 and "no lesson is tagged 'nope'" in missing.stderr
@@ -188,13 +192,13 @@ def test_admin_commands(run, tmp_path):
     assert json.loads(re.stdout) == {"embedded": 2, "lessons": 2, "chunks": 0,
                                      "restarted": True, "resumed": False, "complete": True,
                                      "model": "all-MiniLM-L6-v2", "dimensions": 384}
-    doctor = run("admin", "doctor", "--json")
+    doctor = run("doctor", "--json")
     assert doctor.exit_code == 0, doctor.output
     checks = {c["check"]: c for c in json.loads(doctor.stdout)}
     assert {"sqlite driver", "fts5", "sqlite-vec", "config", "embedding model", "database",
             "embeddings"} <= set(checks)
     assert all(c["ok"] for c in checks.values())
-    stats = json.loads(run("admin", "stats", "--json").stdout)
+    stats = json.loads(run("stats", "--counts", "--json").stdout)
     assert stats["lessons"] == 2 and stats["embedding_model"] == "all-MiniLM-L6-v2"
     assert run("recall", "show", a).exit_code == 0
 
@@ -202,7 +206,7 @@ def test_admin_commands(run, tmp_path):
 def test_doctor_reports_a_broken_config_with_a_fix(run, lore_home):
     lore_home.mkdir(parents=True, exist_ok=True)
     (lore_home / "config.yaml").write_text("search:\n  vectr_weight: 2\n")
-    out = run("admin", "doctor", "--json")
+    out = run("doctor", "--json")
     assert out.exit_code == 1
     bad = [c for c in json.loads(out.stdout) if not c["ok"]]
     assert bad[0]["check"] == "config" and "search.vectr_weight" in bad[0]["detail"]
@@ -210,11 +214,11 @@ def test_doctor_reports_a_broken_config_with_a_fix(run, lore_home):
 
 
 def test_reference_listings(run):
-    kinds = json.loads(run("recall", "kinds", "--json").stdout)
+    kinds = json.loads(run("recall", "values", "kinds", "--json").stdout)
     assert "preference" in [k["name"] for k in kinds]
-    levels = json.loads(run("recall", "confidence-levels", "--json").stdout)
+    levels = json.loads(run("recall", "values", "confidence-levels", "--json").stdout)
     assert [lvl["ordinal"] for lvl in levels] == [1, 2, 3, 4, 5]
-    assert "typical confidence" in run("recall", "sources").stdout
+    assert "typical confidence" in run("recall", "values", "sources").stdout
 
 
 def test_demo_runs_in_its_own_home(run, tmp_path, lore_home):

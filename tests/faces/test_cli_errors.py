@@ -59,10 +59,10 @@ def one_line(result, code: int = 1) -> str:
     (["learn", "add", "T", "c", "--tag", BAD], "--tag"),
     (["learn", "correction", BAD], "TEXT"),
     (["learn", "correction", "use uv", "--previous", BAD], "--previous"),
-    (["recall", "search", BAD], "QUERY"),
+    (["search", BAD], "QUERY"),
     (["recall", "conversations", BAD], "QUERY"),
     (["ingest", BAD], "PATHS"),
-    (["--db", f"/tmp/{BAD}.db", "recall", "tags"], "--db"),
+    (["--db", f"/tmp/{BAD}.db", "recall", "values", "tags"], "--db"),
 ])
 def test_undecodable_argument_is_a_usage_error_naming_it(run, lore_home, args, name):
     last = one_line(run(*args), code=2)
@@ -87,7 +87,7 @@ def test_raw_bytes_in_a_real_argv_and_stdin(tmp_path):
     for args, stdin in ([(b"learn", b"add", BAD_BYTES, b"c"), None],
                         [(b"learn", b"add", b"T", b"-"), BAD_BYTES],
                         [(b"learn", b"correction", b"-"), BAD_BYTES],
-                        [(b"recall", b"search", BAD_BYTES), None]):
+                        [(b"search", BAD_BYTES), None]):
         proc = lore(home, *args, stdin=stdin)
         assert proc.returncode == 2, proc.stderr
         assert "not valid UTF-8" in err(proc).splitlines()[-1]
@@ -120,8 +120,8 @@ def test_an_empty_path_is_not_the_current_folder(run, lore_home, tmp_path, monke
 # ---- a home that is a file ---------------------------------------------------------------
 
 @pytest.mark.parametrize("args", [
-    ["recall", "search", "x"], ["recall", "tags"], ["learn", "add", "T", "c"],
-    ["learn", "correction", "no, use uv"], ["admin", "stats"], ["admin", "init"],
+    ["search", "x"], ["recall", "values", "tags"], ["learn", "add", "T", "c"],
+    ["learn", "correction", "no, use uv"], ["stats", "--counts"], ["admin", "init"],
     ["admin", "export"], ["ingest", "."],
 ])
 def test_a_home_that_is_a_file(run, lore_home, args):
@@ -133,7 +133,7 @@ def test_a_home_that_is_a_file(run, lore_home, args):
 
 def test_doctor_on_a_home_that_is_a_file(run, lore_home):
     lore_home.write_text("x")
-    result = run("admin", "doctor", "--json")
+    result = run("doctor", "--json")
     assert result.exit_code == 1
     checks = {c["check"]: c for c in json.loads(result.stdout)}
     assert not checks["home"]["ok"] and "is a file" in checks["home"]["detail"]
@@ -156,7 +156,7 @@ def test_a_home_inside_a_file(run, tmp_path, monkeypatch):
     monkeypatch.setenv("LORE_HOME", str(blocker / "deeper" / "home"))
     last = one_line(run("learn", "add", "T", "c"))
     assert f"{blocker} is a file" in last
-    checks = {c["check"]: c for c in json.loads(run("admin", "doctor", "--json").stdout)}
+    checks = {c["check"]: c for c in json.loads(run("doctor", "--json").stdout)}
     assert not checks["home"]["ok"] and f"{blocker} is a file" in checks["home"]["detail"]
 
 
@@ -200,7 +200,7 @@ def filled_home(run, lore_home):
 
 def test_read_only_file_system_reads_work_writes_say_why(filled_home):
     ro = read_only_fs(filled_home)
-    found = lore(filled_home, "recall", "search", "numpy", "--mode", "keyword", "--json",
+    found = lore(filled_home, "search", "numpy", "--mode", "keyword", "--json",
                  prefix=ro)
     assert found.returncode == 0, found.stderr
     assert json.loads(found.stdout)["results"][0]["title"] == "Pin the numpy version"
@@ -209,7 +209,7 @@ def test_read_only_file_system_reads_work_writes_say_why(filled_home):
     assert add.returncode == 1
     last = err(add).strip()
     assert "read-only" in last and "not a Lore database" not in last and last.count("\n") == 0
-    doctor = lore(filled_home, "admin", "doctor", "--json", prefix=ro)
+    doctor = lore(filled_home, "doctor", "--json", prefix=ro)
     checks = {c["check"]: c for c in json.loads(doctor.stdout)}
     assert not checks["home"]["ok"] and "read-only file system" in checks["home"]["detail"]
     assert checks["database"]["ok"] and "opened read-only" in checks["database"]["detail"]
@@ -219,13 +219,13 @@ def test_read_only_folder_opens_the_database_read_only(filled_home):
     powerless = without_root_powers()
     filled_home.chmod(0o555)
     try:
-        found = lore(filled_home, "recall", "search", "numpy", "--mode", "keyword", "--json",
+        found = lore(filled_home, "search", "numpy", "--mode", "keyword", "--json",
                      prefix=powerless)
         assert found.returncode == 0, found.stderr
         assert len(json.loads(found.stdout)["results"]) == 1
         delete = lore(filled_home, "learn", "delete", "x", "--yes", prefix=powerless)
         assert delete.returncode == 1 and "not a Lore database" not in err(delete)
-        doctor = lore(filled_home, "admin", "doctor", "--json", prefix=powerless)
+        doctor = lore(filled_home, "doctor", "--json", prefix=powerless)
         checks = {c["check"]: c for c in json.loads(doctor.stdout)}
         assert not checks["home"]["ok"] and "not writable" in checks["home"]["detail"]
         assert checks["database"]["ok"]
@@ -240,19 +240,19 @@ def test_unreadable_database_and_home(filled_home):
     db = filled_home / "lore.db"
     db.chmod(0o000)
     try:
-        out = lore(filled_home, "recall", "tags", prefix=powerless)
+        out = lore(filled_home, "recall", "values", "tags", prefix=powerless)
         assert out.returncode == 1
         assert f"cannot read the database {db}: permission denied" in err(out)
-        doctor = json.loads(lore(filled_home, "admin", "doctor", "--json",
+        doctor = json.loads(lore(filled_home, "doctor", "--json",
                                  prefix=powerless).stdout)
         database = next(c for c in doctor if c["check"] == "database")
         assert not database["ok"] and "permission denied" in database["detail"]
         assert "move the file away" not in database["fix"]
         filled_home.chmod(0o000)
-        out = lore(filled_home, "recall", "tags", prefix=powerless)
+        out = lore(filled_home, "recall", "values", "tags", prefix=powerless)
         assert out.returncode == 1
         assert str(filled_home) in err(out) and err(out).count("\n") == 1
-        doctor = json.loads(lore(filled_home, "admin", "doctor", "--json",
+        doctor = json.loads(lore(filled_home, "doctor", "--json",
                                  prefix=powerless).stdout)
         home = next(c for c in doctor if c["check"] == "home")
         assert not home["ok"] and "not readable" in home["detail"]
@@ -269,7 +269,7 @@ def test_full_disk(tmp_path):
     script = (f'mount -t tmpfs -o size=3m tmpfs "{home}" && "$@" admin init >/dev/null 2>&1 && '
               f'dd if=/dev/zero of="{home}/filler" bs=64k >/dev/null 2>&1; '
               f'"$@" learn add "Pin numpy" "floating deps broke CI"; echo "rc=$?" >&2; '
-              f'"$@" admin doctor --json')
+              f'"$@" doctor --json')
     env = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}
     env.update(LORE_HOME=str(home), HF_HUB_OFFLINE="1")
     proc = subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", LORE], env=env,
@@ -302,7 +302,7 @@ def test_doctor_reports_low_free_space(tmp_path, monkeypatch):
 # ---- destructive commands without a terminal ---------------------------------------------
 
 def test_delete_without_a_terminal_needs_yes(run, filled_home):
-    lid = json.loads(run("recall", "search", "numpy", "--json").stdout)["results"][0]["id"]
+    lid = json.loads(run("search", "numpy", "--json").stdout)["results"][0]["id"]
     last = one_line(run("learn", "delete", lid, input="n\n"), code=2)
     assert "not a terminal" in last and "--yes" in last
     assert run("recall", "show", lid).exit_code == 0
@@ -311,7 +311,7 @@ def test_delete_without_a_terminal_needs_yes(run, filled_home):
 
 
 def test_a_real_pipe_cannot_confirm_a_delete(filled_home, run):
-    lid = json.loads(run("recall", "search", "numpy", "--json").stdout)["results"][0]["id"]
+    lid = json.loads(run("search", "numpy", "--json").stdout)["results"][0]["id"]
     proc = lore(filled_home, "learn", "delete", lid, stdin=b"n\n")
     assert proc.returncode == 2 and "add --yes" in err(proc)
     assert run("recall", "show", lid).exit_code == 0
@@ -321,14 +321,14 @@ def test_unlink_and_merge_tags_need_yes_too(run, filled_home):
     a = json.loads(run("learn", "add", "A", "a", "--tag", "js", "--json").stdout)["id"]
     b = json.loads(run("learn", "add", "B", "b", "--json").stdout)["id"]
     assert run("learn", "link", a, b).exit_code == 0
-    assert "--yes" in one_line(run("learn", "unlink", a, b), code=2)
+    assert "--yes" in one_line(run("learn", "link", a, b, "--remove"), code=2)
     assert "--yes" in one_line(run("admin", "merge-tags", "js", "javascript"), code=2)
     assert run("recall", "show", a, "--json").stdout.count(b) >= 1
     assert json.loads(run("recall", "show", a, "--json").stdout)["tags"] == ["js"]
-    assert run("learn", "unlink", a, b, "--yes").exit_code == 0
+    assert run("learn", "link", a, b, "--remove", "--yes").exit_code == 0
 
 
-@pytest.mark.parametrize("path", ["learn delete", "learn unlink", "admin merge-tags",
+@pytest.mark.parametrize("path", ["learn delete", "learn link", "admin merge-tags",
                                   "admin export"])
 def test_destructive_help_says_what_yes_is_for(run, path):
     text = " ".join(run(*path.split(), "--help").output.split())
@@ -359,9 +359,9 @@ def test_a_typo_in_the_database_path_creates_nothing(run, lore_home, tmp_path, m
     assert not typo.parent.exists()
     config.unlink()
     monkeypatch.setenv("LORE_DB", str(typo))
-    assert one_line(run("recall", "tags")).startswith("Error: $LORE_DB is")
+    assert one_line(run("recall", "values", "tags")).startswith("Error: $LORE_DB is")
     monkeypatch.delenv("LORE_DB")
-    assert one_line(run("--db", str(typo), "recall", "tags")).startswith("Error: --db is")
+    assert one_line(run("--db", str(typo), "recall", "values", "tags")).startswith("Error: --db is")
     assert not typo.parent.exists()
     # The default home is still created on first use.
     assert run("admin", "init").exit_code == 0 and (lore_home / "lore.db").exists()

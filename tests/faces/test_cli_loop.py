@@ -43,9 +43,9 @@ def test_help_lists_the_loop_first_then_every_command_once():
     assert {n for _, names in SECTIONS for n in names} >= set(cli.commands)
 
 
-def test_search_and_doctor_are_the_same_commands_as_their_long_forms():
-    assert cli.commands["search"] is cli.commands["recall"].commands["search"]
-    assert cli.commands["doctor"] is cli.commands["admin"].commands["doctor"]
+def test_search_and_doctor_are_one_command_each():
+    assert "search" not in cli.commands["recall"].commands
+    assert "doctor" not in cli.commands["admin"].commands
 
 
 def test_status_of_a_new_home_says_what_to_do(user):

@@ -194,7 +194,7 @@ def test_the_model_loads_after_the_tools_are_listed(settings, monkeypatch):
     (["mcp", "--help"], None, None),
     (["mcp", "--profile"], None, None),
     (["--db", "x.db", "mcp"], None, None),
-    (["recall", "search", "x"], None, None),
+    (["search", "x"], None, None),
     ([], None, None),
 ])
 def test_plain_lore_mcp_takes_the_fast_path_and_nothing_else_does(args, env, want, monkeypatch):

@@ -183,7 +183,7 @@ def test_a_bad_cron_expression_is_a_config_error_naming_the_key(run, lore_home):
     assert short.exit_code == 1 and "schedule.analysis" in short.stderr
     assert "five fields" in short.stderr and "Traceback" not in short.stderr
     (lore_home / "config.yaml").write_text('schedule:\n  analysis: "61 3 * * *"\n')
-    bad = run("recall", "tags")
+    bad = run("recall", "values", "tags")
     assert bad.exit_code == 1 and "schedule.analysis" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
 

@@ -203,7 +203,7 @@ def test_ingest_and_search_from_the_command_line(run, tmp_path):
     found = run("recall", "conversations", "lock timeout in CI", "--project", "all", "--json")
     hits = json.loads(found.stdout)["results"]
     assert hits and hits[0]["session_id"] == SESSION and hits[0]["project"] == "/work/shop"
-    turns = run("recall", "turns", str(hits[0]["chunk_id"]), "--json")
+    turns = run("recall", "show", str(hits[0]["chunk_id"]), "--json")
     assert json.loads(turns.stdout)["messages"][0]["text"].startswith("migrations fail")
     missing = run("ingest", str(tmp_path / "nope"))
     assert missing.exit_code == 1 and "no such file or folder" in missing.stderr

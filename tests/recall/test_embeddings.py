@@ -138,7 +138,7 @@ def test_cli_mismatch_message_names_reembed(lore_home, real_embedder, monkeypatc
     added = runner.invoke(cli, ["learn", "add", "Alpha", "beta"], obj={"embedder": real_embedder})
     assert added.exit_code == 0, added.output
     monkeypatch.setenv("LORE_EMBEDDING_BACKEND", "openai")
-    result = runner.invoke(cli, ["recall", "search", "alpha"])
+    result = runner.invoke(cli, ["search", "alpha"])
     assert result.exit_code == 1
     assert "lore admin reembed" in result.stderr
     assert result.stderr.count("\n") == 1  # one line, no traceback
@@ -148,8 +148,8 @@ def test_commands_that_do_not_embed_never_load_the_model(lore_home):
     code = (
         "import sys\n"
         "from lore.cli import main\n"
-        "for argv in (['lore', 'admin', 'init'], ['lore', 'recall', 'tags'],\n"
-        "             ['lore', 'recall', 'kinds', '--json'], ['lore', 'admin', 'stats']):\n"
+        "for argv in (['lore', 'admin', 'init'], ['lore', 'recall', 'values', 'tags'],\n"
+        "             ['lore', 'recall', 'values', 'kinds', '--json'], ['lore', 'stats', '--counts']):\n"
         "    sys.argv = argv\n"
         "    try:\n"
         "        main()\n"

@@ -358,16 +358,16 @@ def test_cli_related_export_mermaid(run):
 def test_cli_path_found_and_not_found(run):
     a, b, z = _cli_add(run, "Alpha"), _cli_add(run, "Beta"), _cli_add(run, "Zeta")
     assert run("learn", "link", b, a, "--relation", "derived_from").exit_code == 0
-    res = run("recall", "path", a, b)
+    res = run("recall", "related", a, "--to", b)
     assert res.exit_code == 0, res.output
     assert res.stdout.splitlines() == [f"Alpha  ({a})", "  <-[derived_from]-", f"Beta  ({b})"]
-    res = run("recall", "path", a, b, "--json")
+    res = run("recall", "related", a, "--to", b, "--json")
     steps = json.loads(res.stdout)["steps"]
     assert [(s["id"], s["direction"]) for s in steps] == [(a, None), (b, "in")]
-    res = run("recall", "path", a, z)
+    res = run("recall", "related", a, "--to", z)
     assert res.exit_code == 1
     err = res.stderr.strip()
     assert err.startswith("Error:") and len(err.splitlines()) == 1
     assert "no path" in err and res.stdout == ""
-    res = run("recall", "path", a, b, "--directed")
+    res = run("recall", "related", a, "--to", b, "--direction", "out")
     assert res.exit_code == 1 and res.stderr.startswith("Error: no path")

@@ -106,7 +106,7 @@ finally:
 
 @pytest.mark.parametrize("args", [
     ["recall", "conversations", "why did the build fail", "--project", "all"],
-    ["recall", "search", "build timeout"],
+    ["search", "build timeout"],
     ["learn", "add", "Retry the flaky upload three times", "then give up"],
 ])
 def test_a_command_that_embeds_creates_one_session(lore_home, tmp_path, args):
@@ -136,7 +136,7 @@ def test_a_command_that_loaded_the_model_ends_with_its_whole_output_and_status(l
             lore.lessons.add(f"Build timeout rule {i}", "raise the timeout " * 30)
     env = {**os.environ, "LORE_HOME": str(lore_home), "XDG_CACHE_HOME": str(tmp_path / "cache"),
            "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    ok = subprocess.run([sys.executable, "-m", "lore", "recall", "search", "build timeout",
+    ok = subprocess.run([sys.executable, "-m", "lore", "search", "build timeout",
                          "--limit", "60", "--json"], env=env, capture_output=True, text=True,
                         timeout=300)
     assert ok.returncode == 0, ok.stderr

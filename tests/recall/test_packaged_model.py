@@ -135,14 +135,14 @@ def test_the_cli_reports_a_tampered_model_in_one_line_and_exits_1(model_copy, in
     assert result.exit_code == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "not the one Lore expects" in lines[0] and "Traceback" not in result.output
-    listed = CliRunner().invoke(cli, ["admin", "stats", "--json"])
+    listed = CliRunner().invoke(cli, ["stats", "--counts", "--json"])
     assert json.loads(listed.stdout)["lessons"] == 0  # nothing was stored
 
 
 def test_doctor_reports_a_tampered_model_with_a_fix(model_copy, installed_at):
     flip_a_byte(model_copy)
     installed_at(model_copy)
-    result = CliRunner().invoke(cli, ["admin", "doctor", "--json"])
+    result = CliRunner().invoke(cli, ["doctor", "--json"])
     [check] = [c for c in json.loads(result.stdout) if c["check"] == "embedding model"]
     assert check["ok"] is False and "not the one Lore expects" in check["detail"]
 
@@ -156,11 +156,11 @@ def test_doctor_needs_no_tokenizers_library(monkeypatch):
     gone = {"tokenizers"}
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name in gone else real(name, *a))
-    result = CliRunner().invoke(cli, ["admin", "doctor", "--json"])
+    result = CliRunner().invoke(cli, ["doctor", "--json"])
     [check] = [c for c in json.loads(result.stdout) if c["check"] == "embedding model"]
     assert check["ok"] is True, check
     gone.add("onnxruntime")
-    result = CliRunner().invoke(cli, ["admin", "doctor", "--json"])
+    result = CliRunner().invoke(cli, ["doctor", "--json"])
     [check] = [c for c in json.loads(result.stdout) if c["check"] == "embedding model"]
     assert check["ok"] is False and "onnxruntime is not installed" in check["detail"]
     assert "pip install" in check["fix"]
@@ -284,7 +284,7 @@ def test_doctor_knows_a_fastembed_model_name_without_the_network(lore_home):
     for name in ("BAAI/bge-small-en-v1.5", "baai/BGE-small-en-v1.5", "BAAI/bge-small-en-v1.6"):
         (lore_home / "config.yaml").write_text(
             f"embedding:\n  backend: fastembed\n  model: {name}\n  dimensions: 384\n")
-        result = CliRunner().invoke(cli, ["admin", "doctor", "--json"])
+        result = CliRunner().invoke(cli, ["doctor", "--json"])
         [checks[name]] = [c for c in json.loads(result.stdout) if c["check"] == "embedding model"]
     assert checks["BAAI/bge-small-en-v1.5"]["ok"] and checks["baai/BGE-small-en-v1.5"]["ok"]
     typo = checks["BAAI/bge-small-en-v1.6"]

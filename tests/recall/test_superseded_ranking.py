@@ -53,7 +53,7 @@ def test_without_the_link_the_old_wording_wins_with_it_the_successor_does(pair):
 def test_the_cli_mcp_and_web_rank_the_successor_first(pair, run, settings):
     lore, old, new = pair
     lore.lessons.link(new, old, "supersedes")
-    out = run("recall", "search", QUERY, "--json", "--no-track")
+    out = run("search", QUERY, "--project", "all", "--json", "--no-track")
     got = ids(json.loads(out.stdout)["results"])
     assert got.index(new) < got.index(old)
 

@@ -34,7 +34,7 @@ def test_cli_end_to_end_with_a_database_url(run, pg_url, monkeypatch):
                 "rewrites it.", "--tag", "build", "--kind", "project_rule")
     assert added.exit_code == 0, added.output
     lesson_id = added.stdout.strip()
-    found = json.loads(run("recall", "search", "installing node packages in the monorepo",
+    found = json.loads(run("search", "installing node packages in the monorepo",
                            "--json").stdout)
     assert found["results"][0]["id"] == lesson_id
     assert json.loads(run("recall", "show", lesson_id, "--json").stdout)["tags"] == ["build"]
@@ -43,16 +43,16 @@ def test_cli_end_to_end_with_a_database_url(run, pg_url, monkeypatch):
     [item] = json.loads(run("review", "--json").stdout)["waiting"]
     assert json.loads(run("review", "reject", item["id"], "--reason", "a one-off",
                           "--json").stdout)["status"] == "rejected"
-    shown = run("config", "show", "--json").stdout
-    stats = run("admin", "stats", "--json").stdout
-    doctor = run("admin", "doctor")
+    shown = run("config", "--json").stdout
+    stats = run("stats", "--counts", "--json").stdout
+    doctor = run("doctor")
     for text in (shown, stats, doctor.stdout + doctor.stderr):
         assert "s3cret-pw" not in text
     assert "postgres:***@" in json.loads(shown)["database"]
     assert json.loads(stats)["lessons"] == 2
     assert "postgres driver" in doctor.stdout and "2 lessons" in doctor.stdout
     # The lesson is in Postgres, not in a file of the home.
-    assert not (Path(run("config", "path").stdout.strip()).parent / "lore.db").exists()
+    assert not (Path(run("config", "--path").stdout.strip()).parent / "lore.db").exists()
 
 
 def test_the_web_api_and_the_session_start_hook_read_postgres(pg_url, lore_home, monkeypatch,
@@ -318,7 +318,7 @@ def test_migrate_to_postgres_and_back_loses_nothing(run, pg_url, tmp_path, lore_
 
 def test_a_server_that_does_not_answer_is_one_line(run, monkeypatch):
     monkeypatch.setenv("LORE_DATABASE_URL", "postgresql://me:pw@127.0.0.1:1/lore")
-    result = run("recall", "search", "anything")
+    result = run("search", "anything")
     assert result.exit_code == 1
     [line] = result.stderr.strip().splitlines()
     assert "cannot connect to the Postgres database postgresql://me:***@127.0.0.1:1/lore" in line
@@ -327,14 +327,14 @@ def test_a_server_that_does_not_answer_is_one_line(run, monkeypatch):
 
 def test_a_wrong_url_and_a_missing_driver_are_one_line(run, monkeypatch, pg_url):
     monkeypatch.setenv("LORE_DATABASE_URL", pg_url + "&schema=Not-Valid")
-    bad = run("recall", "search", "anything")
+    bad = run("search", "anything")
     assert bad.exit_code == 1 and len(bad.stderr.strip().splitlines()) == 1
     assert "schema name" in bad.stderr
     monkeypatch.setenv("LORE_DATABASE_URL", "postgresql://me@localhost/lore?sslmode=bogus")
-    bad = run("recall", "search", "anything")
+    bad = run("search", "anything")
     assert bad.exit_code == 1 and len(bad.stderr.strip().splitlines()) == 1
     monkeypatch.setitem(__import__("sys").modules, "psycopg", None)
-    missing = run("recall", "search", "anything")
+    missing = run("search", "anything")
     assert missing.exit_code == 1
     assert "pip install 'loreloop[postgres]'" in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1
@@ -515,7 +515,7 @@ def test_a_keyword_in_more_chunks_than_the_bound_ranks_the_newest(pg_url):
 def test_a_malformed_url_is_one_line_without_its_password(run, monkeypatch, url):
     # No server needed: the URL is refused before anything connects.
     monkeypatch.setenv("LORE_DATABASE_URL", url)
-    bad = run("recall", "search", "anything")
+    bad = run("search", "anything")
     assert bad.exit_code == 1, bad.output
     [line] = bad.stderr.strip().splitlines()
     assert "Traceback" not in bad.output and "pw" not in line

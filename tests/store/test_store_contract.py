@@ -230,7 +230,7 @@ def test_sync_change_log_cursors_dedup_origins_and_history(store):
 
 
 def test_pending_lessons_are_counted_once_each_and_only_when_written_here(store):
-    """What `lore sync status` shows: one per changed lesson, not per change; a version sync
+    """What `lore sync --status` shows: one per changed lesson, not per change; a version sync
     wrote here (its origin) is not pushed back, a later local edit is; a lesson deleted here is
     one deletion to push, one whose deletion sync brought is not."""
     store.set_identity("ana", "DEV-1")

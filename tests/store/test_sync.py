@@ -389,7 +389,7 @@ def test_status_and_cli(homes, run_cli, monkeypatch, tmp_path):
         out = run_cli("sync", "--server", url, "--json")
         assert out.exit_code == 0, out.output
         assert json.loads(out.stdout)["pushed"] == {"corrections": 4, "messages": 4, "edits": 1}
-    out = run_cli("sync", "status", "--json")
+    out = run_cli("sync", "--status", "--json")
     shown = json.loads(out.stdout)
     assert shown["server"] == url and shown["pending_total"] == 0 and shown["last_push"]
     assert run_cli("sync").exit_code == 2  # no server anywhere
@@ -1263,7 +1263,7 @@ def test_a_lesson_dated_hours_ahead_is_clamped_to_the_servers_clock(guarded):
 
 def test_a_device_whose_clock_runs_ahead_is_told(guarded, tmp_path):
     """A device's own lesson written with its clock an hour ahead: `lore sync` reports the
-    clamped date, `lore sync status` keeps saying so until a sync finds nothing wrong."""
+    clamped date, `lore sync --status` keeps saying so until a sync finds nothing wrong."""
     from datetime import UTC, datetime, timedelta
 
     from click.testing import CliRunner
@@ -1283,7 +1283,7 @@ def test_a_device_whose_clock_runs_ahead_is_told(guarded, tmp_path):
     assert a.sync.status()["clock"]["problem"] == problem
     assert server.lessons.get(lesson.id).updated_at < ahead
     env = {"LORE_HOME": str(a.settings.home), "LORE_DB": str(a.settings.db_location)}
-    out = CliRunner().invoke(cli, ["sync", "status"], env=env)
+    out = CliRunner().invoke(cli, ["sync", "--status"], env=env)
     assert out.exit_code == 0 and "clock      " + problem in out.output, out.output
     a.lessons.update(lesson.id, content="Run uv pip install, never pip.")  # this clock's now
     assert sync(a, url, token_a).clock_problem() is None

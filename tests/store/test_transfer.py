@@ -287,7 +287,7 @@ def _cli_add(run, title: str, *opts: str) -> str:
 
 def test_cli_export_then_import_in_a_fresh_home(run, tmp_path, monkeypatch):
     a = _cli_add(run, "Pin numpy below 2", "--tag", "deps", "--confidence", "high")
-    b = _cli_add(run, "Use uv for locking", "--pro", "fast")
+    b = _cli_add(run, "Use uv for locking", "--set", "pro=fast")
     assert run("learn", "link", a, b, "--relation", "alternative").exit_code == 0
     out = tmp_path / "lessons.jsonl"
     res = run("admin", "export", "-o", str(out))
@@ -330,7 +330,7 @@ def test_cli_import_invalid_line_writes_nothing(run, tmp_path):
     assert "Traceback" not in res.output
     err_lines = [ln for ln in res.stderr.splitlines() if ln.startswith("Error:")]
     assert len(err_lines) == 1 and err_lines[0].startswith("Error: line 2:")
-    assert json.loads(run("admin", "stats", "--json").stdout)["lessons"] == 0
+    assert json.loads(run("stats", "--counts", "--json").stdout)["lessons"] == 0
 
 
 def test_cli_skip_invalid_reports_line_numbers(run, tmp_path):
@@ -422,4 +422,4 @@ def test_cli_refused_import_leaves_an_existing_home_as_it_was(run, tmp_path):
     f = tmp_path / "in.jsonl"
     f.write_text(json.dumps(_good("X", kind="nonsense")) + "\n", encoding="utf-8")
     assert run("admin", "import", str(f)).exit_code == 1
-    assert json.loads(run("admin", "stats", "--json").stdout)["lessons"] == 1
+    assert json.loads(run("stats", "--counts", "--json").stdout)["lessons"] == 1

@@ -40,7 +40,7 @@ class ApplyPart:
     def left_out(self, project: str | None, *,
                  include_global: bool | None = None) -> list[dict[str, Any]]:
         """The approved rules ``lore apply`` in ``project`` does not write, each with why:
-        another project's rule (``lore learn scope`` moves it), or a global rule while the
+        another project's rule (``lore learn update ID --project PATH`` moves it), or a global rule while the
         global file is off, or a rule a newer active one supersedes. Rules a target file
         already states are the plan's skips."""
         from lore.normalize import project_root
@@ -62,7 +62,7 @@ class ApplyPart:
                 reason = ("a global rule, and the global file is off (--global or "
                           "apply.global_file writes ~/.claude/CLAUDE.md)")
             else:
-                reason = (f"a rule of another project ({lesson.project}); `lore learn scope "
+                reason = (f"a rule of another project ({lesson.project}); `lore learn update "
                           f"{lesson.id} --project {project_root(project) or '.'}` or --global "
                           "moves it")
             out.append({"id": lesson.id, "title": lesson.title, "project": lesson.project,

@@ -260,7 +260,7 @@ class Engine:
                                "give more characters")
         if not found:
             raise NotFound(f"no lesson or check id starts with '{text}'; `lore review` and "
-                           "`lore recall search` show ids")
+                           "`lore search` show ids")
         return found[0]
 
     def shown(self, lesson_id: str) -> str:
@@ -269,7 +269,7 @@ class Engine:
         A unique prefix of 6+ characters stands for the id (:meth:`resolve_id`)."""
         lesson_id = self.resolve_id(lesson_id)
         if not self.store.visible_ids([lesson_id]):
-            raise NotFound(f"no lesson with id {lesson_id}; `lore recall search` finds ids")
+            raise NotFound(f"no lesson with id {lesson_id}; `lore search` finds ids")
         return lesson_id
 
     def get(self, lesson_id: str) -> Lesson:

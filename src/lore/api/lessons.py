@@ -123,7 +123,7 @@ class LessonsPart:
             raise InvalidInput(f"'{old}' and '{new}' are the same tag")
         store = self.engine.store
         if not any(t == old_n for t, _ in store.tag_counts()):
-            raise NotFound(f"no lesson is tagged '{old_n}'; `lore recall tags` lists the tags")
+            raise NotFound(f"no lesson is tagged '{old_n}'; `lore recall values tags` lists the tags")
         return len(store.merge_tag(old_n, new_n))
 
     # ---- export and import ------------------------------------------------------------

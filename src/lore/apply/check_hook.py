@@ -136,7 +136,7 @@ def reason(check: dict[str, Any], seen: str, *, blocked: bool) -> str:
     lines.append(f"This call matched it: {seen}")
     if blocked:
         lines.append("The call was not run. A call that follows the rule will run; if the user "
-                     f"wants this one anyway, they can run `lore guard allow {check.get('id')}`.")
+                     f"wants this one anyway, they can run `lore guard mode {check.get('id')} allow`.")
     text = f"{MARK} " + neutral("\n".join(lines))
     return text if len(text) <= REASON_CHARS else text[:REASON_CHARS - 3] + "..."
 

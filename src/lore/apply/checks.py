@@ -21,7 +21,7 @@ A check on a rule says which tool calls it governs and what happens then:
 
 Every condition given must hold. The mode is ``remind`` (the rule, why and when the user
 said it, added as context next to the call, which runs) or ``block`` (the call is denied with
-that reason; the user allows it with ``lore guard allow``).
+that reason; the user allows it with ``lore guard mode ID allow``).
 
 Checks are compiled into one small JSON file whenever rules or checks change; the PreToolUse
 and PostToolUse hooks read only that file: no database, no model, no numpy, no click (the
@@ -456,7 +456,7 @@ def in_scope(check: dict[str, Any], cwd: str | None) -> bool:
 
 
 def allowed(check: dict[str, Any], at: float) -> bool:
-    """Whether the user let this check's calls through for now (``lore guard allow``)."""
+    """Whether the user let this check's calls through for now (``lore guard mode ID allow``)."""
     until = check.get("allowed_until")
     return isinstance(until, (int, float)) and until > at
 

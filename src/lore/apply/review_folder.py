@@ -452,7 +452,7 @@ class Folder:
         if root.exists() and not root.is_dir():
             raise InvalidInput(f"{root} is not a folder; give a folder for the review files")
         if not create and not root.is_dir():
-            raise InvalidInput(f"no review folder at {root}; run `lore review export` first")
+            raise InvalidInput(f"no review folder at {root}; run `lore review sync --only export` first")
         self.check_only = check_only
         self.root = root.resolve() if check_only else private_dir(root).resolve()
 

@@ -60,7 +60,7 @@ class Built:
     in_files: tuple[str, ...] = ()  # rules left out because a file the agent reads states them
 
     def record(self) -> dict[str, Any]:
-        """What the hook passes on for ``lore context show`` (ids and sizes, no text)."""
+        """What the hook passes on for ``lore context`` (ids and sizes, no text)."""
         return {"shown": list(self.shown), "dropped": list(self.dropped),
                 "chars": len(self.text), "dropped_chars": self.dropped_chars,
                 "in_files": list(self.in_files)}
@@ -137,10 +137,10 @@ def build_report(queries: SessionStore, project: str | None, max_chars: int = 40
     if dropped:
         out.append(f"\n{len(dropped)} more item(s) not shown ({dropped_chars} characters): "
                    "search them with the MCP tool lore_search "
-                   "or `lore recall search QUERY --project .`\n")
+                   "or `lore search QUERY --project .`\n")
     else:
         out.append("\nNothing was left out; search past work with the MCP tool lore_search "
-                   "or `lore recall search QUERY --project .`\n")
+                   "or `lore search QUERY --project .`\n")
     out.append(CLOSE)
     return Built("".join(out), tuple(shown), tuple(dropped), dropped_chars, in_files)
 

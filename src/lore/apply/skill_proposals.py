@@ -81,9 +81,9 @@ def choose(proposals: list[Proposal], choice: str) -> Proposal:
             return p
     if not proposals:
         raise NotFound("no skill is proposed: too few approved lessons share a tag and a meaning "
-                       "(the tuning constant apply.skill_min_size); `lore skills propose` shows "
+                       "(the tuning constant apply.skill_min_size); `lore skills` shows "
                        "the groups")
-    raise NotFound(f"no proposed skill is numbered or named '{choice}'; `lore skills propose` "
+    raise NotFound(f"no proposed skill is numbered or named '{choice}'; `lore skills` "
                    "lists them")
 
 

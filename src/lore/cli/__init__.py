@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from lore import __version__
-from lore.cli.admin import admin, admin_doctor
+from lore.cli.admin import admin, doctor
 from lore.cli.analyze_cmd import analyze
 from lore.cli.apply_cmd import apply
 from lore.cli.common import LoreGroup
@@ -19,13 +19,12 @@ from lore.cli.demo_cmd import demo
 from lore.cli.eval_cmd import eval_group
 from lore.cli.guard_cmd import guard
 from lore.cli.hook_cmd import hook, statusline
-from lore.cli.import_cmd import import_group
 from lore.cli.ingest_cmd import ingest
 from lore.cli.install_cmd import install, uninstall
 from lore.cli.learn import learn
 from lore.cli.llm_cmd import llm_group
 from lore.cli.mcp_cmd import mcp
-from lore.cli.recall import recall, recall_search
+from lore.cli.recall import recall, search
 from lore.cli.review import review
 from lore.cli.serve_cmd import serve
 from lore.cli.skills_cmd import skills_group
@@ -37,7 +36,7 @@ from lore.cli.worker_cmd import worker
 # `lore --help` shows the loop first: capture (install), review, apply, then finding things.
 SECTIONS = (
     ("The loop", ("install", "status", "review", "apply", "search", "doctor")),
-    ("Lessons and memory", ("learn", "recall", "guard", "ingest", "analyze", "import", "skills",
+    ("Lessons and memory", ("learn", "recall", "guard", "ingest", "analyze", "skills",
                             "context", "stats")),
     ("Running Lore", ("worker", "mcp", "serve", "sync", "llm", "config", "statusline",
                       "uninstall")),
@@ -106,14 +105,13 @@ cli.add_command(install)
 cli.add_command(uninstall)
 cli.add_command(apply)
 cli.add_command(context_group)
-cli.add_command(import_group)
 cli.add_command(skills_group)
 cli.add_command(stats)
 cli.add_command(serve)
 cli.add_command(sync)
 cli.add_command(status)
-cli.add_command(admin_doctor, name="doctor")
-cli.add_command(recall_search, name="search")
+cli.add_command(doctor)
+cli.add_command(search)
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from lore.cli.common import (
+    LoreCommand,
     LoreGroup,
     check_output,
     confirm,
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 CONFIG_TEMPLATE = """\
 # Lore configuration. Every key is optional and every one here is commented out, showing its
-# default: uncomment a key (and its section) to change it. `lore config show` prints the
+# default: uncomment a key (and its section) to change it. `lore config` prints the
 # effective values. ${VAR} and ${VAR:-default} are replaced by environment variables.
 
 # embedding:
@@ -50,7 +51,7 @@ CONFIG_TEMPLATE = """\
 #   rerank: false               # with llm: the model re-orders conversation search (slower)
 
 # Search and ranking weights and the like are tuning constants, kept in the code beside what
-# uses them, not settings: `lore config show --all` lists them
+# uses them, not settings: `lore config --all` lists them
 # (docs/configuration.md#tuning-constants).
 
 # tag_aliases:                  # default: none
@@ -62,11 +63,11 @@ CONFIG_TEMPLATE = """\
 
 @click.group(cls=LoreGroup)
 def admin() -> None:
-    """Create, inspect, back up and repair the database.
+    """Create, back up, copy and repair the database.
 
     \b
     Example:
-      lore admin stats
+      lore admin export -o lessons.jsonl
     """
 
 
@@ -102,38 +103,6 @@ def admin_init(ctx: click.Context, json_: bool) -> None:
            f"({count} lessons)")
     if wrote_config:
         notice(f"wrote a commented config to {s.config_path}")
-
-
-@admin.command("stats")
-@json_option
-@with_lore
-def admin_stats(lore: Lore, json_: bool) -> None:
-    """Counts by kind, status, confidence and project; size, model, searches.
-
-    \b
-    Example:
-      lore admin stats --json
-    """
-    st = lore.admin.stats()
-    if json_:
-        emit_json(st)
-        return
-    size = st["size_bytes"] / 1024
-    table("Lore", ["", ""], [
-        ["database", st["database"]],
-        ["size", f"{size:,.0f} KiB"],
-        ["lessons", st["lessons"]],
-        ["tags / edges", f"{st['tags']} / {st['edges']}"],
-        ["vectors", f"{st['vectors']} ({st['embedding_model'] or 'none yet'}, "
-                    f"{st['embedding_dimensions'] or '-'} dims)"],
-        ["searches logged", st["searches"]],
-    ])
-    for key, label in (("by_kind", "kind"), ("by_status", "status"),
-                       ("by_confidence", "confidence"), ("by_project", "project")):
-        if st[key]:
-            table(None, [label, "lessons"], list(st[key].items()))
-    if st["top_queries"]:
-        table(None, ["top query", "times"], [[q["query"], q["count"]] for q in st["top_queries"]])
 
 
 @admin.command("export")
@@ -238,23 +207,6 @@ def admin_migrate_to(lore: Lore, target: str, force: bool, json_: bool) -> None:
            f"({copied.get('lessons', 0)} lessons, {copied.get('chunks', 0)} conversation chunks)")
 
 
-@admin.command("visibility")
-@click.argument("lesson_id")
-@click.argument("visibility", type=click.Choice(["personal", "project", "team"]))
-@with_lore
-def admin_visibility(lore: Lore, lesson_id: str, visibility: str) -> None:
-    """Set who finds a lesson in a shared database: personal (you), project or team.
-
-    Rules learned from your corrections start personal; lessons added by hand start team.
-
-    \b
-    Example:
-      lore admin visibility 01JD8X3Q5M4Z2Y7T6R1W0V9K8J team
-    """
-    lore.lessons.set_visibility(lesson_id, visibility)
-    notice(f"{lesson_id} is now {visibility}")
-
-
 def _read_lines(ctx: click.Context, param: click.Parameter, file: str) -> list[str]:
     """Read the whole file (or stdin) while parsing, before the database is opened. Bytes
     that are not UTF-8 become U+FFFD in their line, so one bad byte costs one line at most."""
@@ -349,18 +301,18 @@ def admin_reembed(lore: Lore, force: bool, json_: bool) -> None:
                f"with {model or lore.admin.configured_model()}")
 
 
-@admin.command("doctor")
+@click.command("doctor", cls=LoreCommand)
 @json_option
 @click.pass_context
-def admin_doctor(ctx: click.Context, json_: bool) -> None:
+def doctor(ctx: click.Context, json_: bool) -> None:
     """Check every moving part: database, model, Claude Code hooks and MCP, worker, model provider.
 
     Each line is ok, a note (works; a suggestion beside it) or FAIL with the fix; the exit
-    status is 1 when anything failed. `lore doctor` and `lore admin doctor` are the same.
+    status is 1 when anything failed.
 
     \b
     Example:
-      lore admin doctor
+      lore doctor
     """
     from lore.doctor import run_checks
 

@@ -1,62 +1,75 @@
-"""`lore analyze`: learn from a repository's changes; `lore analyze status`: what analysis did."""
+"""`lore analyze`: learn from a repository's changes or a session; `--status`: what analysis did."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
-from lore.cli.common import LoreGroup, emit_json, json_option, open_lore, resolve_project, table
-
-
-class AnalyzeGroup(LoreGroup):
-    """`lore analyze [PATH] …` runs an analysis; `lore analyze status` is the one subcommand."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args or (args[0] not in self.commands and args[0] not in ("-h", "--help")):
-            args = ["run", *args]
-        return super().parse_args(ctx, args)
+from lore.cli.common import LoreCommand, emit_json, json_option, open_lore, resolve_project, table
 
 
-@click.group("analyze", cls=AnalyzeGroup)
-def analyze() -> None:
-    """Learn from the work itself: score a repository's changes and propose what they teach.
-
-    `lore analyze [PATH]` is `lore analyze run [PATH]`; `lore analyze session ID` reads one
-    session's transcript. See docs/analysis.md.
-
-    \b
-    Examples:
-      lore analyze . --since main --explain
-      lore analyze ~/src/app --range v1.2..v1.3 --force
-      lore analyze session 0d3a8e6f-290f-4105-a327-a2496e5e2a83
-      lore analyze status
-    """
-
-
-@analyze.command("run")
+@click.command("analyze", cls=LoreCommand)
 @click.argument("path", required=False, default=".", type=click.Path(file_okay=False))
 @click.option("--since", metavar="REF", help="Changes from this commit, branch or tag to the working tree.")
 @click.option("--range", "range_", metavar="A..B", help="Changes between two commits (B defaults to HEAD).")
 @click.option("--force", is_flag=True, help="Analyse whatever the score (a manual trigger).")
 @click.option("--explain", is_flag=True, help="Print every part of the significance score with its points.")
+@click.option("--session", metavar="SESSION",
+              help="Read one session's transcript instead: a transcript file (.jsonl) or the id "
+                   "of an imported session.")
+@click.option("--status", "status_", is_flag=True,
+              help="What analysis did instead: sessions seen, analysed and skipped (with why), "
+                   "lessons per kind, today's language-model use, the last error.")
+@click.option("--project", help="With --status: only this project ('.' for the current one).")
 @click.option("--dry-run", is_flag=True, help="Score and show what would be proposed; store nothing.")
 @json_option
 @click.pass_context
-def analyze_run(ctx: click.Context, path: str, since: str | None, range_: str | None, force: bool,
-                explain: bool, dry_run: bool, json_: bool) -> None:
-    """Score PATH's changes (default: the last commit and the work in progress) and, at or above
-    the threshold (`analysis.threshold`, 5) or with --force, propose lessons: the four-stage
-    analysis when a language model is configured, else a summary marked as not analysed.
+def analyze(ctx: click.Context, path: str, since: str | None, range_: str | None, force: bool,
+            explain: bool, session: str | None, status_: bool, project: str | None,
+            dry_run: bool, json_: bool) -> None:
+    """Learn from the work itself: score PATH's changes and propose what they teach.
 
-    Proposed lessons wait for review (`lore review`); one that restates a known lesson
-    reinforces it instead.
+    PATH's changes (default: the last commit and the work in progress) are scored and, at
+    or above the threshold (`analysis.threshold`, 5) or with --force, lessons are proposed:
+    the four-stage analysis when a language model is configured, else a summary marked as
+    not analysed. Proposed lessons wait for review (`lore review`); one that restates a known
+    lesson reinforces it instead.
+
+    --session proposes what one session's transcript teaches: decisions, recurring
+    patterns, problems solved and anti-patterns, each with its quotes (read by the language
+    model when one is configured, quotes not found in the transcript dropped; else by the
+    pattern pass, as at the end of a session). See docs/analysis.md.
 
     \b
     Examples:
       lore analyze --explain
+      lore analyze . --since main --explain
+      lore analyze ~/src/app --range v1.2..v1.3 --force
       lore analyze . --since HEAD~5 --dry-run --json
+      lore analyze --session 0d3a8e6f-290f-4105-a327-a2496e5e2a83 --dry-run
+      lore analyze --status --json
     """
+    source = ctx.get_parameter_source
+    repo_options = [name for name, given in (("--since", since), ("--range", range_),
+                                             ("--force", force), ("--explain", explain),
+                                             ("PATH", source("path") != ParameterSource.DEFAULT))
+                    if given]
+    if status_:
+        if session or dry_run or repo_options:
+            raise click.UsageError("--status reports on its own; give it with --project or "
+                                   "--json only", ctx)
+        _status(ctx, project, json_)
+        return
+    if project:
+        raise click.UsageError("--project goes with --status", ctx)
+    if session:
+        if repo_options:
+            raise click.UsageError(f"--session reads a transcript; leave out {repo_options[0]}",
+                                   ctx)
+        _session(ctx, session, dry_run, json_)
+        return
     if since and range_:
         raise click.UsageError("give --since or --range, not both")
     with open_lore(ctx) as lore:
@@ -89,24 +102,7 @@ def _print_report(report: Any, explain: bool) -> None:
         click.echo("dry run: nothing stored", err=True)
 
 
-@analyze.command("session")
-@click.argument("session")
-@click.option("--dry-run", is_flag=True, help="Show what would be proposed; store nothing.")
-@json_option
-@click.pass_context
-def analyze_session(ctx: click.Context, session: str, dry_run: bool, json_: bool) -> None:
-    """Propose what one session's transcript teaches: decisions, recurring patterns, problems
-    solved and anti-patterns, each with its quotes. SESSION is a transcript file (.jsonl) or the
-    id of an imported session.
-
-    The language model reads it when one is configured (`llm.provider`; quotes not found in the
-    transcript are dropped), else the pattern pass does, as at the end of a session.
-
-    \b
-    Examples:
-      lore analyze session ~/.claude/projects/-src-app/0d3a8e6f.jsonl --dry-run
-      lore analyze session 0d3a8e6f-290f-4105-a327-a2496e5e2a83 --json
-    """
+def _session(ctx: click.Context, session: str, dry_run: bool, json_: bool) -> None:
     with open_lore(ctx) as lore:
         report = lore.analysis.learn_from_session(session, dry_run=dry_run)
     if json_:
@@ -126,18 +122,7 @@ def analyze_session(ctx: click.Context, session: str, dry_run: bool, json_: bool
         click.echo("dry run: nothing stored", err=True)
 
 
-@analyze.command("status")
-@click.option("--project", help="Only this project ('.' for the current one).")
-@json_option
-@click.pass_context
-def analyze_status(ctx: click.Context, project: str | None, json_: bool) -> None:
-    """Sessions seen, analysed and skipped (with why), lessons learned per kind, today's
-    language-model tokens and cost, the last error.
-
-    \b
-    Example:
-      lore analyze status --json
-    """
+def _status(ctx: click.Context, project: str | None, json_: bool) -> None:
     with open_lore(ctx) as lore:
         st = lore.analysis.status(resolve_project(project))
     if json_:

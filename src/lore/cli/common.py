@@ -54,8 +54,73 @@ def shown(text: str, limit: int = 60) -> str:
     return "'" + (raw if len(raw) <= limit else raw[:limit] + "…") + "'"
 
 
+# Spellings of earlier versions that users may have scripted: each is refused in one line that
+# names the new one. Keys are command paths below `lore`.
+MOVED = {
+    "recall search": "lore search", "admin doctor": "lore doctor",
+    "admin stats": "lore stats --counts",
+    **{f"recall {what}": f"lore recall values {what}"
+       for what in ("tags", "kinds", "sources", "confidence-levels")},
+    "recall path": "lore recall related FROM --to TO",
+    "config show": "lore config", "config path": "lore config --path",
+    "context show": "lore context",
+    "skills propose": "lore skills", "skills write": "lore skills NUMBER|NAME",
+    "learn unlink": "lore learn link FROM TO --remove",
+    "learn scope": "lore learn update ID --project PATH (or --global)",
+    "admin visibility": "lore learn update ID --set visibility=personal|project|team",
+    "analyze run": "lore analyze [PATH]", "analyze session": "lore analyze --session SESSION",
+    "analyze status": "lore analyze --status",
+    "import": "lore ingest --claude-memory",
+    "guard approve": "lore review approve CHECK_ID", "guard reject": "lore review reject CHECK_ID",
+    "guard remove": "lore review forget CHECK_ID", "guard allow": "lore guard mode CHECK_ID allow",
+    "recall turns": "lore recall show CHUNK",
+    "review export": "lore review sync [FOLDER] --only export",
+    "review import": "lore review sync [FOLDER] --only import",
+    "sync status": "lore sync --status",
+}
+# Options of earlier versions, by command path: the new spelling.
+_FIELDS = {"--score": "score", "--source": "source", "--source-notes": "source_notes",
+           "--summary": "summary", "--problem": "problem_solved", "--when": "when_to_apply",
+           "--when-not": "when_not_to_apply", "--pref-context": "preference.context",
+           "--rejected": "preference.rejected", "--preferred": "preference.preferred",
+           "--reasoning": "preference.reasoning", "--anti-context": "anti_contexts",
+           "--file-type": "file_types", "--pro": "pro", "--con": "con",
+           "--evidence": "evidence", "--session-id": "session_id"}
+MOVED_OPTIONS: dict[str, dict[str, str]] = {
+    "learn add": {opt: f"--set {key}=…" for opt, key in _FIELDS.items()},
+    "learn update": {opt: f"--set {key}=…" for opt, key in {
+        **_FIELDS, "--kind": "kind", "--confidence": "confidence", "--context": "contexts",
+        "--tag": "tags", "-t": "tags"}.items()},
+    "search": {opt: f"--filter {key}=…" for opt, key in (
+        ("--source", "source"), ("--file-type", "file-type"),
+        ("--min-confidence", "min-confidence"))},
+}
+
+
+def moved(ctx: click.Context, word: str) -> None:
+    """Refuse an earlier version's spelling (a subcommand ``word`` of this command) in one
+    line naming the new one."""
+    path = " ".join([*ctx.command_path.split()[1:], word])
+    if path in MOVED:
+        raise click.UsageError(f"`lore {path}` is now `{MOVED[path]}`", ctx)
+
+
 class LoreCommand(click.Command):
-    """A command whose arguments are checked (UTF-8, non-empty paths) before it runs."""
+    """A command whose arguments are checked (UTF-8, non-empty paths) before it runs, and
+    that names the new spelling of an earlier version's subcommand or option."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and not args[0].startswith("-"):
+            moved(ctx, args[0])
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            path = " ".join(ctx.command_path.split()[1:])
+            new = MOVED_OPTIONS.get(path, {}).get(exc.option_name)
+            if new is None:
+                raise
+            raise click.UsageError(f"`{exc.option_name}` of `lore {path}` is now `{new}`",
+                                   ctx) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         check_params(ctx)
@@ -69,6 +134,11 @@ class LoreGroup(click.Group):
     Anything else is a bug and keeps its traceback."""
 
     command_class = LoreCommand
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        if args and args[0] not in self.commands:
+            moved(ctx, args[0])
+        return super().resolve_command(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         from lore.errors import LoreError

@@ -4,34 +4,32 @@ from __future__ import annotations
 
 import click
 
-from lore.cli.common import LoreGroup, emit_json, json_option, settings, table
+from lore.cli.common import LoreCommand, emit_json, json_option, settings, table
 
 
-@click.group("config", cls=LoreGroup)
-def config_group() -> None:
-    """Show the effective configuration.
-
-    \b
-    Example:
-      lore config show
-    """
-
-
-@config_group.command("show")
+@click.command("config", cls=LoreCommand)
+@click.option("--path", "path_", is_flag=True,
+              help="Print only the path of the config file (it may not exist yet).")
 @click.option("--all", "all_", is_flag=True,
               help="Also every tuning constant: the values benchmarks chose (search and ranking "
                    "weights), where each lives in the code and what chose it.")
 @json_option
 @click.pass_context
-def config_show(ctx: click.Context, all_: bool, json_: bool) -> None:
+def config_group(ctx: click.Context, path_: bool, all_: bool, json_: bool) -> None:
     """Every effective setting with its origin: default, the config file, or a LORE_* variable.
-    Tuning constants the config file overrides are listed too (--all: every one).
 
     \b
     Examples:
-      LORE_EMBEDDING_MODEL=text-embedding-3-small lore config show
-      lore config show --all
+      lore config
+      LORE_EMBEDDING_MODEL=text-embedding-3-small lore config --json
+      lore config --all
+      $EDITOR "$(lore config --path)"
     """
+    if path_:
+        from lore.config import config_file
+
+        click.echo(str(config_file()))
+        return
     from lore.config import effective
 
     s = settings(ctx)
@@ -55,16 +53,3 @@ def config_show(ctx: click.Context, all_: bool, json_: bool) -> None:
               ["key", "value", "source", "benchmark", "lives in"],
               [[r["key"], repr(r["value"]) if isinstance(r["value"], str) else r["value"],
                 r["source"], r["bench"] or "none (set by hand)", r["lives_in"]] for r in tuning])
-
-
-@config_group.command("path")
-def config_path() -> None:
-    """Print the path of the config file (it may not exist yet).
-
-    \b
-    Example:
-      $EDITOR "$(lore config path)"
-    """
-    from lore.config import config_file
-
-    click.echo(str(config_file()))

@@ -1,4 +1,4 @@
-"""`lore context show`: what SessionStart gave recent sessions, and what its budget left out."""
+"""`lore context`: what SessionStart gave recent sessions, and what its budget left out."""
 
 from __future__ import annotations
 
@@ -6,36 +6,26 @@ from typing import TYPE_CHECKING
 
 import click
 
-from lore.cli.common import LoreGroup, emit_json, json_option, notice, with_lore
+from lore.cli.common import LoreCommand, emit_json, json_option, notice, with_lore
 
 if TYPE_CHECKING:
     from lore.api import Lore
 
 
-@click.group("context", cls=LoreGroup)
-def context_group() -> None:
-    """What Lore put into new sessions' context.
-
-    \b
-    Example:
-      lore context show --session 3f0c2a…
-    """
-
-
-@context_group.command("show")
+@click.command("context", cls=LoreCommand)
 @click.option("--session", "session_id", help="One session's start (its session id).")
 @click.option("--limit", type=click.IntRange(1, 1000), default=5, show_default=True,
               help="How many recent session starts.")
 @json_option
 @with_lore
-def context_show(lore: Lore, session_id: str | None, limit: int, json_: bool) -> None:
+def context_group(lore: Lore, session_id: str | None, limit: int, json_: bool) -> None:
     """Show what SessionStart injected: the lessons given, those the size budget left out,
     their sizes, the session and the time (latest first).
 
     \b
     Examples:
-      lore context show
-      lore context show --session 3f0c2a… --json
+      lore context
+      lore context --session 3f0c2a… --json
     """
     loads = lore.sessions.context_loads(session_id, limit)
     if json_:

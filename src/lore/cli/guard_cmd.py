@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 
 from lore.cli.common import LoreGroup, emit_json, json_option, notice, open_lore, with_lore
 
@@ -27,15 +28,17 @@ def guard(ctx: click.Context, rule_id: str | None, status: str | None, json_: bo
     --path: a glob for the files Write, Edit, MultiEdit and NotebookEdit change, --content: a
     pattern in the text written, --tool: a tool or MCP tool name) and whether the call is
     blocked (denied with the rule as the reason) or runs with the rule as a reminder. A check
-    holds once both it and its rule are approved. Without a verb: the checks, in words.
+    holds once both it and its rule are approved (`lore review approve|reject CHECK_ID`
+    decides on it, `lore review forget CHECK_ID` deletes it). Without a verb: the checks, in
+    words.
 
     \b
     Examples:
       lore guard propose
       lore guard add 01JD… --command 'npm(?=\\s|$)' --mode block
       lore guard test 01JE… --since 30d
-      lore guard approve 01JE…
-      lore guard allow 01JE… --minutes 10
+      lore review approve 01JE…
+      lore guard mode 01JE… allow --minutes 10
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -105,7 +108,8 @@ def guard_add(lore: Lore, rule_id: str, command_: str | None, path: str | None,
     """
     row = lore.checks.add(lore.lessons.resolve_id(rule_id),
                           {"command": command_, "path": path, "content": content, "tool": tool,
-                           "mode": mode}, status="active" if approve else "proposed")
+                           "mode": mode},
+                          status="active" if approve else "proposed")
     done(row, "added", json_)
 
 
@@ -144,83 +148,35 @@ def guard_propose(lore: Lore, rule_id: str | None, no_model: bool, json_: bool) 
         return
     click.echo("\n".join(check_lines(r) for r in made))
     notice(f"{len(made)} checks proposed; `lore guard test ID` replays one, "
-           "`lore guard approve ID` enables it")
-
-
-@guard.command("approve")
-@click.argument("check_id")
-@click.option("--mode", type=MODES, help="Approve it in this mode.")
-@json_option
-@with_lore
-def guard_approve(lore: Lore, check_id: str, mode: str | None, json_: bool) -> None:
-    """Approve a check: it holds while its rule is approved.
-
-    \b
-    Example:
-      lore guard approve 01JE… --mode block
-    """
-    done(lore.review.decide_check(lore.lessons.resolve_id(check_id), "approve", mode=mode), "approved", json_)
-
-
-@guard.command("reject")
-@click.argument("check_id")
-@json_option
-@with_lore
-def guard_reject(lore: Lore, check_id: str, json_: bool) -> None:
-    """Reject a check: it never holds and is not proposed again.
-
-    \b
-    Example:
-      lore guard reject 01JE…
-    """
-    done(lore.review.decide_check(lore.lessons.resolve_id(check_id), "reject"), "rejected", json_)
+           "`lore review approve ID` enables it")
 
 
 @guard.command("mode")
 @click.argument("check_id")
-@click.argument("mode", type=MODES)
-@json_option
-@with_lore
-def guard_mode(lore: Lore, check_id: str, mode: str, json_: bool) -> None:
-    """Switch a check between remind and block.
-
-    \b
-    Example:
-      lore guard mode 01JE… remind
-    """
-    done(lore.checks.set_mode(lore.lessons.resolve_id(check_id), mode), f"now {mode}", json_)
-
-
-@guard.command("allow")
-@click.argument("check_id")
+@click.argument("mode", type=click.Choice(["block", "remind", "allow"]))
 @click.option("--minutes", type=click.FloatRange(0, 10080), default=30, show_default=True,
-              help="How long its calls are let through (0: block again).")
+              help="With allow: how long its calls are let through (0: block again).")
 @json_option
-@with_lore
-def guard_allow(lore: Lore, check_id: str, minutes: float, json_: bool) -> None:
-    """Let a blocking check's calls through for a while: the agent is told the rule, the
-    call runs, and it counts as allowed by the user.
+@click.pass_context
+def guard_mode(ctx: click.Context, check_id: str, mode: str, minutes: float, json_: bool) -> None:
+    """Switch a check between remind and block; or allow a blocking check's calls through
+    for a while: the agent is told the rule, the call runs, and it counts as allowed by the
+    user.
 
     \b
-    Example:
-      lore guard allow 01JE… --minutes 10
+    Examples:
+      lore guard mode 01JE… remind
+      lore guard mode 01JE… allow --minutes 10
     """
-    row = lore.checks.allow(lore.lessons.resolve_id(check_id), minutes)
-    done(row, f"allowed for {minutes:g} minutes" if minutes else "blocking again", json_)
-
-
-@guard.command("remove")
-@click.argument("check_id")
-@json_option
-@with_lore
-def guard_remove(lore: Lore, check_id: str, json_: bool) -> None:
-    """Delete a check and its recorded matches.
-
-    \b
-    Example:
-      lore guard remove 01JE…
-    """
-    done(lore.checks.remove(lore.lessons.resolve_id(check_id)), "removed", json_)
+    if mode != "allow" and ctx.get_parameter_source("minutes") != ParameterSource.DEFAULT:
+        raise click.UsageError("--minutes goes with allow", ctx)
+    with open_lore(ctx) as lore:
+        check = lore.lessons.resolve_id(check_id)
+        if mode == "allow":
+            done(lore.checks.allow(check, minutes),
+                 f"allowed for {minutes:g} minutes" if minutes else "blocking again", json_)
+        else:
+            done(lore.checks.set_mode(check, mode), f"now {mode}", json_)
 
 
 @guard.command("test")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from lore.cli.common import LoreCommand, emit_json, json_option, notice, progress_bar, with_lore
+from lore.cli.common import LoreCommand, emit_json, json_option, notice, open_lore, progress_bar
 
 if TYPE_CHECKING:
     from lore.api import Lore
@@ -27,11 +27,21 @@ CHUNKS_PER_SECOND = 9.0  # the int8 model on 2 cores (docs/benchmarks.md), for t
 @click.option("--learn", "learn_", is_flag=True,
               help="Also learn from the messages the user typed: corrections become candidates "
                    "for `lore review` (a message seen before is skipped).")
+@click.option("--claude-memory", "claude_memory", is_flag=True,
+              help="Import Claude Code's auto memory instead (~/.claude/projects/*/memory/), as "
+                   "proposed lessons for review.")
+@click.option("--claude-home", type=click.Path(file_okay=False),
+              help="With --claude-memory: Claude Code's folder (default: $CLAUDE_CONFIG_DIR, "
+                   "else ~/.claude).")
+@click.option("--dry-run", is_flag=True, help="With --claude-memory: list what would be added; "
+                                              "add nothing.")
 @json_option
-@with_lore
-def ingest(lore: Lore, paths: tuple[str, ...], watch: bool, no_embed: bool, wait: bool,
-           learn_: bool, json_: bool) -> None:
-    """Import Claude Code transcripts (and Codex CLI rollouts) incrementally.
+@click.pass_context
+def ingest(ctx: click.Context, paths: tuple[str, ...], watch: bool, no_embed: bool, wait: bool,
+           learn_: bool, claude_memory: bool, claude_home: str | None, dry_run: bool,
+           json_: bool) -> None:
+    """Import Claude Code transcripts (and Codex CLI rollouts) incrementally; with
+    --claude-memory, Claude Code's auto memory as lessons waiting for review.
 
     Each file is read on from where the last import stopped; a rewritten file is read
     again; messages are stored once even when a resumed session copies them.
@@ -47,7 +57,50 @@ def ingest(lore: Lore, paths: tuple[str, ...], watch: bool, no_embed: bool, wait
       lore ingest ~/.codex/sessions --json
       lore ingest --watch
       lore ingest --learn ~/.claude/projects      # history into rules to review
+      lore ingest --claude-memory --dry-run
+
+    With --claude-memory each auto-memory entry is added once, as a proposed lesson with its
+    file and date as evidence; running it again adds only new entries, and an entry you
+    rejected or deleted does not come back. Claude Code's files are only read.
     """
+    memory_only = [name for name, given in (("--claude-home", claude_home),
+                                            ("--dry-run", dry_run)) if given]
+    if claude_memory:
+        if paths or watch or no_embed or wait or learn_:
+            raise click.UsageError("--claude-memory imports the auto memory alone; leave out "
+                                   "PATHS, --watch, --no-embed, --wait and --learn", ctx)
+        with open_lore(ctx) as lore:
+            _claude_memory(lore, claude_home, dry_run, json_)
+        return
+    if memory_only:
+        raise click.UsageError(f"{memory_only[0]} goes with --claude-memory", ctx)
+    with open_lore(ctx) as lore:
+        _transcripts(lore, paths, watch, no_embed, wait, learn_, json_)
+
+
+def _claude_memory(lore: Lore, claude_home: str | None, dry_run: bool, json_: bool) -> None:
+    import os
+
+    home = Path(claude_home or os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+    if not os.path.isdir(home):
+        raise click.ClickException(f"no such folder: {home}; give Claude Code's folder with "
+                                   "--claude-home")
+    report = lore.lessons.import_claude_memory(home, dry_run=dry_run)
+    if json_:
+        emit_json({"dry_run": dry_run, **report.to_dict()})
+        return
+    for entry in report.added:
+        click.echo(f"{entry.get('id', '(new)')}  {entry['kind']:<10}  {entry['title']}")
+    for s in report.skipped:
+        notice(f"skipped {s['file']}: {s['reason']}")
+    verb = "would add" if dry_run else "added"
+    notice(f"{verb} {len(report.added)} entr{'y' if len(report.added) == 1 else 'ies'} for "
+           f"review, {report.known} already imported"
+           + ("" if dry_run or not report.added else " (status proposed, tag claude-memory)"))
+
+
+def _transcripts(lore: Lore, paths: tuple[str, ...], watch: bool, no_embed: bool, wait: bool,
+                 learn_: bool, json_: bool) -> None:
     from lore.capture.ingest import default_roots
 
     # Strings, not Paths, until checked: Path('') would be the cwd.

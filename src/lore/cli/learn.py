@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -26,49 +27,66 @@ from lore.cli.common import (
 if TYPE_CHECKING:
     from lore.api import Lore
 
-LIST_OPTIONS = {
-    "tag": "tags", "context": "contexts", "anti_context": "anti_contexts",
-    "file_type": "file_types",
+# --set KEY=VALUE: every field of a lesson (docs/json.md's names; the earlier option names are
+# accepted too): KEY -> (field, how it is read). A list field takes one value per --set.
+TEXT, NUMBER, LIST, SPLIT, PREF, PRO, CON, QUOTE, SESSION, VISIBILITY = range(10)
+SET_KEYS: dict[str, tuple[str, int]] = {
+    **{k: (k, TEXT) for k in ("kind", "status", "confidence", "source", "source_notes", "summary",
+                              "problem_solved", "when_to_apply", "when_not_to_apply", "title")},
+    "problem": ("problem_solved", TEXT), "when": ("when_to_apply", TEXT),
+    "when_not": ("when_not_to_apply", TEXT), "score": ("score", NUMBER),
+    "tags": ("tags", SPLIT), "tag": ("tags", SPLIT), "file_types": ("file_types", SPLIT),
+    "file_type": ("file_types", SPLIT), "contexts": ("contexts", LIST),
+    "context": ("contexts", LIST), "anti_contexts": ("anti_contexts", LIST),
+    "anti_context": ("anti_contexts", LIST),
+    **{k: (k, PREF) for k in ("rejected", "preferred", "reasoning")},
+    "pref_context": ("context", PREF), "preference.context": ("context", PREF),
+    **{f"preference.{k}": (k, PREF) for k in ("rejected", "preferred", "reasoning")},
+    "pro": ("pro", PRO), "con": ("con", CON), "evidence": ("evidence", QUOTE),
+    "session_id": ("session_id", SESSION), "visibility": ("visibility", VISIBILITY),
 }
-TEXT_OPTIONS = {
-    "kind": "kind", "status": "status", "confidence": "confidence", "source": "source",
-    "source_notes": "source_notes", "summary": "summary", "problem": "problem_solved",
-    "when": "when_to_apply", "when_not": "when_not_to_apply",
-}
-PREF_OPTIONS = {"pref_context": "context", "rejected": "rejected", "preferred": "preferred",
-                "reasoning": "reasoning"}
+VISIBILITIES = ("personal", "project", "team")
+
+
+def _sets(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[tuple[str, str]]:
+    """--set KEY=VALUE pairs, checked while parsing (before the database is opened)."""
+    out = []
+    for item in values:
+        key, sep, value = item.partition("=")
+        name = key.strip().lower().replace("-", "_")
+        if not sep or name not in SET_KEYS:
+            raise click.BadParameter(f"'{key}' is not a field of a lesson; give KEY=VALUE with KEY "
+                                     "one of " + ", ".join(sorted({k for k in SET_KEYS
+                                                                   if "." not in k})), ctx, param)
+        field, how = SET_KEYS[name]
+        if how == NUMBER:
+            try:
+                float(value)
+            except ValueError:
+                raise click.BadParameter(f"{name}={value!r}: give a number", ctx, param) from None
+        if how == VISIBILITY and value not in VISIBILITIES:
+            raise click.BadParameter(f"visibility={value!r}: give one of "
+                                     f"{', '.join(VISIBILITIES)}", ctx, param)
+        out.append((name, value))
+    return out
 
 
 def lesson_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The options learn add and learn update share; every other field goes through --set."""
     opts: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         click.option("--content-file", type=click.Path(dir_okay=False),
                      help="Read the content from this file."),
-        click.option("--kind", help="Lesson kind (`lore recall kinds`); default: learning."),
-        click.option("--status", help="proposed, active, rejected, superseded or archived."),
-        click.option("--confidence", help="very-low … very-high (`lore recall confidence-levels`)."),
-        click.option("--score", type=float, help="Learned confidence score, 0 to 1."),
-        click.option("--source", help="Where it came from (`lore recall sources`)."),
-        click.option("--source-notes", help="Free text about the source."),
         click.option("--project", help="Project scope (a path; '.' is the current project)."),
-        click.option("--global", "global_", is_flag=True, help="Clear the project scope."),
-        click.option("--tag", "-t", multiple=True, help="Tag (repeat, or comma-separate)."),
-        click.option("--context", multiple=True, help="A situation where the lesson applies."),
-        click.option("--anti-context", multiple=True, help="A situation where it does not."),
-        click.option("--file-type", multiple=True, help="File type it applies to, e.g. py."),
-        click.option("--summary", help="Two or three sentences."),
-        click.option("--problem", help="The problem it solves."),
-        click.option("--when", help="When to apply it."),
-        click.option("--when-not", help="When not to apply it."),
-        click.option("--pref-context", help="Preference: the situation."),
-        click.option("--rejected", help="Preference: what the user rejected."),
-        click.option("--preferred", help="Preference: what the user wants instead."),
-        click.option("--reasoning", help="Preference: why."),
+        click.option("--global", "global_", is_flag=True, help="No project: it holds everywhere."),
+        click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", callback=_sets,
+                     help="Any other field, by its name in docs/json.md (repeat; a list field "
+                          "takes one value each): status, score, source, source_notes, summary, "
+                          "problem_solved, when_to_apply, when_not_to_apply, contexts, "
+                          "anti_contexts, file_types, preference.context|rejected|preferred|"
+                          "reasoning, pro, con, evidence (a quote), session_id, visibility "
+                          "(personal, project or team)."),
         click.option("--example-file", multiple=True, type=click.Path(exists=True, dir_okay=False),
                      help="A code example, language from the extension (repeatable)."),
-        click.option("--pro", multiple=True, help="A trade-off in favour (repeatable)."),
-        click.option("--con", multiple=True, help="A trade-off against (repeatable)."),
-        click.option("--evidence", multiple=True, help="A verbatim quote supporting it."),
-        click.option("--session-id", help="Session the evidence comes from."),
         click.option("--from-json", "from_json", type=click.File("rb"), callback=_json_object,
                      help="Read all fields from a JSON object (file or '-'), as in docs/json.md."),
         json_option,
@@ -96,36 +114,45 @@ def _json_object(ctx: click.Context, param: click.Parameter, stream: Any) -> dic
     return value
 
 
-def collect_fields(opts: dict[str, Any], *, updating: bool) -> dict[str, Any]:
-    """Turn command options into API fields; only the options actually given."""
-    fields: dict[str, Any] = {}
-    if opts.get("from_json") is not None:
-        fields.update(opts["from_json"])
-    for opt, name in TEXT_OPTIONS.items():
+def collect_fields(opts: dict[str, Any]) -> dict[str, Any]:
+    """Turn command options into API fields; only the options actually given. A visibility
+    given with --set is returned as "visibility" for the caller to set after saving."""
+    fields: dict[str, Any] = dict(opts.get("from_json") or {})
+    for opt in ("kind", "status", "confidence"):
         if opts.get(opt) is not None:
-            fields[name] = opts[opt]
-    if opts.get("score") is not None:
-        fields["score"] = opts["score"]
+            fields[opt] = opts[opt]
     if opts.get("global_"):
         fields["project"] = ""
     elif opts.get("project") is not None:
         fields["project"] = resolve_project(opts["project"])
-    for opt, name in LIST_OPTIONS.items():
+    for opt, name in (("tag", "tags"), ("context", "contexts")):
         values = split_multi(opts.get(opt) or ()) if opt == "tag" else list(opts.get(opt) or ())
         if values:
             fields[name] = values
-    pref = {key: opts[opt] for opt, key in PREF_OPTIONS.items() if opts.get(opt) is not None}
-    if pref:
-        fields["preference"] = pref
+    session_id = None
+    lists: dict[str, list[Any]] = {}
+    for key, value in opts.get("sets") or ():
+        field, how = SET_KEYS[key]
+        if how == TEXT or how == VISIBILITY:
+            fields[field] = value
+        elif how == NUMBER:
+            fields[field] = float(value)
+        elif how in (LIST, SPLIT):
+            lists.setdefault(field, []).extend(split_multi([value]) if how == SPLIT else [value])
+        elif how == PREF:
+            fields.setdefault("preference", {})[field] = value
+        elif how in (PRO, CON):
+            lists.setdefault("trade_offs", []).append({"type": field, "description": value})
+        elif how == QUOTE:
+            lists.setdefault("evidence", []).append({"quote": value})
+        else:
+            session_id = value
+    for quote in lists.get("evidence", []):
+        quote["session_id"] = session_id
+    for field, values in lists.items():
+        fields[field] = [*(fields.get(field) or []), *values]
     if opts.get("example_file"):
         fields["examples"] = [_example(p) for p in opts["example_file"]]
-    trade = [{"type": "pro", "description": d} for d in opts.get("pro") or ()]
-    trade += [{"type": "con", "description": d} for d in opts.get("con") or ()]
-    if trade:
-        fields["trade_offs"] = trade
-    if opts.get("evidence"):
-        fields["evidence"] = [{"quote": q, "session_id": opts.get("session_id")}
-                              for q in opts["evidence"]]
     return fields
 
 
@@ -153,14 +180,21 @@ def learn() -> None:
     """Create, change and link lessons.
 
     \b
-    Example:
+    Examples:
       lore learn add "Pin the major version" "Floating deps broke CI twice." --tag deps
+      lore learn update 01JD… --status archived
+      lore learn link 01JD…A 01JD…B --relation supersedes
     """
 
 
 @learn.command("add")
 @click.argument("title", required=False)
 @click.argument("content", required=False, callback=stdin_text)
+@click.option("--kind", help="Lesson kind (`lore recall values kinds`); default: learning.")
+@click.option("--tag", "-t", multiple=True, help="Tag (repeat, or comma-separate).")
+@click.option("--context", multiple=True, help="A situation where the lesson applies (repeat).")
+@click.option("--confidence", help="very-low … very-high (`lore recall values confidence-levels`).")
+@click.option("--status", help="proposed, active, rejected, superseded or archived.")
 @lesson_options
 @with_lore
 def learn_add(lore: Lore, title: str | None, content: str | None, json_: bool,
@@ -168,7 +202,8 @@ def learn_add(lore: Lore, title: str | None, content: str | None, json_: bool,
     """Add a lesson: a title and its content (argument, --content-file, or '-' for stdin).
 
     It holds in the current project (the git top level of the folder, else the folder) unless
-    --project names another or --global makes it hold everywhere.
+    --project names another or --global makes it hold everywhere. Any other field is given
+    with --set KEY=VALUE.
 
     With --from-json, TITLE may be left out: the object's "title" is used (and wins over
     TITLE when both are given).
@@ -176,11 +211,12 @@ def learn_add(lore: Lore, title: str | None, content: str | None, json_: bool,
     \b
     Examples:
       lore learn add "Use file sessions, not Redis" "Redis was rejected for auth." \\
-          --kind preference --tag auth --context "small deployments"
-      git log -1 --format=%B | lore learn add "Why we pin numpy" - --source git
+          --kind preference --tag auth --context "small deployments" \\
+          --set rejected="Redis sessions" --set preferred="file sessions"
+      git log -1 --format=%B | lore learn add "Why we pin numpy" - --set source=git
       lore learn add --from-json lesson.json
     """
-    fields = collect_fields(opts, updating=False)
+    fields = collect_fields(opts)
     if "project" not in fields:  # every way of adding a rule: the current project by default
         fields["project"] = resolve_project(".")
     fields["title"] = fields.get("title") or title
@@ -192,7 +228,10 @@ def learn_add(lore: Lore, title: str | None, content: str | None, json_: bool,
     fields.setdefault("content", "")
     for tag in lore.lessons.unknown_tags(fields.get("tags", [])):
         notice(f"warning: tag '{tag}' is not in known_tags")
+    visibility = fields.pop("visibility", None)
     lesson = lore.lessons.add(**fields)
+    if visibility is not None:
+        lore.lessons.set_visibility(lesson.id, visibility)
     show_saved(lesson, "added", json_)
 
 
@@ -203,21 +242,35 @@ def learn_add(lore: Lore, title: str | None, content: str | None, json_: bool,
               help="New content ('-' reads stdin).")
 @click.option("--add-tag", multiple=True, help="Add a tag, keeping the others.")
 @click.option("--remove-tag", multiple=True, help="Remove a tag.")
+@click.option("--status", help="proposed, active, rejected, superseded or archived.")
 @lesson_options
 @with_lore
 def learn_update(lore: Lore, lesson_id: str, title: str | None, content_text: str | None,
                  add_tag: tuple[str, ...], remove_tag: tuple[str, ...], json_: bool,
                  **opts: Any) -> None:
-    """Change some fields of a lesson; list options replace the old list.
+    """Change some fields of a lesson; a list given with --set replaces the old list.
+
+    --project moves a lesson or rule to another project (a folder means its project: the git
+    top level of the folder, else the folder), --global makes it hold everywhere; run `lore
+    apply` afterwards to write the rule where it now belongs.
 
     \b
     Examples:
-      lore learn update 01JD… --confidence high --add-tag security
+      lore learn update 01JD… --set confidence=high --add-tag security
       lore learn update 01JD… --content-file notes.md
+      lore learn update 01JD… --status archived
+      lore learn update 01JD… --global
+      lore learn update 01JD… --set visibility=team
     """
     from lore import normalize
 
-    fields = collect_fields(opts, updating=True)
+    where = opts.get("project")
+    if opts.get("global_") and where is not None:
+        raise click.UsageError("give --global or --project PATH, not both")
+    if where is not None and where not in (".", "here") and not os.path.isdir(
+            os.path.expanduser(where)):
+        raise click.BadParameter(f"no such folder: {where}", param_hint="--project")
+    fields = collect_fields(opts)
     if title is not None:
         fields["title"] = title
     text = read_content(content_text, opts.get("content_file"))
@@ -227,10 +280,15 @@ def learn_update(lore: Lore, lesson_id: str, title: str | None, content_text: st
         current = list(fields.get("tags") or lore.lessons.get(lesson_id).tags)
         drop = {normalize.tag(t) for t in split_multi(remove_tag)}
         fields["tags"] = [t for t in current + split_multi(add_tag) if normalize.tag(t) not in drop]
-    if not fields:
+    visibility = fields.pop("visibility", None)
+    if not fields and visibility is None:
         raise click.UsageError("nothing to change: give at least one option")
-    lesson = lore.lessons.update(lesson_id, **fields)
+    if visibility is not None:
+        lore.lessons.set_visibility(lesson_id, visibility)
+    lesson = lore.lessons.update(lesson_id, **fields) if fields else lore.lessons.get(lesson_id)
     show_saved(lesson, "updated", json_)
+    if "project" in fields and not json_:
+        notice(f"it holds in {'every project' if lesson.project is None else lesson.project}")
 
 
 @learn.command("delete")
@@ -259,79 +317,43 @@ def learn_delete(lore: Lore, lesson_id: str, yes: bool, json_: bool) -> None:
 @learn.command("link")
 @click.argument("from_id")
 @click.argument("to_id")
-@click.option("--relation", "-r", default="related_to", show_default=True,
-              help="Free-form relation, e.g. supersedes, contradicts, example_of.")
+@click.option("--relation", "-r",
+              help="Free-form relation, e.g. supersedes, contradicts, example_of (default "
+                   "related_to; with --remove: every relation).")
+@click.option("--remove", is_flag=True, help="Remove the link(s) from FROM to TO instead.")
+@click.option("--yes", "-y", is_flag=True,
+              help="With --remove: do not ask first; required when standard input is not a "
+                   "terminal (scripts, pipes).")
 @json_option
 @with_lore
-def learn_link(lore: Lore, from_id: str, to_id: str, relation: str, json_: bool) -> None:
-    """Link two lessons with a relation (FROM --relation--> TO).
+def learn_link(lore: Lore, from_id: str, to_id: str, relation: str | None, remove: bool,
+               yes: bool, json_: bool) -> None:
+    """Link two lessons with a relation (FROM --relation--> TO), or remove their links.
+
+    Removing asks first on a terminal; in a script or pipe it refuses unless --yes is given.
 
     \b
-    Example:
+    Examples:
       lore learn link 01JD…A 01JD…B --relation supersedes
+      lore learn link 01JD…A 01JD…B --remove --relation related_to --yes
     """
-    edge = lore.lessons.link(from_id, to_id, relation)
+    if remove:
+        if not yes and not sys.stdin.isatty():
+            raise click.UsageError("refusing to remove links without confirmation: standard "
+                                   "input is not a terminal, so Lore cannot ask; add --yes")
+        which = f"'{relation}' links" if relation else "every link"
+        confirm(yes, f"Remove {which} from {from_id} to {to_id}?")
+        removed = lore.lessons.unlink(from_id, to_id, relation)
+        if json_:
+            emit_json({"removed": removed})
+        else:
+            notice(f"removed {removed} link(s)")
+        return
+    edge = lore.lessons.link(from_id, to_id, relation or "related_to")
     if json_:
         emit_json(edge.to_dict())
     else:
         notice(f"linked {edge.from_id} -[{edge.relation}]-> {edge.to_id}")
-
-
-@learn.command("unlink")
-@click.argument("from_id")
-@click.argument("to_id")
-@click.option("--relation", "-r", help="Only this relation (default: every relation).")
-@yes_option("remove links")
-@json_option
-@with_lore
-def learn_unlink(lore: Lore, from_id: str, to_id: str, relation: str | None, yes: bool,
-                 json_: bool) -> None:
-    """Remove the link(s) from one lesson to another.
-
-    Asks first on a terminal; in a script or pipe it refuses unless --yes is given.
-
-    \b
-    Example:
-      lore learn unlink 01JD…A 01JD…B --relation related_to --yes
-    """
-    which = f"'{relation}' links" if relation else "every link"
-    confirm(yes, f"Remove {which} from {from_id} to {to_id}?")
-    removed = lore.lessons.unlink(from_id, to_id, relation)
-    if json_:
-        emit_json({"removed": removed})
-    else:
-        notice(f"removed {removed} link(s)")
-
-
-@learn.command("scope")
-@click.argument("lesson_id")
-@click.option("--project", help="The project it holds in (a folder; '.' = the current one).")
-@click.option("--global", "global_", is_flag=True, help="Every project.")
-@json_option
-@with_lore
-def learn_scope(lore: Lore, lesson_id: str, project: str | None, global_: bool,
-                json_: bool) -> None:
-    """Move a lesson or rule to another project, or make it global.
-
-    A folder means its project: the git top level of the folder, else the folder. Run
-    `lore apply` afterwards to write the rule where it now belongs.
-
-    \b
-    Examples:
-      lore learn scope 01JD8X3Q5M4Z2Y7T6R1W0V9K8J --global
-      lore learn scope 01JD8X3Q5M4Z2Y7T6R1W0V9K8J --project ~/src/shop
-    """
-    if global_ == (project is not None):
-        raise click.UsageError("give either --global or --project PATH")
-    if project is not None and not os.path.isdir(os.path.expanduser(project)):
-        raise click.BadParameter(f"no such folder: {project}", param_hint="--project")
-    scope = "" if global_ else resolve_project(project)
-    lesson = lore.lessons.update(lesson_id.strip(), project=scope)
-    if json_:
-        emit_json(lesson.to_dict())
-        return
-    click.echo(lesson.id)
-    notice(f"{lesson.title}: {'global' if lesson.project is None else lesson.project}")
 
 
 @learn.command("correction")

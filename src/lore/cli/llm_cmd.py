@@ -6,34 +6,35 @@ from typing import Any
 
 import click
 
-from lore.cli.common import LoreGroup, emit_json, json_option, settings, table
+from lore.cli.common import LoreCommand, emit_json, json_option, settings, table
 from lore.normalize import clip_words
 
 
-@click.group("llm", cls=LoreGroup)
-def llm_group() -> None:
-    """The optional language model: check the setup, see today's use (docs/llm.md).
-
-    \b
-    Example:
-      lore llm check
-    """
-
-
-@llm_group.command("check")
+@click.command("llm", cls=LoreCommand)
+@click.argument("action", type=click.Choice(["check", "usage"]))
 @json_option
 @click.pass_context
-def llm_check(ctx: click.Context, json_: bool) -> None:
-    """Make one tiny call to the configured model; print provider, model, latency and tokens.
+def llm_group(ctx: click.Context, action: str, json_: bool) -> None:
+    """The optional language model (docs/llm.md): check the setup, or see today's use.
 
-    With the judge on (learning.judge, the default), it is also asked about one plain
-    correction and must keep it with a rule line quoting the message; a reply it cannot
-    read or a wrong verdict fails the check.
+    check makes one tiny call to the configured model and prints provider, model, latency and
+    tokens. With the judge on (learning.judge, the default), it is also asked about one plain
+    correction and must keep it with a rule line quoting the message; a reply it cannot read
+    or a wrong verdict fails the check. usage lists today's (UTC) calls, tokens and cost per
+    provider, from $LORE_HOME/logs/llm.jsonl.
 
     \b
-    Example:
+    Examples:
       ANTHROPIC_API_KEY=... lore llm check
+      lore llm usage --json
     """
+    if action == "usage":
+        _usage(ctx, json_)
+    else:
+        _check(ctx, json_)
+
+
+def _check(ctx: click.Context, json_: bool) -> None:
     from lore.llm import Request, open_provider
 
     s = settings(ctx)
@@ -96,16 +97,7 @@ def _judge_probe(provider: Any) -> dict[str, Any]:
             "latency_s": round(took, 3)}
 
 
-@llm_group.command("usage")
-@json_option
-@click.pass_context
-def llm_usage(ctx: click.Context, json_: bool) -> None:
-    """Today's (UTC) calls, tokens and cost per provider, from $LORE_HOME/logs/llm.jsonl.
-
-    \b
-    Example:
-      lore llm usage --json
-    """
+def _usage(ctx: click.Context, json_: bool) -> None:
     from lore.llm import usage_today
 
     s = settings(ctx)

@@ -1,18 +1,21 @@
-"""`lore recall`: search lessons, read them, walk the graph, list reference values."""
+"""`lore search` and `lore recall`: search lessons, read them, walk the graph, list the values."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 
 from lore.cli.common import (
+    LoreCommand,
     LoreGroup,
     console,
     emit_json,
     here,
     json_option,
     notice,
+    open_lore,
     scope_label,
     split_multi,
     table,
@@ -26,57 +29,80 @@ if TYPE_CHECKING:
 
 @click.group(cls=LoreGroup)
 def recall() -> None:
-    """Search and read what Lore knows.
+    """Read what Lore knows: a lesson, its links, the rules, past conversations, the values.
 
     \b
-    Example:
-      lore recall search "why do websocket connections drop?" --explain
+    Examples:
+      lore recall show 01JD8X3Q5M…
+      lore recall related 01JD… --depth 2
+      lore recall conversations "have we seen this error before?"
+      lore recall values kinds
     """
 
 
-@recall.command("search")
+FILTER_KEYS = {"source": "sources", "file-type": "file_types", "file_type": "file_types",
+               "min-confidence": "min_confidence", "min_confidence": "min_confidence"}
+
+
+def _filters(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, Any]:
+    """--filter KEY=VALUE: the rarer filters of a search (source, file-type, min-confidence)."""
+    out: dict[str, Any] = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        name = FILTER_KEYS.get(key.strip().lower())
+        if not sep or name is None:
+            raise click.BadParameter(f"'{item}' is not KEY=VALUE with KEY one of source, "
+                                     "file-type, min-confidence", ctx, param)
+        if name == "min_confidence":
+            out[name] = value.strip()
+        else:
+            out[name] = (*out.get(name, ()), *split_multi([value]))
+    return out
+
+
+@click.command("search", cls=LoreCommand)
 @click.argument("query")
 @click.option("--limit", "-n", type=click.IntRange(1, REQUESTS["search"].most),
               help="How many results (default: search.default_limit, 10).")
 @click.option("--tag", "-t", multiple=True, help="Only lessons with one of these tags.")
+@click.option("--kind", multiple=True, help="Only these kinds.")
 @click.option("--context", multiple=True,
               help="The situation you are in: lessons scoped elsewhere, or with it as an "
                    "anti-context, are left out.")
-@click.option("--min-confidence", help="Only lessons at least this confident.")
-@click.option("--source", multiple=True, help="Only lessons from these sources.")
-@click.option("--kind", multiple=True, help="Only these kinds.")
 @click.option("--status", multiple=True,
               help="Only these statuses (default: active; 'all' for every status).")
-@click.option("--project", help="This project's lessons and the global ones ('.' = current; "
-              "'all' or none: every project).")
-@click.option("--file-type", multiple=True, help="Lessons for this file type and general ones.")
+@click.option("--project", help="This project's lessons and the global ones (default: the "
+              "current project; 'all' or '*': every project; 'global': the global ones).")
+@click.option("--filter", "filters_", multiple=True, metavar="KEY=VALUE", callback=_filters,
+              help="A rarer filter: source=S, file-type=T (lessons for it and general ones), "
+                   "min-confidence=LEVEL; repeatable.")
 @click.option("--mode", type=click.Choice(["hybrid", "keyword", "vector"]), default="hybrid",
               show_default=True, help="Ranking: both signals, or one alone for comparison.")
 @click.option("--explain", is_flag=True, help="Show every component of each score.")
 @click.option("--no-track", is_flag=True, help="Do not count this search in usage stats.")
 @json_option
 @with_lore
-def recall_search(lore: Lore, query: str, limit: int | None, tag: tuple[str, ...],
-                  context: tuple[str, ...], min_confidence: str | None, source: tuple[str, ...],
-                  kind: tuple[str, ...], status: tuple[str, ...], project: str | None,
-                  file_type: tuple[str, ...], mode: str, explain: bool, no_track: bool,
-                  json_: bool) -> None:
+def search(lore: Lore, query: str, limit: int | None, tag: tuple[str, ...], kind: tuple[str, ...],
+           context: tuple[str, ...], status: tuple[str, ...], project: str | None,
+           filters_: dict[str, Any], mode: str, explain: bool, no_track: bool,
+           json_: bool) -> None:
     """Hybrid search (meaning + keywords) over lessons; lightweight results.
+
+    Which project, which statuses and how many follow the request policy (docs/mcp.md#project-scope).
 
     \b
     Examples:
-      lore recall search "session storage" --tag auth --min-confidence medium
-      lore recall search "force push" --context "personal feature branch" --explain
+      lore search "session storage" --tag auth --filter min-confidence=medium
+      lore search "force push" --context "personal feature branch" --explain
+      lore search "retries" --project all --status all --json
     """
     from lore import policy
     from lore.models import Filters
 
     filters = Filters(
-        tags=tuple(split_multi(tag)), contexts=context, min_confidence=min_confidence,
-        sources=tuple(split_multi(source)), kinds=tuple(split_multi(kind)),
+        tags=tuple(split_multi(tag)), contexts=context, kinds=tuple(split_multi(kind)),
         statuses=policy.statuses(status, "search"),
-        project=policy.scope(project, "search", here=here()).filter,
-        file_types=tuple(split_multi(file_type)),
+        project=policy.scope(project, "search", here=here()).filter, **filters_,
     )
     # A read-only database (its home is not writable) still answers; usage is not counted.
     track = not no_track and not lore.admin.read_only
@@ -109,16 +135,29 @@ def recall_search(lore: Lore, query: str, limit: int | None, tag: tuple[str, ...
 
 
 @recall.command("show")
-@click.argument("lesson_id")
+@click.argument("lesson_id", metavar="ID|CHUNK")
+@click.option("--before", type=click.IntRange(0, 1000),
+              help="A conversation hit: messages to show before it (default 3).")
+@click.option("--after", type=click.IntRange(0, 1000),
+              help="A conversation hit: messages to show after it (default 3).")
 @json_option
 @with_lore
-def recall_show(lore: Lore, lesson_id: str, json_: bool) -> None:
-    """Show one lesson in full.
+def recall_show(lore: Lore, lesson_id: str, before: int | None, after: int | None,
+                json_: bool) -> None:
+    """Show one lesson in full; or a conversation hit (its CHUNK number, from `lore recall
+    conversations`) with the turns around it.
 
     \b
-    Example:
+    Examples:
       lore recall show 01JD8X3Q5M…
+      lore recall show 42 --before 5
     """
+    if lesson_id.strip().isdigit():
+        _turns(lore, int(lesson_id), 3 if before is None else before,
+               3 if after is None else after, json_)
+        return
+    if before is not None or after is not None:
+        raise click.UsageError("--before and --after go with a conversation hit (a CHUNK number)")
     lesson = lore.lessons.get(lesson_id)
     if json_:
         emit_json(lesson.to_dict())
@@ -184,32 +223,47 @@ def print_lesson(lesson: Any, titles: dict[str, tuple[str, str]]) -> None:
 
 @recall.command("related")
 @click.argument("lesson_id")
-@click.option("--depth", "-d", default=1, show_default=True, type=int, help="Hops to follow (1-10).")
+@click.option("--to", "to_id", metavar="ID",
+              help="The shortest chain of links from LESSON_ID to this lesson instead.")
+@click.option("--depth", "-d", default=1, show_default=True, type=int,
+              help="Hops to follow (1-10); with --to, the longest chain tried (default 6).")
 @click.option("--relation", "-r", multiple=True, help="Only edges with these relations.")
 @click.option("--direction", type=click.Choice(["out", "in", "both"]), default="both",
-              show_default=True, help="Follow edges outward, inward, or both ways.")
+              show_default=True, help="Follow edges outward, inward, or both ways (with --to: "
+                                      "out follows them only in their direction).")
 @click.option("--export", "export_", type=click.Choice(["json", "mermaid"]),
               help="Print the subgraph (lessons and every edge among them) instead.")
 @json_option
-@with_lore
-def recall_related(lore: Lore, lesson_id: str, depth: int, relation: tuple[str, ...],
-                   direction: str, export_: str | None, json_: bool) -> None:
-    """Lessons linked to one lesson, up to N hops away.
+@click.pass_context
+def recall_related(ctx: click.Context, lesson_id: str, to_id: str | None, depth: int,
+                   relation: tuple[str, ...], direction: str, export_: str | None,
+                   json_: bool) -> None:
+    """Lessons linked to one lesson, up to N hops away; or, with --to, the shortest chain of
+    links between two lessons.
 
     \b
     Examples:
       lore recall related 01JD… --depth 2 --relation supersedes
       lore recall related 01JD… --depth 2 --export mermaid > graph.mmd
+      lore recall related 01JD…A --to 01JD…B
     """
     relations = split_multi(relation)
-    if export_:
-        sub = lore.search.subgraph(lesson_id, depth, relations, direction)
-        if export_ == "mermaid":
-            click.echo(sub.to_mermaid(), nl=False)
-        else:
-            emit_json(sub.to_dict())
+    if to_id is not None:
+        if export_:
+            raise click.UsageError("--export draws the neighbourhood; leave out --to", ctx)
+        depth = depth if ctx.get_parameter_source("depth") is not ParameterSource.DEFAULT else 6
+        with open_lore(ctx) as lore:
+            _path(lore, lesson_id, to_id, depth, relations, direction == "out", json_)
         return
-    found = lore.search.related(lesson_id, depth, relations, direction)
+    with open_lore(ctx) as lore:
+        if export_:
+            sub = lore.search.subgraph(lesson_id, depth, relations, direction)
+            if export_ == "mermaid":
+                click.echo(sub.to_mermaid(), nl=False)
+            else:
+                emit_json(sub.to_dict())
+            return
+        found = lore.search.related(lesson_id, depth, relations, direction)
     if json_:
         emit_json([r.to_dict() for r in found])
         return
@@ -221,23 +275,9 @@ def recall_related(lore: Lore, lesson_id: str, depth: int, relation: tuple[str, 
            for r in found])
 
 
-@recall.command("path")
-@click.argument("from_id")
-@click.argument("to_id")
-@click.option("--max-depth", default=6, show_default=True, type=int, help="Longest path to try.")
-@click.option("--relation", "-r", multiple=True, help="Only edges with these relations.")
-@click.option("--directed", is_flag=True, help="Follow edges only in their direction.")
-@json_option
-@with_lore
-def recall_path(lore: Lore, from_id: str, to_id: str, max_depth: int, relation: tuple[str, ...],
-                directed: bool, json_: bool) -> None:
-    """The shortest chain of links between two lessons.
-
-    \b
-    Example:
-      lore recall path 01JD…A 01JD…B
-    """
-    steps = lore.search.path(from_id, to_id, max_depth, split_multi(relation), directed)
+def _path(lore: Lore, from_id: str, to_id: str, max_depth: int, relations: list[str],
+          directed: bool, json_: bool) -> None:
+    steps = lore.search.path(from_id, to_id, max_depth, relations, directed)
     if json_:
         emit_json({"from": from_id, "to": to_id, "steps": [s.to_dict() for s in steps]})
         return
@@ -248,27 +288,6 @@ def recall_path(lore: Lore, from_id: str, to_id: str, max_depth: int, relation: 
             arrow = f"-[{s.relation}]->" if s.direction == "out" else f"<-[{s.relation}]-"
             click.echo(f"  {arrow}")
         click.echo(f"{s.title}  ({s.id})")
-
-
-@recall.command("tags")
-@click.option("--counts", is_flag=True, help="Show how many lessons carry each tag.")
-@json_option
-@with_lore
-def recall_tags(lore: Lore, counts: bool, json_: bool) -> None:
-    """Every tag in use.
-
-    \b
-    Example:
-      lore recall tags --counts
-    """
-    tags = lore.lessons.tags()
-    if json_:
-        emit_json([{"tag": t, "count": n} for t, n in tags] if counts else [t for t, _ in tags])
-    elif counts:
-        table(None, ["tag", "lessons"], tags)
-    else:
-        for t, _ in tags:
-            click.echo(t)
 
 
 @recall.command("preferences")
@@ -389,22 +408,10 @@ def recall_conversations(lore: Lore, query: str, limit: int, project: str | None
         for h in hits:
             notice(f"chunk {h.chunk_id}: " + ", ".join(
                 f"{k} {v}" for k, v in h.parts.items() if v is not None))
-    notice("read a hit in its conversation: lore recall turns CHUNK")
+    notice("read a hit in its conversation: lore recall show CHUNK")
 
 
-@recall.command("turns")
-@click.argument("chunk_id", type=int)
-@click.option("--before", default=3, show_default=True, help="Messages to show before it.")
-@click.option("--after", default=3, show_default=True, help="Messages to show after it.")
-@json_option
-@with_lore
-def recall_turns(lore: Lore, chunk_id: int, before: int, after: int, json_: bool) -> None:
-    """Show a conversation hit with the turns around it.
-
-    
-    Example:
-      lore recall turns 42 --before 5
-    """
+def _turns(lore: Lore, chunk_id: int, before: int, after: int, json_: bool) -> None:
     ctx = lore.conversations.turns(chunk_id, before, after)
     if json_:
         emit_json(ctx)
@@ -421,36 +428,49 @@ def recall_turns(lore: Lore, chunk_id: int, before: int, after: int, json_: bool
         c.print(f"[{style}]{escape(m['speaker'] or m['role'])}:[/{style}] {escape(text)}")
 
 
-def _reference_command(name: str, ref: str, doc: str) -> None:
-    @recall.command(name, help=doc)
-    @json_option
-    @with_lore
-    def command(lore: Lore, json_: bool) -> None:
-        items = lore.lessons.reference(ref)
+VALUES = {"kinds": "kind", "sources": "source", "confidence-levels": "confidence",
+          "statuses": "status", "relations": "relation"}
+
+
+@recall.command("values")
+@click.argument("what", type=click.Choice(["tags", *VALUES]))
+@click.option("--counts", is_flag=True, help="With tags: how many lessons carry each.")
+@json_option
+@with_lore
+def recall_values(lore: Lore, what: str, counts: bool, json_: bool) -> None:
+    """The values a lesson's fields take: the tags in use, or the valid kinds, sources,
+    confidence levels (lowest first), statuses or relations.
+
+    \b
+    Examples:
+      lore recall values tags --counts
+      lore recall values confidence-levels --json
+    """
+    if what == "tags":
+        tags = lore.lessons.tags()
         if json_:
-            emit_json([i.to_dict() for i in items])
-            return
-        extra = []
-        if items and items[0].ordinal is not None:
-            extra = ["ordinal"]
-        if items and items[0].typical_confidence is not None:
-            extra = ["typical confidence"]
-        rows = []
-        for i in items:
-            row: list[Any] = [i.name]
-            if extra == ["ordinal"]:
-                row.append(i.ordinal)
-            elif extra:
-                row.append(i.typical_confidence)
-            rows.append([*row, i.description])
-        table(None, ["name", *extra, "description"], rows)
-
-
-
-_reference_command("sources", "source",
-                   "Valid sources of a lesson.\n\n\b\nExample:\n  lore recall sources --json")
-_reference_command("confidence-levels", "confidence",
-                   "Valid confidence levels, lowest first.\n\n\b\nExample:\n"
-                   "  lore recall confidence-levels")
-_reference_command("kinds", "kind",
-                   "Valid kinds of lesson.\n\n\b\nExample:\n  lore recall kinds")
+            emit_json([{"tag": t, "count": n} for t, n in tags] if counts else [t for t, _ in tags])
+        elif counts:
+            table(None, ["tag", "lessons"], tags)
+        else:
+            for t, _ in tags:
+                click.echo(t)
+        return
+    items = lore.lessons.reference(VALUES[what])
+    if json_:
+        emit_json([i.to_dict() for i in items])
+        return
+    extra = []
+    if items and items[0].ordinal is not None:
+        extra = ["ordinal"]
+    if items and items[0].typical_confidence is not None:
+        extra = ["typical confidence"]
+    rows = []
+    for i in items:
+        row = [i.name]
+        if extra == ["ordinal"]:
+            row.append(i.ordinal)
+        elif extra:
+            row.append(i.typical_confidence)
+        rows.append([*row, i.description])
+    table(None, ["name", *extra, "description"], rows)

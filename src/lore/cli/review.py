@@ -43,8 +43,8 @@ def review(ctx: click.Context, interactive: bool, project: str | None, limit: in
     With -i: one rule at a time; keys a approve, e edit, r reject (asks a reason), d defer,
     s or n skip, p previous, ? help, q quit. Each decision is stored at once.
 
-    export, import and sync keep a markdown review folder (Obsidian-compatible): tick a box
-    or edit a rule in its files, then sync.
+    sync keeps a markdown review folder (Obsidian-compatible): tick a box or edit a rule in
+    its files, then sync.
 
     \b
     Examples:
@@ -110,22 +110,29 @@ def _interactive(ctx: click.Context, project: str | None, limit: int, json_: boo
 @review.command("approve")
 @click.argument("lesson_id")
 @click.option("--status", type=click.Choice(["active", "proposed"]), default="active",
-              show_default=True, help="The status it keeps.")
+              show_default=True, help="The status a rule keeps.")
+@click.option("--mode", type=click.Choice(["block", "remind"]),
+              help="A check: approve it in this mode (`lore guard`).")
 @json_option
 @with_lore
-def review_approve(lore: Lore, lesson_id: str, status: str, json_: bool) -> None:
-    """Approve a learned rule (it becomes active and stays so), or a check.
+def review_approve(lore: Lore, lesson_id: str, status: str, mode: str | None,
+                   json_: bool) -> None:
+    """Approve a learned rule (it becomes active and stays so), or a check (it holds while
+    its rule is approved).
 
     \b
-    Example:
+    Examples:
       lore review approve 01JD…
+      lore review approve 01JE… --mode block
     """
     lesson_id = lore.lessons.resolve_id(lesson_id)
     if lore.checks.is_check(lesson_id):
         from lore.cli.guard_cmd import done
 
-        done(lore.review.decide_check(lesson_id, "approve"), "approved", json_)
+        done(lore.review.decide_check(lesson_id, "approve", mode=mode), "approved", json_)
         return
+    if mode is not None:
+        raise click.UsageError("--mode goes with a check's id; this is a rule")
     lesson = lore.review.decide(lesson_id, "approve", status=status)
     show_saved(lesson, "approved", json_)
     if not json_:
@@ -161,7 +168,7 @@ def review_edit(lore: Lore, lesson_id: str, title: str | None, content: str | No
 @with_lore
 def review_reject(lore: Lore, lesson_id: str, reason: str | None, json_: bool) -> None:
     """Reject a learned rule (the same correction later stays rejected: a re-correction), or
-    a check.
+    a check (it never holds and is not proposed again).
 
     \b
     Example:
@@ -236,11 +243,19 @@ def review_why(lore: Lore, lesson_id: str, json_: bool) -> None:
 def review_forget(lore: Lore, lesson_id: str, json_: bool) -> None:
     """Forget a rule: delete it with its evidence and checks (`lore apply` then takes it out
     of CLAUDE.md). To keep the same correction from coming back as a rule, reject it instead.
+    Given a check's id: delete the check and its recorded matches.
 
     \b
-    Example:
+    Examples:
       lore review forget 01JD…
+      lore review forget 01JE…
     """
+    lesson_id = lore.lessons.resolve_id(lesson_id)
+    if lore.checks.is_check(lesson_id):
+        from lore.cli.guard_cmd import done
+
+        done(lore.checks.remove(lesson_id), "removed", json_)
+        return
     lesson = lore.lessons.delete(lesson_id)
     if json_:
         emit_json({"deleted": lesson.id, "title": lesson.title})
@@ -282,50 +297,31 @@ def _synced(report: dict[str, Any]) -> None:
     _exported(report["exported"])
 
 
-@review.command("export")
-@FOLDER
-@json_option
-@with_lore
-def review_export(lore: Lore, folder: Path | None, json_: bool) -> None:
-    """Write the review folder: a markdown file per waiting rule, approved rules, an index.
-
-    FOLDER defaults to review.folder in config.yaml, else review/ in the Lore home. Files
-    holding a decision not imported yet are kept as they are.
-
-    \b
-    Example:
-      lore review export ~/vault/Lore
-    """
-    _report(lore.review.export_folder(folder), json_, _exported)
-
-
-@review.command("import")
-@FOLDER
-@json_option
-@with_lore
-def review_import(lore: Lore, folder: Path | None, json_: bool) -> None:
-    """Apply the decisions ticked or written in the review folder's files.
-
-    A ticked box decides (approve, reject, defer), an edited rule text is approved as edited,
-    the reason: line is kept. A decision made elsewhere since the export wins (a warning
-    says so), as does nothing when two boxes are ticked. Importing twice changes nothing.
-
-    \b
-    Example:
-      lore review import ~/vault/Lore
-    """
-    _report(lore.review.import_folder(folder), json_, _imported)
-
-
 @review.command("sync")
 @FOLDER
+@click.option("--only", type=click.Choice(["import", "export"]),
+              help="Only import the decisions, or only write the folder.")
 @json_option
 @with_lore
-def review_sync(lore: Lore, folder: Path | None, json_: bool) -> None:
-    """Import the review folder's decisions, then export it afresh.
+def review_sync(lore: Lore, folder: Path | None, only: str | None, json_: bool) -> None:
+    """Keep the markdown review folder: import the decisions ticked or written in its files,
+    then export it afresh (a file per waiting rule, approved rules, an index).
+
+    FOLDER defaults to review.folder in config.yaml, else review/ in the Lore home. On import
+    a ticked box decides (approve, reject, defer), an edited rule text is approved as edited,
+    the reason: line is kept; a decision made elsewhere since the export wins (a warning says
+    so), as does nothing when two boxes are ticked; importing twice changes nothing. On
+    export, files holding a decision not imported yet are kept as they are.
 
     \b
-    Example:
+    Examples:
       lore review sync
+      lore review sync ~/vault/Lore --only export
+      lore review sync ~/vault/Lore --only import
     """
-    _report(lore.review.sync_folder(folder), json_, _synced)
+    if only == "export":
+        _report(lore.review.export_folder(folder), json_, _exported)
+    elif only == "import":
+        _report(lore.review.import_folder(folder), json_, _imported)
+    else:
+        _report(lore.review.sync_folder(folder), json_, _synced)

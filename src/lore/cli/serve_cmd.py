@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from lore.cli.common import LoreGroup, emit_json, json_option, notice, table, with_lore
+from lore.cli.common import LoreGroup, emit_json, json_option, notice, open_lore, table
 
 if TYPE_CHECKING:
-    from lore.api import Lore
+    pass
 
 
 @click.group("serve", cls=LoreGroup, invoke_without_command=True)
@@ -82,48 +82,53 @@ def _run_schedule(ctx: click.Context, json_: bool) -> None:
         ctx.exit(1)
 
 
-@serve.group("token", cls=LoreGroup)
-def serve_token() -> None:
-    """Make, list and revoke the tokens that open the server beyond loopback.
-
-    \b
-    Example:
-      lore serve token create --scope read --name phone
-    """
-
-
-@serve_token.command("create")
-@click.option("--scope", type=click.Choice(["read", "write"]), required=True,
-              help="read: search and look; write: also add, change and delete lessons.")
-@click.option("--name", help="A name to tell tokens apart (default: the scope).")
+@serve.command("token")
+@click.argument("action", type=click.Choice(["list", "create", "revoke"]), default="list")
+@click.argument("token_id", required=False)
+@click.option("--scope", type=click.Choice(["read", "write"]),
+              help="With create: read (search and look) or write (also add, change and delete "
+                   "lessons).")
+@click.option("--name", help="With create: a name to tell tokens apart (default: the scope).")
 @json_option
-@with_lore
-def serve_token_create(lore: Lore, scope: str, name: str | None, json_: bool) -> None:
-    """Make a token and print it once: only a salted hash is stored.
+@click.pass_context
+def serve_token(ctx: click.Context, action: str, token_id: str | None, scope: str | None,
+                name: str | None, json_: bool) -> None:
+    """The tokens that open the server beyond loopback: list (the default, never their
+    secrets), create (printed once: only a salted hash is stored), revoke ID (requests
+    carrying it get 401 from now on).
 
     \b
-    Example:
+    Examples:
+      lore serve token
       lore serve token create --scope read --name phone
+      lore serve token revoke 01M83K6N6CXQ71CPA854DRF04X
     """
-    info, secret = lore.tokens.create(scope, name)
-    if json_:
-        emit_json({**info.to_dict(), "token": secret})
-        return
-    click.echo(secret)
-    notice(f"token '{info.name}' ({info.scope}) made; it is shown only now: keep it somewhere safe")
+    if (action == "create") != (scope is not None):
+        raise click.UsageError("create takes --scope read|write (and only create takes it)", ctx)
+    if name is not None and action != "create":
+        raise click.UsageError("--name goes with create", ctx)
+    if (action == "revoke") != (token_id is not None):
+        raise click.UsageError("revoke takes the token's ID (and only revoke takes one)", ctx)
+    with open_lore(ctx) as lore:
+        if action == "create" and scope is not None:
+            info, secret = lore.tokens.create(scope, name)
+            if json_:
+                emit_json({**info.to_dict(), "token": secret})
+                return
+            click.echo(secret)
+            notice(f"token '{info.name}' ({info.scope}) made; it is shown only now: keep it "
+                   "somewhere safe")
+        elif action == "revoke" and token_id is not None:
+            info = lore.tokens.revoke(token_id)
+            if json_:
+                emit_json(info.to_dict())
+                return
+            notice(f"token '{info.name}' revoked")
+        else:
+            _list(lore.tokens.list(), json_)
 
 
-@serve_token.command("list")
-@json_option
-@with_lore
-def serve_token_list(lore: Lore, json_: bool) -> None:
-    """List the tokens (never their secrets).
-
-    \b
-    Example:
-      lore serve token list --json
-    """
-    tokens = lore.tokens.list()
+def _list(tokens: list[Any], json_: bool) -> None:
     if json_:
         emit_json([t.to_dict() for t in tokens])
         return
@@ -133,21 +138,3 @@ def serve_token_list(lore: Lore, json_: bool) -> None:
     table(None, ["id", "name", "scope", "created", "last used", "state"],
           [[t.id, t.name, t.scope, t.created_at[:16], (t.last_used_at or "-")[:16],
             "active" if t.active else f"revoked {(t.revoked_at or '')[:10]}"] for t in tokens])
-
-
-@serve_token.command("revoke")
-@click.argument("token_id")
-@json_option
-@with_lore
-def serve_token_revoke(lore: Lore, token_id: str, json_: bool) -> None:
-    """Revoke a token: requests carrying it get 401 from now on.
-
-    \b
-    Example:
-      lore serve token revoke 01M83K6N6CXQ71CPA854DRF04X
-    """
-    info = lore.tokens.revoke(token_id)
-    if json_:
-        emit_json(info.to_dict())
-        return
-    notice(f"token '{info.name}' revoked")

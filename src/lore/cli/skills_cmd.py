@@ -7,34 +7,46 @@ from typing import TYPE_CHECKING
 
 import click
 
-from lore.cli.common import LoreGroup, emit_json, json_option, notice, with_lore
+from lore.cli.common import LoreCommand, emit_json, json_option, notice, open_lore
 
 if TYPE_CHECKING:
     from lore.api import Lore
 
 
-@click.group("skills", cls=LoreGroup)
-def skills_group() -> None:
+@click.command("skills", cls=LoreCommand)
+@click.argument("choice", metavar="[NUMBER|NAME]", required=False)
+@click.option("--global", "to_global", is_flag=True,
+              help="Into ~/.claude/skills (every project), not the project's .claude/skills.")
+@click.option("--dry-run", is_flag=True, help="Print the files as a diff; write nothing.")
+@json_option
+@click.pass_context
+def skills_group(ctx: click.Context, choice: str | None, to_global: bool, dry_run: bool,
+                 json_: bool) -> None:
     """Agent Skills (SKILL.md + reference.md) from related approved lessons.
+
+    Without an argument: the groups of approved lessons that could become a skill (same tag
+    and project, similar in meaning); nothing is written. With NUMBER or NAME: write that
+    skill. The folder is checked before anything is written; a folder of the same name that
+    Lore did not generate is never touched: the skill gets the next free name
+    (learned-testing-2).
 
     \b
     Examples:
-      lore skills propose
-      lore skills write 1 --dry-run
+      lore skills
+      lore skills 1 --dry-run
+      lore skills learned-testing --global
     """
+    if choice is None and (to_global or dry_run):
+        raise click.UsageError("--global and --dry-run go with the skill to write: "
+                               "lore skills NUMBER|NAME", ctx)
+    with open_lore(ctx) as lore:
+        if choice is None:
+            _propose(lore, json_)
+        else:
+            _write(lore, choice, to_global, dry_run, json_)
 
 
-@skills_group.command("propose")
-@json_option
-@with_lore
-def skills_propose(lore: Lore, json_: bool) -> None:
-    """List the groups of approved lessons that could become a skill (same tag and project,
-    similar in meaning). Nothing is written: choose one with `lore skills write`.
-
-    \b
-    Example:
-      lore skills propose
-    """
+def _propose(lore: Lore, json_: bool) -> None:
     proposals = lore.apply.skills()
     if json_:
         emit_json({"count": len(proposals), "proposals": [p.to_dict() for p in proposals]})
@@ -48,27 +60,10 @@ def skills_propose(lore: Lore, json_: bool) -> None:
         click.echo(f"{p.number}. {p.skill.name}  ({len(p.cluster.lessons)} lessons, {where})")
         for x in p.cluster.lessons:
             click.echo(f"     {x.id}  {x.title}")
-    notice("write one with `lore skills write NUMBER` (or its name); --dry-run shows the files")
+    notice("write one with `lore skills NUMBER` (or its name); --dry-run shows the files")
 
 
-@skills_group.command("write")
-@click.argument("choice", metavar="NUMBER|NAME")
-@click.option("--global", "to_global", is_flag=True,
-              help="Into ~/.claude/skills (every project), not the project's .claude/skills.")
-@click.option("--dry-run", is_flag=True, help="Print the files as a diff; write nothing.")
-@json_option
-@with_lore
-def skills_write(lore: Lore, choice: str, to_global: bool, dry_run: bool, json_: bool) -> None:
-    """Write the proposed skill NUMBER or NAME (from `lore skills propose`).
-
-    The folder is checked before anything is written. A folder of the same name that Lore did
-    not generate is never touched: the skill gets the next free name (learned-testing-2).
-
-    \b
-    Examples:
-      lore skills write 1 --dry-run
-      lore skills write learned-testing --global
-    """
+def _write(lore: Lore, choice: str, to_global: bool, dry_run: bool, json_: bool) -> None:
     skill, plan = lore.apply.skill_plan(choice, Path.home(), to_global=to_global)
     written = [] if dry_run else [str(p) for p in plan.write()]
     if json_:

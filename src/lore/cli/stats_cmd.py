@@ -40,13 +40,15 @@ from lore.normalize import clip_words
 @click.option("--out", "out_file", type=click.Path(dir_okay=False),
               help="With --digest: write the report to FILE instead of printing it.")
 @click.option("--yes", "-y", is_flag=True, help="Overwrite an existing chart or digest file without asking.")
+@click.option("--counts", is_flag=True,
+              help="The database's figures instead: lessons by kind, status, confidence and "
+                   "project; size, model, searches.")
 @json_option
 @click.pass_context
 def stats(ctx: click.Context, rules_: bool, learning: bool, chart: str | None,
           project: str | None, digest: str | None, period: str | None, out_file: str | None,
-          yes: bool,
-          json_: bool) -> None:
-    """Whether the user still has to repeat corrections.
+          yes: bool, counts: bool, json_: bool) -> None:
+    """Whether the user still has to repeat corrections; with --counts, the database's figures.
 
     --rules shows, for each approved rule since its approval: the sessions that loaded it,
     followed out of relevant sessions (relevant: it applied there, a check of it matched, or
@@ -63,9 +65,17 @@ def stats(ctx: click.Context, rules_: bool, learning: bool, chart: str | None,
       lore stats --learning --chart learning.png
       lore stats --digest week --out digest.md
       lore stats --digest month --period 2026-10
+      lore stats --counts --json
     """
     from lore.measure.learning import learning_curve, rates, rule_follow, sparkline, summary
 
+    if counts:
+        if rules_ or learning or chart or digest:
+            raise click.UsageError("--counts is a report of its own; leave out the other "
+                                   "reports", ctx)
+        with open_lore(ctx) as lore:
+            _counts(lore.admin.stats(), json_)
+        return
     if (period or out_file) and not digest:
         raise click.UsageError("--period and --out go with --digest week|month", ctx)
     if digest:
@@ -143,3 +153,25 @@ def _digest(ctx: click.Context, kind: str, period: str | None, out: str | None, 
         notice(f"wrote {out} ({report['title']})")
     else:
         click.echo(text, nl=False)
+
+
+def _counts(st: dict[str, Any], json_: bool) -> None:
+    if json_:
+        emit_json(st)
+        return
+    size = st["size_bytes"] / 1024
+    table("Lore", ["", ""], [
+        ["database", st["database"]],
+        ["size", f"{size:,.0f} KiB"],
+        ["lessons", st["lessons"]],
+        ["tags / edges", f"{st['tags']} / {st['edges']}"],
+        ["vectors", f"{st['vectors']} ({st['embedding_model'] or 'none yet'}, "
+                    f"{st['embedding_dimensions'] or '-'} dims)"],
+        ["searches logged", st["searches"]],
+    ])
+    for key, label in (("by_kind", "kind"), ("by_status", "status"),
+                       ("by_confidence", "confidence"), ("by_project", "project")):
+        if st[key]:
+            table(None, [label, "lessons"], list(st[key].items()))
+    if st["top_queries"]:
+        table(None, ["top query", "times"], [[q["query"], q["count"]] for q in st["top_queries"]])

@@ -9,20 +9,23 @@ from typing import Any
 
 import click
 
-from lore.cli.common import LoreGroup, emit_json, json_option, notice, open_lore, settings
+from lore.cli.common import LoreCommand, emit_json, json_option, notice, open_lore, settings
 
 
-@click.group("sync", cls=LoreGroup, invoke_without_command=True)
+@click.command("sync", cls=LoreCommand)
 @click.option("--server", help="The server's URL, e.g. http://192.168.1.10:8420 "
                                "(default: sync.server in config.yaml).")
 @click.option("--token", help="A token of the server (default: $LORE_SYNC_TOKEN, then "
                               "sync.token_file, then $LORE_HOME/sync-token).")
 @click.option("--push-only", is_flag=True, help="Send this device's changes, pull nothing.")
 @click.option("--pull-only", is_flag=True, help="Pull decided rules and lessons, send nothing.")
+@click.option("--status", "status_", is_flag=True,
+              help="Sync nothing: this device's id, its server, the last push and pull, and "
+                   "what waits to be pushed.")
 @json_option
 @click.pass_context
 def sync(ctx: click.Context, server: str | None, token: str | None, push_only: bool,
-         pull_only: bool, json_: bool) -> None:
+         pull_only: bool, status_: bool, json_: bool) -> None:
     """Push this device's new lessons, captured corrections, conversations and edits to a
     `lore serve`, and pull the rules and lessons a person decided on from the other devices.
 
@@ -33,9 +36,12 @@ def sync(ctx: click.Context, server: str | None, token: str | None, push_only: b
     Examples:
       lore sync --server http://192.168.1.10:8420
       LORE_SYNC_TOKEN=lore_… lore sync
-      lore sync status
+      lore sync --status
     """
-    if ctx.invoked_subcommand is not None:
+    if status_:
+        if server or token or push_only or pull_only:
+            raise click.UsageError("--status syncs nothing; give it alone (or with --json)", ctx)
+        _status(ctx, json_)
         return
     if push_only and pull_only:
         raise click.UsageError("--push-only and --pull-only exclude each other", ctx)
@@ -45,7 +51,7 @@ def sync(ctx: click.Context, server: str | None, token: str | None, push_only: b
     url = server or s.config.sync.server
     if not url:
         raise click.UsageError("no sync server: give --server URL, or set `sync: {server: "
-                               "http://host:8420}` in config.yaml (lore config path)", ctx)
+                               "http://host:8420}` in config.yaml (lore config --path)", ctx)
     if not url.startswith(("http://", "https://")):
         raise click.UsageError(f"--server '{url}' is not an http:// or https:// URL", ctx)
     token = token or os.environ.get("LORE_SYNC_TOKEN") or None
@@ -94,16 +100,7 @@ def sync(ctx: click.Context, server: str | None, token: str | None, push_only: b
            f"conflicts {report.merge.conflicts})")
 
 
-@sync.command("status")
-@json_option
-@click.pass_context
-def sync_status(ctx: click.Context, json_: bool) -> None:
-    """This device's id, its server, the last push and pull, and what waits to be pushed.
-
-    \b
-    Example:
-      lore sync status --json
-    """
+def _status(ctx: click.Context, json_: bool) -> None:
     with open_lore(ctx) as lore:
         status: dict[str, Any] = lore.sync.status()
     if json_:

@@ -4,32 +4,56 @@ from __future__ import annotations
 
 import click
 
-from lore.cli.common import LoreGroup, emit_json, json_option, notice, settings, table
+from lore.cli.common import LoreCommand, emit_json, json_option, notice, settings, table
+
+ACTIONS = ("status", "start", "stop", "run", "requeue")
 
 
-@click.group("worker", cls=LoreGroup)
-def worker() -> None:
-    """Start, stop and inspect the background worker (the single database writer).
-
-    \b
-    Example:
-      lore worker status
-    """
-
-
-@worker.command("run")
-@click.option("--once", is_flag=True, help="Process what is queued, then exit.")
+@click.command("worker", cls=LoreCommand)
+@click.argument("action", type=click.Choice(ACTIONS), default="status")
+@click.option("--once", is_flag=True, help="With run: process what is queued, then exit.")
 @click.option("--idle-exit", type=click.IntRange(min=1), default=None, metavar="SECONDS",
-              help="Exit after SECONDS with nothing pending (a worker a hook starts uses "
-                   "$LORE_WORKER_IDLE_EXIT, default 600).")
+              help="With run: exit after SECONDS with nothing pending (a worker a hook starts "
+                   "uses $LORE_WORKER_IDLE_EXIT, default 600).")
+@json_option
 @click.pass_context
-def worker_run(ctx: click.Context, once: bool, idle_exit: int | None) -> None:
-    """Run the worker in the foreground (SIGTERM finishes the event in hand, then exits).
+def worker(ctx: click.Context, action: str, once: bool, idle_exit: int | None,
+           json_: bool) -> None:
+    """The background worker, the single database writer: status (the default), start, stop,
+    run, requeue.
 
     \b
-    Example:
+    status   whether it runs, the queue depth, what is left to embed, failures
+    start    start it in the background unless one is running
+    stop     stop it (it finishes the event in hand first)
+    run      run it in the foreground (SIGTERM finishes the event in hand, then exits)
+    requeue  put quarantined events back in the queue with a fresh attempt count
+
+    Chunks imported without their vectors (a first `lore ingest` leaves them to the worker)
+    are found by keywords now and by meaning once embedded; the time left is estimated from
+    the worker's last rate. Failed events are retried with backoff, then quarantined with the
+    reason; requeue them once the cause is fixed (see the status and the worker log).
+    Failures the database raised (a full disk, a locked or corrupt file) are counted apart,
+    with the last one.
+
+    \b
+    Examples:
+      lore worker
+      lore worker status --json
       lore worker run --once
+      lore worker requeue
     """
+    if action != "run" and (once or idle_exit is not None):
+        raise click.UsageError("--once and --idle-exit go with `lore worker run`", ctx)
+    if json_ and action != "status":
+        raise click.UsageError("--json goes with `lore worker status`", ctx)
+    if action == "run":
+        _run(ctx, once, idle_exit)
+    else:
+        {"status": _status, "start": _start, "stop": _stop, "requeue": _requeue}[action](ctx, json_)
+
+
+def _run(ctx: click.Context, once: bool, idle_exit: int | None) -> None:
     from lore.errors import AlreadyRunning
     from lore.worker import Worker
 
@@ -42,54 +66,20 @@ def worker_run(ctx: click.Context, once: bool, idle_exit: int | None) -> None:
     notice(f"processed {n} events")
 
 
-@worker.command("start")
-@click.pass_context
-def worker_start(ctx: click.Context) -> None:
-    """Start the worker in the background unless one is running.
-
-    \b
-    Example:
-      lore worker start
-    """
+def _start(ctx: click.Context, json_: bool) -> None:
     from lore.worker import start_background
 
     pid = start_background(settings(ctx))
     notice("a worker is already running" if pid is None else f"worker started (pid {pid})")
 
 
-@worker.command("stop")
-@click.pass_context
-def worker_stop(ctx: click.Context) -> None:
-    """Stop the background worker (it finishes the event in hand first).
-
-    \b
-    Example:
-      lore worker stop
-    """
+def _stop(ctx: click.Context, json_: bool) -> None:
     from lore.worker import stop_background
 
     notice("worker stopped" if stop_background(settings(ctx)) else "no worker was running")
 
 
-@worker.command("status")
-@json_option
-@click.pass_context
-def worker_status(ctx: click.Context, json_: bool) -> None:
-    """Whether the worker runs, the queue depth, what is left to embed, failures.
-
-    Chunks imported without their vectors (a first `lore ingest` leaves them to the
-    worker) are found by keywords now and by meaning once embedded; the time left is
-    estimated from the worker's last rate.
-
-    Failed events are retried with backoff, then quarantined with the reason;
-    `lore worker requeue` puts quarantined events back in the queue. Failures the
-    database raised (a full disk, a locked or corrupt file) are counted apart, with
-    the last one.
-
-    \b
-    Example:
-      lore worker status --json
-    """
+def _status(ctx: click.Context, json_: bool) -> None:
     from lore.errors import LoreError
     from lore.worker import Worker
 
@@ -160,17 +150,7 @@ def _backlog(b: dict, running: bool) -> str:
     return text + ("" if running else " (start the worker: `lore worker start`)")
 
 
-@worker.command("requeue")
-@click.pass_context
-def worker_requeue(ctx: click.Context) -> None:
-    """Put quarantined events back in the queue with a fresh attempt count.
-
-    Use it once the cause is fixed (see `lore worker status` and the worker log).
-
-    \b
-    Example:
-      lore worker requeue
-    """
+def _requeue(ctx: click.Context, json_: bool) -> None:
     from lore.capture.queue import Queue
 
     n = Queue(settings(ctx).home / "queue").requeue()

@@ -8,7 +8,7 @@ writes the summary without one. At the end of a session the pattern pass over it
 (``extract.session_learnings``) adds its findings. Every candidate is proposed (never active
 until reviewed) and deduplicated against the lessons already known: the same title or an
 embedding as close as a restated rule reinforces the known lesson with the new evidence. Each run
-is recorded for ``lore analyze status`` and ``learn_status``.
+is recorded for ``lore analyze --status`` and ``learn_status``.
 """
 
 from __future__ import annotations

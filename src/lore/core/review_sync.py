@@ -237,7 +237,7 @@ class ReviewSync:
             links.append((want, item["title"]))
         if kept:
             notes.append(f"kept {len(kept)} review file(s) holding a decision not imported yet; "
-                         "run `lore review import` (or sync)")
+                         "run `lore review sync --only import` (or sync)")
         archived = self._archive(folder, written, notes, existing)
         rules = self._rules(folder, approved, written)
         checks = self._export_checks(folder, stamp, written, notes)

@@ -75,7 +75,7 @@ class FastEmbedEmbedder:
         except Exception as exc:  # noqa: BLE001 - downloads fail in many ways; one message
             raise BackendUnavailable(
                 f"cannot load embedding model '{self.cfg.model}' ({type(exc).__name__}: {exc}); "
-                "check the network or the model name, or run `lore admin doctor`"
+                "check the network or the model name, or run `lore doctor`"
             ) from None
         self._sessions[kind] = model
         return model

@@ -282,7 +282,7 @@ ALIASES: tuple[Alias, ...] = (
 
           Use for "have we seen this error before?", "what did we decide about X?". Results carry
           session, date, project and a snippet; read one in context with the CLI's
-          `lore recall turns CHUNK`.
+          `lore recall show CHUNK`.
           Example: {"query": "ECONNRESET from the payments API", "limit": 5}"""),
     Alias(("self-reflect", "reinforcement"), "get_related_conversations", None, READ,
           "query limit=5",

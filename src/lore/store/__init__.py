@@ -79,7 +79,7 @@ def storage_error(exc: Exception, location: str | Path) -> StorageError | None:
 
 
 def diagnose(location: str | Path) -> list[tuple[str, bool, str, str]]:
-    """The backend's own health checks for ``lore admin doctor``: (name, ok, detail, fix)."""
+    """The backend's own health checks for ``lore doctor``: (name, ok, detail, fix)."""
     try:
         cls = _backend(location)
     except LoreError as exc:

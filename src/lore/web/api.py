@@ -175,7 +175,7 @@ def conversations(state: Read, q: Annotated[str, Query(min_length=1, max_length=
 
 @router.get("/stats", tags=["server"])
 def stats(request: Request, state: Read) -> dict[str, Any]:
-    """The numbers of `lore admin stats --json`; where the database lies only to those who
+    """The numbers of `lore stats --counts --json`; where the database lies only to those who
     may write (a read token learns no path of the server's machine)."""
     numbers = state.call(lambda lore: lore.admin.stats())
     who = authorize(state, bearer(request.headers.get("authorization")), write=False)

@@ -146,7 +146,7 @@ class LessonRecordIn(Strict):
     kind: Literal["lesson"]
     id: RECORD_ID
     device: str = Field(pattern=DEVICE, description="the device that wrote this version")
-    data: dict[str, Any] = Field(description="the lesson as `lore import` reads it; needs "
+    data: dict[str, Any] = Field(description="the lesson as `lore admin import` reads it; needs "
                                              "updated_at")
 
 

@@ -28,7 +28,7 @@ A device's clock is not trusted: a lesson date more than ``SKEW`` (five minutes)
 server's clock is stored as the server's now (a forged or drifting date would otherwise win
 every later conflict), and the push's answer says how many dates were so clamped and how far
 ahead the furthest was. The client also compares its clock with the server's ``Date`` header;
-`lore sync` and `lore sync status` report either.
+`lore sync` and `lore sync --status` report either.
 
 A **deletion** travels as a lesson record whose data is a tombstone, ``{"id", "updated_at":
 when it was deleted, "deleted": true}``, pushed from and pulled through the same change log,

@@ -93,7 +93,7 @@ class Sync:
         return found if isinstance(found, dict) and found.get("problem") else None
 
     def note_clock(self, report: SyncReport) -> None:
-        """Keep the last sync's clock findings for `lore sync status` (cleared when none)."""
+        """Keep the last sync's clock findings for `lore sync --status` (cleared when none)."""
         problem = report.clock_problem()
         value = json.dumps({"at": now(), "problem": problem, "skew": report.skew,
                             "clamped": report.clamped, "ahead": report.ahead}) if problem else ""

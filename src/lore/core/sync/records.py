@@ -36,7 +36,7 @@ PULL_KEY = "sync.pull"
 PULL_CHECK_KEY = "sync.pull.check"  # the lesson of the server's change at the pull cursor
 LAST_PUSH_KEY = "sync.last_push"
 LAST_PULL_KEY = "sync.last_pull"
-CLOCK_KEY = "sync.clock"  # the last sync's clock findings (JSON), for `lore sync status`
+CLOCK_KEY = "sync.clock"  # the last sync's clock findings (JSON), for `lore sync --status`
 
 
 

@@ -154,7 +154,7 @@ class PostgresStore(PGLessonTables):
         cur = self.conn.execute("UPDATE lessons SET visibility = ? WHERE id = ?",
                                 (visibility, lesson_id))
         if cur.rowcount == 0:
-            raise NotFound(f"no lesson with id {lesson_id}; `lore recall search` finds ids")
+            raise NotFound(f"no lesson with id {lesson_id}; `lore search` finds ids")
 
     @contextmanager
     def atomic(self) -> Iterator[Any]:

@@ -60,7 +60,7 @@ class SQLiteStore(LessonTables, CopyTables):
 
     @classmethod
     def diagnose(cls) -> list[tuple[str, bool, str, str]]:
-        """The driver, FTS5 and sqlite-vec, each with its fix (``lore admin doctor``)."""
+        """The driver, FTS5 and sqlite-vec, each with its fix (``lore doctor``)."""
         out: list[tuple[str, bool, str, str]] = []
         try:
             sqlite3 = driver()
@@ -111,7 +111,7 @@ class SQLiteStore(LessonTables, CopyTables):
             cur = self.conn.execute("UPDATE lessons SET visibility = ? WHERE id = ?",
                                     (visibility, lesson_id))
         if cur.rowcount == 0:
-            raise NotFound(f"no lesson with id {lesson_id}; `lore recall search` finds ids")
+            raise NotFound(f"no lesson with id {lesson_id}; `lore search` finds ids")
 
     @contextmanager
     def atomic(self) -> Iterator[Any]:

@@ -227,7 +227,7 @@ def _load_vec(conn: Any) -> None:
         conn.enable_load_extension(False)
     except Exception as exc:  # noqa: BLE001 - any failure means the same thing to the user
         raise BackendUnavailable(
-            f"cannot load sqlite-vec ({exc}); run `lore admin doctor` for details"
+            f"cannot load sqlite-vec ({exc}); run `lore doctor` for details"
         ) from None
 
 
@@ -270,7 +270,7 @@ def _begin_immediate(conn: Any) -> None:
 
 
 def check_fts5() -> None:
-    """Raise unless the driver's SQLite has FTS5 (``lore admin doctor`` reports it)."""
+    """Raise unless the driver's SQLite has FTS5 (``lore doctor`` reports it)."""
     conn = driver().connect(":memory:")
     try:
         conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")

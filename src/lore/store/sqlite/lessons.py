@@ -27,7 +27,7 @@ class LessonTables(VectorTables, KeywordIndex, EdgeTables, UsageTables):
     def seq_of(self, lesson_id: str) -> int:
         row = self.conn.execute("SELECT seq FROM lessons WHERE id = ?", (lesson_id,)).fetchone()
         if row is None:
-            raise NotFound(f"no lesson with id {lesson_id}; `lore recall search` finds ids")
+            raise NotFound(f"no lesson with id {lesson_id}; `lore search` finds ids")
         return int(row[0])
 
     def existing_ids(self, ids: Iterable[str]) -> set[str]:
@@ -132,7 +132,7 @@ class LessonTables(VectorTables, KeywordIndex, EdgeTables, UsageTables):
     def get(self, lesson_id: str) -> Lesson:
         row = self.conn.execute("SELECT * FROM lessons WHERE id = ?", (lesson_id,)).fetchone()
         if row is None:
-            raise NotFound(f"no lesson with id {lesson_id}; `lore recall search` finds ids")
+            raise NotFound(f"no lesson with id {lesson_id}; `lore search` finds ids")
         return self._hydrate([row])[0]
 
     def get_many(self, ids: Sequence[str]) -> list[Lesson]:

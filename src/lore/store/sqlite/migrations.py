@@ -789,7 +789,7 @@ CHECKS_SQL = """
             status TEXT NOT NULL CHECK (status IN ('proposed', 'active', 'rejected')),
             origin TEXT NOT NULL,             -- user | shape:<name> | judge
             note TEXT NOT NULL DEFAULT '',    -- why it was proposed, in words
-            allowed_until TEXT,               -- `lore guard allow`: blocks let through until then
+            allowed_until TEXT,               -- `lore guard mode ID allow`: blocks let through until then
             created_at TEXT NOT NULL,
             updated_at TEXT NOT NULL,
             reviewed_at TEXT

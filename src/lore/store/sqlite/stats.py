@@ -1,4 +1,4 @@
-"""Usage counts, the search log and the counts ``lore admin stats`` shows."""
+"""Usage counts, the search log and the counts ``lore stats --counts`` shows."""
 
 from __future__ import annotations
 
