@@ -467,7 +467,7 @@ def recall_values(lore: Lore, what: str, counts: bool, json_: bool) -> None:
         extra = ["typical confidence"]
     rows = []
     for i in items:
-        row = [i.name]
+        row: list[Any] = [i.name]
         if extra == ["ordinal"]:
             row.append(i.ordinal)
         elif extra:
