@@ -152,7 +152,7 @@ def serve(settings: Settings, host: str, port: int, *, require_token: bool = Fal
 
         scheduler = Scheduler(settings, embedder=lambda: lore.admin.embedder)
         app = create_app(lore, require_token=require_token, scheduler=scheduler)
-        threading.Thread(target=app.state.lore.search.warm, name="lore-warm", daemon=True).start()
+        threading.Thread(target=lore.search.warm, name="lore-warm", daemon=True).start()
         scheduler.start()
         if ready is not None:
             ready(require_token, scheduler)
