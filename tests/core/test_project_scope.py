@@ -1,6 +1,6 @@
 """One project for every face: a folder means the git top level of the folder (else the folder),
 whichever command, tool or hook names it; every way of adding a rule defaults to the current
-project; `lore apply` names the approved rules it did not write; `lore learn scope` moves a rule;
+project; `lore apply` names the approved rules it did not write; `lore learn update --project` moves a rule;
 stored project keys migrate."""
 
 from __future__ import annotations

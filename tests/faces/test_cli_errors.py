@@ -143,7 +143,7 @@ def test_doctor_on_a_home_that_is_a_file(run, lore_home):
 def test_doctor_on_a_file_that_is_not_a_lore_database(run, lore_home):
     lore_home.mkdir(parents=True, exist_ok=True)
     (lore_home / "lore.db").write_text("not a database")
-    result = run("admin", "doctor", "--json")
+    result = run("doctor", "--json")
     assert result.exit_code == 1
     checks = {c["check"]: c for c in json.loads(result.stdout)}
     assert "not a Lore database" in checks["database"]["detail"] and checks["database"]["fix"]
