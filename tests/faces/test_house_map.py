@@ -50,12 +50,13 @@ def test_the_docs_show_the_house_as_the_imports_draw_it():
 
 
 def described(walk: list[str], found: dict[tuple[str, str], list[Site]]) -> str:
-    """A circle as its arrows, each with the first import line behind it."""
+    """A circle as its arrows, each with every import line behind it (all of them go, or
+    another layer is found, to break the arrow)."""
     steps = []
     for a, b in zip(walk, walk[1:], strict=False):
-        first = found[(a, b)][0]
-        steps.append(f"{a} -> {b} ({first.module}:{first.line} imports {first.imported})")
-    return " ; ".join(steps)
+        lines = ", ".join(f"{s.module}:{s.line} {s.imported} ({s.kind})" for s in found[(a, b)])
+        steps.append(f"  {a} -> {b}: {lines}")
+    return " -> ".join(walk) + "\n" + "\n".join(steps)
 
 
 def test_the_rooms_import_in_no_circle():
@@ -140,8 +141,9 @@ def test_every_kind_of_import_is_read(tmp_path):
     assert [(s.module, s.line, s.imported) for s in found[("a", "b")]] == [("pkg.a.x", 1, "pkg.b.y")]
     assert sorted(s.kind for s in found[("b", "c")]) == [LAZY, TYPES]
     assert circles(found) == [["a", "c", "a"]]
-    assert described(["a", "c", "a"], found) == ("a -> c (pkg.a.x:2 imports pkg.c) ; "
-                                                 "c -> a (pkg.c:4 imports pkg.a.x)")
+    assert described(["a", "c", "a"], found) == ("a -> c -> a\n"
+                                                 "  a -> c: pkg.a.x:2 pkg.c (load)\n"
+                                                 "  c -> a: pkg.c:4 pkg.a.x (load)")
     drawn = block(src)
     assert '    a["a/"]' in drawn and '    c["c"]' in drawn and '    init["__init__"]' in drawn
     assert "    a --> b\n" in drawn and "    b -.-> c\n" in drawn and "    e -. types .-> d\n" in drawn
