@@ -594,8 +594,8 @@ def test_corrections_sessions_analysis_and_tokens(store):
     assert not an.record_start("s1", "/p", now()) and an.started_at("s1") == "2025-03-01T09:59:00Z"
     assert an.session_corrections("s1") == [("no, use files", None)]
     assert an.has_run("e4") and not an.has_run("e5")
-    an.record_run({"event_id": "e4", "at": now(), "trigger": "command", "outcome": "skipped",
-                   "reason": "again"})  # the same event: stored once
+    assert an.record_run({"event_id": "e4", "at": now(), "trigger": "command", "outcome": "skipped",
+                   "reason": "again"}) == 0  # the same event: stored once
     summary = an.run_summary("/p")
     assert summary["sessions_seen"] == 1 and summary["outcomes"] == {"analysed": 1}
     assert summary["last_run"]["lesson_ids"] == [a] and summary["created"] == 1

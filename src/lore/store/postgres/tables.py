@@ -20,15 +20,13 @@ from lore.store.rows import (
     ContextRule,
     Correction,
     LessonActivity,
-    NeighbourTurn,
     NewEdit,
     NewMessage,
-    NewRun,
     NewScheduleRun,
     RunSummary,
     SessionStart,
 )
-from lore.store.sqlite.analysis import RUN_COLUMNS, AnalysisTables
+from lore.store.sqlite.analysis import AnalysisTables
 from lore.store.sqlite.conversations import ConversationTables
 from lore.store.sqlite.corrections import CorrectionTables
 from lore.store.sqlite.search import prune_terms
@@ -260,25 +258,6 @@ class PGConversationTables(ConversationTables):
             out.append(int(plan[0]["Plan"]["Plan Rows"]))
         return out
 
-    def neighbours(self, chunk_id: int, before: int, after: int) -> list[NeighbourTurn]:
-        row = self.conn.execute(
-            "SELECT session_id, first_seq, last_seq FROM chunks WHERE id = ?", (chunk_id,)
-        ).fetchone()
-        if row is None:
-            return []
-        sid, first, last = row
-        cols = "seq, uuid, role, speaker, text, timestamp, is_meta, injected"
-        rows = self.conn.execute(
-            f"SELECT * FROM ((SELECT {cols} FROM messages WHERE session_id = ? AND seq < ? "
-            f"ORDER BY seq DESC LIMIT ?) UNION ALL (SELECT {cols} FROM messages "
-            "WHERE session_id = ? AND seq BETWEEN ? AND ?) "
-            f"UNION ALL (SELECT {cols} FROM messages WHERE session_id = ? AND seq > ? "
-            "ORDER BY seq LIMIT ?)) m ORDER BY seq",
-            (sid, first, before, sid, first, last, sid, last, after)).fetchall()
-        return [cast(NeighbourTurn, dict(r) | {"in_chunk": first <= r["seq"] <= last})
-                for r in rows]
-
-
 class PGCorrectionTables(CorrectionTables):
     """Captured messages and their verdicts on Postgres (implements ``CorrectionStore``)."""
 
@@ -402,18 +381,6 @@ class PGAnalysisTables(AnalysisTables):
         return [{"id": r[0], "title": r[1], "kind": r[2], "status": r[3], "project": r[4],
                  "source": r[5], "created_at": r[6], "review": json.loads(r[7]) if r[7] else None,
                  "rejected_reason": r[8]} for r in rows]
-
-    def record_run(self, run: NewRun) -> int:
-        given: dict[str, Any] = dict(run)
-        values = {k: given.get(k) for k in RUN_COLUMNS}
-        values["lesson_ids"] = json.dumps(list(run.get("lesson_ids") or []))
-        values["created"] = int(run.get("created") or 0)
-        values["reinforced"] = int(run.get("reinforced") or 0)
-        r = self.conn.execute(
-            f"INSERT INTO analysis_runs ({', '.join(RUN_COLUMNS)}) "
-            f"VALUES ({', '.join('?' for _ in RUN_COLUMNS)}) ON CONFLICT DO NOTHING RETURNING id",
-            [values[k] for k in RUN_COLUMNS]).fetchone()
-        return int(r[0]) if r else 0
 
     def run_summary(self, project: str | None) -> RunSummary:
         where, params = ("WHERE project = ?", [project]) if project else ("", [])

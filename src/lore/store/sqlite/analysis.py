@@ -65,10 +65,11 @@ class AnalysisTables(Tables):
         values["lesson_ids"] = json.dumps(list(run.get("lesson_ids") or []))
         values["created"] = int(run.get("created") or 0)
         values["reinforced"] = int(run.get("reinforced") or 0)
-        cur = self.conn.execute(
-            f"INSERT OR IGNORE INTO analysis_runs ({', '.join(RUN_COLUMNS)}) "
-            f"VALUES ({', '.join('?' for _ in RUN_COLUMNS)})", [values[k] for k in RUN_COLUMNS])
-        return int(cur.lastrowid or 0)
+        r = self.conn.execute(
+            f"INSERT INTO analysis_runs ({', '.join(RUN_COLUMNS)}) "
+            f"VALUES ({', '.join('?' for _ in RUN_COLUMNS)}) ON CONFLICT DO NOTHING RETURNING id",
+            [values[k] for k in RUN_COLUMNS]).fetchone()
+        return int(r[0]) if r else 0  # 0: this event's run was recorded before
 
     def record_schedule_run(self, run: NewScheduleRun) -> int:
         """Keep one scheduled run (``trigger``, ``started_at``, ``finished_at``, ``duration_ms``,

@@ -339,13 +339,12 @@ class ConversationTables(Tables):
         if row is None:
             return []
         sid, first, last = row
-        rows = self.conn.execute(
-            "SELECT * FROM (SELECT seq, uuid, role, speaker, text, timestamp, is_meta, injected "
-            "FROM messages WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?) "
-            "UNION ALL SELECT seq, uuid, role, speaker, text, timestamp, is_meta, injected "
-            "FROM messages WHERE session_id = ? AND seq BETWEEN ? AND ? "
-            "UNION ALL SELECT * FROM (SELECT seq, uuid, role, speaker, text, timestamp, is_meta, "
-            "injected FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?) "
+        cols = "seq, uuid, role, speaker, text, timestamp, is_meta, injected"
+        rows = self.conn.execute(  # portable SQL: Postgres runs the same statement
+            f"SELECT * FROM (SELECT {cols} FROM messages WHERE session_id = ? AND seq < ? "
+            f"ORDER BY seq DESC LIMIT ?) AS earlier UNION ALL SELECT {cols} FROM messages "
+            f"WHERE session_id = ? AND seq BETWEEN ? AND ? UNION ALL SELECT * FROM (SELECT {cols} "
+            "FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?) AS later "
             "ORDER BY seq",
             (sid, first, before, sid, first, last, sid, last, after),
         ).fetchall()
