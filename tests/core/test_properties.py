@@ -325,7 +325,7 @@ TOOL_CALLS = [
     ("lore_suggest_rule", {"rule": "Always run the linter before committing"}),
     ("lore_preferences", {"project": "/p"}),
     ("lore_apply", {"project": "/p"}),
-    ("lore_tags", {}),
+    ("lore_values", {"what": "tags"}),
     ("lore_related", {"id": "01J0000000000000000000000A", "depth": 2}),
 ]
 

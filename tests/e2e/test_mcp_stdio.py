@@ -17,8 +17,7 @@ LORE = str(Path(sys.executable).parent / "lore")
 
 CANONICAL = {
     "lore_search", "lore_get", "lore_add", "lore_update", "lore_delete", "lore_related",
-    "lore_link", "lore_unlink", "lore_tags", "lore_sources", "lore_confidence_levels",
-    "lore_kinds", "lore_status", "lore_record_correction", "lore_suggest_rule", "lore_preferences",
+    "lore_link", "lore_unlink", "lore_values", "lore_status", "lore_record_correction", "lore_suggest_rule", "lore_preferences",
     "lore_review_list", "lore_review_approve", "lore_review_edit", "lore_review_reject",
     "lore_review_defer", "lore_review_export", "lore_review_import",
     "lore_apply",
@@ -118,10 +117,10 @@ def test_every_canonical_tool_with_good_and_bad_arguments(lore_home, tmp_path):
                                                        "relation": "derived_from"})
         out["related"] = await call(client, "lore_related", {"id": b["id"], "direction": "in"})
         out["unlink"] = await call(client, "lore_unlink", {"from_id": a["id"], "to_id": b["id"]})
-        out["tags"] = await call(client, "lore_tags", {})
-        out["sources"] = await call(client, "lore_sources", {})
-        out["levels"] = await call(client, "lore_confidence_levels", {})
-        out["kinds"] = await call(client, "lore_kinds", {})
+        out["tags"] = await call(client, "lore_values", {"what": "tags"})
+        out["sources"] = await call(client, "lore_values", {"what": "sources"})
+        out["levels"] = await call(client, "lore_values", {"what": "confidence_levels"})
+        out["kinds"] = await call(client, "lore_values", {"what": "kinds"})
         out["status"] = await call(client, "lore_status", {})
         out["delete"] = await call(client, "lore_delete", {"id": b["id"]})
         # bad arguments: each is a tool error the model can act on, and the server lives on
@@ -256,7 +255,7 @@ def test_a_database_error_is_a_tool_error_not_a_crash(lore_home):
 
     async def steps(client):
         first = await call(client, "lore_status", {})
-        second = await call(client, "lore_tags", {})
+        second = await call(client, "lore_values", {"what": "tags"})
         return first, second
 
     first, second = session(lore_home, steps)
@@ -337,8 +336,7 @@ def test_every_tool_rejects_bad_arguments_and_the_server_lives_on(lore_home):
         return errors, linked, rel, src
 
     errors, linked, rel, src = session(lore_home, steps, "all")
-    no_args = {"lore_tags", "lore_sources", "lore_confidence_levels", "lore_kinds", "lore_status",
-               "sources", "confidence_levels"}
+    no_args = {"lore_status", "sources", "confidence_levels"}
     for name, (is_error, text) in errors.items():
         if name in no_args:
             continue  # nothing to get wrong: extra arguments are ignored

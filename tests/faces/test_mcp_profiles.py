@@ -22,8 +22,8 @@ from lore.mcp.server import DEFAULT_PROFILE, PROFILES, build_server, schema_size
 
 SESSION = {"lore_search", "lore_search_conversations", "lore_get", "lore_preferences",
            "lore_record_correction", "lore_suggest_rule"}
-ADMIN_ONLY = {"lore_add", "lore_update", "lore_delete", "lore_link", "lore_unlink", "lore_tags",
-              "lore_sources", "lore_kinds", "lore_confidence_levels", "lore_review_approve",
+ADMIN_ONLY = {"lore_add", "lore_update", "lore_delete", "lore_link", "lore_unlink", "lore_values",
+              "lore_review_approve",
               "lore_review_export", "lore_review_import", "lore_apply"}
 
 

@@ -197,8 +197,9 @@ async def store_reflection(t: LoreTools, ctx: Context | None, a: Args) -> dict[s
     return {"stored": True, "id": lesson.id, "title": lesson.title}
 
 
-def listed(key: str, method: str) -> Run:
-    return call(lambda lore, a: getattr(lore, method)(),
+def listed(key: str, table: str) -> Run:
+    """A row answering one reference table's values (lore.lessons.reference) under ``key``."""
+    return call(lambda lore, a: lore.lessons.reference(table),
                 lambda items, a: {key: [i.to_dict() for i in items]})
 
 
@@ -241,15 +242,15 @@ ALIASES: tuple[Alias, ...] = (
                lambda edge, a: {"linked": True, **edge.to_dict()}),
           """Link two lessons. Example: {"from_id": "01JD…A", "to_id": "01JD…B",
           "relation": "derived_from"}"""),
-    Alias(("ai-lessons",), "tags", "lore_tags", READ, "with_counts",
+    Alias(("ai-lessons",), "tags", "lore_values", READ, "with_counts",
           call(lambda lore, a: lore.lessons.tags(),
                lambda found, a: {"tags": [{"tag": g, "count": n} for g, n in found]
                                  if a["with_counts"] else [g for g, _ in found]}),
           """Tags in use. Example: {"with_counts": true}"""),
-    Alias(("ai-lessons",), "sources", "lore_sources", READ, "", listed("sources", "list_sources"),
+    Alias(("ai-lessons",), "sources", "lore_values", READ, "", listed("sources", "source"),
           """Valid sources. Example: {}"""),
-    Alias(("ai-lessons",), "confidence_levels", "lore_confidence_levels", READ, "",
-          listed("confidence_levels", "list_confidence_levels"),
+    Alias(("ai-lessons",), "confidence_levels", "lore_values", READ, "",
+          listed("confidence_levels", "confidence"),
           """Valid confidence levels. Example: {}"""),
     # self-learning
     Alias(("self-learning",), "learn_search", "lore_search", SEARCH,

@@ -224,29 +224,22 @@ def register(server: MCPServer, t: LoreTools) -> None:  # noqa: C901 - one table
         n = await t.run(lambda lore: lore.lessons.unlink(from_id.strip(), to_id.strip(), relation))
         return {"removed": n}
 
-    @tool(server, "lore_tags", READ)
-    async def lore_tags() -> dict[str, Any]:
-        """Every tag in use with how many lessons carry it. Example: {}"""
-        tags = await t.run(lambda lore: lore.lessons.tags())
-        return {"tags": [{"tag": tag, "count": n} for tag, n in tags]}
-
-    @tool(server, "lore_sources", READ)
-    async def lore_sources() -> dict[str, Any]:
-        """Valid sources of a lesson (tested, documented, correction …). Example: {}"""
-        items = await t.run(lambda lore: lore.lessons.reference("source"))
-        return {"sources": [i.to_dict() for i in items]}
-
-    @tool(server, "lore_confidence_levels", READ)
-    async def lore_confidence_levels() -> dict[str, Any]:
-        """Valid confidence levels, lowest first, with their ordinals. Example: {}"""
-        items = await t.run(lambda lore: lore.lessons.reference("confidence"))
-        return {"confidence_levels": [i.to_dict() for i in items]}
-
-    @tool(server, "lore_kinds", READ)
-    async def lore_kinds() -> dict[str, Any]:
-        """Valid kinds of lesson (preference, project_rule, bug_fix …). Example: {}"""
-        items = await t.run(lambda lore: lore.lessons.reference("kind"))
-        return {"kinds": [i.to_dict() for i in items]}
+    @tool(server, "lore_values", READ)
+    async def lore_values(
+        what: Literal["tags", "kinds", "sources", "confidence_levels", "statuses", "relations"],
+    ) -> dict[str, Any]:
+        """The values a lesson's fields take: the tags in use with how many lessons carry each,
+        or the valid kinds (preference, project_rule, bug_fix …), sources (tested, documented,
+        correction …), confidence levels (lowest first, with their ordinals), statuses or
+        relations. Example: {"what": "kinds"}
+        """
+        if what == "tags":
+            tags = await t.run(lambda lore: lore.lessons.tags())
+            return {"tags": [{"tag": tag, "count": n} for tag, n in tags]}
+        table = {"kinds": "kind", "sources": "source", "confidence_levels": "confidence",
+                 "statuses": "status", "relations": "relation"}[what]
+        items = await t.run(lambda lore: lore.lessons.reference(table))
+        return {what: [i.to_dict() for i in items]}
 
     @tool(server, "lore_status", READ)
     async def lore_status() -> dict[str, Any]:
