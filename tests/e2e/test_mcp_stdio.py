@@ -17,7 +17,8 @@ LORE = str(Path(sys.executable).parent / "lore")
 
 CANONICAL = {
     "lore_search", "lore_get", "lore_add", "lore_update", "lore_delete", "lore_related",
-    "lore_link", "lore_unlink", "lore_values", "lore_status", "lore_record_correction", "lore_suggest_rule", "lore_preferences",
+    "lore_link", "lore_unlink", "lore_values", "lore_status", "lore_record_correction",
+    "lore_suggest_rule", "lore_preferences",
     "lore_review_list", "lore_review_approve", "lore_review_edit", "lore_review_reject",
     "lore_review_defer", "lore_review_export", "lore_review_import",
     "lore_apply",
