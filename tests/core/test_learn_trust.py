@@ -184,7 +184,7 @@ def test_approved_rules_survive_rescoring_and_reinforcement(fake_lore):
     learner = fake_lore.learning
     out = learner.record("don't do that again", None, project="/p", session_id="s1")
     assert out.lesson is not None and out.lesson.status == "candidate"
-    approved = learner.review(out.lesson.id, "approve")
+    approved = fake_lore.review.decide(out.lesson.id, "approve")
     assert approved.status == "active" and approved.metadata["learning"]["reviewed"] is True
     _age(fake_lore, approved.id, 60)
     learner.rescore()
@@ -222,7 +222,7 @@ def test_a_rejected_rule_stays_rejected_and_counts_recorrections(fake_lore):
     text = "No, don't use Redis, use local file sessions instead"
     out = learner.record(text, None, project="/p", session_id="s1")
     assert out.lesson is not None
-    rejected = learner.review(out.lesson.id, "reject", reason="we do use Redis in production")
+    rejected = fake_lore.review.decide(out.lesson.id, "reject", reason="we do use Redis in production")
     assert rejected.status == "rejected"
     assert rejected.metadata["learning"]["rejected_reason"] == "we do use Redis in production"
     again = learner.record(text, None, project="/p", session_id="s2")
@@ -231,7 +231,7 @@ def test_a_rejected_rule_stays_rejected_and_counts_recorrections(fake_lore):
     assert again.lesson.metadata["learning"]["recorrections"] == 1
     learner.rescore()
     assert fake_lore.lessons.get(out.lesson.id).status == "rejected"
-    assert all(item["id"] != out.lesson.id for item in learner.waiting())
+    assert all(item["id"] != out.lesson.id for item in fake_lore.review.waiting())
 
 
 def test_the_review_list_shows_evidence_and_defer_hides_until_seen_again(fake_lore):
@@ -239,7 +239,7 @@ def test_the_review_list_shows_evidence_and_defer_hides_until_seen_again(fake_lo
     out = learner.record("don't do that again", "I rewrote the whole module.", project="/p",
                          session_id="s1", at="2026-01-05T10:00:00Z")
     assert out.lesson is not None
-    [item] = learner.waiting()
+    [item] = fake_lore.review.waiting()
     assert item["id"] == out.lesson.id and item["status"] == "candidate"
     assert item["occurrences"] == 1 and item["scope"] == "/p"
     assert item["why_candidate"] == "not specific enough to be a rule"
@@ -247,18 +247,18 @@ def test_the_review_list_shows_evidence_and_defer_hides_until_seen_again(fake_lo
     assert ev == {"said": "don't do that again", "agent_turn": "I rewrote the whole module.",
                   "session": "s1", "date": "2026-01-05T10:00:00Z", "project": "/p",
                   "source": "manual"}
-    learner.review(out.lesson.id, "defer")
-    assert learner.waiting() == []
+    fake_lore.review.decide(out.lesson.id, "defer")
+    assert fake_lore.review.waiting() == []
     learner.record("don't do that again", "I rewrote it once more.", project="/p",
                    session_id="s2")
-    assert [i["id"] for i in learner.waiting()] == [out.lesson.id]
+    assert [i["id"] for i in fake_lore.review.waiting()] == [out.lesson.id]
 
 
 def test_edit_rewords_and_approves(fake_lore):
     learner = fake_lore.learning
     out = learner.record("don't do that again", None, project="/p")
     assert out.lesson is not None
-    edited = learner.review(out.lesson.id, "edit", title="Do not rewrite whole modules")
+    edited = fake_lore.review.decide(out.lesson.id, "edit", title="Do not rewrite whole modules")
     assert edited.title == "Do not rewrite whole modules" and edited.status == "active"
 
 

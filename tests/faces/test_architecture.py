@@ -27,7 +27,9 @@ LAYERS = [
     (1, ("lore.store", "lore.embed", "lore.llm")),
     (2, ("lore.capture", "lore.extract", "lore.recall")),
     (3, ("lore.apply",)),
-    (4, ("lore.core",)),
+    # The review room sits beside the core: the learner reads what a decision is
+    # (lore.review.queue), the review's part decides through the core's lesson writer.
+    (4, ("lore.core", "lore.review")),
     (5, ("lore.api",)),
     (6, ("lore.worker", "lore.doctor", "lore.install", "lore.demo", "lore.measure",
          "lore.schedule")),

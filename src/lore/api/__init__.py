@@ -24,7 +24,6 @@ from lore.api.admin import AdminPart
 from lore.api.apply import ApplyPart
 from lore.api.engine import Engine, tuning_constants
 from lore.api.lessons import LessonsPart
-from lore.api.review import ReviewPart, approved, holds
 from lore.api.search import SearchPart
 from lore.api.sessions import ContextLoadView, SessionsPart, ToldLesson
 from lore.config import Settings
@@ -33,6 +32,7 @@ from lore.core.lessons import content_hash, require_id
 from lore.embed import Embedder
 from lore.home import check_device
 from lore.private import home_notice
+from lore.review.part import Review
 from lore.store import Store, open_store, storage_error
 from lore.store.rows import ScheduleRun
 
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from lore.core.sync import Sync
     from lore.core.tokens import Tokens
 
-__all__ = ["Lore", "approved", "holds", "Progress", "content_hash", "require_id", "storage_error",
+__all__ = ["Lore", "Progress", "content_hash", "require_id", "storage_error",
            "tuning_constants", "ContextLoadView", "ScheduleRun", "ToldLesson"]
 
 # What a face may use of a Lore (tests/faces/test_architecture.py): these parts, and
@@ -64,7 +64,7 @@ class Lore:
         self.lessons = LessonsPart(self.engine)
         self.search = SearchPart(self.engine)
         self.sessions = SessionsPart(self.engine)
-        self.review = ReviewPart(self.engine)
+        self.review = Review(self.engine)
         self.apply = ApplyPart(self.engine)
         self.admin = AdminPart(self.engine)
 

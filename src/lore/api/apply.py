@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from lore.api.review import approved_lessons, holds
 from lore.models import RULE_KINDS, Lesson
 
 if TYPE_CHECKING:
@@ -24,8 +23,9 @@ class ApplyPart:
     def rules(self, project: str | None) -> list[Lesson]:
         """The rules that hold in ``project`` (its own and global ones), most confident first:
         approved by a person, or active by repetition within the bounds of
-        :func:`lore.api.holds`. Every writer of rules goes through here."""
+        :func:`lore.review.queue.holds`. Every writer of rules goes through here."""
         from lore.normalize import project_root
+        from lore.review.queue import holds
 
         store = self.engine.store
         ids = store.corrections.preferences(project_root(project), all_projects=False,
@@ -44,6 +44,7 @@ class ApplyPart:
         global file is off, or a rule a newer active one supersedes. Rules a target file
         already states are the plan's skips."""
         from lore.normalize import project_root
+        from lore.review.queue import approved_lessons
 
         include_global = self.engine.settings.config.apply.global_file if include_global is None \
             else include_global
@@ -123,6 +124,7 @@ class ApplyPart:
         largest first."""
         from lore.apply.skill_proposals import propose
         from lore.apply.skills import SKILLS
+        from lore.review.queue import approved_lessons
 
         store = self.engine.store
         return propose(store, approved_lessons(store), self.engine.tuned(SKILLS))

@@ -48,7 +48,9 @@ class LessonsPart:
         A status set here is a person's decision: rescoring never changes it afterwards."""
         lesson = self.engine.lessons.update(self.engine.shown(lesson_id), **changes)
         if changes.get("status") is not None and "learning" in lesson.metadata:
-            self.engine.learner.decided_by_hand(lesson.id)
+            from lore.review.decide import decided_by_hand
+
+            decided_by_hand(self.engine.lessons, lesson.id)
             lesson = self.get(lesson.id)
         return lesson
 

@@ -8,7 +8,7 @@
   one read-only query, no click, no model).
 
 What waits is decided as ``lore review`` decides it (:func:`waits`, which
-:func:`lore.core.review.waits` uses too), on the rows :mod:`lore.store.glance` reads.
+:func:`lore.review.queue.waits` uses too), on the rows :mod:`lore.store.glance` reads.
 """
 
 from __future__ import annotations

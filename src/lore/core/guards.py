@@ -17,10 +17,10 @@ from typing import Any
 
 from lore.apply import check_hook, checks
 from lore.apply.guard_shapes import Proposal, propose
-from lore.core.review import decided
 from lore.errors import InvalidInput, NotFound
 from lore.ids import new_id, now
 from lore.models import RULE_KINDS, Lesson
+from lore.review.queue import approved
 from lore.store import Store
 from lore.store.rows import CheckChanges, CheckEvent, LoadedSession, NewCheck
 
@@ -30,12 +30,6 @@ REVIEW_ACTIONS = ("approve", "reject")
 REFUSED = ("doesn't want to proceed", "tool use was rejected", "was interrupted",
            "user rejected", "permission to use")
 WHY_CHARS, SAID_CHARS = 300, 240
-
-
-def holds(lesson: Lesson) -> bool:
-    """A rule a person approved (as ``lore.api.approved``): its checks may hold."""
-    meta = lesson.metadata.get("learning")
-    return lesson.status == "active" and (not isinstance(meta, dict) or decided(meta))
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +137,7 @@ class Guards:
         if lesson_id:
             rules = [self.store.get(lesson_id.strip())]
         else:
-            rules = [x for x in self.store.iter_lessons() if x.kind in RULE_KINDS and holds(x)]
+            rules = [x for x in self.store.iter_lessons() if x.kind in RULE_KINDS and approved(x)]
         made = []
         for rule in rules:
             have = {self._key(r) for r in self.store.guards.checks([rule.id])}
@@ -215,7 +209,7 @@ class Guards:
         out = []
         for r in rows:
             rule = lessons.get(r["lesson_id"])
-            if rule is None or not holds(rule):
+            if rule is None or not approved(rule):
                 continue
             fields: Mapping[str, Any] = r
             entry = {k: fields[k] for k in ("id", "lesson_id", "mode", *checks.FIELDS) if fields[k]}
@@ -255,7 +249,7 @@ class Guards:
             lesson = self.store.get(lesson_id)
         except NotFound:
             lesson = None
-        if lesson is not None and lesson.kind in RULE_KINDS and holds(lesson):
+        if lesson is not None and lesson.kind in RULE_KINDS and approved(lesson):
             if self.propose(lesson.id):
                 return  # each proposal compiled the file
         if lesson_id in self.store.guards.checked_lessons():

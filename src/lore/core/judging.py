@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lore.core.merging import Outcome, RuleMerge, cut
-from lore.core.review import LIVE
 from lore.extract.detect import Detection
 from lore.extract.steer import own_words
 from lore.ids import now
+from lore.review.queue import LIVE
 from lore.store.rows import Correction
 
 JUDGING = "judging"  # a captured message's status while it waits for the judge

@@ -39,14 +39,13 @@ from lore.core.embedding import Embedding
 from lore.core.judging import Judge, JudgeReport
 from lore.core.lessons import Lessons
 from lore.core.merging import Outcome, RuleMerge, cut, file_types_of, redact_cut
-from lore.core.review import waiting as waiting_list
 from lore.errors import InvalidInput
 from lore.extract import Extractor
 from lore.extract.detect import FILTER_THRESHOLD, Detection, detect, words_of
 from lore.extract.shapes import Extracted
 from lore.extract.worthy import refusal
 from lore.ids import new_id, now
-from lore.models import Evidence, Lesson
+from lore.models import Evidence
 from lore.redact import redact
 from lore.store import Store
 from lore.store.rows import Correction, ImportedMessage
@@ -55,8 +54,6 @@ from lore.tuning import Bench, constant
 if TYPE_CHECKING:
     from lore.config_models import LearningConfig
 
-
-REVIEW_ACTIONS = ("approve", "edit", "reject", "defer")
 
 # (message, the agent turn) -> a verdict with label, durable, confidence, rule, reason
 Opinion = Callable[[str, str | None], Any]
@@ -381,70 +378,6 @@ class Learner:
         if judged:
             out["judge_error"] = judged
         return out
-
-    # ---- review ---------------------------------------------------------------------------
-    def waiting(self, project: str | None = None, *, all_projects: bool = True,
-                limit: int = 100) -> list[dict[str, Any]]:
-        """What waits for a person (:func:`lore.core.review.waiting`)."""
-        return waiting_list(self.store, normalize.project_root(project),
-                            all_projects=all_projects, limit=limit)
-
-    def review(self, lesson_id: str, action: str, *, reason: str | None = None,
-               title: str | None = None, content: str | None = None,
-               status: str | None = None, via: str | None = None,
-               file: str | None = None) -> Lesson:
-        """A person's decision on a learned rule; it sticks (rescoring and reinforcement never
-        change it). approve: active. edit: new title/content, then active (or ``status``).
-        reject: rejected, with the reason; the same correction later stays rejected.
-        defer: not now; it waits again once the rule is seen once more. ``via`` (cli,
-        terminal, folder, mcp …) and ``file`` (a review file) say where it was decided."""
-        if action not in REVIEW_ACTIONS:
-            raise InvalidInput(f"unknown review action '{action}'; use one of "
-                               f"{', '.join(REVIEW_ACTIONS)}")
-        lesson = self.lessons.get(lesson_id)
-        reason = redact_cut(" ".join(reason.split()), 500) if reason and reason.strip() else None
-        # A lesson the analysis of the work proposed keeps its decision with its analysis.
-        key = "analysis" if "learning" not in lesson.metadata and isinstance(
-            lesson.metadata.get("analysis"), dict) else "learning"
-        meta = dict(lesson.metadata.get(key) or {})
-        meta["review"] = {"action": action, "at": now(),
-                          **{k: v for k, v in (("reason", reason), ("via", via), ("file", file))
-                             if v}}
-        changes: dict[str, Any] = {}
-        if action == "defer":
-            meta["deferred_at"] = now()
-            meta["deferred_seen"] = int(meta.get("occurrences", 1))
-        else:
-            meta["reviewed"] = True
-            meta.pop("deferred_at", None)
-        if action == "approve":
-            changes["status"] = status or "active"
-        elif action == "edit":
-            if title is None and content is None:
-                raise InvalidInput("nothing to edit: give a new title or content")
-            if title is not None:
-                changes["title"] = title
-            if content is not None:
-                changes["content"] = content
-            changes["status"] = status or "active"
-        elif action == "reject":
-            changes["status"] = "rejected"
-            if reason:
-                meta["rejected_reason"] = reason
-        if changes.get("status"):
-            self.store.check_reference("status", changes["status"])
-        with self.store.atomic():
-            return self.lessons.update(lesson.id, metadata={**lesson.metadata, key: meta},
-                                       **changes)
-
-    def decided_by_hand(self, lesson_id: str) -> None:
-        """A person set this learned rule's status (``lore learn update --status``): it sticks."""
-        lesson = self.lessons.get(lesson_id)
-        meta = lesson.metadata.get("learning")
-        if meta is None or meta.get("reviewed"):
-            return
-        meta = {**meta, "reviewed": True, "review": {"action": "status", "at": now()}}
-        self.lessons.update(lesson.id, metadata={**lesson.metadata, "learning": meta})
 
     # ---- a rule suggested by an agent ----------------------------------------------------
     def suggest_rule(self, rule: str, reason: str | None = None, *, project: str | None = None,

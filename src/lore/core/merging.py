@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from lore import normalize
 from lore.core.embedding import Embedding
 from lore.core.lessons import Lessons
-from lore.core.review import LIVE, decided, proposable, why_candidate
 from lore.extract import Extractor
 from lore.extract.detect import Detection, words_of
 from lore.extract.merge import CHANGE_OF_MIND, contradicts, may_restate, same_rule
@@ -25,6 +24,7 @@ from lore.extract.worthy import UNFINISHED, fragment, worthiness
 from lore.ids import now
 from lore.models import Evidence, Lesson
 from lore.redact import redact, redact_clipped
+from lore.review.queue import LIVE, decided, proposable, why_candidate
 from lore.store import Store
 from lore.store.rows import Correction, RuleCandidate
 

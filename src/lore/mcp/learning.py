@@ -123,7 +123,7 @@ async def review_list(t: LoreTools, ctx: Context | None, project: str | None,
 
 async def review_action(t: LoreTools, lesson_id: str, action: str, **kw: Any) -> dict[str, Any]:
     def call(lore: Lore) -> dict[str, Any]:
-        from lore.core.review import review_meta
+        from lore.review.queue import review_meta
 
         lesson = lore.review.decide(lore.lessons.resolve_id(lesson_id), action, via="mcp", **kw)
         meta = (review_meta(lesson) or ("", {}))[1]

@@ -204,8 +204,8 @@ def _week_of_day(day: str) -> str | None:
 
 def _approval_times(lore: Lore, corrections: list[LearnedCorrection]) -> dict[str, str]:
     """When each rule that was corrected again had been approved (approved rules only), as
-    ``lore stats --rules`` reads it (``lore.api.approved``, ``lore.review.approved_at``)."""
-    from lore.api import approved
+    ``lore stats --rules`` reads it (``lore.review.queue.approved``, ``lore.review.approved_at``)."""
+    from lore.review.queue import approved
 
     out: dict[str, str] = {}
     for lid in {c["lesson_id"] for c in corrections if c["action"] == REPEAT}:

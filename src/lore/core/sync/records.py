@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from lore.core.review import decided
 from lore.errors import InvalidInput
 from lore.extract.steer import SYNCED
 from lore.ids import parse_time
 from lore.models import Lesson
 from lore.redact import redact_value
+from lore.review.queue import decided
 
 PROTOCOL = 3  # 2: deletions travel as tombstones; 3: batches and edits named by content,
 # devices bound to their tokens, the server's view of each device's cursors

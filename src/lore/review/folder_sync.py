@@ -1,7 +1,7 @@
 """The markdown review folder, both ways: export what waits (and what was decided), import
 the decisions a person ticked or wrote in the files. The formats and the safe writes are
-in :mod:`lore.apply.review_folder`; every decision goes through
-:meth:`lore.core.learner.Learner.review`, as one made with ``lore review approve`` would.
+in :mod:`lore.review.folder`; every decision goes through :func:`lore.review.decide.decide`,
+as one made with ``lore review approve`` would.
 
 No decision is lost either way. An export never overwrites a review file that holds a
 decision not imported yet. An import never applies a file older than a decision made since
@@ -17,15 +17,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lore.apply import review_folder as fmt
-from lore.core.review import LIVE, decisions, review_item, review_meta
 from lore.errors import LoreError, NotFound
 from lore.ids import now
 from lore.models import Lesson
+from lore.review import folder as fmt
+from lore.review.decide import decide
+from lore.review.queue import LIVE, decisions, review_item, review_meta, waiting
 
 if TYPE_CHECKING:
     from lore.core.guards import Guards
-    from lore.core.learner import Learner
+    from lore.core.lessons import Lessons
+    from lore.store import Store
 
 DONE = {"approve": "approved", "edit": "edited", "reject": "rejected", "defer": "deferred"}
 
@@ -69,11 +71,11 @@ def _same(review: Any, rel: str, action: str | None) -> bool:
 
 
 class ReviewSync:
-    """Export and import one review folder for a learner's store."""
+    """Export and import one review folder of a store."""
 
-    def __init__(self, learner: Learner, guards: Guards | None = None) -> None:
-        self.learner = learner
-        self.store = learner.store
+    def __init__(self, store: Store, lessons: Lessons, guards: Guards | None = None) -> None:
+        self.store = store
+        self.lessons = lessons
         self.guards = guards
 
     # ---- import ------------------------------------------------------------------------------
@@ -108,7 +110,7 @@ class ReviewSync:
     def _import_one(self, rel: str, parsed: fmt.Parsed, warnings: list[str]) -> str:
         assert parsed.id is not None
         try:
-            lesson = self.learner.lessons.get(parsed.id.upper())
+            lesson = self.lessons.get(parsed.id.upper())
         except NotFound:
             warnings.append(f"{rel}: no rule has the id {parsed.id} (deleted?); file left as it is")
             return "warned"
@@ -130,9 +132,8 @@ class ReviewSync:
                             f"{decision.action} was not applied")
             return "kept"
         try:
-            self.learner.review(lesson.id, decision.action, reason=decision.reason,
-                                title=decision.title, content=decision.content, via="folder",
-                                file=rel)
+            decide(self.store, self.lessons, lesson.id, decision.action, reason=decision.reason,
+                   title=decision.title, content=decision.content, via="folder", file=rel)
         except LoreError as exc:  # a title too long, an empty one …: this file only
             warnings.append(f"{rel}: {exc}")
             return "warned"
@@ -212,12 +213,12 @@ class ReviewSync:
         notes: list[str] = []
         written: list[str] = []
         existing, twice = _scan(folder)
-        waiting = self.learner.waiting(None, all_projects=True, limit=1_000_000)
+        queue = waiting(self.store, None, all_projects=True, limit=1_000_000)
         links: list[tuple[str, str]] = []
         kept: list[str] = []
         for key, rels in twice.items():
             notes.append(_claimed_twice(key, rels))
-        for item in waiting:
+        for item in queue:
             if item["id"].upper() in twice:
                 links += [(rel, item["title"]) for rel in twice[item["id"].upper()]]
                 continue
@@ -241,7 +242,7 @@ class ReviewSync:
         archived = self._archive(folder, written, notes, existing)
         rules = self._rules(folder, approved, written)
         checks = self._export_checks(folder, stamp, written, notes)
-        counts = {"waiting": len(waiting), "approved": len(approved), "archived": len(archived),
+        counts = {"waiting": len(queue), "approved": len(approved), "archived": len(archived),
                   "checks": len(checks)}
         if folder.write("index.md", fmt.render_index(counts, links, rules, archived, stamp,
                                                      checks), fmt.same_but_stamp):

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lore.api import Lore
-from lore.apply import review_folder as fmt
+from lore.review import folder as fmt
 
 CORRECTIONS = [
     ("No, don't use requests, use httpx instead", "I'll call the API with requests."),

@@ -5,105 +5,94 @@ folder."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lore.models import Lesson
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from lore.api.engine import Engine
+    from lore.config import Settings
+    from lore.core.guards import Guards
+    from lore.core.lessons import Lessons
     from lore.store import Store
 
 
-def approved(lesson: Lesson) -> bool:
-    """Active, and a person's decision: a learned rule only once reviewed (or set active by
-    hand) — a rule that scored its way to active is not written where the agent obeys —, any
-    other lesson because a person (or an import of theirs) added it."""
-    from lore.core.review import decided
+class Core(Protocol):
+    """What the review needs of the facade's engine (:class:`lore.api.engine.Engine`)."""
 
-    if lesson.status != "active":
-        return False
-    meta = lesson.metadata.get("learning")
-    return not isinstance(meta, dict) or decided(meta)
+    store: Store
+    settings: Settings
 
+    @property
+    def lessons(self) -> Lessons: ...
 
-def holds(lesson: Lesson) -> bool:
-    """Active and allowed to steer the agent: approved by a person (:func:`approved`), or
-    active by repetition within the bounds — every piece of its evidence typed by the user,
-    and it asks the agent to run, fetch or send nothing (:mod:`lore.extract.steer`)."""
-    from lore.core.review import needs_person
+    @property
+    def guards(self) -> Guards: ...
 
-    return lesson.status == "active" and not needs_person(lesson)
+    def shown(self, lesson_id: str) -> str: ...
 
 
-def approved_at(lesson: Lesson) -> str:
-    """When a person approved the rule: ``metadata.approved_at`` when set, else the time
-    of the review that approved it, else the lesson's creation."""
-    at = lesson.metadata.get("approved_at")
-    if isinstance(at, str) and at:
-        return at
-    review = (lesson.metadata.get("learning") or {}).get("review") or {}
-    if review.get("action") in ("approve", "edit", "status") and review.get("at"):
-        return str(review["at"])
-    return lesson.created_at or ""
-
-
-def approved_lessons(store: Store) -> list[Lesson]:
-    """Every lesson a person approved (any kind) that this user may see."""
-    found = [x for x in store.iter_lessons() if approved(x)]
-    visible = store.visible_ids(x.id for x in found)
-    return [x for x in found if x.id in visible]
-
-
-class ReviewPart:
+class Review:
     """What waits for a person and what they decide."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self, core: Core) -> None:
+        self.core = core
 
     def waiting(self, project: str | None = None, *, all_projects: bool = True,
                 limit: int = 100) -> list[dict[str, Any]]:
         """Learned rules and proposed lessons waiting for a person's review, with their
         evidence; read from the store alone, without loading the learning pipeline (``lore
         review`` lists fast)."""
-        from lore.core.review import waiting
         from lore.normalize import project_root
+        from lore.review.queue import waiting
 
-        return waiting(self.engine.store, project_root(project), all_projects=all_projects,
+        return waiting(self.core.store, project_root(project), all_projects=all_projects,
                        limit=limit)
 
     def waiting_checks(self, project: str | None = None, examples: int = 3
                        ) -> list[dict[str, Any]]:
         """Proposed checks of approved rules, each with what it would have matched."""
-        return self.engine.guards.waiting(project, examples)
+        return self.core.guards.waiting(project, examples)
 
     def decide(self, lesson_id: str, action: str, *, reason: str | None = None,
                title: str | None = None, content: str | None = None,
                status: str | None = None, via: str | None = None,
                file: str | None = None) -> Lesson:
         """A person's decision on a learned rule or proposed lesson (approve, edit, reject,
-        defer); it sticks: rescoring and reinforcement never change it."""
-        return self.engine.learner.review(self.engine.shown(lesson_id), action, reason=reason,
-                                          title=title, content=content, status=status, via=via,
-                                          file=file)
+        defer: :func:`lore.review.decide.decide`); it sticks: rescoring and reinforcement
+        never change it."""
+        from lore.review.decide import decide
+
+        return decide(self.core.store, self.core.lessons, self.core.shown(lesson_id), action,
+                      reason=reason, title=title, content=content, status=status, via=via,
+                      file=file)
 
     def decide_check(self, check_id: str, action: str, *, mode: str | None = None
                      ) -> dict[str, Any]:
         """Approve (optionally in another mode) or reject a proposed check."""
-        return self.engine.guards.review(check_id, action, mode=mode)
+        return self.core.guards.review(check_id, action, mode=mode)
 
     def approved(self) -> list[Lesson]:
         """Every lesson a person approved (any kind) that this user may see."""
-        return approved_lessons(self.engine.store)
+        from lore.review.queue import approved_lessons
 
-    approved_at = staticmethod(approved_at)
+        return approved_lessons(self.core.store)
+
+    @staticmethod
+    def approved_at(lesson: Lesson) -> str:
+        """When a person approved the rule (:func:`lore.review.queue.approved_at`)."""
+        from lore.review.queue import approved_at
+
+        return approved_at(lesson)
 
     def why(self, lesson_id: str) -> dict[str, Any]:
         """Where a rule came from and what it did: the user's words (evidence), the decision
         on it, the session starts that told it, its checks and what they blocked."""
-        lesson = self.engine.get(lesson_id)
-        guards = self.engine.guards
+        from lore.review.queue import approved, approved_at
+
+        lesson = self.core.store.get(self.core.shown(lesson_id))
+        guards = self.core.guards
         meta = (lesson.metadata.get("learning") or lesson.metadata.get("analysis") or {})
         review = meta.get("review") or {}
         told = []
@@ -138,18 +127,20 @@ class ReviewPart:
     def export_folder(self, folder: Path | None = None) -> dict[str, Any]:
         """Write the markdown review folder (``review.folder`` unless given): a file per
         waiting rule, the approved rules, the decided ones, an index (docs/learning.md)."""
-        from lore.core.review_sync import ReviewSync
+        from lore.review.folder_sync import ReviewSync
 
-        return ReviewSync(self.engine.learner, self.engine.guards).export(
-            folder or self.engine.settings.review_folder, self.approved())
+        core = self.core
+        return ReviewSync(core.store, core.lessons, core.guards).export(
+            folder or core.settings.review_folder, self.approved())
 
     def import_folder(self, folder: Path | None = None, *, create: bool = False
                       ) -> dict[str, Any]:
         """Apply the decisions ticked or written in the review folder's files."""
-        from lore.core.review_sync import ReviewSync
+        from lore.review.folder_sync import ReviewSync
 
-        return ReviewSync(self.engine.learner, self.engine.guards).import_(
-            folder or self.engine.settings.review_folder, create=create)
+        core = self.core
+        return ReviewSync(core.store, core.lessons, core.guards).import_(
+            folder or core.settings.review_folder, create=create)
 
     def sync_folder(self, folder: Path | None = None) -> dict[str, Any]:
         """Import the folder's decisions (none the first time), then export it afresh."""

@@ -1,9 +1,10 @@
-"""What waits for a person's review, read without the learning pipeline.
+"""What waits for a person's review, and what a decision is, read without the learning
+pipeline.
 
 Listing the review queue needs the store only: no model, no detector, no numpy. The lessons
 are read in batches (:meth:`~lore.store.protocol.LessonStore.get_many`), so a thousand
-waiting rules cost a few queries, not a few per rule. :class:`lore.core.learner.Learner`
-records the decisions (``review``); these functions say what a decision is and what waits.
+waiting rules cost a few queries, not a few per rule. :mod:`lore.review.decide` records the
+decisions; these functions say what a decision is, what waits and what was approved.
 """
 
 from __future__ import annotations
@@ -143,3 +144,39 @@ def decisions(store: Store) -> list[tuple[dict[str, Any], dict[str, Any]]]:
                 continue
             out.append((review_item(lesson, meta, []), review))
     return sorted(out, key=lambda pair: str(pair[1].get("at") or ""))
+
+
+def approved(lesson: Lesson) -> bool:
+    """Active, and a person's decision: a learned rule only once reviewed (or set active by
+    hand) — a rule that scored its way to active is not written where the agent obeys —, any
+    other lesson because a person (or an import of theirs) added it."""
+    if lesson.status != "active":
+        return False
+    meta = lesson.metadata.get("learning")
+    return not isinstance(meta, dict) or decided(meta)
+
+
+def holds(lesson: Lesson) -> bool:
+    """Active and allowed to steer the agent: approved by a person (:func:`approved`), or
+    active by repetition within the bounds — every piece of its evidence typed by the user,
+    and it asks the agent to run, fetch or send nothing (:mod:`lore.extract.steer`)."""
+    return lesson.status == "active" and not needs_person(lesson)
+
+
+def approved_at(lesson: Lesson) -> str:
+    """When a person approved the rule: ``metadata.approved_at`` when set, else the time
+    of the review that approved it, else the lesson's creation."""
+    at = lesson.metadata.get("approved_at")
+    if isinstance(at, str) and at:
+        return at
+    review = (lesson.metadata.get("learning") or {}).get("review") or {}
+    if review.get("action") in ("approve", "edit", "status") and review.get("at"):
+        return str(review["at"])
+    return lesson.created_at or ""
+
+
+def approved_lessons(store: Store) -> list[Lesson]:
+    """Every lesson a person approved (any kind) that this user may see."""
+    found = [x for x in store.iter_lessons() if approved(x)]
+    visible = store.visible_ids(x.id for x in found)
+    return [x for x in found if x.id in visible]
