@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from lore.apply import check_hook as h
 from lore.apply import checks as g
 from lore.apply import patterns, shell
-from lore.apply.guard_shapes import MANAGERS, propose
+from lore.apply.check_shapes import MANAGERS, propose
 from lore.apply.pyimports import import_lines
 from lore.errors import InvalidInput
 from lore.models import Preference

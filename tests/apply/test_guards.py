@@ -21,7 +21,7 @@ from conftest import FakeEmbedder, make_settings
 from lore.api import Lore
 from lore.apply import check_hook as h
 from lore.apply import checks as g
-from lore.apply.guard_shapes import propose
+from lore.apply.check_shapes import propose
 from lore.errors import InvalidInput, NotFound
 from lore.models import Preference
 
@@ -657,7 +657,7 @@ def test_each_session_start_compiles_the_checks_a_shared_database_holds(lore_hom
 
 
 def test_the_reason_given_to_the_agent_is_not_the_rule_said_again(fake_lore):
-    from lore.core.guards import _why
+    from lore.core.checks import _why
 
     plain = fake_lore.lessons.add("Use pnpm, not npm", "Use pnpm instead of npm.", kind="preference")
     assert _why(plain) == ""

@@ -39,8 +39,8 @@ from lore.store.rows import ScheduleRun
 if TYPE_CHECKING:
     from lore.config_models import Config
     from lore.core.analyzer import Analyzer
+    from lore.core.checks import Checks
     from lore.core.conversations import Conversations
-    from lore.core.guards import Guards
     from lore.core.learner import Learner
     from lore.core.sync import Sync
     from lore.core.tokens import Tokens
@@ -122,9 +122,9 @@ class Lore:
         return self.engine.conversations
 
     @property
-    def checks(self) -> Guards:
+    def checks(self) -> Checks:
         """Checks on rules: what the PreToolUse and PostToolUse hooks hold (docs/apply.md)."""
-        return self.engine.guards
+        return self.engine.checks
 
     @property
     def sync(self) -> Sync:

@@ -17,8 +17,8 @@ from lore.store import Store
 
 if TYPE_CHECKING:
     from lore.core.analyzer import Analyzer
+    from lore.core.checks import Checks
     from lore.core.conversations import Conversations
-    from lore.core.guards import Guards
     from lore.core.learner import Learner
     from lore.core.sync import Sync
     from lore.core.tokens import Tokens
@@ -60,7 +60,7 @@ class Engine:
         self._tokens: Tokens | None = None
         self._sync: Sync | None = None
         self._device: str | None = None
-        self._guards: Guards | None = None
+        self._checks: Checks | None = None
 
     @property
     def device(self) -> str:
@@ -147,15 +147,15 @@ class Engine:
         return self._analyzer
 
     @property
-    def guards(self) -> Guards:
+    def checks(self) -> Checks:
         """Checks on rules: what the PreToolUse and PostToolUse hooks hold (docs/apply.md)."""
-        if self._guards is None:
-            from lore.core.guards import Guards
+        if self._checks is None:
+            from lore.core.checks import Checks
 
             proposer = self._model_checks()
-            self._guards = Guards(self.store, self.settings.home,
+            self._checks = Checks(self.store, self.settings.home,
                                   model_proposers=[proposer] if proposer is not None else [])
-        return self._guards
+        return self._checks
 
     @property
     def tokens(self) -> Tokens:
@@ -211,7 +211,7 @@ class Engine:
         budget proposes nothing: the rule's approval never fails for it."""
         if not self.settings.llm_provider or not self.settings.config.learning.judge:
             return None
-        from lore.apply.guard_shapes import Proposal
+        from lore.apply.check_shapes import Proposal
         from lore.errors import LoreError
         from lore.llm import open_provider
         from lore.llm.checks import propose, rule_text
@@ -239,7 +239,7 @@ class Engine:
 
     def _lesson_changed(self, lesson_id: str) -> None:
         # The hooks' file follows a checked rule's changes (approval, edits, archiving).
-        self.guards.rule_changed(lesson_id)
+        self.checks.rule_changed(lesson_id)
 
     # ---- ids a person gives -----------------------------------------------------------
     def resolve_id(self, value: str) -> str:

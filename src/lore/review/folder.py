@@ -188,7 +188,7 @@ def render_review(item: Mapping[str, Any], exported: str) -> str:
 
 
 def render_check(check: Mapping[str, Any], exported: str) -> str:
-    """A check waiting for review (``lore.core.guards.Guards.waiting``) as its file: the check
+    """A check waiting for review (``lore.core.checks.Checks.waiting``) as its file: the check
     in words, its rule, what it would have matched, and the boxes."""
     replay = check.get("replay") or {}
     head = _frontmatter({"kind": "check", "id": check["id"], "rule_id": check["lesson_id"],

@@ -25,7 +25,7 @@ from lore.review.decide import decide
 from lore.review.queue import LIVE, decisions, review_item, review_meta, waiting
 
 if TYPE_CHECKING:
-    from lore.core.guards import Guards
+    from lore.core.checks import Checks
     from lore.core.lessons import Lessons
     from lore.store import Store
 
@@ -73,10 +73,10 @@ def _same(review: Any, rel: str, action: str | None) -> bool:
 class ReviewSync:
     """Export and import one review folder of a store."""
 
-    def __init__(self, store: Store, lessons: Lessons, guards: Guards | None = None) -> None:
+    def __init__(self, store: Store, lessons: Lessons, checks: Checks | None = None) -> None:
         self.store = store
         self.lessons = lessons
-        self.guards = guards
+        self.checks = checks
 
     # ---- import ------------------------------------------------------------------------------
     def import_(self, root: Path, *, create: bool = False) -> dict[str, Any]:
@@ -154,32 +154,32 @@ class ReviewSync:
     def _import_check(self, rel: str, parsed: fmt.Parsed, warnings: list[str]) -> str:
         """A check's file: approve or reject, once; a check decided since is left alone."""
         ticked = set(parsed.ticked) & {"approve", "reject"}
-        if not ticked or self.guards is None:
+        if not ticked or self.checks is None:
             return "undecided"
         if len(ticked) > 1:
             warnings.append(f"{rel}: both approve and reject are ticked; no decision taken")
             return "warned"
         assert parsed.id is not None
-        if not self.guards.is_check(parsed.id.upper()):
+        if not self.checks.is_check(parsed.id.upper()):
             warnings.append(f"{rel}: no check has the id {parsed.id} (removed?); file left as it is")
             return "warned"
-        check = self.guards.get(parsed.id.upper())
+        check = self.checks.get(parsed.id.upper())
         if check["status"] != "proposed":
             return "unchanged"
         action = ticked.pop()
-        self.guards.review(check["id"], action)
+        self.checks.review(check["id"], action)
         return DONE[action]
 
     def _export_checks(self, folder: fmt.Folder, stamp: str, written: list[str],
                        notes: list[str]) -> list[tuple[str, str]]:
         """A file per check waiting; files of checks decided since go (unless they hold a
         decision not imported yet)."""
-        if self.guards is None:
+        if self.checks is None:
             return []
         existing = self._check_files(folder)
         links = []
         keep = set()
-        for check in self.guards.waiting():
+        for check in self.checks.waiting():
             rel = "checks/" + fmt.check_name(check["id"], check["words"])
             old = existing.pop(check["id"].upper(), None)
             if old is not None and set(old[1].ticked) & {"approve", "reject"}:
@@ -192,8 +192,8 @@ class ReviewSync:
             keep.add(rel)
             links.append((rel, check["words"]))
         for rel, parsed in existing.values():
-            if set(parsed.ticked) & {"approve", "reject"} and self.guards.is_check(parsed.id or "") \
-                    and self.guards.get(parsed.id or "")["status"] == "proposed":
+            if set(parsed.ticked) & {"approve", "reject"} and self.checks.is_check(parsed.id or "") \
+                    and self.checks.get(parsed.id or "")["status"] == "proposed":
                 keep.add(rel)
         self._prune(folder, "checks", keep)
         return links

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from lore.config import Settings
-    from lore.core.guards import Guards
+    from lore.core.checks import Checks
     from lore.core.lessons import Lessons
     from lore.store import Store
 
@@ -28,7 +28,7 @@ class Core(Protocol):
     def lessons(self) -> Lessons: ...
 
     @property
-    def guards(self) -> Guards: ...
+    def checks(self) -> Checks: ...
 
     def shown(self, lesson_id: str) -> str: ...
 
@@ -53,7 +53,7 @@ class Review:
     def waiting_checks(self, project: str | None = None, examples: int = 3
                        ) -> list[dict[str, Any]]:
         """Proposed checks of approved rules, each with what it would have matched."""
-        return self.core.guards.waiting(project, examples)
+        return self.core.checks.waiting(project, examples)
 
     def decide(self, lesson_id: str, action: str, *, reason: str | None = None,
                title: str | None = None, content: str | None = None,
@@ -71,7 +71,7 @@ class Review:
     def decide_check(self, check_id: str, action: str, *, mode: str | None = None
                      ) -> dict[str, Any]:
         """Approve (optionally in another mode) or reject a proposed check."""
-        return self.core.guards.review(check_id, action, mode=mode)
+        return self.core.checks.review(check_id, action, mode=mode)
 
     def approved(self) -> list[Lesson]:
         """Every lesson a person approved (any kind) that this user may see."""
@@ -92,11 +92,11 @@ class Review:
         from lore.review.queue import approved, approved_at
 
         lesson = self.core.store.get(self.core.shown(lesson_id))
-        guards = self.core.guards
+        rule_checks = self.core.checks
         meta = (lesson.metadata.get("learning") or lesson.metadata.get("analysis") or {})
         review = meta.get("review") or {}
         told = []
-        for load in guards.loads():
+        for load in rule_checks.loads():
             try:  # told by the context, or held by a file the session read at start
                 shown = [*json.loads(load["shown"] or "[]"),
                          *json.loads(load.get("in_files") or "[]")]
@@ -104,7 +104,7 @@ class Review:
                 continue
             if lesson.id in shown:
                 told.append(load["at"])
-        events = guards.matches(lesson.id)
+        events = rule_checks.matches(lesson.id)
         outcomes: dict[str, int] = {}
         for e in events:
             outcomes[e["outcome"]] = outcomes.get(e["outcome"], 0) + 1
@@ -118,7 +118,7 @@ class Review:
                 "approved_at": approved_at(lesson) if approved(lesson) else None,
                 "told": {"sessions": len(told), "last": max(told) if told else None},
                 "checks": [{"id": c["id"], "status": c["status"], "mode": c["mode"],
-                            "words": c["words"]} for c in guards.checks(lesson.id)],
+                            "words": c["words"]} for c in rule_checks.checks(lesson.id)],
                 "matches": outcomes,
                 "last_blocked": max((e["at"] for e in events if e["outcome"] == "blocked"),
                                     default=None)}
@@ -130,7 +130,7 @@ class Review:
         from lore.review.folder_sync import ReviewSync
 
         core = self.core
-        return ReviewSync(core.store, core.lessons, core.guards).export(
+        return ReviewSync(core.store, core.lessons, core.checks).export(
             folder or core.settings.review_folder, self.approved())
 
     def import_folder(self, folder: Path | None = None, *, create: bool = False
@@ -139,7 +139,7 @@ class Review:
         from lore.review.folder_sync import ReviewSync
 
         core = self.core
-        return ReviewSync(core.store, core.lessons, core.guards).import_(
+        return ReviewSync(core.store, core.lessons, core.checks).import_(
             folder or core.settings.review_folder, create=create)
 
     def sync_folder(self, folder: Path | None = None) -> dict[str, Any]:

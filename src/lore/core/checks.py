@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lore.apply import check_hook, checks
-from lore.apply.guard_shapes import Proposal, propose
+from lore.apply.check_shapes import Proposal, propose
 from lore.errors import InvalidInput, NotFound
 from lore.ids import new_id, now
 from lore.models import RULE_KINDS, Lesson
@@ -55,7 +55,7 @@ class Replay:
                 "accepted_examples": self.accepted[:examples]}
 
 
-class Guards:
+class Checks:
     """The checks of one store, and the compiled file beside it."""
 
     def __init__(self, store: Store, home: Path, proposers: Iterable[Proposer] = (),
