@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from lore.errors import ConfigError, ProviderError
-from lore.llm.base import Completion, ProviderSettings, Request, claimed_tokens, retries_for
-from lore.llm.http import post_json
-from lore.llm.retry import RetryPolicy
+from lore.llm.base import Completion, ProviderSettings, Request, claimed_tokens
+from lore.llm.http import HTTPProvider
 
 API_VERSION = "2023-06-01"  # the anthropic-version header; the current stable one
 DEFAULT_URL = "https://api.anthropic.com"
@@ -16,19 +14,14 @@ DEFAULT_MODEL = "claude-haiku-4-5"
 DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
 
 
-class AnthropicProvider:
+class AnthropicProvider(HTTPProvider):
     def __init__(self, settings: ProviderSettings) -> None:
         key_env = settings.api_key_env or DEFAULT_KEY_ENV
         if not settings.api_key:
             raise ConfigError(f"{settings.name} needs an API key: set ${key_env} "
                               "(or name another variable in llm.api_key_env)")
-        self.name = settings.name
-        self.model = settings.model or DEFAULT_MODEL
-        self._url = (settings.base_url or DEFAULT_URL).rstrip("/") + "/v1/messages"
-        self._key = settings.api_key
-        self._key_hint = f"${key_env}"
-        self._timeout = settings.timeout
-        self._retries = settings.max_retries
+        super().__init__(settings, settings.model or DEFAULT_MODEL,
+                         (settings.base_url or DEFAULT_URL).rstrip("/") + "/v1/messages", f"${key_env}")
 
     def complete(self, request: Request) -> Completion:
         body: dict[str, Any] = {
@@ -41,13 +34,10 @@ class AnthropicProvider:
             body["system"] = request.system
         if request.stop:
             body["stop_sequences"] = list(request.stop)
-        headers = {"x-api-key": self._key, "anthropic-version": API_VERSION,
-                   "content-type": "application/json"}
-        started = time.monotonic()
-        data, attempts = post_json(self.name, self._url, body, headers=headers, timeout=self._timeout,
-                                   policy=RetryPolicy(max_retries=retries_for(request, self._retries)),
-                                   key_hint=self._key_hint)
-        return _completion(self.name, data, self.model, time.monotonic() - started, attempts)
+        data, attempts, latency = self.post(request, body, {
+            "x-api-key": self._key or "", "anthropic-version": API_VERSION,
+            "content-type": "application/json"})
+        return _completion(self.name, data, self.model, latency, attempts)
 
 
 def _completion(name: str, data: dict[str, Any], model: str, latency: float, attempts: int) -> Completion:

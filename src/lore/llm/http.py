@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from lore.errors import ProviderError
-from lore.llm.base import loads
+from lore.llm.base import ProviderSettings, Request, loads, retries_for
 from lore.llm.retry import Retryable, RetryPolicy, parse_retry_after, with_retries
 
 CALL_FACTOR = 2.0  # a call, retries and waits included, ends within this many llm.timeout
@@ -46,6 +46,28 @@ class _TooLarge(Exception):
     def __init__(self, size: int) -> None:
         super().__init__(size)
         self.size = size
+
+
+class HTTPProvider:
+    """What the HTTP providers share: the settings they keep and one POST of a request."""
+
+    def __init__(self, settings: ProviderSettings, model: str, url: str, key_hint: str) -> None:
+        self.name = settings.name
+        self.model = model
+        self._url = url
+        self._key = settings.api_key
+        self._key_hint = key_hint  # where the key comes from, for the 401/403 message
+        self._timeout = settings.timeout
+        self._retries = settings.max_retries
+
+    def post(self, request: Request, body: dict[str, Any],
+             headers: dict[str, str]) -> tuple[dict[str, Any], int, float]:
+        """The decoded reply, the attempts it took and the seconds it took."""
+        started = time.monotonic()
+        data, attempts = post_json(self.name, self._url, body, headers=headers, timeout=self._timeout,
+                                   policy=RetryPolicy(max_retries=retries_for(request, self._retries)),
+                                   key_hint=self._key_hint)
+        return data, attempts, time.monotonic() - started
 
 
 def post_json(provider: str, url: str, body: dict[str, Any], *, headers: dict[str, str],

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from lore.errors import ConfigError, ProviderError
@@ -13,15 +12,13 @@ from lore.llm.base import (
     claimed_tokens,
     estimate_tokens,
     request_tokens,
-    retries_for,
 )
-from lore.llm.http import post_json
-from lore.llm.retry import RetryPolicy
+from lore.llm.http import HTTPProvider
 
 DEFAULT_URL = "http://127.0.0.1:11434/v1"  # Ollama's OpenAI-compatible API
 
 
-class OpenAICompatProvider:
+class OpenAICompatProvider(HTTPProvider):
     def __init__(self, settings: ProviderSettings) -> None:
         if not settings.model:
             raise ConfigError(f"{settings.name} needs llm.model: the model name the server knows "
@@ -29,13 +26,9 @@ class OpenAICompatProvider:
         if settings.api_key_env and not settings.api_key:
             raise ConfigError(f"{settings.name}: llm.api_key_env names ${settings.api_key_env}, "
                               "which is not set; set it or remove llm.api_key_env")
-        self.name = settings.name
-        self.model = settings.model
-        self._url = (settings.base_url or DEFAULT_URL).rstrip("/") + "/chat/completions"
-        self._key = settings.api_key
-        self._key_hint = f"${settings.api_key_env}" if settings.api_key_env else "llm.api_key_env"
-        self._timeout = settings.timeout
-        self._retries = settings.max_retries
+        super().__init__(settings, settings.model,
+                         (settings.base_url or DEFAULT_URL).rstrip("/") + "/chat/completions",
+                         f"${settings.api_key_env}" if settings.api_key_env else "llm.api_key_env")
 
     def complete(self, request: Request) -> Completion:
         messages = [{"role": "system", "content": request.system}] if request.system else []
@@ -47,11 +40,7 @@ class OpenAICompatProvider:
         headers = {"content-type": "application/json"}
         if self._key:
             headers["authorization"] = f"Bearer {self._key}"
-        started = time.monotonic()
-        data, attempts = post_json(self.name, self._url, body, headers=headers, timeout=self._timeout,
-                                   policy=RetryPolicy(max_retries=retries_for(request, self._retries)),
-                                   key_hint=self._key_hint)
-        latency = time.monotonic() - started
+        data, attempts, latency = self.post(request, body, headers)
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise ProviderError(f"{self.name}: the reply has no choices; is llm.base_url a chat "
