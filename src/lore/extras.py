@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
+
+from lore.errors import BackendUnavailable
 
 PACKAGE = "loreloop"
 
@@ -71,6 +74,15 @@ def add_extra(extra: str, how: str | None = None) -> str:
     if how == "venv":
         return f"{Path(sys.prefix) / 'bin' / 'python'} -m pip install {spec}"
     return f"pip install {spec}"
+
+
+def need(module: str, extra: str, what: str, error: type[Exception] = BackendUnavailable) -> Any:
+    """``module`` imported, or ``error`` saying ``what`` and the one command that adds ``extra``."""
+    try:
+        __import__(module)  # through the import statement's hook, as `import module` would
+    except ImportError:
+        raise error(f"{what}: {add_extra(extra)}") from None
+    return sys.modules[module]
 
 
 def package_command(verb: str, how: str | None = None) -> str:

@@ -33,16 +33,13 @@ LOCK = "schedule.lock"
 
 def next_after(expression: str, after: datetime) -> datetime:
     """The first moment after ``after`` (aware, local time) that ``expression`` names."""
-    try:
-        from cronsim import CronSim, CronSimError
-    except ImportError:
-        from lore.extras import add_extra
+    from lore.extras import need
 
-        raise ConfigError("schedule.analysis needs the cron parser of the `server` extra: "
-                          + add_extra("server")) from None
+    cronsim = need("cronsim", "server", "schedule.analysis needs the cron parser of the `server` "
+                   "extra", ConfigError)
     try:
-        return next(CronSim(expression, after.replace(microsecond=0)))
-    except (CronSimError, StopIteration) as exc:
+        return next(cronsim.CronSim(expression, after.replace(microsecond=0)))
+    except (cronsim.CronSimError, StopIteration) as exc:
         raise ConfigError(f"schedule.analysis: not a usable cron expression ({exc})") from None
 
 

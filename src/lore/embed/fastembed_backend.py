@@ -20,6 +20,7 @@ from lore.config import EmbeddingConfig
 from lore.embed import DEFAULT_MODEL, canonical_model, normalise
 from lore.embed.packaged import ASSETS, graph_cache, optimised_session, packaged_model_file
 from lore.errors import BackendUnavailable
+from lore.extras import need
 
 MAX_TOKENS = 256
 
@@ -62,14 +63,8 @@ class FastEmbedEmbedder:
                 model: Any = PackagedModel(packaged, kwargs["threads"],
                                            graph_cache(self.cfg.cache_dir))
             else:
-                try:
-                    from fastembed import TextEmbedding
-                except ImportError:
-                    from lore.extras import add_extra
-
-                    raise BackendUnavailable(f"model '{self.cfg.model}' needs fastembed: "
-                                             f"{add_extra('fastembed')}") from None
-                model = TextEmbedding(self.cfg.model, **kwargs)
+                fastembed = need("fastembed", "fastembed", f"model '{self.cfg.model}' needs fastembed")
+                model = fastembed.TextEmbedding(self.cfg.model, **kwargs)
         except ValueError as exc:
             raise BackendUnavailable(f"fastembed cannot load model '{self.cfg.model}': {exc}") from None
         except Exception as exc:  # noqa: BLE001 - downloads fail in many ways; one message

@@ -15,6 +15,7 @@ import numpy as np
 from lore.config import EmbeddingConfig
 from lore.embed import normalise
 from lore.errors import BackendUnavailable, ConfigError
+from lore.extras import need
 
 DEFAULT_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072,
                       "text-embedding-ada-002": 1536}
@@ -37,13 +38,7 @@ class OpenAIEmbedder:
 
     def _load(self) -> Any:
         if self._client is None:
-            try:
-                import openai
-            except ImportError:
-                from lore.extras import add_extra
-
-                raise BackendUnavailable(
-                    f"the openai backend needs its extra: {add_extra('openai')}") from None
+            openai = need("openai", "openai", "the openai backend needs its extra")
             key = self.cfg.api_key or os.environ.get("OPENAI_API_KEY")
             if not key:
                 raise ConfigError(

@@ -9,7 +9,7 @@ import numpy as np
 
 from lore.config import EmbeddingConfig
 from lore.embed import DEFAULT_MODEL, canonical_model, normalise
-from lore.errors import BackendUnavailable
+from lore.extras import need
 
 
 class SentenceTransformersEmbedder:
@@ -20,19 +20,13 @@ class SentenceTransformersEmbedder:
 
     def _load(self) -> Any:
         if self._model is None:
-            try:
-                from sentence_transformers import SentenceTransformer
-            except ImportError:
-                from lore.extras import add_extra
-
-                raise BackendUnavailable(
-                    "the sentence-transformers backend needs its extra: "
-                    f"{add_extra('sentence-transformers')}") from None
+            library = need("sentence_transformers", "sentence-transformers",
+                           "the sentence-transformers backend needs its extra")
             model = self.cfg.model
             if self.name == DEFAULT_MODEL:
                 model = "sentence-transformers/all-MiniLM-L6-v2"
             # CPU always: CUDA builds on old GPUs fail in ways the user cannot fix here.
-            self._model = SentenceTransformer(model, device="cpu", cache_folder=self.cfg.cache_dir)
+            self._model = library.SentenceTransformer(model, device="cpu", cache_folder=self.cfg.cache_dir)
         return self._model
 
     @property

@@ -200,15 +200,10 @@ def chart(points: Sequence[SessionPoint], path: Path, title: str = "Repeated cor
     running mean. Needs matplotlib (the ``charts`` extra)."""
     if path.suffix.lower() not in (".png", ".svg"):
         raise InvalidInput(f"{path}: the chart is written as .png or .svg; name the file so")
-    try:
-        import matplotlib
+    from lore.extras import need
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        from lore.extras import add_extra
-
-        raise InvalidInput(f"charts need matplotlib: {add_extra('charts')}") from None
+    need("matplotlib", "charts", "charts need matplotlib", InvalidInput).use("Agg")
+    import matplotlib.pyplot as plt
     xs = list(range(1, len(points) + 1))
     repeated = [p.repeated for p in points]
     window = max(1, len(points) // 10)
