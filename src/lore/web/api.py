@@ -5,6 +5,7 @@ calls the facade once under the lock and returns the shape of docs/json.md; erro
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
@@ -15,7 +16,7 @@ from lore import __version__, policy
 from lore.models import Filters
 from lore.web import models as m
 from lore.web.auth import LOCAL, authorize, bearer
-from lore.web.state import ServerState
+from lore.web.state import ServerState, state_of
 
 router = APIRouter(prefix="/api/v1", responses=m.ERROR_RESPONSES)
 
@@ -28,25 +29,18 @@ TalkLimit = Annotated[int, Query(ge=1, le=policy.REQUESTS["conversations"].most)
 ReviewLimit = Annotated[int, Query(ge=1, le=policy.REQUESTS["review"].most)]
 
 
-def state_of(request: Request) -> ServerState:
-    state: ServerState = request.app.state.lore
-    return state
+def access(*, write: bool) -> Callable[[Request], ServerState]:
+    """A dependency: the server state, once the request's bearer token may read (or write)."""
+    def check(request: Request) -> ServerState:
+        state = state_of(request)
+        authorize(state, bearer(request.headers.get("authorization")), write=write)
+        return state
+
+    return check
 
 
-def reader(request: Request) -> ServerState:
-    state = state_of(request)
-    authorize(state, bearer(request.headers.get("authorization")), write=False)
-    return state
-
-
-def writer(request: Request) -> ServerState:
-    state = state_of(request)
-    authorize(state, bearer(request.headers.get("authorization")), write=True)
-    return state
-
-
-Read = Annotated[ServerState, Depends(reader)]
-Write = Annotated[ServerState, Depends(writer)]
+Read = Annotated[ServerState, Depends(access(write=False))]
+Write = Annotated[ServerState, Depends(access(write=True))]
 
 
 def filters(tag: list[str], kind: list[str], status: list[str], source: list[str],

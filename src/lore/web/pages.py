@@ -18,7 +18,7 @@ from lore import __version__
 from lore.models import Filters
 from lore.web import charts_svg, graph_svg
 from lore.web.auth import CSRF_COOKIE, TOKEN_COOKIE, authorize, check_csrf, new_csrf
-from lore.web.state import ServerState
+from lore.web.state import ServerState, state_of
 
 if TYPE_CHECKING:
     from lore.api import Lore, ScheduleRun
@@ -46,11 +46,6 @@ REVIEW_DONE = {"approve": "Approved", "edit": "Edited and approved", "reject": "
                "defer": "Deferred"}
 EXPLAIN_PARTS = ("vector_rank", "similarity", "keyword_rank", "bm25", "rrf", "relevance",
                  "confidence_bonus", "usage_bonus", "recency_bonus", "context_factor", "total")
-
-
-def state_of(request: Request) -> ServerState:
-    state: ServerState = request.app.state.lore
-    return state
 
 
 def access(request: Request, *, write: bool = False) -> ServerState:

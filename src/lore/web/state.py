@@ -9,6 +9,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
+    from starlette.requests import Request
+
     from lore.api import Lore
     from lore.core.tokens import TokenInfo
     from lore.schedule import Scheduler
@@ -41,3 +43,9 @@ class ServerState:
     def warm(self) -> None:
         """Load the model and the vectors before the first search asks for them."""
         self.call(lambda lore: lore.search.warm())
+
+
+def state_of(request: Request) -> ServerState:
+    """The server state of the app answering ``request``."""
+    state: ServerState = request.app.state.lore
+    return state

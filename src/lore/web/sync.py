@@ -5,61 +5,27 @@ record id and content, so a retried batch stores nothing twice (docs/server.md).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request, Response
-from fastapi.routing import APIRoute
+from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from lore import __version__
 from lore.core.sync.records import MAX_BATCH, MAX_CURSOR, PROTOCOL, PULL_LIMIT
 from lore.web import models as m
-from lore.web.api import Read, state_of
+from lore.web.api import Read
 from lore.web.auth import authorize, bearer
 from lore.web.errors import HTTPProblem
-from lore.web.state import ServerState
+from lore.web.state import ServerState, state_of
 
-MAX_BODY = 32 * 1024 * 1024  # bytes in one pushed batch
+MAX_BODY = 32 * 1024 * 1024  # bytes in one pushed batch (the gate, lore.web.gate, holds it)
 DEVICE = r"^[0-9A-HJKMNP-TV-Z]{26}$"  # a ULID, made once per home
 RECORD_ID = Annotated[str, Field(min_length=1, max_length=300)]
 TEXT = str  # no length limit of its own: the body limit holds, and a long text must not
 # stop a device's stream for good
 
 
-class LimitedRoute(APIRoute):
-    """Refuses a body over MAX_BODY before it is parsed (declared or streamed)."""
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-
-        async def limited(request: Request) -> Response:
-            declared = request.headers.get("content-length")
-            too_big = HTTPProblem(413, f"a sync batch may be at most {MAX_BODY // 1024 // 1024} "
-                                       "MB; send fewer records per batch (sync.batch_size)",
-                                  code="too_large")
-            if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
-                raise too_big
-            if request.method != "POST":
-                return await handler(request)
-            parts: list[bytes] = []
-            size = 0
-            async for part in request.stream():
-                size += len(part)
-                if size > MAX_BODY:
-                    raise too_big
-                parts.append(part)
-            body = b"".join(parts)
-
-            async def replay() -> dict[str, Any]:
-                return {"type": "http.request", "body": body, "more_body": False}
-
-            return await handler(Request(request.scope, replay))
-
-        return limited
-
-
-router = APIRouter(prefix="/api/v1/sync", tags=["sync"], route_class=LimitedRoute,
+router = APIRouter(prefix="/api/v1/sync", tags=["sync"],
                    responses={**m.ERROR_RESPONSES, 413: {"model": m.ErrorOut,
                                                          "description": "Batch too large"}})
 
