@@ -40,10 +40,6 @@ class ServerState:
             return None
         return self.call(lambda lore: lore.tokens.verify(token))
 
-    def warm(self) -> None:
-        """Load the model and the vectors before the first search asks for them."""
-        self.call(lambda lore: lore.search.warm())
-
 
 def state_of(request: Request) -> ServerState:
     """The server state of the app answering ``request``."""
