@@ -68,14 +68,6 @@ class Scope:
         lessons only (the store keeps the unscoped lessons of a project filter)."""
         return "" if self.only_global else self.project
 
-    @property
-    def pair(self) -> tuple[str | None, bool]:
-        """As the rules and the review queue take it: (project, every project)."""
-        return self.project, self.every
-
-    def to_dict(self) -> str | None:
-        """The scope as answers name it: the project, "all", or None (global only)."""
-        return "all" if self.every else self.project
 
 
 def scope(value: str | None, request: str, here: str | None = None) -> Scope:
