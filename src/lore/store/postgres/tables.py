@@ -5,7 +5,7 @@ SQLite backend's code where portable, and Postgres's SQL where not (``ON CONFLIC
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, cast
 
 from lore.models import RULE_KINDS
@@ -15,14 +15,9 @@ from lore.store.postgres.migrations import CHUNK_VECTOR_DIMS
 from lore.store.protocol import FileState
 from lore.store.rows import (
     AnalysisRun,
-    ChunkToContextualise,
-    ContextLoadData,
     ContextRule,
     Correction,
     LessonActivity,
-    NewEdit,
-    NewMessage,
-    NewScheduleRun,
     RunSummary,
     SessionStart,
 )
@@ -84,22 +79,6 @@ class PGConversationTables(ConversationTables):
             "IS NOT NULL AND chunk_id IS NOT NULL), '') AS speakers FROM messages "
             "WHERE session_id = ?) m WHERE id = ?", (session_id, session_id))
 
-    def insert_message(self, row: NewMessage) -> int | None:
-        r = self.conn.execute(
-            "INSERT INTO messages (uuid, session_id, parent_uuid, role, speaker, text, "
-            "tool_calls, timestamp, is_sidechain, agent_id, is_meta, injected) "
-            "VALUES (:uuid, :session_id, :parent_uuid, :role, :speaker, :text, :tool_calls, "
-            ":timestamp, :is_sidechain, :agent_id, :is_meta, :injected) "
-            "ON CONFLICT (uuid) DO NOTHING RETURNING seq", _ints(row)).fetchone()
-        return int(r[0]) if r else None
-
-    def insert_edit(self, row: NewEdit) -> None:
-        self.conn.execute(
-            "INSERT INTO file_edits (session_id, message_uuid, tool, file_path, file_type, "
-            "old_text, new_text, timestamp, succeeded) VALUES (:session_id, :message_uuid, :tool, "
-            ":file_path, :file_type, :old_text, :new_text, :timestamp, :succeeded) "
-            "ON CONFLICT DO NOTHING", _ints(row))
-
     def insert_chunk(self, session_id: str, project: str | None, seqs: Sequence[int],
                      started: str | None, ended: str | None, speakers: str, text: str) -> int:
         chunk_id = int(self.conn.execute(
@@ -127,16 +106,6 @@ class PGConversationTables(ConversationTables):
             f"setweight(to_tsvector('{TS_CONFIG}', ?), 'C') FROM chunks c WHERE c.id = ? "
             "ON CONFLICT (chunk_id) DO UPDATE SET doc = excluded.doc",
             (date_words, context, chunk_id))
-
-    def chunks_to_contextualise(self, session_id: str, first_new: int,
-                                previous: int) -> list[ChunkToContextualise]:
-        rows = self.conn.execute(
-            "SELECT * FROM ((SELECT id, first_seq, last_seq, text, started_at FROM chunks "
-            "WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?) "
-            "UNION ALL (SELECT id, first_seq, last_seq, text, started_at FROM chunks "
-            "WHERE session_id = ? AND id >= ?)) c ORDER BY id",
-            (session_id, first_new, previous, session_id, first_new)).fetchall()
-        return [cast(ChunkToContextualise, dict(r)) for r in rows]
 
     def put_vectors(self, rows: Sequence[tuple[int, str, bytes]]) -> None:
         with atomic(self.conn):
@@ -261,20 +230,6 @@ class PGConversationTables(ConversationTables):
 class PGCorrectionTables(CorrectionTables):
     """Captured messages and their verdicts on Postgres (implements ``CorrectionStore``)."""
 
-    def add_correction(self, *, event_id: str, session_id: str | None, project: str | None,
-                       user_message: str, proposal: str | None, files: Sequence[str], at: str,
-                       origin: str, message_uuid: str | None = None,
-                       proposal_uuid: str | None = None, diff: str | None = None,
-                       correction_type: str | None = None) -> int | None:
-        r = self.conn.execute(
-            "INSERT INTO corrections (event_id, session_id, project, user_message, "
-            "assistant_proposal, files, at, origin, message_uuid, proposal_uuid, diff, "
-            "correction_type, author, device) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT DO NOTHING RETURNING id",
-            (event_id, session_id, project, user_message, proposal, json.dumps(list(files)), at,
-             origin, message_uuid, proposal_uuid, diff, correction_type, *self.who)).fetchone()
-        return int(r[0]) if r else None
-
     def list_corrections(self, project: str | None, limit: int, *, all_projects: bool = False,
                          labels: Sequence[str] = ()) -> list[Correction]:
         where: list[str] = ["TRUE"]
@@ -321,53 +276,10 @@ class PGSessionTables(SessionTables):
             "c.ordinal DESC, l.usage_count DESC, l.updated_at DESC "
             "LIMIT ?", (status, project, min_seen, *who, limit))]
 
-    def session_files(self, session_id: str | None, limit: int = 20) -> list[str]:
-        """The files a session edited, most recent first."""
-        if not session_id:
-            return []
-        return [r[0] for r in self.conn.execute(
-            "SELECT file_path FROM file_edits WHERE session_id = ? GROUP BY file_path "
-            "ORDER BY max(id) DESC LIMIT ?", (session_id, limit))]
-
-    def insert_snapshot(self, event_id: str, session_id: str | None, project: str | None,
-                        at: str, data: dict[str, Any]) -> bool:
-        cur = self.conn.execute(
-            "INSERT INTO snapshots (event_id, session_id, project, at, data) "
-            "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            (event_id, session_id, project, at, json.dumps(data)))
-        return bool(cur.rowcount > 0)
-
-    def insert_context_load(self, event_id: str, session_id: str | None, project: str | None,
-                            at: str, data: ContextLoadData) -> bool:
-        cur = self.conn.execute(
-            "INSERT INTO context_loads (event_id, session_id, project, at, shown, "
-            "dropped, chars, dropped_chars, in_files) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT DO NOTHING",
-            (event_id, session_id, project, at, json.dumps(list(data.get("shown") or [])),
-             json.dumps(list(data.get("dropped") or [])), int(data.get("chars") or 0),
-             int(data.get("dropped_chars") or 0), json.dumps(list(data.get("in_files") or []))))
-        return bool(cur.rowcount > 0)
 
 
 class PGAnalysisTables(AnalysisTables):
     """Session starts and analysis runs on Postgres (implements ``AnalysisStore``)."""
-
-    def record_start(self, session_id: str, project: str | None, at: str,
-                     start_commit: str | None = None, start_branch: str | None = None,
-                     start_git: str | None = None) -> bool:
-        cur = self.conn.execute(
-            "INSERT INTO analysis_sessions (session_id, project, started_at, start_commit, "
-            "start_branch, start_git) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            (session_id, project, at, start_commit, start_branch, start_git))
-        return bool(cur.rowcount > 0)
-
-    def record_schedule_run(self, run: NewScheduleRun) -> int:
-        return int(self.conn.execute(
-            "INSERT INTO schedule_runs (trigger, started_at, finished_at, duration_ms, outcome, "
-            "summary, error) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            (run["trigger"], run["started_at"], run.get("finished_at"), run.get("duration_ms"),
-             run["outcome"], json.dumps(run.get("summary") or {}), run.get("error"))
-        ).fetchone()[0])
 
     def lesson_activity(self, since: str) -> list[LessonActivity]:
         """As on SQLite, where json_extract reads a JSON null as NULL."""
@@ -421,8 +333,3 @@ class PGTokenTables(TokenTables):
 def _similar(rows: Sequence[Any]) -> list[tuple[int, float]]:
     """(chunk id, cosine similarity) from (chunk id, cosine distance) rows."""
     return [(int(r[0]), 1.0 - float(r[1])) for r in rows]
-
-
-def _ints(row: Mapping[str, Any]) -> dict[str, Any]:
-    """Booleans as 0/1, as SQLite stores them (the columns are integers on both)."""
-    return {k: int(v) if isinstance(v, bool) else v for k, v in row.items()}

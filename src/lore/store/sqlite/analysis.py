@@ -30,9 +30,10 @@ class AnalysisTables(Tables):
         """The first start of a session is kept (a resumed or compacted one starts again), with
         the commit it started from when the hook could read it."""
         cur = self.conn.execute(
-            "INSERT OR IGNORE INTO analysis_sessions "
+            "INSERT INTO analysis_sessions "
             "(session_id, project, started_at, start_commit, start_branch, start_git) "
-            "VALUES (?, ?, ?, ?, ?, ?)", (session_id, project, at, start_commit, start_branch, start_git))
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (session_id, project, at, start_commit, start_branch, start_git))
         return cur.rowcount > 0
 
     def session_start(self, session_id: str) -> SessionStart | None:
@@ -65,21 +66,21 @@ class AnalysisTables(Tables):
         values["lesson_ids"] = json.dumps(list(run.get("lesson_ids") or []))
         values["created"] = int(run.get("created") or 0)
         values["reinforced"] = int(run.get("reinforced") or 0)
-        r = self.conn.execute(
+        rows = self.conn.execute(
             f"INSERT INTO analysis_runs ({', '.join(RUN_COLUMNS)}) "
             f"VALUES ({', '.join('?' for _ in RUN_COLUMNS)}) ON CONFLICT DO NOTHING RETURNING id",
-            [values[k] for k in RUN_COLUMNS]).fetchone()
-        return int(r[0]) if r else 0  # 0: this event's run was recorded before
+            [values[k] for k in RUN_COLUMNS]).fetchall()
+        return int(rows[0][0]) if rows else 0  # 0: this event's run was recorded before
 
     def record_schedule_run(self, run: NewScheduleRun) -> int:
         """Keep one scheduled run (``trigger``, ``started_at``, ``finished_at``, ``duration_ms``,
         ``outcome``, ``summary``, ``error``)."""
-        cur = self.conn.execute(
+        return int(self.conn.execute(
             "INSERT INTO schedule_runs (trigger, started_at, finished_at, duration_ms, outcome, "
-            "summary, error) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "summary, error) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (run["trigger"], run["started_at"], run.get("finished_at"), run.get("duration_ms"),
-             run["outcome"], json.dumps(run.get("summary") or {}), run.get("error")))
-        return int(cur.lastrowid or 0)
+             run["outcome"], json.dumps(run.get("summary") or {}), run.get("error"))
+        ).fetchall()[0][0])
 
     def schedule_runs(self, limit: int) -> list[ScheduleRun]:
         """The latest scheduled runs, newest first."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from lore.store.protocol import FileState
@@ -25,6 +25,11 @@ TAIL = (f"CASE WHEN octet_length(text) >= {LONG_BYTES} THEN '' "
         "WHEN length(rtrim(text)) > 16 THEN substr(rtrim(text), length(rtrim(text)) - 15) "
         "ELSE rtrim(text) END")
 
+
+
+def as_ints(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row's booleans as 0/1, as the integer columns hold them on every backend."""
+    return {k: int(v) if isinstance(v, bool) else v for k, v in row.items()}
 
 class ConversationTables(Tables):
     """Imported transcripts: sessions, messages, chunks and their indexes, the agent's edits."""
@@ -78,22 +83,20 @@ class ConversationTables(Tables):
 
     def insert_message(self, row: NewMessage) -> int | None:
         """Insert unless a message with this uuid exists; return its seq when inserted."""
-        cur = self.conn.execute(
-            "INSERT OR IGNORE INTO messages (uuid, session_id, parent_uuid, role, speaker, text, "
+        rows = self.conn.execute(
+            "INSERT INTO messages (uuid, session_id, parent_uuid, role, speaker, text, "
             "tool_calls, timestamp, is_sidechain, agent_id, is_meta, injected) "
             "VALUES (:uuid, :session_id, :parent_uuid, :role, :speaker, :text, :tool_calls, "
-            ":timestamp, :is_sidechain, :agent_id, :is_meta, :injected)",
-            row,
-        )
-        return int(cur.lastrowid) if cur.rowcount else None
+            ":timestamp, :is_sidechain, :agent_id, :is_meta, :injected) "
+            "ON CONFLICT (uuid) DO NOTHING RETURNING seq", as_ints(row)).fetchall()
+        return int(rows[0][0]) if rows else None
 
     def insert_edit(self, row: NewEdit) -> None:
         self.conn.execute(
-            "INSERT OR IGNORE INTO file_edits (session_id, message_uuid, tool, file_path, file_type, "
+            "INSERT INTO file_edits (session_id, message_uuid, tool, file_path, file_type, "
             "old_text, new_text, timestamp, succeeded) VALUES (:session_id, :message_uuid, :tool, "
-            ":file_path, :file_type, :old_text, :new_text, :timestamp, :succeeded)",
-            row,
-        )
+            ":file_path, :file_type, :old_text, :new_text, :timestamp, :succeeded) "
+            "ON CONFLICT DO NOTHING", as_ints(row))
 
     # ---- chunks -----------------------------------------------------------------------
     def insert_chunk(self, session_id: str, project: str | None, seqs: Sequence[int],
@@ -127,7 +130,7 @@ class ConversationTables(Tables):
         whose following context the new turns change."""
         rows = self.conn.execute(
             "SELECT * FROM (SELECT id, first_seq, last_seq, text, started_at FROM chunks "
-            "WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?) "
+            "WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?) AS earlier "
             "UNION ALL SELECT id, first_seq, last_seq, text, started_at FROM chunks "
             "WHERE session_id = ? AND id >= ? ORDER BY id",
             (session_id, first_new, previous, session_id, first_new)).fetchall()

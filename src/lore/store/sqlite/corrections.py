@@ -34,13 +34,14 @@ class CorrectionTables(Tables):
                        origin: str, message_uuid: str | None = None, proposal_uuid: str | None = None,
                        diff: str | None = None, correction_type: str | None = None) -> int | None:
         """Store one captured message; None when this session already holds the same message."""
-        cur = self.conn.execute(
-            "INSERT OR IGNORE INTO corrections (event_id, session_id, project, user_message, "
+        rows = self.conn.execute(
+            "INSERT INTO corrections (event_id, session_id, project, user_message, "
             "assistant_proposal, files, at, origin, message_uuid, proposal_uuid, diff, correction_type, "
-            "author, device) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "author, device) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING RETURNING id",
             (event_id, session_id, project, user_message, proposal, json.dumps(list(files)), at, origin,
-             message_uuid, proposal_uuid, diff, correction_type, *self.who))
-        return int(cur.lastrowid) if cur.rowcount else None
+             message_uuid, proposal_uuid, diff, correction_type, *self.who)).fetchall()
+        return int(rows[0][0]) if rows else None
 
 
     def correction(self, correction_id: int) -> Correction | None:

@@ -60,22 +60,24 @@ class SessionTables(Tables):
         if not session_id:
             return []
         return [r[0] for r in self.conn.execute(
-            "SELECT DISTINCT file_path FROM file_edits WHERE session_id = ? ORDER BY id DESC LIMIT ?",
-            (session_id, limit))]
+            "SELECT file_path FROM file_edits WHERE session_id = ? GROUP BY file_path "
+            "ORDER BY max(id) DESC LIMIT ?", (session_id, limit))]
 
 
     def insert_snapshot(self, event_id: str, session_id: str | None, project: str | None,
                         at: str, data: dict[str, Any]) -> bool:
         cur = self.conn.execute(
-            "INSERT OR IGNORE INTO snapshots (event_id, session_id, project, at, data) "
-            "VALUES (?, ?, ?, ?, ?)", (event_id, session_id, project, at, json.dumps(data)))
+            "INSERT INTO snapshots (event_id, session_id, project, at, data) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (event_id, session_id, project, at, json.dumps(data)))
         return cur.rowcount > 0
 
     def insert_context_load(self, event_id: str, session_id: str | None, project: str | None,
                             at: str, data: ContextLoadData) -> bool:
         cur = self.conn.execute(
-            "INSERT OR IGNORE INTO context_loads (event_id, session_id, project, at, shown, "
-            "dropped, chars, dropped_chars, in_files) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO context_loads (event_id, session_id, project, at, shown, "
+            "dropped, chars, dropped_chars, in_files) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
             (event_id, session_id, project, at, json.dumps(list(data.get("shown") or [])),
              json.dumps(list(data.get("dropped") or [])), int(data.get("chars") or 0),
              int(data.get("dropped_chars") or 0), json.dumps(list(data.get("in_files") or []))))
