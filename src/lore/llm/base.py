@@ -178,3 +178,18 @@ def as_file(request: Request) -> str:
     the user part, each under a header."""
     return f"{SYSTEM_HEADER}\n{request.system.rstrip()}\n\n{USER_HEADER}\n" + "".join(
         m.content for m in request.messages).rstrip() + "\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Built:
+    """A request a task built, with what its reply refers to (in the subclasses' fields)."""
+
+    request: Request
+
+    @property
+    def input_tokens(self) -> int:
+        return request_tokens(self.request)
+
+    def text(self) -> str:
+        """The request as one file (:func:`as_file`)."""
+        return as_file(self.request)

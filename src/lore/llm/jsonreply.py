@@ -145,6 +145,21 @@ def _string_end(text: str, start: int, quote: str) -> int:
     return len(text)
 
 
+def listed(value: Any, names: tuple[str, ...], single: str | None = None) -> list[Any]:
+    """The list a reply's JSON gives: the JSON itself, or the first of ``names`` its object
+    holds (the object alone, when it has the key ``single``); ValueError in one line otherwise."""
+    if isinstance(value, list):
+        return value
+    if not isinstance(value, dict):
+        raise ValueError("the reply's JSON is neither an object nor a list")
+    for name in names:
+        if isinstance(value.get(name), list):
+            return list(value[name])
+    if single is not None and single in value:
+        return [value]
+    raise ValueError(f'the reply\'s JSON object has no "{names[0]}" list')
+
+
 def parse_reply(text: str, schema: type[M]) -> M:
     """Extract and validate; ValueError with a short reason the model can act on."""
     value = extract_json(text)

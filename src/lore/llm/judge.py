@@ -22,15 +22,14 @@ from typing import Any
 from lore.errors import UnusableReply
 from lore.llm.base import (
     CHARS_PER_TOKEN,
+    Built,
     Provider,
     Request,
-    as_file,
     cut_middle,
     neutral,
-    request_tokens,
     tag_pattern,
 )
-from lore.llm.jsonreply import NoJSON, extract_json
+from lore.llm.jsonreply import extract_json, listed
 from lore.llm.opinion import prompt
 from lore.redact import redact
 
@@ -70,20 +69,11 @@ class Verdict:
 
 
 @dataclass(frozen=True, slots=True)
-class Batch:
+class Batch(Built):
     """One request and what it refers to: reference (m1, m2 …) -> candidate and its text as sent."""
 
-    request: Request
     keys: dict[str, str]
     sent: dict[str, str]
-
-    @property
-    def input_tokens(self) -> int:
-        return request_tokens(self.request)
-
-    def text(self) -> str:
-        """The request as one file: the system part, then the user part, each under a header."""
-        return as_file(self.request)
 
 
 @dataclass
@@ -193,19 +183,6 @@ def quoted(quote: str, message: str) -> bool:
     return True
 
 
-def _items(value: Any) -> list[Any]:
-    if isinstance(value, dict):
-        for name in ("items", "messages", "verdicts", "results"):
-            if isinstance(value.get(name), list):
-                return list(value[name])
-        if "id" in value:
-            return [value]
-        raise ValueError("the reply's JSON object has no \"items\" list")
-    if isinstance(value, list):
-        return value
-    raise ValueError("the reply's JSON is neither an object nor a list")
-
-
 def _text(value: Any) -> str | None:
     if not isinstance(value, str):
         return None
@@ -223,13 +200,9 @@ def parse(text: str, batch: Batch, known_rules: Sequence[str] = ()) -> Judgement
     """Read a reply to ``batch``. Items that do not name one of its messages, carry no valid
     label or quote words not found in their message are left out; messages the reply does
     not answer are listed in ``missing``. ValueError when the reply holds no usable JSON."""
-    try:
-        value = extract_json(text)
-    except NoJSON as exc:
-        raise ValueError(str(exc)) from None
     out = Judgement()
     seen: set[str] = set()
-    for item in _items(value):
+    for item in listed(extract_json(text), ("items", "messages", "verdicts", "results"), "id"):
         if not isinstance(item, dict):
             out.invalid += 1
             continue

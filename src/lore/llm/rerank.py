@@ -14,19 +14,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from lore.errors import UnusableReply
 from lore.llm.base import (
+    Built,
     Provider,
     Request,
-    as_file,
     cut_middle,
     neutral,
-    request_tokens,
     tag_pattern,
 )
-from lore.llm.jsonreply import NoJSON, extract_json
+from lore.llm.jsonreply import extract_json, listed
 from lore.llm.opinion import prompt
 from lore.redact import redact
 
@@ -50,17 +48,9 @@ class Excerpt:
 
 
 @dataclass(frozen=True, slots=True)
-class RerankRequest:
-    request: Request
+class RerankRequest(Built):
     keys: tuple[int, ...]  # excerpt n (1-based) -> keys[n - 1]
     pick: int
-
-    @property
-    def input_tokens(self) -> int:
-        return request_tokens(self.request)
-
-    def text(self) -> str:
-        return as_file(self.request)
 
 
 def _attr(value: str) -> str:
@@ -91,26 +81,11 @@ def build(query: str, excerpts: Sequence[Excerpt], pick: int) -> RerankRequest:
     return RerankRequest(request, tuple(ex.key for ex in excerpts), pick)
 
 
-def _numbers(value: Any) -> list[Any]:
-    if isinstance(value, dict):
-        for name in ("ranking", "excerpts", "picked", "order", "results"):
-            if isinstance(value.get(name), list):
-                return list(value[name])
-        raise ValueError('the reply\'s JSON object has no "ranking" list')
-    if isinstance(value, list):
-        return value
-    raise ValueError("the reply's JSON is neither an object nor a list")
-
-
 def parse(text: str, rr: RerankRequest) -> list[int]:
     """The keys the reply names, most useful first: numbers outside the request, repeats and
     anything past ``pick`` are left out. ValueError when the reply holds no usable JSON."""
-    try:
-        value = extract_json(text)
-    except NoJSON as exc:
-        raise ValueError(str(exc)) from None
     picked: list[int] = []
-    for item in _numbers(value):
+    for item in listed(extract_json(text), ("ranking", "excerpts", "picked", "order", "results")):
         if isinstance(item, bool):
             continue
         if isinstance(item, str):
