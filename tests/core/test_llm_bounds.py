@@ -177,8 +177,8 @@ def test_a_server_that_answers_in_time_is_read_whole(raw, tmp_path: Path) -> Non
 # ---- the size cap -----------------------------------------------------------------------------
 def test_a_30_mb_reply_is_refused_by_its_announced_size(server: LoopbackServer, tmp_path: Path) -> None:
     server.replies = [Reply(anthropic_body("x" * (30 * 1024 * 1024)))]
-    with pytest.raises(ProviderError) as err:
-        provider(server.url, tmp_path).complete(Request.ask("x"))
+    with pytest.raises(ProviderError) as err:  # a deadline a busy machine's 30 MB reply meets
+        provider(server.url, tmp_path, timeout=30).complete(Request.ask("x"))
     message = str(err.value)
     assert message.startswith(f"anthropic: {server.url}/v1/messages sent a reply of more than "
                               f"{MAX_REPLY_BYTES:,} bytes") and "\n" not in message
