@@ -1,21 +1,21 @@
-"""Retrieval exploration on LoCoMo: which configuration finds the evidence turns?
+"""The configuration of conversation search, found on LoCoMo: which parts find the evidence turns?
 
     python -m bench.locomo.explore /path/to/locomo-dev.json
     python -m bench.locomo.explore DATA --limit-conversations 1          # quick run
     python -m bench.locomo.explore DATA --only WIN --by-conversation     # some rows, per conversation
 
-Each conversation is indexed as conversation memory with one unit per dialogue turn
-(fields: text, speaker, session date; optionally the shared photo's caption). Every
-question is asked against its own conversation, and evidence recall@k (share of the
-question's evidence turns in the top k, averaged over questions) is printed for k=5
-and k=10, overall and per category. Malformed evidence ids ("D:11:26", "D8:6; D9:17")
-are normalised; ids of missing turns are dropped and counted, as are questions left
-without evidence.
+Each conversation is indexed with one unit per dialogue turn (its text, speaker and session
+date). Every question is asked against its own conversation, and evidence recall@k (the share
+of the question's evidence turns in the top k, averaged over questions) is printed for k = 5
+and 10, overall and per category. Malformed evidence ids ("D:11:26", "D8:6; D9:17") are
+normalised; ids of missing turns are dropped and counted, as are questions left without
+evidence.
 
-Keyword scores come from real SQLite FTS5 tables (sqlean) built per conversation in
-memory; vector scores from the product's default embedder (all-MiniLM-L6-v2 int8).
-Every row of the table is a `P` (see CONFIGS): baselines, one change at a time, the
-winner `WIN`, and the winner with one part taken out. In short, WIN is
+Keyword scores come from real SQLite FTS5 tables (sqlean) built per conversation in memory;
+vector scores from the product's default embedder (all-MiniLM-L6-v2 int8). Every row of the
+table is a `P` (see CONFIGS): the baselines, each part the product adopted added one at a time,
+the winner `WIN` (the constants of ConversationTuning in lore/recall/conversations.py), and the
+winner with one part taken out. In short, WIN is
 
     score = bm25 / best bm25  +  2.0 * cos(question without speaker names,
                                           embedding of "turn prev-turn next-turn")
@@ -24,9 +24,10 @@ winner `WIN`, and the winner with one part taken out. In short, WIN is
 with BM25 over FTS5 columns text (1.0), date "8 May, 2023" (1.0) and context = the texts
 of the 2 turns before and 2 after in the same session (0.3), porter tokenizer, and the
 question's words minus an extended stop list and the speakers' names, quoted and OR-ed.
+The alternatives that lost (docs/benchmarks.md keeps their figures) are in this file's history.
 
 Document and question embeddings are cached in bench/.cache (--cache-dir) as .npy
-keyed by a hash of the texts: a cold run takes about 6-7 minutes on 2 cores, a warm one
+keyed by a hash of the texts: a cold run takes a few minutes on 2 cores, a warm one
 under a minute. The data file is only read from the path given.
 """
 
@@ -41,6 +42,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import sqlean as sqlite3
@@ -61,7 +63,6 @@ class Unit:
     speaker: str
     text: str
     date: str
-    caption: str
 
 
 @dataclass
@@ -85,6 +86,21 @@ class Conv:
 _EVID = re.compile(r"D:?(\d+):(\d+)")
 
 
+def evidence_of(raw_ids: list[str], by_id: dict[str, int], stats: dict[str, int]) -> list[int]:
+    ev: list[int] = []
+    for raw in raw_ids:
+        found = _EVID.findall(raw)
+        if len(found) != 1 or f"D{found[0][0]}:{found[0][1]}" != raw.strip():
+            stats["ids_fixed"] += 1
+        for a, b in found:
+            key = f"D{int(a)}:{int(b)}"
+            if key not in by_id:
+                stats["ids_dropped"] += 1
+            elif by_id[key] not in ev:
+                ev.append(by_id[key])
+    return ev
+
+
 def load(path: str, limit: int | None) -> tuple[list[Conv], dict[str, int]]:
     data = json.loads(Path(path).read_text())
     if limit:
@@ -93,7 +109,6 @@ def load(path: str, limit: int | None) -> tuple[list[Conv], dict[str, int]]:
     convs = []
     for sample in data:
         c = sample["conversation"]
-        speakers = [c["speaker_a"], c["speaker_b"]]
         units: list[Unit] = []
         sessions = sorted(
             int(k.split("_")[1]) for k in c if re.fullmatch(r"session_\d+", k) and c[k]
@@ -101,43 +116,33 @@ def load(path: str, limit: int | None) -> tuple[list[Conv], dict[str, int]]:
         for s in sessions:
             date = c.get(f"session_{s}_date_time", "")
             for j, t in enumerate(c[f"session_{s}"]):
-                units.append(Unit(len(units), t["dia_id"], s, j, t["speaker"], t["text"], date,
-                                  t.get("blip_caption", "") or ""))
+                units.append(Unit(len(units), t["dia_id"], s, j, t["speaker"], t["text"], date))
         by_id = {u.dia_id: u.idx for u in units}
         qs = []
         for q in sample["qa"]:
             stats["questions"] += 1
-            ev: list[int] = []
-            for raw in q.get("evidence", []):
-                found = _EVID.findall(raw)
-                if len(found) != 1 or f"D{found[0][0]}:{found[0][1]}" != raw.strip():
-                    stats["ids_fixed"] += 1
-                for a, b in found:
-                    key = f"D{int(a)}:{int(b)}"
-                    if key in by_id:
-                        if by_id[key] not in ev:
-                            ev.append(by_id[key])
-                    else:
-                        stats["ids_dropped"] += 1
+            ev = evidence_of(q.get("evidence", []), by_id, stats)
             if not ev:
                 stats["no_evidence"] += 1
                 continue
             qs.append(Question(q["question"], int(q["category"]), ev))
-        conv = Conv(sample["sample_id"], speakers, units, qs)
-        n = len(units)
-        conv.session_of = np.array([u.session for u in units])
-        prev = np.arange(n) - 1
-        nxt = np.arange(n) + 1
-        prev[0] = -1
-        nxt[-1] = -1
-        for i in range(n):
-            if prev[i] >= 0 and units[prev[i]].session != units[i].session:
-                prev[i] = -1
-            if nxt[i] >= 0 and units[nxt[i]].session != units[i].session:
-                nxt[i] = -1
-        conv.prev, conv.next = prev, nxt
-        convs.append(conv)
+        convs.append(linked(Conv(sample["sample_id"], [c["speaker_a"], c["speaker_b"]], units, qs)))
     return convs, stats
+
+
+def linked(conv: Conv) -> Conv:
+    """The conversation with each turn's session and its previous and next turn in it (-1)."""
+    units, n = conv.units, len(conv.units)
+    conv.session_of = np.array([u.session for u in units])
+    prev, nxt = np.arange(n) - 1, np.arange(n) + 1
+    prev[0], nxt[-1] = -1, -1
+    for i in range(n):
+        if prev[i] >= 0 and units[prev[i]].session != units[i].session:
+            prev[i] = -1
+        if nxt[i] >= 0 and units[nxt[i]].session != units[i].session:
+            nxt[i] = -1
+    conv.prev, conv.next = prev, nxt
+    return conv
 
 
 # --------------------------------------------------------------------------------------
@@ -157,10 +162,6 @@ ourselves out over own same she so some such than their theirs them themselves t
 they those through too under until up very were while who whom whose will would yours yourself
 yourselves s t don isn wasn didn doesn ve ll re d m o y also into ever
 """.split())
-# Question-framing words that rarely occur in the answering turn.
-QUESTION_WORDS = frozenset("""
-kind type sort likely might many much long often name names mention mentioned
-""".split())
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -173,9 +174,8 @@ def words(text: str) -> list[str]:
 class QP:
     """How a question becomes keyword terms."""
 
-    stop: str = "product"  # none | product | ext | ext+q
+    stop: str = "product"  # product | ext
     names: str = "keep"  # keep | drop  (speaker first names found in the question)
-    min_len: int = 1
 
 
 def query_terms(q: str, qp: QP, speakers: list[str]) -> tuple[list[str], list[str]]:
@@ -183,11 +183,8 @@ def query_terms(q: str, qp: QP, speakers: list[str]) -> tuple[list[str], list[st
     ws = words(q)
     first = {s.split()[0].lower(): s for s in speakers}
     named = [first[w] for w in dict.fromkeys(ws) if w in first]
-    stop = {
-        "none": frozenset(), "product": PRODUCT_STOP, "ext": EXT_STOP,
-        "ext+q": EXT_STOP | QUESTION_WORDS,
-    }[qp.stop]
-    kept = [w for w in ws if w not in stop and len(w) >= qp.min_len]
+    stop = EXT_STOP if qp.stop == "ext" else PRODUCT_STOP
+    kept = [w for w in ws if w not in stop]
     if qp.names == "drop":
         kept = [w for w in kept if w not in first]
     if not kept:
@@ -208,20 +205,11 @@ class Layout:
     """Which columns a unit's FTS5 row has. context = neighbouring turns' text."""
 
     tokenizer: str = "porter unicode61 remove_diacritics 2"
-    caption: bool = False  # photo caption inside the text column
     context: int = 0  # neighbours on each side in a separate 'context' column
-    before: int | None = None  # override: previous turns in the context column
-    after: int | None = None  # override: following turns in the context column
     day_only: bool = False  # date column holds "8 May, 2023" instead of "1:56 pm on 8 May, 2023"
 
 
 COLUMNS = ("text", "speaker", "date", "context")
-
-
-def unit_text(u: Unit, caption: bool) -> str:
-    if caption and u.caption:
-        return f"{u.text} [shares {u.caption}]"
-    return u.text
 
 
 def build_fts(conv: Conv, lay: Layout) -> sqlite3.Connection:
@@ -230,13 +218,9 @@ def build_fts(conv: Conv, lay: Layout) -> sqlite3.Connection:
                f"tokenize='{lay.tokenizer}')")
     rows = []
     for u in conv.units:
-        ctx = []
-        b = lay.context if lay.before is None else lay.before
-        a = lay.context if lay.after is None else lay.after
-        for j in neighbours(conv, u.idx, b, a):
-            ctx.append(unit_text(conv.units[j], lay.caption))
+        ctx = [conv.units[j].text for j in neighbours(conv, u.idx, lay.context)]
         date = u.date.split(" on ", 1)[-1] if lay.day_only else u.date
-        rows.append((u.idx + 1, unit_text(u, lay.caption), u.speaker, date, " ".join(ctx)))
+        rows.append((u.idx + 1, u.text, u.speaker, date, " ".join(ctx)))
     db.executemany("INSERT INTO t(rowid, text, speaker, date, context) VALUES (?,?,?,?,?)", rows)
     return db
 
@@ -259,7 +243,7 @@ def neighbours(conv: Conv, i: int, w: int, after: int | None = None) -> list[int
     return out
 
 
-def fts_scores(db, n: int, match: str, weights: tuple[float, ...]) -> np.ndarray:
+def fts_scores(db: Any, n: int, match: str, weights: tuple[float, ...]) -> np.ndarray:
     s = np.zeros(n, dtype=np.float64)
     if not match:
         return s
@@ -275,28 +259,25 @@ def fts_scores(db, n: int, match: str, weights: tuple[float, ...]) -> np.ndarray
 
 
 class Embeds:
-    """The product's embedder (``model``: an ``embedding.model`` name, default the default
-    model; or bench/e5_embedder.py's), with document/query vectors cached on disk; another
-    model's files carry its name."""
+    """The product's default embedder, with document/query vectors cached on disk."""
 
-    def __init__(self, cache: Path, model: str | None = None) -> None:
-        self._emb = None
+    def __init__(self, cache: Path) -> None:
+        self._emb: Any = None
         self.cache = cache
-        self.model = model
         cache.mkdir(parents=True, exist_ok=True)
 
     @property
-    def emb(self):
+    def emb(self) -> Any:
         if self._emb is None:
-            from bench.e5_embedder import embedder
+            from lore.config import EmbeddingConfig
+            from lore.embed import create_embedder
 
-            self._emb = embedder(self.model)
+            self._emb = create_embedder(EmbeddingConfig())
         return self._emb
 
     def docs(self, texts: list[str], tag: str = "d") -> np.ndarray:
         h = hashlib.sha1(("\x1e".join([tag, *texts])).encode()).hexdigest()[:20]
-        path = self.cache / (f"locomo-{tag}-{h}.npy" if not self.model
-                             else f"locomo-{self.model}-{tag}-{h}.npy")
+        path = self.cache / f"locomo-{tag}-{h}.npy"
         if path.exists():
             return np.load(path)
         if tag == "q":
@@ -310,28 +291,17 @@ class Embeds:
 def doc_text(conv: Conv, u: Unit, kind: str) -> str:
     """What is embedded for a turn.
 
-    turn: the text · spk: "Speaker: text" · date: "<session date>. Speaker: text"
-    tBA: the texts of B turns before, the turn, A turns after (same session), space-joined
-    wBA: the same with "Speaker: " before each text · "+cap" adds the photo caption
+    turn: the text · spk: "Speaker: text" · cBA: the turn first, then its B turns before and
+    A turns after (same session) in order, space-joined (c11: the product's)
     """
-    cap = kind.endswith("+cap")
-    kind = kind.removesuffix("+cap")
     if kind == "turn":
-        return unit_text(u, cap)
+        return u.text
     if kind == "spk":
-        return f"{u.speaker}: {unit_text(u, cap)}"
-    if kind == "date":
-        return f"{u.date}. {u.speaker}: {unit_text(u, cap)}"
-    if re.fullmatch(r"c\d\d", kind):  # the turn first, then its neighbours in order
+        return f"{u.speaker}: {u.text}"
+    if re.fullmatch(r"c\d\d", kind):
         b, a = int(kind[1]), int(kind[2])
         idx = [u.idx, *sorted(neighbours(conv, u.idx, b, a))]
-        return " ".join(unit_text(conv.units[j], cap) for j in idx)
-    if re.fullmatch(r"[tw]\d\d", kind):
-        b, a = int(kind[1]), int(kind[2])
-        idx = sorted([*neighbours(conv, u.idx, b, a), u.idx])
-        if kind[0] == "w":
-            return " ".join(f"{conv.units[j].speaker}: {unit_text(conv.units[j], cap)}" for j in idx)
-        return " ".join(unit_text(conv.units[j], cap) for j in idx)
+        return " ".join(conv.units[j].text for j in idx)
     raise ValueError(kind)
 
 
@@ -353,7 +323,7 @@ class Ctx:
         self.speaker_idx = np.array([conv.speakers.index(u.speaker) if u.speaker in conv.speakers
                                      else -1 for u in conv.units])
 
-    def db(self, lay: Layout):
+    def db(self, lay: Layout) -> Any:
         if lay not in self._dbs:
             self._dbs[lay] = build_fts(self.conv, lay)
         return self._dbs[lay]
@@ -370,28 +340,19 @@ class Ctx:
     def qvec(self, qkind: str, qi: int) -> np.ndarray:
         return self._qvec[qkind][qi]
 
-    def bm25(self, q: str, qp: QP, lay: Layout, w: tuple[float, float, float, float],
-             speaker_term: bool = False, mode: str = "or") -> np.ndarray:
+    def bm25(self, q: str, qp: QP, lay: Layout, w: tuple[float, float, float, float]) -> np.ndarray:
         """Positive BM25 (FTS5's bm25() negated) for every unit, 0 where nothing matched.
 
         Terms are quoted and OR-ed, and restricted to the columns of positive weight
-        other than speaker. speaker_term adds `speaker : "name"` for names in the question.
-        mode "and": units matching every term are put first, then the OR ranking.
+        other than speaker.
         """
-        key = (q, qp, lay, w, speaker_term, mode)
+        key = (q, qp, lay, w)
         if key in self._memo:
             return self._memo[key]
-        terms, named = query_terms(q, qp, self.conv.speakers)
+        terms, _ = query_terms(q, qp, self.conv.speakers)
         cols = [c for c, wt in zip(COLUMNS, w, strict=True) if wt > 0 and c != "speaker"]
         colspec = "{" + " ".join(cols) + "} : "
-        parts = [colspec + quote(t) for t in terms]
-        if speaker_term and named:
-            parts += [f"speaker : {quote(nm.split()[0].lower())}" for nm in named]
-        db = self.db(lay)
-        s = fts_scores(db, self.n, " OR ".join(parts), w)
-        if mode == "and" and len(parts) > 1:
-            a = fts_scores(db, self.n, " AND ".join(parts), w)
-            s = s + (a > 0) * (s.max() + 1.0)
+        s = fts_scores(self.db(lay), self.n, " OR ".join(colspec + quote(t) for t in terms), w)
         self._memo[key] = s
         return s
 
@@ -421,27 +382,6 @@ def bm_norm(s: np.ndarray) -> np.ndarray:
     return s / hi if hi > 0 else s
 
 
-def zscore(s: np.ndarray) -> np.ndarray:
-    sd = s.std()
-    return (s - s.mean()) / sd if sd > 0 else s * 0
-
-
-def smooth(conv: Conv, s: np.ndarray, beta: float) -> np.ndarray:
-    """s + beta × max(score of the previous turn, score of the next turn), same session."""
-    p = np.where(conv.prev >= 0, s[np.maximum(conv.prev, 0)], 0.0)
-    nx = np.where(conv.next >= 0, s[np.maximum(conv.next, 0)], 0.0)
-    return s + beta * np.maximum(p, nx)
-
-
-def session_boost(conv: Conv, s: np.ndarray, gamma: float) -> np.ndarray:
-    """s + gamma × the best score in the unit's session."""
-    out = s.copy()
-    for v in np.unique(conv.session_of):
-        m = conv.session_of == v
-        out[m] += gamma * s[m].max()
-    return out
-
-
 # --------------------------------------------------------------------------------------
 # the pipeline: every configuration is a P
 
@@ -455,80 +395,50 @@ class P:
     # keyword side (kw=False: no keyword retrieval)
     kw: bool = True
     tokenizer: str = PORTER
-    stop: str = "product"  # none | product | ext | ext+q   (see query_terms)
+    stop: str = "product"  # product | ext   (see query_terms)
     bm_names: str = "keep"  # keep | drop: speaker names in the keyword query
-    mode: str = "or"  # or | and (and-first)
-    caption: bool = False  # photo caption appended to the text column
-    before: int = 0  # neighbouring turns (same session) in the FTS5 'context' column
-    after: int = 0
-    w_text: float = 1.0  # bm25() column weights
-    w_speaker: float = 0.0
+    context: int = 0  # neighbouring turns (same session, each side) in the 'context' column
+    w_text: float = 1.0  # bm25() column weights (the speaker column's is 0)
     w_date: float = 0.0
     w_context: float = 0.0
     day_only: bool = False  # date column without the time of day
-    speaker_term: bool = False  # names as `speaker : name` terms
-    # vector side (no kinds: no vector retrieval)
-    kinds: tuple[str, ...] = ()  # what is embedded (doc_text kinds); several: mean cosine
+    # vector side ("": no vector retrieval)
+    kind: str = ""  # what is embedded (doc_text kinds)
     vq: str = "q"  # q: question as asked | qn: speaker names removed
-    prf: float = 0.0  # Rocchio: query + prf × mean of the top-3 fused units' vectors
     # fusion
-    fusion: str = "score"  # score: bm25/max + a·cos | rrf | z: z(bm25) + a·z(cos)
+    fusion: str = "score"  # score: bm25/max + a·cos | rrf: reciprocal ranks, k 60, 1:1
     a: float = 1.0
-    rrf_k: float = 60.0
-    rrf_wk: float = 1.0
-    rrf_wv: float = 1.0
     depth: int = 100  # candidates per list (vector top-depth, keyword top-depth)
-    # extras on the fused score
     named: float = 0.0  # + named × [unit spoken by the speaker the question names]
-    beta: float = 0.0  # neighbour smoothing
-    gamma: float = 0.0  # session boost
 
     def qp(self) -> QP:
         return QP(stop=self.stop, names=self.bm_names)
 
     def layout(self) -> Layout:
-        return Layout(tokenizer=self.tokenizer, caption=self.caption, before=self.before,
-                      after=self.after, day_only=self.day_only)
+        return Layout(tokenizer=self.tokenizer, context=self.context, day_only=self.day_only)
 
     def weights(self) -> tuple[float, float, float, float]:
-        return (self.w_text, self.w_speaker, self.w_date, self.w_context)
+        return (self.w_text, 0.0, self.w_date, self.w_context)
 
 
 def score(x: Ctx, qi: int, q: Question, p: P) -> np.ndarray:
-    bm = (x.bm25(q.text, p.qp(), p.layout(), p.weights(), p.speaker_term, p.mode)
-          if p.kw else None)
-    D = sum(x.dvec(k) for k in p.kinds) / len(p.kinds) if p.kinds else None
-    qv = x.qvec(p.vq, qi) if p.kinds else None
-
-    def fuse(qv):
-        cos = D @ qv if D is not None else None
-        if bm is None:
-            return cos.astype(np.float64)
-        if cos is None:
-            return bm_norm(bm)
+    bm = x.bm25(q.text, p.qp(), p.layout(), p.weights()) if p.kw else None
+    cos = x.dvec(p.kind) @ x.qvec(p.vq, qi) if p.kind else None
+    if bm is None:
+        assert cos is not None
+        s = cos.astype(np.float64)
+    elif cos is None:
+        s = bm_norm(bm)
+    else:
         keep = np.zeros(x.n, dtype=bool)  # the union of both candidate lists
-        kr = ranks(bm)
+        kr, vr = ranks(bm), ranks(cos)
         keep[(kr <= p.depth) & (bm > 0)] = True
-        vr = ranks(cos)
         keep[vr <= p.depth] = True
         if p.fusion == "rrf":
-            s = (p.rrf_wk * ((bm > 0) & (kr <= p.depth)) / (p.rrf_k + kr)
-                 + p.rrf_wv * (vr <= p.depth) / (p.rrf_k + vr))
-        elif p.fusion == "z":
-            s = zscore(bm) + p.a * zscore(cos)
+            s = ((bm > 0) & (kr <= p.depth)) / (60.0 + kr) + (vr <= p.depth) / (60.0 + vr)
         else:
             s = bm_norm(bm) + p.a * cos
-        return np.where(keep, s, -1e9)
-
-    s = fuse(qv)
-    if p.prf and D is not None:
-        top = np.argsort(-s, kind="stable")[:3]
-        qv2 = qv + p.prf * D[top].mean(0)
-        s = fuse(qv2 / np.linalg.norm(qv2))
-    if p.beta:
-        s = smooth(x.conv, np.maximum(s, 0), p.beta)
-    if p.gamma:
-        s = session_boost(x.conv, np.maximum(s, 0), p.gamma)
+        s = np.where(keep, s, -1e9)
     if p.named:
         s = s + p.named * x.named_mask(q.text)
     return s
@@ -536,110 +446,62 @@ def score(x: Ctx, qi: int, q: Question, p: P) -> np.ndarray:
 
 # ---- the configurations, in table order: (section, name, P)
 BM0 = P()  # product keyword search as it is: porter, product stop words, OR, text only
-VEC0 = P(kw=False, kinds=("turn",))
-VEC0S = P(kw=False, kinds=("spk",))
+VEC0 = P(kw=False, kind="turn")
+VEC0S = P(kw=False, kind="spk")
 # best keyword-only: extended stop list, names dropped, context column, date column
-KW = P(stop="ext", bm_names="drop", before=2, after=2, w_context=0.3, w_date=1.0, day_only=True)
+KW = P(stop="ext", bm_names="drop", context=2, w_context=0.3, w_date=1.0, day_only=True)
 # the winner: KW fused with the (names-free) question against turn+prev+next embeddings
-WIN = replace(KW, kinds=("c11",), vq="qn", a=2.0, named=0.1)
+WIN = replace(KW, kind="c11", vq="qn", a=2.0, named=0.1)
 
 CONFIGS: list[tuple[str, str, P]] = [
     ("baselines", "BM25 (porter, product stop words, OR, text column)", BM0),
     ("baselines", "vector: turn text", VEC0),
     ("baselines", "vector: 'Speaker: text'", VEC0S),
     ("baselines", "RRF k60 1:1 (BM25 + vector 'Speaker: text')",
-     replace(BM0, kinds=("spk",), fusion="rrf")),
-    ("baselines", "RRF k60 product weights kw .3 / vec .7",
-     replace(BM0, kinds=("spk",), fusion="rrf", rrf_wk=0.3, rrf_wv=0.7)),
+     replace(BM0, kind="spk", fusion="rrf")),
     # keyword side, one change from BM25 baseline
-    ("keyword: one change", "stop words: none", replace(BM0, stop="none")),
     ("keyword: one change", "stop words: extended list", replace(BM0, stop="ext")),
-    ("keyword: one change", "stop words: extended + question words", replace(BM0, stop="ext+q")),
     ("keyword: one change", "speaker names dropped from query", replace(BM0, bm_names="drop")),
     ("keyword: one change", "unicode61 (no porter stemming)", replace(BM0, tokenizer=UNICODE)),
-    ("keyword: one change", "AND-first, then OR", replace(BM0, mode="and")),
-    ("keyword: one change", "photo caption in text column", replace(BM0, caption=True)),
-    ("keyword: one change", "names as speaker-column terms (w 1)",
-     replace(BM0, bm_names="drop", speaker_term=True, w_speaker=1.0)),
-    ("keyword: one change", "all columns searched (text, speaker, date 1:1:1)",
-     replace(BM0, w_speaker=1.0, w_date=1.0)),
-    ("keyword: one change", "date column w 1.0 (full date-time)", replace(BM0, w_date=1.0)),
     ("keyword: one change", "date column w 1.0 (day only)", replace(BM0, w_date=1.0, day_only=True)),
-    ("keyword: one change", "context column 1 before+1 after, w .3",
-     replace(BM0, before=1, after=1, w_context=0.3)),
-    ("keyword: one change", "context column 2+2, w .3", replace(BM0, before=2, after=2, w_context=0.3)),
-    ("keyword: one change", "context column 2 before only, w .3",
-     replace(BM0, before=2, after=0, w_context=0.3)),
-    ("keyword: one change", "neighbour smoothing b .5 (max of prev/next)", replace(BM0, beta=0.5)),
-    ("keyword: one change", "session boost g .3", replace(BM0, gamma=0.3)),
-    ("keyword: one change", "named-speaker bonus +.2 (of top score)", replace(BM0, named=0.2)),
+    ("keyword: one change", "context column 2+2, w .3", replace(BM0, context=2, w_context=0.3)),
     # keyword side, cumulative
     ("keyword: cumulative", "+ extended stop list", replace(BM0, stop="ext")),
     ("keyword: cumulative", "+ names dropped", replace(BM0, stop="ext", bm_names="drop")),
     ("keyword: cumulative", "+ context 2+2 w .3",
-     replace(BM0, stop="ext", bm_names="drop", before=2, after=2, w_context=0.3)),
+     replace(BM0, stop="ext", bm_names="drop", context=2, w_context=0.3)),
     ("keyword: cumulative", "+ date column (day only) w 1.0  = KW", KW),
-    ("keyword: cumulative", "KW, context w .2", replace(KW, w_context=0.2)),
-    ("keyword: cumulative", "KW, context w .4", replace(KW, w_context=0.4)),
-    ("keyword: cumulative", "KW, context 3+3", replace(KW, before=3, after=3)),
-    ("keyword: cumulative", "KW, context 1+1 w .5", replace(KW, before=1, after=1, w_context=0.5)),
+    *[("keyword: cumulative", f"KW, context w {w}", replace(KW, w_context=w)) for w in (0.2, 0.4)],
+    ("keyword: cumulative", "KW, context 1+1 w .5", replace(KW, context=1, w_context=0.5)),
+    ("keyword: cumulative", "KW, context 3+3", replace(KW, context=3)),
     # vector side
     ("vector", "turn, question without names", replace(VEC0, vq="qn")),
     ("vector", "'Speaker: text', question without names", replace(VEC0S, vq="qn")),
-    ("vector", "prev+turn (no speakers), question without names",
-     P(kw=False, kinds=("t10",), vq="qn")),
-    ("vector", "prev+turn+next (no speakers), q without names",
-     P(kw=False, kinds=("t11",), vq="qn")),
-    ("vector", "2 prev+turn+next (no speakers), q without names",
-     P(kw=False, kinds=("t21",), vq="qn")),
-    ("vector", "turn+prev+next (turn first), q without names",
-     P(kw=False, kinds=("c11",), vq="qn")),
-    ("vector", "turn+prev+next, question as asked", P(kw=False, kinds=("c11",))),
-    ("vector", "turn, q without names, smoothing b .5",
-     P(kw=False, kinds=("turn",), vq="qn", beta=0.5)),
+    ("vector", "turn+prev+next (turn first), q without names", P(kw=False, kind="c11", vq="qn")),
+    ("vector", "turn+prev+next, question as asked", P(kw=False, kind="c11")),
     # fusion of KW with the turn+prev+next vectors (no named bonus)
-    ("fusion (KW + vec c11, qn)", "RRF k60 1:1", replace(KW, kinds=("c11",), vq="qn", fusion="rrf")),
-    ("fusion (KW + vec c11, qn)", "RRF k60 kw 1 / vec .5",
-     replace(KW, kinds=("c11",), vq="qn", fusion="rrf", rrf_wv=0.5)),
-    ("fusion (KW + vec c11, qn)", "RRF k20 kw 1 / vec .5",
-     replace(KW, kinds=("c11",), vq="qn", fusion="rrf", rrf_k=20, rrf_wv=0.5)),
-    ("fusion (KW + vec c11, qn)", "RRF k5 kw 1 / vec .5",
-     replace(KW, kinds=("c11",), vq="qn", fusion="rrf", rrf_k=5, rrf_wv=0.5)),
-    ("fusion (KW + vec c11, qn)", "z(bm25) + .3 z(cos)",
-     replace(KW, kinds=("c11",), vq="qn", fusion="z", a=0.3)),
-    *[("fusion (KW + vec c11, qn)", f"bm25/max + {a} cos", replace(KW, kinds=("c11",), vq="qn", a=a))
+    ("fusion (KW + vec c11, qn)", "RRF k60 1:1", replace(KW, kind="c11", vq="qn", fusion="rrf")),
+    *[("fusion (KW + vec c11, qn)", f"bm25/max + {a} cos", replace(KW, kind="c11", vq="qn", a=a))
       for a in (0.5, 1.0, 1.5, 2.0, 3.0)],
     ("fusion (KW + vec c11, qn)", "bm25/max + 2 cos, candidates top-20 each",
-     replace(KW, kinds=("c11",), vq="qn", a=2.0, depth=20)),
-    # extras on the fused score
-    *[("extras (on bm25/max + 2 cos)", f"named-speaker bonus +{nb}", replace(WIN, named=nb))
+     replace(KW, kind="c11", vq="qn", a=2.0, depth=20)),
+    # the named-speaker bonus on the fused score
+    *[("named-speaker bonus (on bm25/max + 2 cos)", f"+{nb}", replace(WIN, named=nb))
       for nb in (0.05, 0.1, 0.15, 0.2)],
-    ("extras (on bm25/max + 2 cos)", "neighbour smoothing b .1", replace(WIN, named=0.0, beta=0.1)),
-    ("extras (on bm25/max + 2 cos)", "session boost g .1", replace(WIN, named=0.0, gamma=0.1)),
-    ("extras (on bm25/max + 2 cos)", "Rocchio PRF .5 (top 3)", replace(WIN, named=0.0, prf=0.5)),
     # the winner and what each part is worth
     ("WINNER", "WIN = KW + 2 cos(c11, qn) + .1 named", WIN),
-    ("WIN minus one part", "- context column", replace(WIN, before=0, after=0, w_context=0.0)),
+    ("WIN minus one part", "- context column", replace(WIN, context=0, w_context=0.0)),
     ("WIN minus one part", "- date column", replace(WIN, w_date=0.0)),
     ("WIN minus one part", "- date column day-only (full date-time)", replace(WIN, day_only=False)),
     ("WIN minus one part", "- extended stop list (product list)", replace(WIN, stop="product")),
     ("WIN minus one part", "- names dropped in BM25 query", replace(WIN, bm_names="keep")),
     ("WIN minus one part", "- names dropped in vector query", replace(WIN, vq="q")),
     ("WIN minus one part", "- porter (unicode61)", replace(WIN, tokenizer=UNICODE)),
-    ("WIN minus one part", "- neighbours in embedding (turn only)", replace(WIN, kinds=("turn",))),
+    ("WIN minus one part", "- neighbours in embedding (turn only)", replace(WIN, kind="turn")),
     ("WIN minus one part", "- named-speaker bonus", replace(WIN, named=0.0)),
     ("WIN minus one part", "- score fusion (RRF k60 1:1 instead)",
      replace(WIN, fusion="rrf", named=0.0)),
-    ("WIN minus one part", "- vectors (KW + named bonus only)", replace(WIN, kinds=())),
-    ("WIN variants", "append-only: context 2 before, embed prev+turn",
-     replace(WIN, after=0, kinds=("t10",))),
-    ("WIN variants", "append-only: context 2 before, embed turn+prev",
-     replace(WIN, after=0, kinds=("c10",))),
-    ("WIN variants", "two embeddings: mean cos(c11, 'Speaker: text')",
-     replace(WIN, kinds=("c11", "spk"))),
-    ("WIN variants", "two embeddings, named +.15", replace(WIN, kinds=("c11", "spk"), named=0.15)),
-    ("WIN variants", "embed 2 prev+turn+next", replace(WIN, kinds=("t21",))),
-    ("WIN variants", "embed prev, turn, next in order", replace(WIN, kinds=("t11",))),
+    ("WIN minus one part", "- vectors (KW + named bonus only)", replace(WIN, kind="")),
 ]
 
 
@@ -654,24 +516,30 @@ def strip_names(text: str, speakers: list[str]) -> str:
     return " ".join(t for t in toks if t.lower().split("'")[0] not in first)
 
 
+def recall_of(s: np.ndarray, evidence: list[int]) -> tuple[float, float]:
+    """Evidence recall@5 and @10 of the ranking by ``s`` (stable: the earlier unit wins ties)."""
+    top = np.argsort(-s, kind="stable")[:10].tolist()
+    ev = set(evidence)
+    return len(ev & set(top[:5])) / len(ev), len(ev & set(top)) / len(ev)
+
+
+def pct(pairs: list[tuple[float, float]]) -> tuple[float, float]:
+    return 100 * float(np.mean([a for a, _ in pairs])), 100 * float(np.mean([b for _, b in pairs]))
+
+
 def evaluate(ctxs: list[Ctx], p: P) -> dict:
     per_cat: dict[int, list[tuple[float, float]]] = defaultdict(list)
     per_conv: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for x in ctxs:
         for qi, q in enumerate(x.conv.questions):
-            s = score(x, qi, q, p)
-            top = np.argsort(-s, kind="stable")[:10].tolist()
-            ev = set(q.evidence)
-            r = (len(ev & set(top[:5])) / len(ev), len(ev & set(top)) / len(ev))
+            r = recall_of(score(x, qi, q, p), q.evidence)
             per_cat[q.category].append(r)
             per_conv[x.conv.sample_id].append(r)
-    allr = [v for vs in per_cat.values() for v in vs]
-    row = {"r5": 100 * np.mean([a for a, _ in allr]), "r10": 100 * np.mean([b for _, b in allr])}
+    row: dict[Any, Any] = dict(zip(("r5", "r10"), pct([v for vs in per_cat.values() for v in vs]),
+                                   strict=True))
     for c in CATEGORIES:
-        vs = per_cat.get(c, [])
-        row[c] = (100 * np.mean([a for a, _ in vs]), 100 * np.mean([b for _, b in vs])) if vs else None
-    row["conv"] = {k: (100 * np.mean([a for a, _ in vs]), 100 * np.mean([b for _, b in vs]))
-                   for k, vs in per_conv.items()}
+        row[c] = pct(per_cat[c]) if per_cat.get(c) else None
+    row["conv"] = {k: pct(vs) for k, vs in per_conv.items()}
     return row
 
 
@@ -710,14 +578,7 @@ def main() -> int:
           f"scored (of {stats['questions']}; {stats['no_evidence']} without usable evidence); "
           f"evidence ids: {stats['ids_fixed']} malformed normalised, "
           f"{stats['ids_dropped']} pointing at missing turns dropped", flush=True)
-    embeds = Embeds(args.cache_dir)
-    ctxs = []
-    for conv in convs:
-        x = Ctx(conv, embeds)
-        qtexts = [q.text for q in conv.questions]
-        x.set_queries({"q": embeds.docs(qtexts, "q"),
-                       "qn": embeds.docs([strip_names(t, conv.speakers) for t in qtexts], "q")})
-        ctxs.append(x)
+    ctxs = contexts(convs, Embeds(args.cache_dir))
 
     chosen = [(sec, name, p) for sec, name, p in CONFIGS
               if not args.only or any(o in sec or o in name for o in args.only)]

@@ -1,230 +1,141 @@
-"""Leave-one-conversation-out choice of the extras on conversation search (LoCoMo).
+"""Leave-one-conversation-out choice of what conversation search adds to the fused score (LoCoMo).
 
-    python -m bench.locomo.loco /path/to/locomo-dev.json
+    python -m bench.locomo.loco /path/to/locomo-dev.json                # both steps
+    python -m bench.locomo.loco DATA --only session                     # one of them
+    python -m bench.locomo.loco DATA --product --rounds 2               # and through the product
 
-Builds on bench/locomo/explore.py (same data loading, FTS5 tables, cached embeddings and the
-default pipeline WIN). Each *family* below is one idea with one or two constants on a flat
-grid; for every family and every fold the constants are chosen on four conversations (best
-mean of recall@5 and recall@10 over their questions) and the figures are those of the fifth,
-then the five held-out folds are pooled (every question is scored exactly once, by a
-configuration that never saw its conversation). "default" is WIN with no extra.
+Builds on bench/locomo/explore.py (data loading, FTS5 tables, cached embeddings and the fused
+search WIN). Each step is one idea with one or two constants on a grid; for every fold the
+constants are chosen on four conversations (best mean of recall@5 and recall@10 over their
+questions; "off" when nothing beats the step's default there) and the figures are those of the
+fifth, then the five held-out folds are pooled (every question is scored exactly once, by a
+choice that never saw its conversation). The steps, in the order the product took them:
 
-Families (all use only what the default search already computed: no model call per query
-beyond the one question embedding):
+- session: + g × (best fused score among the candidates of the turn's session), over WIN; the
+  product's conversations.session_weight (0.5)
+- words: + b × ln(1 + the turn's words, at most cap), the words counted as the product does
+  (spaces and line breaks + 1), over WIN and the session term at 0.5: the product's
+  conversations.length_weight and length_cap_words (0.3, 80)
+- words-80+question-end: the same at cap 80, and − q for a turn whose text ends with a question
+  mark, chosen together: length_weight and conversations.question_penalty (0.3, 0.5)
 
-- session: + g x (best fused score among the candidates of the turn's session); the product's
-  conversations.session_weight
-- session-top2: the same with the mean of the session's two best
-- session-keep: the session term, but the default's first k turns stay first
-- session-topn: the session term for the n best sessions only
-- session+diversify, session+spread: the session term with one of the two below
-- spread: a candidate loses d x (turns of its session ranked above it)
-- neighbour: + b x max(fused score of the previous turn, of the next turn), same session
-- session-count: + g x (number of the session's turns in the first-pass top 10) / 10
-- kw2: a second keyword query made of the rarest words of the first-pass top 3 turns
-  (terms the question did not have), its normalised BM25 added with weight w
-- diversify: a candidate whose same-session neighbour (|turn distance| <= 1) is ranked
-  above it loses d (greedy, in rank order)
+Also printed: the median time of each step per question (ms, on top of WIN's own scoring). The
+ideas that were measured the same way and not adopted (docs/benchmarks.md keeps their figures)
+are in the history of this folder.
 
-Also printed: the median time of the extra step per question (ms, measured in this run,
-on top of the default's own scoring).
+``--product`` runs the product's own search (``lore eval locomo``'s indexing, query embedding
+included) with the default constants and with each step's off, interleaved question by question
+in one process: recall per category and the time of each search.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import tempfile
 import time
-from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import replace
 from itertools import product
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from bench.locomo import explore as ex
 
 WIN = ex.WIN
-TOP = 10
+SESSION = 0.5  # the product's conversations.session_weight, under the priors
+Rows = list[tuple[int, float, float]]  # (category, recall@5, recall@10) per question
 
 
-def base_scores(x: ex.Ctx, qi: int, q: ex.Question) -> np.ndarray:
-    return ex.score(x, qi, q, WIN)
-
-
-def candidates(s: np.ndarray) -> np.ndarray:
-    return s > -1e8
-
-
-def fam_session(x: ex.Ctx, q, s: np.ndarray, g: float) -> np.ndarray:
-    c = candidates(s)
-    out = s.copy()
-    for v in np.unique(x.conv.session_of[c]):
-        m = (x.conv.session_of == v) & c
-        out[m] += g * s[m].max()
-    return out
-
-
-def fam_session_top2(x: ex.Ctx, q, s: np.ndarray, g: float) -> np.ndarray:
-    c = candidates(s)
-    out = s.copy()
-    for v in np.unique(x.conv.session_of[c]):
-        m = (x.conv.session_of == v) & c
-        best = np.sort(s[m])[::-1][:2]
-        out[m] += g * (best.sum() / 2)
-    return out
-
-
-def fam_session_div(x: ex.Ctx, q, s: np.ndarray, g: float, d: float) -> np.ndarray:
-    return fam_diversify(x, q, fam_session(x, q, s, g), d)
-
-
-def fam_spread(x: ex.Ctx, q, s: np.ndarray, d: float) -> np.ndarray:
-    order = np.argsort(-s, kind="stable")[:30]
-    out = s.copy()
-    seen: dict[int, int] = defaultdict(int)
-    for i in order:
-        v = int(x.conv.session_of[i])
-        out[i] -= d * seen[v]
-        seen[v] += 1
-    return out
-
-
-def fam_session_spread(x: ex.Ctx, q, s: np.ndarray, g: float, d: float) -> np.ndarray:
-    return fam_spread(x, q, fam_session(x, q, s, g), d)
-
-
-def fam_session_keep(x: ex.Ctx, q, s: np.ndarray, g: float, k: int) -> np.ndarray:
-    """The default's first k turns stay first; the session term orders the rest."""
-    out = fam_session(x, q, s, g)
-    keep = np.argsort(-s, kind="stable")[:k]
-    out[keep] = out.max() + 1 + s[keep]
-    return out
-
-
-def fam_session_topn(x: ex.Ctx, q, s: np.ndarray, g: float, n: int) -> np.ndarray:
-    """The session term for the n sessions with the best candidates only."""
-    c = candidates(s)
+def session_term(sess: np.ndarray, s: np.ndarray, keep: np.ndarray, g: float,
+                 floor: float = -np.inf) -> np.ndarray:
+    """``s`` + g × the best score of each kept unit's session among the kept units (at least
+    ``floor``)."""
     best: dict[int, float] = {}
-    for i in np.flatnonzero(c):
-        v = int(x.conv.session_of[i])
-        best[v] = max(best.get(v, 0.0), float(s[i]))
-    top = sorted(best, key=lambda v: -best[v])[:n]
-    out = s.copy()
-    for v in top:
-        m = (x.conv.session_of == v) & c
-        out[m] += g * best[v]
-    return out
+    for v, r in zip(sess[keep].tolist(), s[keep].tolist(), strict=True):
+        best[v] = max(best.get(v, floor), r)
+    bonus = np.array([best.get(v, 0.0) for v in sess.tolist()])
+    return np.where(keep, s + g * bonus, s)
 
 
-def fam_neighbour(x: ex.Ctx, q, s: np.ndarray, b: float) -> np.ndarray:
-    c = candidates(s)
-    z = np.where(c, s, 0.0)
-    conv = x.conv
-    p = np.where(conv.prev >= 0, z[np.maximum(conv.prev, 0)], 0.0)
-    n = np.where(conv.next >= 0, z[np.maximum(conv.next, 0)], 0.0)
-    return np.where(c, s + b * np.maximum(p, n), s)
+def words_of(text: str) -> int:
+    return text.count(" ") + text.count("\n") + 1
 
 
-def fam_session_count(x: ex.Ctx, q, s: np.ndarray, g: float) -> np.ndarray:
-    top = np.argsort(-s, kind="stable")[:TOP]
-    counts = defaultdict(int)
-    for i in top:
-        counts[int(x.conv.session_of[i])] += 1
-    c = candidates(s)
-    bonus = np.array([counts.get(int(v), 0) for v in x.conv.session_of]) / TOP
-    return np.where(c, s + g * bonus, s)
+def ends_asking(text: str) -> bool:
+    """A turn whose text ends with a question mark (it asks and does not go on)."""
+    return text.rstrip(" \t\n)\"'").endswith("?")
 
 
-_IDF: dict[str, dict[str, float]] = {}
+class Scored:
+    """One question's WIN scores and what the steps read of its units."""
+
+    def __init__(self, x: ex.Ctx, qi: int, q: ex.Question) -> None:
+        self.q = q
+        self.sess = x.conv.session_of
+        self.win = ex.score(x, qi, q, WIN)
+        self.keep = self.win > -1e8  # the union of both candidate lists
+        # the relevance the priors build on: the fused score without the speaker bonus
+        self.rel = ex.score(x, qi, q, replace(WIN, named=0.0))
+        self.named = WIN.named * x.named_mask(q.text)
+        units = x.conv.units
+        self.words = np.array([words_of(u.text) for u in units], dtype=np.float64)
+        self.asks = np.array([ends_asking(u.text) for u in units], dtype=np.float64)
+
+    def under_priors(self) -> np.ndarray:
+        """The product's search before the priors: WIN and the session term at SESSION (the
+        session's best relevance counted without the speaker bonus, as the product does)."""
+        fused = session_term(self.sess, self.rel, self.keep, SESSION, floor=0.0) + self.named
+        return np.where(self.keep, fused, self.win)
 
 
-def idf(x: ex.Ctx) -> dict[str, float]:
-    key = x.conv.sample_id
-    if key not in _IDF:
-        df: dict[str, int] = defaultdict(int)
-        for u in x.conv.units:
-            for w in set(ex.words(u.text)):
-                df[w] += 1
-        n = len(x.conv.units)
-        _IDF[key] = {w: float(np.log((n - d + 0.5) / (d + 0.5) + 1)) for w, d in df.items()}
-    return _IDF[key]
+def step_session(d: Scored, g: float) -> np.ndarray:
+    return session_term(d.sess, d.win, d.keep, g)
 
 
-def fam_kw2(x: ex.Ctx, q, s: np.ndarray, w: float, nterms: int = 5) -> np.ndarray:
-    top = np.argsort(-s, kind="stable")[:3]
-    qwords = set(ex.words(q.text))
-    first = {sp.split()[0].lower() for sp in x.conv.speakers}
-    table = idf(x)
-    seen: dict[str, float] = {}
-    for i in top:
-        for t in ex.words(x.conv.units[i].text):
-            if (t in qwords or t in ex.EXT_STOP or t in first or len(t) < 3 or t.isdigit()):
-                continue
-            seen[t] = table.get(t, 0.0)
-    terms = sorted(seen, key=lambda t: -seen[t])[:nterms]
-    if not terms:
-        return s
-    bm = x.bm25(" ".join(terms), WIN.qp(), WIN.layout(), WIN.weights())
-    c = candidates(s) | (bm > 0)
-    out = np.where(c, np.maximum(s, 0) + w * ex.bm_norm(bm), s)
-    return out
+def step_words(d: Scored, b: float, cap: float) -> np.ndarray:
+    return np.where(d.keep, d.under_priors() + b * np.log1p(np.minimum(d.words, cap)), d.win)
 
 
-def fam_diversify(x: ex.Ctx, q, s: np.ndarray, d: float) -> np.ndarray:
-    order = np.argsort(-s, kind="stable")[:30]
-    out = s.copy()
-    picked: list[int] = []
-    for i in order:
-        i = int(i)
-        if any(x.conv.session_of[j] == x.conv.session_of[i] and abs(j - i) <= 1 for j in picked):
-            out[i] -= d
-        picked.append(i)
-    return out
+def step_words_question(d: Scored, b: float, q: float) -> np.ndarray:
+    return np.where(d.keep, d.under_priors() - q * d.asks + b * np.log1p(np.minimum(d.words, 80)),
+                    d.win)
 
 
-FAMILIES = {
-    "session": (fam_session, [(g,) for g in (0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0)]),
-    "session-top2": (fam_session_top2, [(g,) for g in (0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0)]),
-    "session+diversify": (fam_session_div, [(g, d) for g, d in product(
-        (0.3, 0.5, 0.75, 1.0), (0.05, 0.1, 0.2))]),
-    "session-keep": (fam_session_keep, [(g, k) for g, k in product(
-        (0.3, 0.5, 0.75, 1.0), (1, 2, 3))]),
-    "session-topn": (fam_session_topn, [(g, n) for g, n in product(
-        (0.3, 0.5, 0.75, 1.0), (1, 2, 3))]),
-    "spread": (fam_spread, [(d,) for d in (0.02, 0.05, 0.1, 0.2, 0.3)]),
-    "session+spread": (fam_session_spread, [(g, d) for g, d in product(
-        (0.2, 0.3, 0.5, 0.75), (0.02, 0.05, 0.1, 0.2))]),
-    "neighbour": (fam_neighbour, [(b,) for b in (0.05, 0.1, 0.2, 0.3, 0.5)]),
-    "session-count": (fam_session_count, [(g,) for g in (0.1, 0.2, 0.3, 0.5, 1.0)]),
-    "kw2": (fam_kw2, [(w, n) for w, n in product((0.1, 0.2, 0.3, 0.5), (3, 5, 8))]),
-    "diversify": (fam_diversify, [(d,) for d in (0.05, 0.1, 0.2, 0.4)]),
+# name: (the step, its grid, the step's default: what it is added to)
+STEPS: dict[str, tuple[Callable[..., np.ndarray], list[tuple], Callable[[Scored], np.ndarray]]] = {
+    "session": (step_session, [(g,) for g in (0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0)],
+                lambda d: d.win),
+    "words": (step_words, list(product((0.1, 0.2, 0.3, 0.4, 0.5), (40, 60, 80, 120, 1e9))),
+              Scored.under_priors),
+    "words-80+question-end": (step_words_question, list(product((0.2, 0.3, 0.4),
+                                                                (0.2, 0.3, 0.5, 0.75))),
+                              Scored.under_priors),
 }
 
 
-def recall_of(s: np.ndarray, ev: list[int]) -> tuple[float, float]:
-    top = np.argsort(-s, kind="stable")[:10].tolist()
-    e = set(ev)
-    return len(e & set(top[:5])) / len(e), len(e & set(top)) / len(e)
-
-
-def table_row(rows: list[tuple[int, float, float]]) -> dict:
-    out = {"n": len(rows), "r5": 100 * np.mean([a for _, a, _ in rows]),
-           "r10": 100 * np.mean([b for _, _, b in rows])}
+def table_row(rows: Rows) -> dict:
+    out: dict[Any, Any] = {"n": len(rows), "r5": 100 * np.mean([a for _, a, _ in rows]),
+                           "r10": 100 * np.mean([b for _, _, b in rows])}
     for c in ex.CATEGORIES:
         vs = [(a, b) for cat, a, b in rows if cat == c]
-        out[c] = (100 * np.mean([a for a, _ in vs]), 100 * np.mean([b for _, b in vs]))
+        out[c] = (100 * np.mean([a for a, _ in vs]), 100 * np.mean([b for _, b in vs])) if vs \
+            else (float("nan"), float("nan"))
     return out
 
 
-def goal(rows: list) -> float:
+def goal(rows: Rows) -> float:
     """What a choice maximises: the mean of recall@5 + recall@10 over the questions."""
     return float(np.mean([a + b for _, a, b in rows]))
 
 
-def held_out(results: dict[tuple, list[list]], default: list[list]) -> tuple[list, list[str]]:
+def held_out(results: dict[tuple, list[Rows]], default: list[Rows]) -> tuple[Rows, list[str]]:
     """Leave one conversation out: for each fold k, the grid point best on the other folds
     (``results[params][fold]`` = rows), or "off" (the default's rows) when none beats the
     default there; the held-out rows pooled, and what each fold chose."""
-    held: list = []
+    held: Rows = []
     chosen: list[str] = []
     for k in range(len(default)):
         train = {p: [r for ci, rows in enumerate(pc) if ci != k for r in rows]
@@ -235,7 +146,7 @@ def held_out(results: dict[tuple, list[list]], default: list[list]) -> tuple[lis
             chosen.append("off")
             held += default[k]
         else:
-            chosen.append(",".join(str(v) for v in best))
+            chosen.append(",".join(f"{v:g}" for v in best))
             held += results[best][k]
     return held, chosen
 
@@ -245,46 +156,81 @@ def fmt(name: str, r: dict) -> str:
     return f"  {name[:34]:34s} {r['r5']:5.1f} {r['r10']:5.1f}  {per}"
 
 
-def product_timing(data: str, weight: float, rounds: int = 3) -> dict[str, float]:
-    """Median and p90 ms of the product's conversation search (query embedding included) on
-    the first conversation, with the session term off and at ``weight``, interleaved in one
-    process so both see the same machine state."""
-    import json
-    import tempfile
+def run_step(name: str, folds: list[list[Scored]]) -> None:
+    fn, grid, base = STEPS[name]
+    default = [[(d.q.category, *ex.recall_of(base(d), d.q.evidence)) for d in f] for f in folds]
+    results: dict[tuple, list[Rows]] = {}
+    times: list[float] = []
+    for params in grid:
+        per = []
+        for f in folds:
+            rows = []
+            for d in f:
+                t = time.perf_counter()
+                s = fn(d, *params)
+                times.append(time.perf_counter() - t)
+                rows.append((d.q.category, *ex.recall_of(s, d.q.evidence)))
+            per.append(rows)
+        results[params] = per
+    print(f"-- {name}")
+    print(fmt("default", table_row([r for f in default for r in f])))
+    held, chosen = held_out(results, default)
+    print(fmt("held out", table_row(held)) + f"   chosen: {' | '.join(chosen)}"
+          f"   +{1000 * float(np.median(times)):.2f} ms/q")
+    print("   in-sample (all conversations), every grid point:")
+    for params, pc in results.items():
+        print(fmt(" ".join(f"{v:g}" for v in params), table_row([r for rows in pc for r in rows])))
 
+
+def through_product(data: str, rounds: int) -> None:
+    """The product's search with its default constants and with each step off, interleaved
+    question by question in one process (query embedding included)."""
+    from lore import tuning
     from lore.api import Lore
     from lore.config import Config, Settings
-    from lore.measure.locomo import index
-    from lore.tuning import replace
+    from lore.measure import locomo
+    from lore.recall import conversations as recall
 
-    sample = json.loads(Path(data).read_text())[0]
-    questions = [str(q["question"]) for q in sample["qa"]]
-    times: dict[float, list[float]] = {0.0: [], weight: []}
+    base = recall.CONVERSATIONS
+    variants = {"default": base,
+                "session_weight 0": tuning.replace(base, {"session_weight": 0.0}),
+                "length 0, question penalty 0": tuning.replace(
+                    base, {"length_weight": 0.0, "question_penalty": 0.0})}
+    rows: dict[str, Rows] = {v: [] for v in variants}
+    times: dict[str, list[float]] = {v: [] for v in variants}
     with tempfile.TemporaryDirectory(prefix="lore-loco-") as tmp:
         settings = Settings(config=Config(), home=Path(tmp), config_path=Path(tmp) / "c.yaml")
         settings.config.database = str(Path(tmp) / "lore.db")
         with Lore.open(settings) as lore:
-            index(lore, sample)
-            lore.conversations.embed_pending()
             conv = lore.conversations
-            base = conv.tuning
-            sid = str(sample.get("sample_id", "conv"))
-            for q in questions[:20]:  # warm-up: model, page cache
-                lore.conversations.search(q, project=sid, limit=10)
-            for _ in range(rounds):
-                for q in questions:
-                    for w in times:
-                        conv.tuning = replace(base, {"session_weight": w})
-                        t = time.perf_counter()
-                        lore.conversations.search(q, project=sid, limit=10)
-                        times[w].append(1000 * (time.perf_counter() - t))
+            for sample in json.loads(Path(data).read_text()):
+                turn_ids, _ = locomo.index(lore, sample)
+                conv.embed_pending()
+                sid = str(sample.get("sample_id", "conv"))
+                for qa in sample["qa"][:10]:  # warm-up: model, page cache
+                    conv.search(str(qa["question"]), project=sid, limit=10)
+                for r in range(rounds):
+                    for qa in sample["qa"]:
+                        ev = {f"D{a}:{b}" for e in qa.get("evidence", [])
+                              for a, b in locomo.EVIDENCE.findall(str(e))} & turn_ids
+                        if not ev:
+                            continue
+                        for name, variant in variants.items():
+                            conv.tuning = variant
+                            t = time.perf_counter()
+                            hits = conv.search(str(qa["question"]), project=sid, limit=10)
+                            times[name].append(1000 * (time.perf_counter() - t))
+                            if r == 0:
+                                dias = locomo.dia_ids(lore, [h.chunk_id for h in hits], sid)
+                                rows[name].append((int(qa["category"]),
+                                                   len(ev & set(dias[:5])) / len(ev),
+                                                   len(ev & set(dias)) / len(ev)))
             conv.tuning = base
-
-    def stats(xs: list[float]) -> dict[str, float]:
-        xs = sorted(xs)
-        return {"median": float(np.median(xs)), "p90": xs[int(0.9 * (len(xs) - 1))]}
-
-    return {f"session_weight {w}": stats(v) for w, v in times.items()}  # type: ignore[misc]
+    print("-- through the product")
+    for name in variants:
+        xs = sorted(times[name])
+        print(fmt(name, table_row(rows[name]))
+              + f"   median {np.median(xs):.2f} ms  p90 {xs[int(0.9 * (len(xs) - 1))]:.2f} ms")
 
 
 def main() -> int:
@@ -292,57 +238,22 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("data")
     ap.add_argument("--cache-dir", type=Path, default=ex.CACHE)
-    ap.add_argument("--only", action="append", default=[], help="only these families")
-    ap.add_argument("--timing", type=float, default=None, metavar="WEIGHT",
-                    help="also time the product's search with session_weight 0 and WEIGHT")
+    ap.add_argument("--only", action="append", default=[], choices=list(STEPS),
+                    help="only these steps")
+    ap.add_argument("--product", action="store_true",
+                    help="also run the product's search with each step off (interleaved)")
+    ap.add_argument("--rounds", type=int, default=1, help="timing rounds with --product")
     args = ap.parse_args()
     t0 = time.time()
     convs, _ = ex.load(args.data, None)
-    embeds = ex.Embeds(args.cache_dir)
-    ctxs = ex.contexts(convs, embeds)
-    base = {(ci, qi): base_scores(x, qi, q) for ci, x in enumerate(ctxs)
-            for qi, q in enumerate(x.conv.questions)}
-    # results[family][params][conv index] = [(category, r5, r10)]
-    default = [[(q.category, *recall_of(base[ci, qi], q.evidence))
-                for qi, q in enumerate(x.conv.questions)] for ci, x in enumerate(ctxs)]
-    fams = {k: v for k, v in FAMILIES.items() if not args.only or k in args.only}
-    results: dict[str, dict[tuple, list[list]]] = {}
-    cost: dict[str, float] = {}
-    for name, (fn, grid) in fams.items():
-        results[name] = {}
-        times = []
-        for params in grid:
-            per_conv = []
-            for ci, x in enumerate(ctxs):
-                rows = []
-                for qi, q in enumerate(x.conv.questions):
-                    t = time.perf_counter()
-                    s = fn(x, q, base[ci, qi], *params)
-                    times.append(time.perf_counter() - t)
-                    rows.append((q.category, *recall_of(s, q.evidence)))
-                per_conv.append(rows)
-            results[name][params] = per_conv
-        cost[name] = 1000 * float(np.median(times))
-
-    print(f"{'LOCO (held-out folds pooled)':36s} R@5  R@10    multi-hop     temporal     "
+    folds = [[Scored(x, qi, q) for qi, q in enumerate(x.conv.questions)]
+             for x in ex.contexts(convs, ex.Embeds(args.cache_dir))]
+    print(f"{'held-out folds pooled':36s} R@5  R@10    multi-hop     temporal     "
           f"open-dom   single-hop     adversar")
-    print(fmt("default (WIN)", table_row([r for rows in default for r in rows])))
-    for name in fams:
-        held, chosen = held_out(results[name], default)
-        print(fmt(f"{name}", table_row(held)) + f"   chosen: {' | '.join(chosen)}"
-              f"   extra {cost[name]:.2f} ms/q")
-    print("in-sample (all five conversations), every point of the session grid:")
-    for params, pc in results.get("session", {}).items():
-        print(fmt(f"session {params}", table_row([r for rows in pc for r in rows])))
-    print("in-sample (all five conversations), best of each grid:")
-    for name in fams:
-        allrows = {p: [r for rows in pc for r in rows] for p, pc in results[name].items()}
-        best = max(allrows, key=lambda p: goal(allrows[p]))
-        print(fmt(f"{name} {best}", table_row(allrows[best])))
-    if args.timing is not None:
-        print("product search per query (ms, query embedding included, first conversation):")
-        for name, st in product_timing(args.data, args.timing).items():
-            print(f"  {name:22s} median {st['median']:.2f}  p90 {st['p90']:.2f}")
+    for name in args.only or STEPS:
+        run_step(name, folds)
+    if args.product:
+        through_product(args.data, args.rounds)
     print(f"({time.time() - t0:.0f}s)")
     return 0
 

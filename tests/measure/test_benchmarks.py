@@ -167,7 +167,7 @@ QUALITY = {
                         "--approve-after", "4"], "followed"),
     "session_pass": (["bench.quality.session_pass", TRANSCRIPTS], "pattern pass"),
 }
-LOCOMO = {"explore": [], "loco": [], "learn": [], "rerank": ["--ceiling"]}
+LOCOMO = {"explore": [], "loco": ["--product"], "rerank": ["--ceiling"]}
 
 
 @pytest.mark.slow

@@ -53,14 +53,14 @@ class ConversationHit:
 
 
 # Chosen on the LoCoMo development half, each family on a grid (bench/locomo/explore.py), the
-# session term and the priors on the turn leave-one-conversation-out (bench/locomo/loco.py,
-# bench/locomo/learn.py); the keyword bound at scale.
+# session term and the priors on the turn leave-one-conversation-out (bench/locomo/loco.py);
+# the keyword bound at scale.
 _LOCOMO = Bench("bench/locomo/explore.py",
                 "docs/benchmarks.md#Conversation memory: retrieval quality on LoCoMo")
 _LOCO = Bench("bench/locomo/loco.py", "docs/benchmarks.md#Session evidence, chosen "
               "leave-one-conversation-out (`bench/locomo/loco.py`)")
-_PRIORS = Bench("bench/locomo/learn.py", "docs/benchmarks.md#Priors on the turn: its length and "
-                "whether it asks (`bench/locomo/learn.py`)")
+_PRIORS = Bench("bench/locomo/loco.py", "docs/benchmarks.md#Priors on the turn: its length and "
+                "whether it asks (`bench/locomo/loco.py`)")
 _RERANK = Bench("bench/locomo/rerank.py", "docs/benchmarks.md#Re-ranking by a language model "
                  "(opt-in, `bench/locomo/rerank.py`)")
 _SCALE = Bench("bench/scale_bench.py",
