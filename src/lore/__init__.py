@@ -1,3 +1,3 @@
 """Lore: a local-first learning memory for AI coding agents."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

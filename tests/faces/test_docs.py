@@ -219,3 +219,15 @@ def test_architecture_layers_match_the_architecture_test():
                    rf"(?<![\w.]){re.escape(prefix.split('.')[-1])}(?:/|\.py)?(?!\w)",
                    rows.get(rank, ""))]
     assert not missing, f"docs/architecture.md's layer diagram lacks {missing}"
+
+
+def test_the_changelog_names_this_version_first_and_the_readme_links_it():
+    from lore import __version__
+
+    text = (ROOT / "CHANGELOG.md").read_text()
+    versions = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - (\d{4}-\d{2}-\d{2})$", text, re.M)
+    assert versions and versions[0][0] == __version__  # the newest release is this one
+    assert [v for v, _ in versions] == sorted((v for v, _ in versions), reverse=True,
+                                              key=lambda v: tuple(map(int, v.split("."))))
+    assert text.index("## [Unreleased]") < text.index(f"## [{__version__}]")
+    assert "](CHANGELOG.md)" in (ROOT / "README.md").read_text()
