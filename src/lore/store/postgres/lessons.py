@@ -5,14 +5,13 @@ what differs: identity keys (RETURNING), the keyword index (tsvector, ``ts_rank_
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from lore.ids import now
-from lore.models import Edge, Filters
+from lore.models import Filters
 from lore.store.postgres.db import atomic, chunks
 from lore.store.protocol import LessonRow, stamped
 from lore.store.sqlite.lessons import LessonTables
@@ -203,14 +202,6 @@ class PGLessonTables(LessonTables):
         return out
 
     # ---- graph ------------------------------------------------------------------------
-    def add_edge(self, edge: Edge) -> bool:
-        with atomic(self.conn):
-            cur = self.conn.execute(
-                "INSERT INTO edges (from_id, to_id, relation, created_at, author) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                (edge.from_id, edge.to_id, edge.relation, edge.created_at, self.who[0]))
-        return bool(cur.rowcount > 0)
-
     def walk(self, start: str, depth: int, relations: Sequence[str],
              direction: str) -> list[tuple[str, int, str, str, str]]:
         """Breadth-first N-hop walk: each lesson once, at its shortest distance."""
@@ -261,13 +252,6 @@ class PGLessonTables(LessonTables):
             "UPDATE lessons SET usage_count = greatest(usage_count, ?), "
             "last_used = coalesce(greatest(last_used, ?), last_used, ?) WHERE seq = ?",
             (usage_count, last_used, last_used, seq))
-
-    def log_search(self, at: str, query: str, filters: dict[str, Any], ids: Sequence[str],
-                   took_ms: float, interface: str) -> None:
-        self.conn.execute(
-            "INSERT INTO search_log (at, query, filters, result_ids, took_ms, interface, author, "
-            "device) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (at, query, json.dumps(filters), json.dumps(list(ids)), took_ms, interface, *self.who))
 
     def optimize(self) -> None:
         """Nothing per connection: autovacuum keeps the statistics on Postgres."""

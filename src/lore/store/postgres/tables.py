@@ -16,7 +16,6 @@ from lore.store.protocol import FileState
 from lore.store.rows import (
     AnalysisRun,
     ContextRule,
-    Correction,
     LessonActivity,
     RunSummary,
     SessionStart,
@@ -229,20 +228,6 @@ class PGConversationTables(ConversationTables):
 
 class PGCorrectionTables(CorrectionTables):
     """Captured messages and their verdicts on Postgres (implements ``CorrectionStore``)."""
-
-    def list_corrections(self, project: str | None, limit: int, *, all_projects: bool = False,
-                         labels: Sequence[str] = ()) -> list[Correction]:
-        where: list[str] = ["TRUE"]
-        params: list[Any] = []
-        if not all_projects:
-            where.append("project IS NOT DISTINCT FROM ?")
-            params.append(project)
-        if labels:
-            where.append("label = ANY(?)")
-            params.append(list(labels))
-        return [cast(Correction, dict(r)) for r in self.conn.execute(
-            f"SELECT * FROM corrections WHERE {' AND '.join(where)} ORDER BY at DESC, id DESC "
-            "LIMIT ?", (*params, limit))]
 
     def learned_rule_ids(self) -> list[str]:
         """Every lesson whose metadata has a 'learning' entry (not JSON null, as on SQLite)."""

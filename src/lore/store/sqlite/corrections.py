@@ -115,7 +115,7 @@ class CorrectionTables(Tables):
 
     def list_corrections(self, project: str | None, limit: int, *, all_projects: bool = False,
                          labels: Sequence[str] = ()) -> list[Correction]:
-        where, params = ["1"], []
+        where, params = ["TRUE"], []
         if not all_projects:
             where.append("project IS ?")
             params.append(project)

@@ -32,8 +32,8 @@ class EdgeTables(Tables):
     def add_edge(self, edge: Edge) -> bool:
         with atomic(self.conn):
             cur = self.conn.execute(
-                "INSERT OR IGNORE INTO edges (from_id, to_id, relation, created_at, author) "
-                "VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO edges (from_id, to_id, relation, created_at, author) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (edge.from_id, edge.to_id, edge.relation, edge.created_at, self.who[0]),
             )
         return cur.rowcount > 0
