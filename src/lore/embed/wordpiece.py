@@ -87,23 +87,27 @@ def _words(text: str) -> list[str]:
     """Normalised, pre-tokenized words (BertNormalizer then BertPreTokenizer)."""
     if text.isascii():
         return ASCII_PIECES.findall(ASCII_DROPPED.sub("", text).lower())
-    words: list[str] = []
-    current: list[str] = []
+    return [w for piece in _pieces(text) for w in _split(_fold(piece))]
+
+
+def _pieces(text: str) -> list[str]:
+    """Runs of word characters, and each punctuation or CJK character alone; white space and
+    dropped characters left out (a dropped one inside a word joins its halves)."""
+    out: list[str] = []
+    current = ""
     for ch in text:
         kind = _kind(ch)
-        if kind == "drop":
-            continue
         if kind == "word":
-            current.append(ch)
-            continue
-        if current:
-            words.extend(_split(_fold("".join(current))))
-            current = []
-        if kind in ("punct", "cjk"):
-            words.extend(_split(_fold(ch)))
+            current += ch
+        elif kind != "drop":
+            if current:
+                out.append(current)
+                current = ""
+            if kind != "space":
+                out.append(ch)
     if current:
-        words.extend(_split(_fold("".join(current))))
-    return words
+        out.append(current)
+    return out
 
 
 def _fold(word: str) -> str:
@@ -119,23 +123,7 @@ def _split(word: str) -> list[str]:
     """Folding can produce new whitespace or punctuation (rare): split on them again."""
     if word.isascii():
         return ASCII_PIECES.findall(word) if not word.isalnum() else [word]
-    out: list[str] = []
-    current = ""
-    for ch in word:
-        kind = _kind(ch)
-        if kind == "drop":
-            continue
-        if kind == "word":
-            current += ch
-            continue
-        if current:
-            out.append(current)
-            current = ""
-        if kind != "space":
-            out.append(ch)
-    if current:
-        out.append(current)
-    return out
+    return _pieces(word)
 
 
 @dataclass(frozen=True, slots=True)
