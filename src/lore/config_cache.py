@@ -248,11 +248,8 @@ def _construct(module: Any, values: dict[str, Any], tree: dict[str, Any]) -> Bas
 def _plugins_known(values: dict[str, Any]) -> bool:
     from lore import plugins
 
-    for section, name, group in REGISTERED:
-        value = values.get(section, {}).get(name)
-        if not isinstance(value, str) or not plugins.is_known(group, value):
-            return False
-    return True
+    return all(isinstance(value := values.get(section, {}).get(name), str)
+               and plugins.is_known(group, value) for section, name, group in REGISTERED)
 
 
 _FINGERPRINT: dict[str, str | None] = {}

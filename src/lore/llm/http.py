@@ -24,6 +24,7 @@ import errno
 import socket
 import threading
 import time
+from contextlib import suppress
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -135,10 +136,8 @@ def _exchange(client: httpx.Client, url: str, body: dict[str, Any], headers: dic
     def cut() -> None:
         late.set()
         for sock in sockets:
-            try:
+            with suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)  # wakes a read blocked in another thread
-            except OSError:
-                pass
 
     deadline = time.monotonic() + budget
     watchdog = threading.Timer(budget, cut)

@@ -116,7 +116,7 @@ def score_rows(rows: list[tuple[int, bytes]], qvec: np.ndarray, depth: int) -> l
     """Exact similarities for vectors read from the database."""
     if not rows:
         return []
-    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    matrix = _matrix(rows)
     if matrix.shape[1] != qvec.shape[0]:
         return []
     return top(np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
@@ -305,15 +305,10 @@ class ChunkIndex:
                project: str | None) -> list[tuple[int, float]] | None:
         """(chunk id, exact cosine) best first, or None when the index cannot answer."""
         rec = self.usable(store)
-        if rec is None or rec["dims"] != qvec.shape[0] or not faiss_available():
+        if rec is None or rec["dims"] != qvec.shape[0] or not faiss_available() \
+                or not self._readable(rec):  # unreadable or another size: the writer rebuilds it
             return None
-        try:
-            index = self._open()
-        except (OSError, RuntimeError, ValueError):  # unreadable: the writer rebuilds it
-            return None
-        if int(index.ntotal) != rec["count"] or int(index.d) != rec["dims"]:
-            return None
-        faiss = faiss_module()
+        index, faiss = self._open(), faiss_module()
         delta = dict(store.vectors_since(rec["version"])) if store.vector_versions()[0] > rec[
             "version"] else {}
         k = max(depth, self.RESCORE)
