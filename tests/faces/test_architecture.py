@@ -27,14 +27,15 @@ LAYERS = [
     (1, ("lore.store", "lore.embed", "lore.llm")),
     (2, ("lore.capture", "lore.extract", "lore.recall")),
     (3, ("lore.apply",)),
-    # The review room sits beside the core: the learner reads what a decision is
-    # (lore.review.queue), the review's part decides through the core's lesson writer.
-    (4, ("lore.core", "lore.review")),
-    (5, ("lore.api",)),
-    (6, ("lore.worker", "lore.doctor", "lore.install", "lore.demo", "lore.measure",
+    # The review room sits below the core: the learner reads what a decision is
+    # (lore.review.queue); the review's part is handed the core's lesson writer and checks.
+    (4, ("lore.review",)),
+    (5, ("lore.core",)),
+    (6, ("lore.api",)),
+    (7, ("lore.worker", "lore.doctor", "lore.install", "lore.demo", "lore.measure",
          "lore.schedule")),
     # The faces: each parses input, calls the facade, renders the result.
-    (7, ("lore.mcp", "lore.hooks", "lore.cli", "lore.web", "lore.__main__", "lore.entry",
+    (8, ("lore.mcp", "lore.hooks", "lore.cli", "lore.web", "lore.__main__", "lore.entry",
          "lore.statusline")),
 ]
 FACES = ("lore.cli", "lore.mcp", "lore.hooks", "lore.web", "lore.entry", "lore.__main__",

@@ -92,7 +92,8 @@ def _interactive(ctx: click.Context, project: str | None, limit: int, json_: boo
     with open_lore(ctx) as lore:
         where = policy.scope(project, "review", here=here())
         scope = where.project
-        items = lore.review.waiting(scope, all_projects=where.every, limit=limit)
+        items: list[dict[str, Any]] = [
+            dict(i) for i in lore.review.waiting(scope, all_projects=where.every, limit=limit)]
         items += [{**c, "check": True} for c in lore.review.waiting_checks(scope)][:limit]
         if not items:
             notice("nothing waits for review")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import click
@@ -27,7 +27,7 @@ def is_terminal() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()
 
 
-def item_lines(item: dict[str, Any], quotes: int = 3, rule: bool = False,
+def item_lines(item: Mapping[str, Any], quotes: int = 3, rule: bool = False,
                width: int = 240) -> list[str]:
     """A waiting rule as lines: id and rule line, what is known, the rule text, the evidence."""
     flags = [item["status"], f"score {item['score']:.2f}" if item["score"] is not None else "",

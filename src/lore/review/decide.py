@@ -4,18 +4,56 @@ reinforcement never change it (the learner reads it with :func:`lore.review.queu
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
-from lore.core.merging import redact_cut
 from lore.errors import InvalidInput
 from lore.ids import now
+from lore.redact import redact, redact_clipped
 
 if TYPE_CHECKING:
-    from lore.core.lessons import Lessons
     from lore.models import Lesson
     from lore.store import Store
+    from lore.store.rows import CheckEvent, LoadedSession
 
 ACTIONS = ("approve", "edit", "reject", "defer")
+
+
+class Lessons(Protocol):
+    """The core's lesson writer (:class:`lore.core.lessons.Lessons`), as a decision uses it:
+    the review room sits below the core and imports none of it."""
+
+    def get(self, lesson_id: str) -> Lesson: ...
+
+    def update(self, lesson_id: str, **changes: Any) -> Lesson: ...
+
+
+class Checks(Protocol):
+    """The checks on rules (:class:`lore.core.checks.Checks`), as the review uses them."""
+
+    def get(self, check_id: str) -> dict[str, Any]: ...
+
+    def is_check(self, any_id: str) -> bool: ...
+
+    def waiting(self, project: str | None = None, examples: int = 3) -> list[dict[str, Any]]: ...
+
+    def review(self, check_id: str, action: str, *, mode: str | None = None
+               ) -> dict[str, Any]: ...
+
+    def checks(self, lesson_id: str | None = None, statuses: Sequence[str] | None = None
+               ) -> list[dict[str, Any]]: ...
+
+    def matches(self, lesson_id: str | None = None) -> list[CheckEvent]: ...
+
+    def loads(self) -> list[LoadedSession]: ...
+
+
+def _reason(text: str | None) -> str | None:
+    """A reason as stored: on one line, redacted, at most 500 characters."""
+    if not text or not text.strip():
+        return None
+    text = " ".join(text.split())
+    return redact(text) if len(text) <= 500 else redact_clipped(text, 498, "").rstrip() + " …"
 
 
 def decide(store: Store, lessons: Lessons, lesson_id: str, action: str, *,
@@ -28,7 +66,7 @@ def decide(store: Store, lessons: Lessons, lesson_id: str, action: str, *,
     if action not in ACTIONS:
         raise InvalidInput(f"unknown review action '{action}'; use one of {', '.join(ACTIONS)}")
     lesson = lessons.get(lesson_id)
-    reason = redact_cut(" ".join(reason.split()), 500) if reason and reason.strip() else None
+    reason = _reason(reason)
     # A lesson the analysis of the work proposed keeps its decision with its analysis.
     key = "analysis" if "learning" not in lesson.metadata and isinstance(
         lesson.metadata.get("analysis"), dict) else "learning"

@@ -22,11 +22,10 @@ from lore.ids import now
 from lore.models import Lesson
 from lore.review import folder as fmt
 from lore.review.decide import decide
-from lore.review.queue import LIVE, decisions, review_item, review_meta, waiting
+from lore.review.queue import LIVE, Waiting, decisions, review_item, review_meta, waiting
 
 if TYPE_CHECKING:
-    from lore.core.checks import Checks
-    from lore.core.lessons import Lessons
+    from lore.review.decide import Checks, Lessons
     from lore.store import Store
 
 DONE = {"approve": "approved", "edit": "edited", "reject": "rejected", "defer": "deferred"}
@@ -287,7 +286,7 @@ class ReviewSync:
     def _rules(self, folder: fmt.Folder, approved: Sequence[Lesson],
                written: list[str]) -> list[tuple[str, str]]:
         names = fmt.project_names(x.project for x in approved)
-        by_file: dict[str, list[dict[str, Any]]] = {}
+        by_file: dict[str, list[Waiting]] = {}
         scope_of: dict[str, str] = {}
         for lesson in sorted(approved, key=lambda x: (x.project or "", x.title.lower())):
             rel = "rules/" + names[lesson.project]
@@ -310,8 +309,8 @@ class ReviewSync:
                 folder.delete(rel)
 
 
-def _first_date(item: dict[str, Any]) -> str | None:
-    dates = [e["date"] for e in item.get("evidence") or [] if e.get("date")]
+def _first_date(item: Waiting) -> str | None:
+    dates = [e["date"] for e in item["evidence"] if e["date"]]
     return min(dates) if dates else None
 
 

@@ -13,8 +13,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from lore.config import Settings
-    from lore.core.checks import Checks
-    from lore.core.lessons import Lessons
+    from lore.review.decide import Checks, Lessons
+    from lore.review.queue import Waiting
     from lore.store import Store
 
 
@@ -40,7 +40,7 @@ class Review:
         self.core = core
 
     def waiting(self, project: str | None = None, *, all_projects: bool = True,
-                limit: int = 100) -> list[dict[str, Any]]:
+                limit: int = 100) -> list[Waiting]:
         """Learned rules and proposed lessons waiting for a person's review, with their
         evidence; read from the store alone, without loading the learning pipeline (``lore
         review`` lists fast)."""

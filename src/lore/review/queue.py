@@ -10,7 +10,7 @@ decisions; these functions say what a decision is, what waits and what was appro
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from lore.apply import nudge
 from lore.extract.steer import auto_approved, held
@@ -19,6 +19,39 @@ from lore.models import Lesson
 from lore.store import Store
 
 LIVE = ("candidate", "proposed", "active")
+
+
+class Said(TypedDict):
+    """One piece of a waiting rule's evidence: the user's words, verbatim."""
+
+    said: str
+    agent_turn: str | None
+    session: str | None
+    date: str | None
+    project: str | None
+    source: str | None
+
+
+class Waiting(TypedDict):
+    """One learned rule or proposed lesson in the review queue (``lore review --json``)."""
+
+    id: str
+    title: str
+    rule: str
+    status: str
+    active_by_repetition: bool
+    needs_approval: str  # why only a person's approval lets it reach the agent ('' if not)
+    origin: Literal["work", "correction"]  # the analysis of the work, or a correction
+    score: float | None
+    occurrences: int
+    sessions: int
+    last_seen: str
+    scope: str  # "global" or the project
+    file_types: list[str]
+    conflicts: list[str]  # ids of the live rules it contradicts
+    why_candidate: str
+    recorrections: int
+    evidence: list[Said]
 
 
 def proposable(meta: dict[str, Any]) -> bool:
@@ -69,7 +102,7 @@ def needs_person(lesson: Lesson) -> str:
         lesson.title, lesson.content, lesson.preference.preferred if lesson.preference else "")))
 
 
-def review_item(lesson: Lesson, meta: dict[str, Any], conflicts: Sequence[str]) -> dict[str, Any]:
+def review_item(lesson: Lesson, meta: dict[str, Any], conflicts: Sequence[str]) -> Waiting:
     """One rule or lesson waiting for review, with its evidence verbatim. ``active_by_repetition``:
     its score made it active and nobody confirmed it yet; ``needs_approval``: why it reaches
     the agent only once a person approves it ('' when its score may bring it there)."""
@@ -99,7 +132,7 @@ def waits(lesson: Lesson) -> bool:
 
 
 def waiting(store: Store, project: str | None = None, *, all_projects: bool = True,
-            limit: int = 100) -> list[dict[str, Any]]:
+            limit: int = 100) -> list[Waiting]:
     """What waits for a person, in one queue: candidates, proposed rules, rules active by
     repetition and rules in conflict that nobody reviewed, and the lessons the analysis of
     the work proposed (deferred ones return when seen again), with their evidence; ranked by
@@ -128,7 +161,7 @@ def waiting(store: Store, project: str | None = None, *, all_projects: bool = Tr
     return sorted(out, key=lambda r: -r["sessions"])
 
 
-def decisions(store: Store) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def decisions(store: Store) -> list[tuple[Waiting, dict[str, Any]]]:
     """Every learned rule a person decided on (or deferred) and that waits no more: its
     review item and the decision (action, at, reason, via), oldest decision first."""
     ids = store.corrections.learned_rule_ids()
