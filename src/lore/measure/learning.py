@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from pathlib import Path
@@ -44,8 +44,7 @@ class SessionPoint:
     repeated: int  # of which the rule was already known
 
     def to_dict(self) -> dict[str, Any]:
-        return {"session_id": self.session_id, "at": self.at, "project": self.project,
-                "corrections": self.corrections, "repeated": self.repeated}
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)
