@@ -5,7 +5,7 @@ escaping of what SessionStart prints."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from lore.extract.steer import (
@@ -181,6 +181,7 @@ PIECES = ["curl", "wget", "https://x.example/a", "evil.example", "x.sh", "run.ps
 
 
 @given(st.lists(st.sampled_from(PIECES), max_size=12), st.sampled_from([" ", "", "  ", "\t"]))
+@example(["curl", "-rf"], "")  # "curl-rf": a hyphen ends the word for the patterns
 def test_the_quick_look_never_skips_what_the_patterns_find(pieces, sep):
     """asks_to_act skips the patterns when no mark, word or stem of theirs is present: it
     must then be that none of them matches."""

@@ -185,7 +185,10 @@ def _may_act(plain: str) -> bool:
     """Could any pattern of :data:`ACTIONS` match ``plain`` (a cheap, conservative look)?"""
     if any(mark in plain for mark in _MARKS) or _DOTTED.search(plain):
         return True
-    return any(w in _TRIGGERS or w.startswith(_STEMS) for w in _WORDS.findall(plain))
+    words = _WORDS.findall(plain)
+    # a hyphen ends a word for the patterns (\b): "curl-rf" holds "curl"
+    words += [part for w in words if "-" in w for part in w.split("-")]
+    return any(w in _TRIGGERS or w.startswith(_STEMS) for w in words)
 
 
 def scan(plain: str) -> str:

@@ -26,7 +26,6 @@ docs/plugin.md).
 from __future__ import annotations
 
 import json
-import logging
 import os
 import signal
 import time
@@ -79,7 +78,7 @@ class Worker:
         self._pid_fd: int | None = None   # worker.pid's, written while the lock is held
         self._holding = False  # whether this worker holds the lock (and so owns the pid file)
         try:
-            self.log = _logger(self.home / "logs" / "worker.log")
+            self.log = file_logger("worker", self.home / "logs" / "worker.log")
             if lore is not None:
                 lore.learning.log = self.log  # a second opinion that fails is logged here
         except OSError as exc:
@@ -109,7 +108,7 @@ class Worker:
         self.home.mkdir(parents=True, exist_ok=True)
         fd = lock_target(self.home, create=True)
         try:
-            _lock(fd)
+            lock_file(fd)
         except OSError:
             os.close(fd)
             raise AlreadyRunning(f"a worker is already running (pid {read_pid(self.pid_file)}); "
@@ -153,12 +152,12 @@ class Worker:
         if self._lock_fd is None:
             return True
         self._write_pid("")
-        _unlock(self._lock_fd)
+        unlock_file(self._lock_fd)
         self._holding = False  # from here the pid file may be another worker's
         if self.queue.depth() == 0:
             return True
         try:
-            _lock(self._lock_fd)
+            lock_file(self._lock_fd)
         except OSError:
             return True  # a hook started another worker: it takes over
         self._holding = True
@@ -471,10 +470,3 @@ def is_database_error(exc: BaseException) -> bool:
 def _reason(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())
 
-
-_lock = lock_file
-_unlock = unlock_file
-
-
-def _logger(path: Path) -> logging.Logger:
-    return file_logger("worker", path)
