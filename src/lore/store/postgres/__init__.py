@@ -27,7 +27,6 @@ from lore.store.postgres.db import (
     storage_error,
 )
 from lore.store.postgres.lessons import LESSON_DOC, PGLessonTables, vector_bytes, vector_value
-from lore.store.postgres.sync import PGSyncTables
 from lore.store.postgres.tables import (
     PGAnalysisTables,
     PGConversationTables,
@@ -37,6 +36,7 @@ from lore.store.postgres.tables import (
 )
 from lore.store.protocol import COPY_TABLES, LOG_TABLE, VISIBILITIES, Store
 from lore.store.sqlite.guards import GuardTables
+from lore.store.sqlite.sync import SyncTables
 
 DEFAULT_SCHEMA = "lore"
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -86,7 +86,7 @@ class PostgresStore(PGLessonTables):
         self.sessions = PGSessionTables(conn)
         self.analysis = PGAnalysisTables(conn)
         self.tokens = PGTokenTables(conn)
-        self.sync = PGSyncTables(conn)
+        self.sync = SyncTables(conn)
         self.guards = GuardTables(conn)
 
     @classmethod

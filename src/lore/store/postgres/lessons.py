@@ -227,26 +227,6 @@ class PGLessonTables(LessonTables):
                 for r in self.conn.execute(sql, [start, *params, start])]
 
     # ---- tags, usage ------------------------------------------------------------------
-    def merge_tag(self, old: str, new: str) -> list[str]:
-        with atomic(self.conn):
-            ids = [r[0] for r in self.conn.execute(
-                "SELECT lesson_id FROM lesson_tags WHERE tag = ?", (old,))]
-            self.conn.execute(
-                "INSERT INTO lesson_tags (lesson_id, tag) SELECT lesson_id, ? FROM lesson_tags "
-                "WHERE tag = ? ON CONFLICT DO NOTHING", (new, old))
-            self.conn.execute("DELETE FROM lesson_tags WHERE tag = ?", (old,))
-            self.conn.execute(
-                "INSERT INTO tag_relations (from_tag, to_tag, relation) VALUES (?, ?, 'alias_of') "
-                "ON CONFLICT DO NOTHING", (old, new))
-            # Aliases that pointed at the old tag follow it (unless that alias exists already).
-            self.conn.execute(
-                "UPDATE tag_relations r SET to_tag = ? WHERE r.to_tag = ? AND r.relation = 'alias_of' "
-                "AND NOT EXISTS (SELECT 1 FROM tag_relations x WHERE x.from_tag = r.from_tag "
-                "AND x.to_tag = ? AND x.relation = 'alias_of')", (new, old, new))
-            for lid in ids:
-                self.index_keywords(self.seq_of(lid), lid)
-        return ids
-
     def merge_usage(self, seq: int, usage_count: int, last_used: str | None) -> None:
         self.conn.execute(
             "UPDATE lessons SET usage_count = greatest(usage_count, ?), "

@@ -241,29 +241,24 @@ class LessonTables(VectorTables, KeywordIndex, EdgeTables, UsageTables):
         }
 
     def merge_tag(self, old: str, new: str) -> list[str]:
-        """Move every lesson tagged ``old`` to ``new``; return the ids touched."""
+        """Move every lesson tagged ``old`` to ``new``; return the ids touched (portable SQL:
+        Postgres runs the same statements)."""
         with atomic(self.conn):
-            ids = [
-                r[0] for r in self.conn.execute(
-                    "SELECT lesson_id FROM lesson_tags WHERE tag = ?", (old,)
-                )
-            ]
+            ids = [r[0] for r in self.conn.execute(
+                "SELECT lesson_id FROM lesson_tags WHERE tag = ?", (old,))]
             self.conn.execute(
-                "INSERT OR IGNORE INTO lesson_tags (lesson_id, tag) "
-                "SELECT lesson_id, ? FROM lesson_tags WHERE tag = ?",
-                (new, old),
-            )
+                "INSERT INTO lesson_tags (lesson_id, tag) SELECT lesson_id, ? FROM lesson_tags "
+                "WHERE tag = ? ON CONFLICT DO NOTHING", (new, old))
             self.conn.execute("DELETE FROM lesson_tags WHERE tag = ?", (old,))
             self.conn.execute(
-                "INSERT OR IGNORE INTO tag_relations (from_tag, to_tag, relation) "
-                "VALUES (?, ?, 'alias_of')",
-                (old, new),
-            )
-            # Aliases that pointed at the old tag follow it.
+                "INSERT INTO tag_relations (from_tag, to_tag, relation) VALUES (?, ?, 'alias_of') "
+                "ON CONFLICT DO NOTHING", (old, new))
+            # Aliases that pointed at the old tag follow it (unless that alias exists already).
             self.conn.execute(
-                "UPDATE OR IGNORE tag_relations SET to_tag = ? WHERE to_tag = ? AND relation = 'alias_of'",
-                (new, old),
-            )
+                "UPDATE tag_relations AS r SET to_tag = ? WHERE r.to_tag = ? "
+                "AND r.relation = 'alias_of' AND NOT EXISTS (SELECT 1 FROM tag_relations x "
+                "WHERE x.from_tag = r.from_tag AND x.to_tag = ? AND x.relation = 'alias_of')",
+                (new, old, new))
             for lid in ids:
                 self.index_keywords(self.seq_of(lid), lid)
         return ids

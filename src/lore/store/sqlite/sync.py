@@ -146,14 +146,17 @@ class SyncTables(Tables):
         """Messages captured on another device: kept as evidence with their device, never
         processed again here (the device learned from them and pushes its lessons). Returns
         how many were new."""
-        before = self.conn.total_changes
-        self.conn.executemany(
-            "INSERT OR IGNORE INTO corrections (event_id, session_id, project, user_message, "
-            "assistant_proposal, files, at, origin, message_uuid, proposal_uuid, diff, "
-            "correction_type, status, device) VALUES (:event_id, :session_id, :project, "
-            ":user_message, :assistant_proposal, :files, :at, :origin, :message_uuid, "
-            ":proposal_uuid, :diff, :correction_type, 'synced', :device)", rows)
-        return int(self.conn.total_changes - before)
+        stored = 0
+        for row in rows:  # one at a time: a row count per statement on every backend
+            cur = self.conn.execute(
+                "INSERT INTO corrections (event_id, session_id, project, user_message, "
+                "assistant_proposal, files, at, origin, message_uuid, proposal_uuid, diff, "
+                "correction_type, status, device) VALUES (:event_id, :session_id, :project, "
+                ":user_message, :assistant_proposal, :files, :at, :origin, :message_uuid, "
+                ":proposal_uuid, :diff, :correction_type, 'synced', :device) "
+                "ON CONFLICT DO NOTHING", row)
+            stored += max(int(cur.rowcount), 0)
+        return stored
 
     def session_devices(self, ids: Sequence[str]) -> dict[str, str]:
         """session id -> the device it belongs to, for the sessions among ``ids`` stored here."""
