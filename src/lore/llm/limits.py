@@ -178,14 +178,10 @@ def provider_settings(config: LLMConfig, env: Mapping[str, str] | None = None,
     if not config.provider:
         raise ConfigError("no language model is configured: set llm.provider in config.yaml "
                           "(anthropic, openai or claude-cli; see docs/llm.md)")
-    key_env = config.api_key_env or _default_key_env(config.provider)
+    key_env = config.api_key_env or ("ANTHROPIC_API_KEY" if config.provider == "anthropic" else None)
     return ProviderSettings(name=config.provider, model=config.model, base_url=config.base_url,
                             api_key=env.get(key_env) if key_env else None, api_key_env=key_env,
                             timeout=config.timeout, max_retries=config.max_retries, home=home)
-
-
-def _default_key_env(provider: str) -> str | None:
-    return "ANTHROPIC_API_KEY" if provider == "anthropic" else None
 
 
 def open_provider(config: LLMConfig, home: Path, env: Mapping[str, str] | None = None) -> LimitedProvider:
