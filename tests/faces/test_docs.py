@@ -98,6 +98,17 @@ def test_seed_alias_table_matches_the_profiles(tool_names):
             assert canonical in tool_names["canonical"], f"{profile}: {canonical}"
 
 
+def test_the_python_api_page_names_every_part_and_a_lore_holds_nothing_else(fake_lore):
+    """docs/python-api.md's table lists exactly the facade's parts, and a Lore offers its
+    parts and how it is made, nothing more (no flat methods come back)."""
+    from lore.api import PARTS
+
+    page = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
+    assert re.findall(r"^\| `lore\.(\w+)` \|", page, re.M) == list(PARTS)
+    offered = {n for n in (*vars(fake_lore), *dir(type(fake_lore))) if not n.startswith("_")}
+    assert offered == {*PARTS, "open", "close", "config", "settings", "store", "engine"}
+
+
 def test_the_python_api_page_runs_as_written(lore_home, tmp_path, monkeypatch):
     """Every Python block of docs/python-api.md, run in order in a fresh home."""
     monkeypatch.chdir(tmp_path)
