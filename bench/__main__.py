@@ -40,7 +40,7 @@ SUITE: dict[str, tuple[list[str], list[str]]] = {
     "mcp_bench": ([], ["--size", "100", "--queries", "3", "--startups", "1"]),
     "serve_bench": ([], ["--size", "200", "--queries", "3", "--pages", "1"]),
     "sync_bench": ([], ["--events", "400", "--lessons", "3", "--runs", "1", "--batch", "100"]),
-    "body_guard_bench": (["--mb", "100"], ["--mb", "2"]),
+    "body_gate_bench": (["--mb", "100"], ["--mb", "2"]),
     "wal_bench": ([TRANSCRIPTS], [TRANSCRIPTS, "--runs", "1"]),
     "conversation_bench": (["--transcripts", TRANSCRIPTS, "--chunks", "20000", "--queries", "100",
                             "--big-mb", "20"],

@@ -161,7 +161,7 @@ def tiny_locomo(path: Path) -> Path:
 
 QUALITY = {
     "apply_race": (["bench.quality.apply_race", "--rounds", "1", "--runs", "2"], "0 of"),
-    "guard_replay": (["bench.quality.guard_replay", TRANSCRIPTS], "|"),
+    "check_replay": (["bench.quality.check_replay", TRANSCRIPTS], "|"),
     "judge_tokens": (["bench.quality.judge_tokens", TRANSCRIPTS], "tokens a day"),
     "learning_curve": (["bench.quality.learning_curve", "--synthetic", "--sessions", "8",
                         "--approve-after", "4"], "followed"),

@@ -3,7 +3,7 @@ and apply"): a chunked POST of 400 MB without a token, the same with a write tok
 declared Content-Length of 400 MB with nothing sent. Prints the answer, how long it took, how
 many MB were sent before it, and the server's resident memory (VmRSS, peak VmHWM).
 
-    python -m bench.body_guard_bench [--mb 400] [--src PATH]
+    python -m bench.body_gate_bench [--mb 400] [--src PATH]
 
 ``--src`` serves the `lore` of another source tree (a baseline in the same run). Linux only
 (reads /proc).
@@ -96,7 +96,7 @@ def main() -> None:
                 time.sleep(0.1)
         time.sleep(1)
         print(f"server at {memory(server.pid, 'VmRSS')} MB before")
-        report = Report("body_guard_bench", **vars(args))
+        report = Report("body_gate_bench", **vars(args))
         report.value("server RSS before", memory(server.pid, "VmRSS"), unit="MB")
         base = "POST /api/v1/lessons HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         for label, extra in (("chunked, no token", ""),

@@ -2,7 +2,7 @@
 them, propose checks for them (and for a few rules of each common shape), and replay every
 check over the transcripts' tool calls. Prints Markdown for docs/apply.md.
 
-    python -m bench.quality.guard_replay TRANSCRIPTS_FOLDER
+    python -m bench.quality.check_replay TRANSCRIPTS_FOLDER
 """
 
 from __future__ import annotations
