@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
-from lore import __version__
+from lore import __version__, policy
 from lore.models import Filters
 from lore.web import charts_svg, graph_svg
 from lore.web.auth import CSRF_COOKIE, TOKEN_COOKIE, authorize, check_csrf, new_csrf
@@ -124,8 +124,8 @@ def search_page(request: Request, q: Annotated[str, Query(max_length=2000)] = ""
 def lessons_page(request: Request, kind: str = "", status: str = "active", tag: str = "",
                  project: str = "", page: Annotated[int, Query(ge=1, le=100_000)] = 1) -> Response:
     state = access(request)
-    f = Filters(kinds=(kind,) if kind else (), statuses=(status,) if status else ("active",),
-                tags=(tag,) if tag else (), project=project or None)
+    f = Filters(kinds=(kind,) if kind else (), statuses=policy.statuses([status], "lessons"),
+                tags=(tag,) if tag else (), project=policy.scope(project, "lessons").filter)
 
     def load(lore: Lore) -> tuple[int, list[dict[str, Any]], Any, Any]:
         total, rows = lore.lessons.list(f, PAGE_SIZE, (page - 1) * PAGE_SIZE)
@@ -185,12 +185,11 @@ def lesson_delete(request: Request, lesson_id: str,
 @router.get("/rules", response_class=HTMLResponse)
 def rules_page(request: Request, project: str = "all", file_type: str = "") -> Response:
     state = access(request)
-    every = project in ("all", "")
-    scope = None if every or project == "global" else project
+    scope = policy.scope(project, "preferences")
 
     def load(lore: Lore) -> tuple[Any, list[str]]:
-        found = lore.search.preferences(scope, all_projects=every, file_type=file_type or None,
-                                         limit=500)
+        found = lore.search.preferences(scope.project, all_projects=scope.every,
+                                        file_type=file_type or None, limit=500)
         projects = sorted(p for p in lore.admin.stats()["by_project"] if p != "(global)")
         return found, projects
 
