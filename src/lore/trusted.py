@@ -33,7 +33,7 @@ import errno
 import os
 import stat
 
-GUARDS_BYTES = 16 * 1024 * 1024  # a checks file holds short patterns: thousands fit in 1 MB
+CHECKS_BYTES = 16 * 1024 * 1024  # a checks file holds short patterns: thousands fit in 1 MB
 CONFIG_BYTES = 1024 * 1024  # config.yaml: a few dozen keys
 CACHE_BYTES = 8 * 1024 * 1024  # the config's validated copy: the values, a few kB
 _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)

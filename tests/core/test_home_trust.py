@@ -66,7 +66,7 @@ def attack(home: Path, how: str) -> Path:
         path.symlink_to(f"/dev/{how}")
     elif how == "huge":
         with open(path, "wb") as f:
-            f.truncate(trusted.GUARDS_BYTES + 1)  # sparse: no disk spent
+            f.truncate(trusted.CHECKS_BYTES + 1)  # sparse: no disk spent
     elif how == "link":
         real = home / "elsewhere.json"
         h.write_compiled(str(real), [CHECK], "now")

@@ -179,7 +179,7 @@ class Engine:
         return self._sync
 
     def language_model(self) -> Any:
-        """Opens the configured provider (guarded: redacted, cut, budgeted, logged); None when
+        """Opens the configured provider (within its limits: redacted, cut, budgeted, logged); None when
         no language model is configured."""
         if not self.settings.llm_provider:
             return None

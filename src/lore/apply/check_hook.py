@@ -58,7 +58,7 @@ def read_compiled(path: str) -> list[dict[str, Any]]:
     from lore import trusted
 
     try:
-        raw = trusted.read(path, trusted.GUARDS_BYTES, "checks file")
+        raw = trusted.read(path, trusted.CHECKS_BYTES, "checks file")
         if raw is None:
             return []
         data = json.loads(raw)

@@ -20,7 +20,7 @@ from lore.apply.checks import glob_source, validate
 
 @dataclass(frozen=True, slots=True)
 class Proposal:
-    """A check proposed for a rule: its fields (guards.FIELDS + mode) and where it came from."""
+    """A check proposed for a rule: its fields (checks.FIELDS + mode) and where it came from."""
 
     fields: dict[str, Any]
     origin: str  # shape:package-manager, shape:force-push … or judge

@@ -5,7 +5,7 @@ Each stage is one :func:`lore.llm.complete_json` call with its prompt
 (``lore/llm/prompts/analysis_*.md``) and a pydantic model for its reply; a reply that does
 not fit is asked again showing the model its error. The diff and the session text are
 redacted and cut to a token budget here, before anything is sent, whatever provider is
-passed in (a guarded provider redacts and cuts once more, which changes nothing).
+passed in (the provider's limits redact and cut once more, which changes nothing).
 """
 
 from __future__ import annotations

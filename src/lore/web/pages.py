@@ -96,7 +96,7 @@ def see(url: str, flash: str | None = None) -> RedirectResponse:
     return response
 
 
-def form_guard(request: Request, csrf: str | None, *, write: bool) -> ServerState:
+def form_gate(request: Request, csrf: str | None, *, write: bool) -> ServerState:
     check_csrf(request.cookies.get(CSRF_COOKIE), csrf)
     return access(request, write=write)
 
@@ -143,7 +143,7 @@ def lesson_create(request: Request, title: Annotated[str, Form()],
                   content: Annotated[str, Form()] = "", kind: Annotated[str, Form()] = "",
                   tags: Annotated[str, Form()] = "", project: Annotated[str, Form()] = "",
                   csrf: Annotated[str | None, Form()] = None) -> Response:
-    state = form_guard(request, csrf, write=True)
+    state = form_gate(request, csrf, write=True)
     fields: dict[str, Any] = {"tags": [t.strip() for t in tags.split(",") if t.strip()]}
     if kind:
         fields["kind"] = kind
@@ -177,7 +177,7 @@ def lesson_page(request: Request, lesson_id: str) -> Response:
 @router.post("/lessons/{lesson_id}/delete")
 def lesson_delete(request: Request, lesson_id: str,
                   csrf: Annotated[str | None, Form()] = None) -> Response:
-    state = form_guard(request, csrf, write=True)
+    state = form_gate(request, csrf, write=True)
     state.call(lambda lore: lore.lessons.delete(lesson_id))
     return see("/lessons")
 
@@ -221,7 +221,7 @@ def review_check(request: Request, check_id: str, action: Annotated[str, Form()]
                  mode: Annotated[str, Form()] = "", project: Annotated[str, Form()] = "",
                  csrf: Annotated[str | None, Form()] = None) -> Response:
     """Approve (in its mode or the one given) or reject a check, as `lore guard`."""
-    state = form_guard(request, csrf, write=True)
+    state = form_gate(request, csrf, write=True)
     check = state.call(lambda lore: lore.review.decide_check(check_id, action, mode=mode or None))
     back = "/review" + (f"?{urlencode({'project': project})}" if project else "") + "#checks"
     done = "Approved" if action == "approve" else "Rejected"
@@ -233,7 +233,7 @@ def review_decide(request: Request, lesson_id: str, action: Annotated[str, Form(
                   reason: Annotated[str, Form()] = "", title: Annotated[str, Form()] = "",
                   content: Annotated[str, Form()] = "", project: Annotated[str, Form()] = "",
                   csrf: Annotated[str | None, Form()] = None) -> Response:
-    state = form_guard(request, csrf, write=True)
+    state = form_gate(request, csrf, write=True)
     lesson = state.call(lambda lore: lore.review.decide(
         lesson_id, action, reason=reason.strip() or None, title=title.strip() or None,
         content=content.strip() or None))
@@ -283,7 +283,7 @@ def trends_page(request: Request, period: str = "week", at: str = "") -> Respons
 
 @router.post("/schedule/run")
 def schedule_run(request: Request, csrf: Annotated[str | None, Form()] = None) -> Response:
-    state = form_guard(request, csrf, write=True)
+    state = form_gate(request, csrf, write=True)
     started = state.scheduler.start_in_background("dashboard")
     return see("/trends", "The analysis is running; reload to see its outcome." if started
                else "An analysis is already running; this one was skipped.")
