@@ -13,7 +13,6 @@ import numpy as np
 from lore.ids import now
 from lore.models import Filters
 from lore.store.postgres.db import atomic, chunks
-from lore.store.protocol import LessonRow, stamped
 from lore.store.sqlite.lessons import LessonTables
 from lore.store.sqlite.sync import tombstone
 
@@ -70,18 +69,6 @@ class PGLessonTables(LessonTables):
     """The lesson tables on Postgres (implements ``LessonStore``)."""
 
     # ---- rows -------------------------------------------------------------------------
-    def insert(self, row: LessonRow) -> int:
-        values = stamped(row.values, *self.who)
-        cols = ["id", *values]
-        marks = ",".join("?" * len(cols))
-        with atomic(self.conn):
-            seq = int(self.conn.execute(
-                f"INSERT INTO lessons ({','.join(cols)}) VALUES ({marks}) RETURNING seq",
-                [row.id, *values.values()]).fetchone()[0])
-            self._write_children(row)
-            self.index_keywords(seq, row.id)
-        return seq
-
     def delete(self, lesson_id: str) -> None:
         seq = self.seq_of(lesson_id)
         with atomic(self.conn):

@@ -64,11 +64,9 @@ class LessonTables(VectorTables, KeywordIndex, EdgeTables, UsageTables):
         cols = ["id", *values]
         marks = ",".join("?" * len(cols))
         with atomic(self.conn):
-            cur = self.conn.execute(
-                f"INSERT INTO lessons ({','.join(cols)}) VALUES ({marks})",
-                [row.id, *values.values()],
-            )
-            seq = int(cur.lastrowid)
+            seq = int(self.conn.execute(  # portable: Postgres runs it as it is
+                f"INSERT INTO lessons ({','.join(cols)}) VALUES ({marks}) RETURNING seq",
+                [row.id, *values.values()]).fetchall()[0][0])
             self._write_children(row)
             self.index_keywords(seq, row.id)
         return seq
