@@ -12,7 +12,6 @@ from lore.models import RULE_KINDS
 from lore.store.postgres.db import atomic, chunks
 from lore.store.postgres.lessons import TS_CONFIG, tsquery, vector_bytes, vector_value
 from lore.store.postgres.migrations import CHUNK_VECTOR_DIMS
-from lore.store.protocol import FileState
 from lore.store.rows import (
     AnalysisRun,
     ContextRule,
@@ -45,26 +44,6 @@ _OCCURRENCES = "coalesce((l.metadata::jsonb #>> '{learning,occurrences}')::numer
 
 class PGConversationTables(ConversationTables):
     """Imported transcripts on Postgres (implements ``ConversationStore``)."""
-
-    def file_state(self, path: str) -> FileState | None:
-        r = self.conn.execute(
-            'SELECT path, agent, size, "offset", head_hash, tail_hash FROM ingest_files '
-            "WHERE path = ?", (path,)).fetchone()
-        return FileState(*r) if r else None
-
-    def save_file_state(self, st: FileState, at: str, messages: int, malformed: int,
-                        unknown: int) -> None:
-        self.conn.execute(
-            'INSERT INTO ingest_files (path, agent, size, "offset", head_hash, tail_hash, '
-            "imported_at, messages, malformed, unknown) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (path) DO UPDATE SET agent = excluded.agent, size = excluded.size, "
-            '"offset" = excluded."offset", head_hash = excluded.head_hash, '
-            "tail_hash = excluded.tail_hash, imported_at = excluded.imported_at, "
-            "messages = ingest_files.messages + excluded.messages, "
-            "malformed = ingest_files.malformed + excluded.malformed, "
-            "unknown = ingest_files.unknown + excluded.unknown",
-            (st.path, st.agent, st.size, st.offset, st.head_hash, st.tail_hash, at, messages,
-             malformed, unknown))
 
     def drop_search_entries(self, session_id: str) -> None:
         self.conn.execute("DELETE FROM chunks_fts WHERE chunk_id IN (SELECT id FROM chunks "

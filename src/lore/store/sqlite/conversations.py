@@ -36,26 +36,24 @@ class ConversationTables(Tables):
 
     # ---- import state -----------------------------------------------------------------
     def file_state(self, path: str) -> FileState | None:
-        r = self.conn.execute(
-            "SELECT path, agent, size, offset, head_hash, tail_hash FROM ingest_files WHERE path = ?",
-            (path,),
-        ).fetchone()
+        r = self.conn.execute(  # "offset" quoted: a keyword of Postgres, which runs this too
+            'SELECT path, agent, size, "offset", head_hash, tail_hash FROM ingest_files '
+            "WHERE path = ?", (path,)).fetchone()
         return FileState(*r) if r else None
 
     def save_file_state(self, st: FileState, at: str, messages: int, malformed: int,
                         unknown: int) -> None:
         self.conn.execute(
-            "INSERT INTO ingest_files (path, agent, size, offset, head_hash, tail_hash, imported_at, "
-            "messages, malformed, unknown) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT(path) DO UPDATE SET agent = excluded.agent, size = excluded.size, "
-            "offset = excluded.offset, head_hash = excluded.head_hash, "
+            'INSERT INTO ingest_files (path, agent, size, "offset", head_hash, tail_hash, '
+            "imported_at, messages, malformed, unknown) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (path) DO UPDATE SET agent = excluded.agent, size = excluded.size, "
+            '"offset" = excluded."offset", head_hash = excluded.head_hash, '
             "tail_hash = excluded.tail_hash, imported_at = excluded.imported_at, "
             "messages = ingest_files.messages + excluded.messages, "
             "malformed = ingest_files.malformed + excluded.malformed, "
             "unknown = ingest_files.unknown + excluded.unknown",
             (st.path, st.agent, st.size, st.offset, st.head_hash, st.tail_hash, at, messages,
-             malformed, unknown),
-        )
+             malformed, unknown))
 
     # ---- sessions and messages --------------------------------------------------------
     def upsert_session(self, session_id: str, agent: str, project: str | None, device: str,
