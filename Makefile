@@ -52,9 +52,9 @@ lint: $(STAMP) ## Ruff and mypy (make test runs them first)
 	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/mypy src/lore
 
-bench: $(STAMP) ## Every speed benchmark at its default size; JSON results in bench/results/, then their tables
+bench: $(STAMP) ## Every speed benchmark at its default size; JSON results in bench/results/, tables in docs/benchmarks.md
 	$(BIN)/python -m bench
-	$(BIN)/python -m bench.tables
+	$(BIN)/python -m bench.tables --write docs/benchmarks.md
 
 dist: $(STAMP) ## Build the sdist and the wheel into dist/
 	$(BIN)/python -m build --outdir dist .

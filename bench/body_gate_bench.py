@@ -96,7 +96,8 @@ def main() -> None:
                 time.sleep(0.1)
         time.sleep(1)
         print(f"server at {memory(server.pid, 'VmRSS')} MB before")
-        report = Report("body_gate_bench", **vars(args))
+        report = Report("body_gate_bench", mb=args.mb,
+                        source="this checkout" if args.src == str(ROOT / "src") else "another")
         report.value("server RSS before", memory(server.pid, "VmRSS"), unit="MB")
         base = "POST /api/v1/lessons HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         for label, extra in (("chunked, no token", ""),

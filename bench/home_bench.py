@@ -78,7 +78,10 @@ def main() -> None:
             print(f"- {name}: CPU median {statistics.median(cpu):.1f} ms, p90 {pct(cpu, 0.9):.1f} "
                   f"ms; wall median {statistics.median(wall):.1f} ms, p90 {pct(wall, 0.9):.1f} ms "
                   f"({args.runs} runs)")
-        report = Report("home_bench", **vars(args), source=src)
+        # the results name no path of the machine: this checkout's source or another one
+        here = str(Path(__file__).resolve().parents[1] / "src")
+        report = Report("home_bench", **vars(args), source="this checkout" if src.split(
+            os.pathsep)[0] == here else "installed" if src == "(installed)" else "another")
         for name, wall, cpu in rows:
             report.add(name, cpu, quiet=True, wall=stats(wall), baseline="plain home")
         report.write()

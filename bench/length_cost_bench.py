@@ -69,7 +69,7 @@ def main() -> int:
                 conv.add_turns(f"s{s}", "bench", f"/p{s % 7}", turns, per_turn=True)
             print(f"{args.chunks} chunks stored in {time.time() - t0:.0f} s")
             store = conv.store
-            top = store.count()
+            top = store.stats()["chunks"]
             saved = sqlconv.WORDS, sqlconv.TAIL
             both = [("before (neither)", ("0", "''")), ("words and tail", saved),
                     ("... of every text, however long", (WHOLE, WHOLE_TAIL))]

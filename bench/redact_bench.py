@@ -170,6 +170,16 @@ def real(folder: Path, before: Path | None = None, rounds: int = 5) -> None:
             print("    …" + b[max(0, m.start() - 60):m.end() + 20].replace("\n", " ") + "…")
 
 
+def python_source(size: int = 20_000) -> str:
+    """``size`` characters of Lore's own Python: its modules in name order, joined."""
+    text = ""
+    for path in sorted((ROOT / "src" / "lore").rglob("*.py")):
+        text += path.read_text(encoding="utf-8")
+        if len(text) >= size:
+            break
+    return text[:size]
+
+
 def hook(runs: int, before: Path | None = None) -> None:
     """CPU of importing the hook module and redacting each payload, in fresh processes (both
     trees interleaved when ``before`` is given)."""
@@ -177,7 +187,7 @@ def hook(runs: int, before: Path | None = None) -> None:
 
     prompt = ("No, use the password Tr0ub4dor&3 for the staging box, not the default; "
               "AWS key AKIA" + "Z7Q2M4XK9TBR3WPL")
-    source = (ROOT / "src" / "lore" / "api.py").read_text()[:20000]
+    source = python_source()
     payloads = {
         "post-tool-use (Edit)": {"session_id": "s1", "tool_name": "Edit", "tool_input": {
             "file_path": "/tmp/a.py", "old_string": "a", "new_string": "b"}},
@@ -225,7 +235,7 @@ def processes(runs: int, before: Path | None = None) -> None:
         "post-tool-use Write of 20 KB of Python": ("post-tool-use", {
             "tool_name": "Write", "tool_input": {
                 "file_path": "/x/api.py",
-                "content": (ROOT / "src" / "lore" / "api.py").read_text()[:20000]}}),
+                "content": python_source()}}),
     }
     paths = trees(before)
     times: dict[str, list[float]] = {f"{t}{name}": [] for name in calls for t in paths}

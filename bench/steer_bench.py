@@ -1,9 +1,9 @@
 """What the trust check on learned rules costs the SessionStart hook (lore.extract.steer).
 
-    python -m bench.steer_bench [--runs 40] [--baseline-src OLD/src]
+    python -m bench.steer_bench [--runs 40] [--lessons 10000] [--baseline-src OLD/src]
 
-A home with 10,000 lessons, among them 120 learned rules of the project (60 active, 60
-proposed and seen twice; each with its ``metadata.learning``). Whole `lore hook
+A home with 10,000 lessons (``--lessons``), among them 120 learned rules of the project (60
+active, 60 proposed and seen twice; each with its ``metadata.learning``). Whole `lore hook
 session-start` processes, interleaved with `python -c pass` and, with ``--baseline-src``,
 with the same hook of the Lore in that source folder (the version before the check), one of
 each in turn. Then the check alone, in process: ``held`` and ``neutral`` over every rule.
@@ -14,17 +14,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench.harness import pct
+from bench.harness import Report, stats
 from bench.hook_bench import LORE
 
 
-def build_home(home: str) -> None:
+def build_home(home: str, lessons: int = 10_000) -> None:
     import random
 
     from lore.api import Lore
@@ -43,7 +42,7 @@ def build_home(home: str) -> None:
     rng = random.Random(5)
     os.environ["LORE_HOME"] = home
     lines = []
-    for i in range(10_000):
+    for i in range(max(lessons, 120)):
         learned = i < 120
         lines.append(json.dumps({
             "id": new_id(), "title": f"Use tool {i} instead of tool {i + 1} for topic {i % 97}",
@@ -109,6 +108,7 @@ def check_alone(runs: int) -> list[float]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=40)
+    ap.add_argument("--lessons", type=int, default=10_000, help="lessons in the home (120 or more)")
     ap.add_argument("--baseline-src", help="The Lore source folder before the check.")
     args = ap.parse_args()
     import compileall
@@ -118,17 +118,18 @@ def main() -> None:
     compileall.compile_dir(Path(lore.__file__).parent, quiet=1)
     if args.baseline_src:
         compileall.compile_dir(Path(args.baseline_src) / "lore", quiet=1)
+    report = Report("steer_bench", runs=args.runs, lessons=args.lessons,
+                    baseline_src=bool(args.baseline_src))
     with tempfile.TemporaryDirectory() as home:
-        build_home(home)
+        build_home(home, args.lessons)
         payload = {"session_id": "s", "cwd": "/work/shop", "source": "startup"}
         times = hook_runs(payload, args.runs, home, args.baseline_src)
+        base = next(iter(times))
         for label, (ms, cpu) in times.items():
-            print(f"- {label}: median {statistics.median(ms):.1f} ms, p90 {pct(ms, 0.9):.1f} ms; "
-                  f"CPU median {statistics.median(cpu):.1f} ms, p90 {pct(cpu, 0.9):.1f} ms "
-                  f"({args.runs} runs, interleaved)")
+            report.add(label, ms, baseline=None if label == base else base, cpu=stats(cpu))
     us = check_alone(args.runs * 5)
-    print(f"- the check alone, 120 rules (held + neutral): median {statistics.median(us):.0f} µs, "
-          f"p90 {pct(us, 0.9):.0f} µs ({len(us)} runs, {sys.executable})")
+    report.add("the check alone, 120 rules (held + neutral)", us, unit="µs")
+    report.write()
 
 
 if __name__ == "__main__":

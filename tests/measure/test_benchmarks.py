@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import harness
+from bench import harness, tables
 from bench.__main__ import SUITE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,6 +166,9 @@ QUALITY = {
     "learning_curve": (["bench.quality.learning_curve", "--synthetic", "--sessions", "8",
                         "--approve-after", "4"], "followed"),
     "session_pass": (["bench.quality.session_pass", TRANSCRIPTS], "pattern pass"),
+    # Lore's own HTTP providers only: the Claude Code ones need its CLI (the e2e tests have it)
+    "model_wire": (["bench.quality.model_wire", TRANSCRIPTS, "--providers", "anthropic,openai"],
+                   "| anthropic |"),
 }
 LOCOMO = {"explore": [], "loco": ["--product"], "rerank": ["--ceiling"]}
 
@@ -188,6 +191,22 @@ def test_a_locomo_script_runs_on_a_tiny_file(tmp_path, name):
     assert "100.0" in done.stdout  # the tiny file's evidence is found
 
 
+# What runs on its own without being a benchmark of the suite: the runner, the tables and what
+# other benchmarks start.
+NOT_A_BENCHMARK = {"bench.__main__", "bench.tables", "bench.mcp_bare_server", "bench.scale_corpus"}
+
+
+def test_every_runnable_module_of_bench_runs_in_these_tests():
+    runnable = {".".join(p.relative_to(ROOT).with_suffix("").parts)
+                for p in (ROOT / "bench").rglob("*.py") if "__main__" in p.read_text()}
+    covered = ({f"bench.{n}" for n in SUITE} | {argv[0] for argv, _ in QUALITY.values()}
+               | {f"bench.locomo.{n}" for n in LOCOMO} | {"bench.quality.repeat_groups"}
+               | NOT_A_BENCHMARK)
+    assert runnable - covered == set()  # a new script gets a toy run here
+    assert not (ROOT / "bench" / "results").is_dir() or all(
+        p.suffix == ".json" for p in (ROOT / "bench" / "results").iterdir())
+
+
 def test_the_tables_read_the_results_with_each_row_against_its_baseline(tmp_path, monkeypatch):
     monkeypatch.setenv("LORE_BENCH_RESULTS", str(tmp_path / "results"))  # where bench() reads
     report = harness.Report("toy_bench", size=10)
@@ -204,3 +223,89 @@ def test_the_tables_read_the_results_with_each_row_against_its_baseline(tmp_path
     missing = bench(tmp_path, "bench.tables", "other_bench")
     assert missing.returncode == 1 and missing.stdout == ""
     assert missing.stderr.startswith("no results for other_bench in ")
+
+
+# ---- the tables of docs/benchmarks.md, generated from the committed results ----------------------
+
+PAGE = ROOT / "docs" / "benchmarks.md"
+
+
+def test_the_docs_tables_are_the_committed_results_of_every_benchmark():
+    page = PAGE.read_text()
+    assert sorted(tables.blocks(page)) == sorted(SUITE)  # each benchmark's table, once
+    committed = {p.stem: json.loads(p.read_text()) for p in harness.RESULTS.glob("*.json")}
+    assert sorted(committed) == sorted(SUITE)
+    for name, data in committed.items():
+        assert data["bench"] == name and data["rows"], name
+        # no path of the machine that ran them: the params are what `make bench` passes
+        assert not any(isinstance(v, str) and v.startswith("/") for v in data["params"].values())
+    assert tables.rewrite(page, harness.RESULTS) == page, \
+        "a table differs from its results: python -m bench.tables --write docs/benchmarks.md"
+
+
+def test_writing_the_tables_replaces_only_the_blocks_and_check_sees_a_stale_one(tmp_path,
+                                                                             monkeypatch):
+    monkeypatch.setenv("LORE_BENCH_RESULTS", str(tmp_path / "results"))  # where bench() reads
+    report = harness.Report("toy_bench", size=10)
+    report.add("search", [4.0, 6.0, 5.0], quiet=True)
+    report.write()
+    page = tmp_path / "page.md"
+    text = ("# Page\n\nAnalysis before.\n\n<!-- bench:toy_bench -->\nan old table\n<!-- /bench -->\n"
+            "\nAnalysis after.\n")
+    page.write_text(text)
+    stale = bench(tmp_path, "bench.tables", "--check", str(page))
+    assert stale.returncode == 1 and "toy_bench" in stale.stdout and page.read_text() == text
+    wrote = bench(tmp_path, "bench.tables", "--write", str(page))
+    assert wrote.returncode == 0, wrote.stderr
+    new = page.read_text()
+    assert new.startswith("# Page\n\nAnalysis before.\n\n<!-- bench:toy_bench -->\n`toy_bench`, ")
+    assert new.endswith("| search | 5.0 ms | 6.0 ms | 3 |  |\n<!-- /bench -->\n\nAnalysis after.\n")
+    assert "an old table" not in new
+    assert bench(tmp_path, "bench.tables", "--check", str(page)).returncode == 0
+    assert bench(tmp_path, "bench.tables", "--write", str(page)).stdout.endswith("0 of 1 tables rewritten\n")
+
+
+def test_writing_the_tables_refuses_a_block_without_results_and_changes_nothing(tmp_path):
+    page = tmp_path / "page.md"
+    text = "<!-- bench:other_bench -->\nkept\n<!-- /bench -->\n"
+    page.write_text(text)
+    done = bench(tmp_path, "bench.tables", "--write", str(page))
+    assert done.returncode == 1 and done.stdout == "" and page.read_text() == text
+    assert done.stderr.startswith("no results for other_bench in ") and done.stderr.count("\n") == 1
+    (tmp_path / "plain.md").write_text("# No blocks\n")
+    none = bench(tmp_path, "bench.tables", "--write", str(tmp_path / "plain.md"))
+    assert none.returncode == 1 and "no generated block" in none.stderr
+    absent = bench(tmp_path, "bench.tables", "--check", str(tmp_path / "absent.md"))
+    assert absent.returncode == 1 and absent.stderr.startswith("no such page: ")
+
+
+@pytest.mark.slow
+def test_repeat_groups_sheets_agreement_and_merge_run_on_a_tiny_history(tmp_path):
+    def msg(n: int, text: str, label: str = "correction") -> dict:
+        return {"id": f"m{n}", "text": text, "label": label, "durable": label != "none",
+                "prev_agent": "I'll run the build with npm.", "source": {"repo": "acme/app"}}
+
+    labelled = tmp_path / "labelled.jsonl"
+    labelled.write_text("".join(json.dumps(m) + "\n" for m in [
+        msg(1, "No, use pnpm instead of npm"), msg(2, "add a footer", "none"),
+        msg(3, "pnpm, not npm: this is a pnpm workspace"), msg(4, "never force-push to main")]))
+    done = bench(tmp_path, "bench.quality.repeat_groups", "sheets", str(labelled),
+                 "--out", str(tmp_path / "sheets"))
+    assert done.returncode == 0, done.stderr
+    sheet = next((tmp_path / "sheets").glob("*.md"))
+    assert "pnpm workspace" in sheet.read_text() and "correction" not in sheet.read_text()
+    for reader, ids in (("A", ["m1", "m3"]), ("B", ["m1", "m3", "m4"])):
+        (tmp_path / reader).mkdir()
+        (tmp_path / reader / f"{sheet.stem}.jsonl").write_text(
+            json.dumps({"group": "pm", "messages": ids, "lesson": "pnpm"}) + "\n")
+    agreed = bench(tmp_path, "bench.quality.repeat_groups", "agree", str(labelled), "--a",
+                   str(tmp_path / "A"), "--b", str(tmp_path / "B"), "--write",
+                   str(tmp_path / "groups.jsonl"))
+    assert agreed.returncode == 0, agreed.stderr
+    assert json.loads(agreed.stdout)["pairs"]["both"] == 1  # m1-m3; B alone adds m4
+    merged = bench(tmp_path, "bench.quality.repeat_groups", "merge", str(labelled), "--groups",
+                   str(tmp_path / "groups.jsonl"), "--out", str(tmp_path / "history.jsonl"))
+    assert merged.returncode == 0, merged.stderr
+    rows = [json.loads(line) for line in (tmp_path / "history.jsonl").read_text().splitlines()]
+    grouped = {r["id"] for r in rows if r.get("repeat_group")}
+    assert grouped == {"m1", "m3"}
