@@ -1292,8 +1292,9 @@ def test_a_device_whose_clock_runs_ahead_is_told(guarded, tmp_path):
 
 @given(st.integers(-10**6, 10**6), st.integers(0, 5))
 def test_clock_skew_from_the_date_header(offset, trip):
-    """The Date header's time against the request's round trip: within it (or its one-second
-    resolution) no skew; outside, the distance to the nearer end."""
+    """The Date header's time against the request's round trip: within it (its one-second
+    resolution after it, five seconds of a late-renewed cached header before it) no skew;
+    outside, the distance to the nearer end."""
     from datetime import UTC, datetime, timedelta
     from email.utils import format_datetime
 
@@ -1304,7 +1305,7 @@ def test_clock_skew_from_the_date_header(offset, trip):
     theirs = sent + timedelta(seconds=offset)
     skew = clock_skew(format_datetime(theirs, usegmt=True), sent, received)
     assert skew is not None
-    if -2 <= offset <= trip + 1:
+    if -5 <= offset <= trip + 1:
         assert skew == 0.0
     elif offset < 0:
         assert skew == -offset
