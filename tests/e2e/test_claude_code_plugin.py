@@ -39,7 +39,7 @@ def lore_processes(home: Path) -> list[str]:
             continue
         try:
             environ = (proc / "environ").read_bytes()
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
         if f"HOME={home}".encode() in environ and "lore" in cmdline and "pytest" not in cmdline:
