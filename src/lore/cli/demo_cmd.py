@@ -98,7 +98,7 @@ def demo(home: str | None) -> None:
             c.print()
             _learning(c, lore)
             exe = "lore" if shutil.which("lore") else sys.argv[0]
-            c.print(f"Try it: [bold]LORE_HOME={folder} {exe} recall search \"...\" --explain[/bold]")
+            c.print(f"Try it: [bold]LORE_HOME={folder} {exe} search \"...\" --explain[/bold]")
     except LoreError as exc:
         raise click.ClickException(str(exc)) from None
 
