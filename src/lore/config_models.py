@@ -85,7 +85,7 @@ class ApplyConfig(_Strict):
 
 
 class ReviewConfig(_Strict):
-    """The markdown review folder (``lore review sync --only export|import|sync``, docs/learning.md)."""
+    """The markdown review folder (``lore review sync [--only import|export]``, docs/learning.md)."""
 
     folder: str | None = None  # default: <LORE_HOME>/review; e.g. ~/vault/Lore to review in Obsidian
 

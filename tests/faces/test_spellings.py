@@ -95,13 +95,13 @@ def variants(line: str) -> Iterator[list[str]]:
     `…` and `|`-pipes end it."""
     line = line.split(" | ")[0].split(" && ")[0].split(" > ")[0]
     try:
-        words = shlex.split(line.replace("…", " ").replace("'", "\\'")
-                            if line.count("'") % 2 else line.replace("…", " "))
+        line = re.sub(r"(?<!\S)…(?!\S)", "X", line).replace("…", "")
+        words = shlex.split(line.replace("'", "\\'") if line.count("'") % 2 else line)
     except ValueError:
         words = line.split()
     choices = []
     for word in words:
-        word = word.strip("[]") if word.startswith("[") else word
+        word = word.strip("[]")
         if word in ("...", "") or word.startswith("<"):
             break
         parts = word.split("|") if "|" in word and "=" not in word else [word]
@@ -130,9 +130,16 @@ def problem(args: list[str]) -> str | None:
             args = args[1:]
     except click.UsageError as exc:
         return exc.message
-    known = {opt for p in cmd.params for opt in (*p.opts, *p.secondary_opts)} | {"--help"}
-    for arg in args:
+    by_name = {opt: p for p in cmd.params for opt in (*p.opts, *p.secondary_opts)}
+    known = set(by_name) | {"--help"}
+    for arg, after in zip(args, [*args[1:], None]):
         name = arg.split("=")[0]
+        param = by_name.get(name)
+        value = arg.partition("=")[2] if "=" in arg else after
+        if isinstance(param, click.Option) and isinstance(param.type, click.Choice) \
+                and not param.is_flag and value and not PLACEHOLDER.fullmatch(value) \
+                and value not in param.type.choices:
+            return f"{name} takes {'|'.join(map(str, param.type.choices))}, not {value!r}"
         if re.fullmatch(r"--?[a-zA-Z][\w-]*", name) and name not in known:
             path = " ".join(ctx.command_path.split()[1:])
             new = MOVED_OPTIONS.get(path, {}).get(name)
@@ -176,6 +183,7 @@ def test_every_spelled_command_parses():
     ("learn add T --rejected R", "`--rejected` of `lore learn add` is now `--set preference.rejected=…`"),
     ("review approve ID --bogus", "no option --bogus of 'lore review approve'"),
     ("guard frob ID", "no command 'frob' of 'lore guard'"),
+    ("install --scope everywhere", "--scope takes user|project|local, not 'everywhere'"),
 ])
 def test_a_stale_spelling_is_found(line, why):
     assert wrong([("x", line)]) == [("x", f"lore {line}", why)]
