@@ -132,7 +132,7 @@ def problem(args: list[str]) -> str | None:
         return exc.message
     by_name = {opt: p for p in cmd.params for opt in (*p.opts, *p.secondary_opts)}
     known = set(by_name) | {"--help"}
-    for arg, after in zip(args, [*args[1:], None], strict=True):
+    for arg, after in itertools.zip_longest(args, args[1:]):
         name = arg.split("=")[0]
         param = by_name.get(name)
         value = arg.partition("=")[2] if "=" in arg else after
