@@ -201,3 +201,14 @@ def test_a_good_spelling_passes(line):
 def test_lines_end_where_the_prose_starts():
     text = "run `lore review approve ID` (or lore review -i), then lore apply --yes. Done"
     assert list(lines_of(text)) == ["review approve ID", "review -i", "apply --yes"]
+
+
+def test_every_slash_command_named_is_one_of_the_plugin():
+    """`/lore:NAME` in a doc, the plugin or a message is a command file of plugin/commands."""
+    have = {path.stem for path in (ROOT / "plugin" / "commands").glob("*.md")}
+    texts = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md"), *(ROOT / "plugin").rglob("*.md"),
+             *(ROOT / "src" / "lore").rglob("*.py")]
+    named = {(str(path.relative_to(ROOT)), m.group(1)) for path in texts
+             for m in re.finditer(r"/lore:([a-z][a-z-]*)", path.read_text(encoding="utf-8"))}
+    assert {name for _, name in named} >= {"review", "approve"}
+    assert sorted((where, name) for where, name in named if name not in have) == []
