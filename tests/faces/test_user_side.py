@@ -22,7 +22,8 @@ def test_apply_with_nothing_to_write_succeeds_in_one_line_even_in_a_pipe(run, tm
     out = run("apply")  # no --yes, stdin is not a terminal
     assert out.exit_code == 0, out.stderr
     assert out.stderr.strip().splitlines() == [
-        "nothing to change: the files already hold the approved rules"]
+        "nothing to write: no approved rule holds here yet (`lore review` lists what waits "
+        "for your word)"]
     for other in ("/srv/a", "/srv/b", "/srv/b"):
         run("learn", "add", f"Rule of {other} {len(other)}", "x", "--kind", "project_rule",
             "--status", "active", "--project", other)
@@ -38,6 +39,11 @@ def test_apply_with_nothing_to_write_succeeds_in_one_line_even_in_a_pipe(run, tm
     refused = run("apply")
     assert refused.exit_code == 2 and "--yes" in refused.stderr
     assert not (project / "CLAUDE.md").exists()
+    assert run("apply", "--yes").exit_code == 0
+    again = run("apply")
+    assert again.exit_code == 0
+    assert again.stderr.strip().splitlines()[-1] == (
+        "nothing to change: the files already hold the approved rules")
 
 
 def test_status_knows_whether_approved_rules_are_written(run, tmp_path, monkeypatch):

@@ -68,6 +68,7 @@ def apply(ctx: click.Context, dry_run: bool, project: str, global_: bool | None,
                                include_global=global_)
         diff = plan.diff()
         left_out = lore.apply.left_out(folder, include_global=global_)
+        holding = bool(lore.apply.rules(folder))
         written: list[str] = []
         if not dry_run and plan.changed:
             # Asked only when there is something to write: nothing to do is a plain success.
@@ -98,7 +99,10 @@ def apply(ctx: click.Context, dry_run: bool, project: str, global_: bool | None,
         notice(f"not written here: {len(elsewhere)} approved rule(s) of {projects} other "
                "project(s) (`lore apply` in their folder writes them; `lore apply --json` "
                "lists them)")
-    if not plan.changed:
+    if not plan.changed and not holding:
+        notice("nothing to write: no approved rule holds here yet (`lore review` lists what "
+               "waits for your word)")
+    elif not plan.changed:
         notice("nothing to change: the files already hold the approved rules")
     elif dry_run:
         notice(f"{len(plan.changed)} file(s) would change; run without --dry-run to write")
