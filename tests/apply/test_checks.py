@@ -677,3 +677,18 @@ def test_a_new_check_prints_the_same_keys_as_a_stored_one(run):
     [listed] = json.loads(run("guard", "--json").stdout)["checks"]
     assert added["allowed_until"] is None
     assert set(added) == set(listed)
+
+
+def test_a_deleted_rule_takes_its_checks_and_an_orphan_waits_for_no_one(fake_lore, lore_home):
+    lesson = fake_lore.lessons.add("Use pnpm, not npm", kind="project_rule")
+    fake_lore.checks.add(lesson.id, {"command": NPM, "mode": "block"}, status="active")
+    fake_lore.checks.add(lesson.id, {"command": "yarn", "mode": "remind"})
+    assert (lore_home / "guards.json").exists()
+    fake_lore.lessons.delete(lesson.id)
+    assert fake_lore.checks.checks() == []
+    assert not (lore_home / "guards.json").exists()
+    # A check left by an earlier version that deleted the rule alone: the queue skips it.
+    other = fake_lore.lessons.add("Use uv, not pip", kind="project_rule")
+    fake_lore.checks.add(other.id, {"command": "pip", "mode": "block"})
+    fake_lore.engine.lessons.delete(other.id)
+    assert fake_lore.checks.waiting() == []

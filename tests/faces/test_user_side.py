@@ -95,3 +95,16 @@ def test_uninstall_stops_the_worker_and_says_what_stays(run, tmp_path, monkeypat
     finally:
         run("worker", "stop")
         assert Path(project / "CLAUDE.md").exists()  # the user's file stays as it was
+
+
+def test_forgetting_a_rule_takes_its_checks_and_review_still_lists(run, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    rule = run("learn", "add", "Use pnpm, not npm", "x", "--kind", "project_rule").stdout.strip()
+    added = run("guard", "add", rule, "--command", r"npm(?=\s|$)", "--mode", "block")
+    assert added.exit_code == 0, added.stderr
+    assert json.loads(run("guard", "--json").stdout)["count"] == 1
+    assert run("review", "forget", rule).exit_code == 0
+    assert json.loads(run("guard", "--json").stdout)["count"] == 0
+    for args in (("review",), ("review", "sync", str(tmp_path / "vault"))):
+        out = run(*args)
+        assert out.exit_code == 0, out.stderr

@@ -55,7 +55,10 @@ class LessonsPart:
         return lesson
 
     def delete(self, lesson_id: str) -> Lesson:
-        return self.engine.lessons.delete(self.engine.shown(lesson_id))
+        """Delete a lesson with its checks (a check without its rule holds nothing)."""
+        lesson = self.engine.lessons.delete(self.engine.shown(lesson_id))
+        self.engine.checks.remove_of(lesson.id)
+        return lesson
 
     def list(self, filters: Filters | None = None, limit: int = 50,
              offset: int = 0) -> tuple[int, list[dict[str, Any]]]:

@@ -96,8 +96,12 @@ class Checks:
         """Proposed checks (of ``project``'s rules and global ones; every one when None),
         each in words with what it would have matched in the recorded tool calls."""
         out = []
-        for row in self.checks(statuses=("proposed",)):
-            rule_project = self.store.get(row["lesson_id"]).project
+        rows = self.checks(statuses=("proposed",))
+        rules = {x.id: x for x in self.store.get_many(sorted({r["lesson_id"] for r in rows}))}
+        for row in rows:
+            if row["lesson_id"] not in rules:
+                continue  # its rule was deleted: it holds nothing and waits for no one
+            rule_project = rules[row["lesson_id"]].project
             if project is not None and rule_project not in (None, project):
                 continue
             out.append({**row, "scope": rule_project or "global",
@@ -200,6 +204,16 @@ class Checks:
             self.store.guards.delete_check(row["id"])
         self.compile()
         return row
+
+    def remove_of(self, lesson_id: str) -> int:
+        """Delete every check of a rule (the rule is being deleted); returns how many."""
+        rows = self.store.guards.checks([lesson_id], None)
+        if rows:
+            with self.store.atomic():
+                for row in rows:
+                    self.store.guards.delete_check(row["id"])
+            self.compile()
+        return len(rows)
 
     # ---- the compiled file ---------------------------------------------------------------
     def entries(self) -> list[dict[str, Any]]:
