@@ -1,7 +1,8 @@
-"""Every `lore …` command line that a doc, the plugin or a message of Lore spells out parses with
-the real command tree: its command path exists and every option it names is an option of that
-command. An earlier version's spelling (refused in one line naming the new one), a removed
-option or a command that never existed is a defect of the text that names it."""
+"""Every `lore …` command line that a doc, the plugin, a page of the dashboard or a message of Lore
+spells out parses with the real command tree: its command path exists, every option it names is
+an option of that command, and a value it gives an option of fixed choices is one of them. An
+earlier version's spelling (refused in one line naming the new one), a removed option or a
+command that never existed is a defect of the text that names it."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from lore.cli.common import MOVED_OPTIONS, moved
 ROOT = Path(__file__).resolve().parents[2]
 
 # A command line in a message or a doc ends where the prose around it starts again.
-END = re.compile(r"`|\n|\(|\)|;|,(?:\s|$)| — | -> |: |\?(?:\s|$)|\"?}|──|\s{2,}|\[/| or (?=lore )"
+END = re.compile(r"`|\n|\(|\)|;|,(?:\s|$)| — | -> |: |\?(?:\s|$)|\"?}|──|\s{2,}|\[/|<| or (?=lore )"
                  r"|\.(?:\s|$)| then |\s#\s?")
 # Words that follow "lore" in prose ("the lore command itself"), not a command.
 PROSE = {"command", "is", "at", "installed"}
@@ -152,7 +153,9 @@ def problem(args: list[str]) -> str | None:
 def spelled() -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     docs = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")),
-            *sorted((ROOT / "plugin").rglob("*.md"))]
+            *sorted((ROOT / "plugin").rglob("*.md")),
+            *sorted(path for path in (ROOT / "src" / "lore").rglob("*")
+                    if path.suffix in (".html", ".md", ".json", ".js"))]
     for path in docs:
         found += [(str(path.relative_to(ROOT)), line) for line in markdown(path)]
     for path in sorted((ROOT / "src" / "lore").rglob("*.py")):
@@ -199,8 +202,10 @@ def test_a_good_spelling_passes(line):
 
 
 def test_lines_end_where_the_prose_starts():
-    text = "run `lore review approve ID` (or lore review -i), then lore apply --yes. Done"
-    assert list(lines_of(text)) == ["review approve ID", "review -i", "apply --yes"]
+    text = ("run `lore review approve ID` (or lore review -i), then lore apply --yes. Done; "
+            "<code>lore stats --rules</code>")
+    assert list(lines_of(text)) == ["review approve ID", "review -i", "apply --yes",
+                                    "stats --rules"]
 
 
 def test_every_slash_command_named_is_one_of_the_plugin():
