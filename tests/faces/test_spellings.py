@@ -152,7 +152,7 @@ def problem(args: list[str]) -> str | None:
 
 def spelled() -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
-    docs = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")),
+    docs = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md")),
             *sorted((ROOT / "plugin").rglob("*.md")),
             *sorted(path for path in (ROOT / "src" / "lore").rglob("*")
                     if path.suffix in (".html", ".md", ".json", ".js"))]
