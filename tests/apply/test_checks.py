@@ -14,7 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import FakeEmbedder, make_settings
@@ -172,6 +172,7 @@ def test_a_needle_is_in_every_text_its_pattern_matches(pattern, text):
 @settings(max_examples=400)
 @given(st.text(alphabet="ab/.*?{},[]", min_size=1, max_size=12),
        st.lists(st.text(alphabet="ab.", min_size=1, max_size=4), min_size=1, max_size=4))
+@example(glob="**/ab", parts=["ab"])  # "**/" matches no folder: the needle is not "/ab"
 def test_a_path_needle_is_in_every_path_its_glob_matches(glob, parts):
     try:
         rx = g._compiled("path", glob)

@@ -152,7 +152,8 @@ def needle(kind: str, pattern: str) -> str | None:
         if "\\" in pattern:
             return None
         bare = re.sub(r"\{[^}]*\}|\[[^\]]*\]", "*", pattern.strip().lstrip("./"))
-        runs = re.split(r"[*?\[\]{},]+", bare)
+        # a run's leading slash may be absent: "**/" matches no folder at all ("**/a" is "a")
+        runs = [r.lstrip("/") for r in re.split(r"[*?\[\]{},]+", bare)]
         best = max(runs, key=len, default="")
         return best if len(best) >= 2 else None
     if pattern.startswith("(?") and not pattern.startswith(("(?:", "(?=", "(?!", "(?<")):
